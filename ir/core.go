@@ -134,6 +134,7 @@ type Operation struct {
 
 	block      *Block
 	prev, next *Operation
+	order      int // position in block; valid while block.orderValid
 }
 
 // NewOperation creates a detached op. Result values get the given types.
@@ -299,6 +300,7 @@ func (op *Operation) Remove() {
 	}
 	op.prev, op.next, op.block = nil, nil, nil
 	b.count--
+	b.orderValid = false
 }
 
 // Erase unlinks op and drops every operand use inside it (recursively).
@@ -370,6 +372,7 @@ type Block struct {
 	Args        []*Value
 	first, last *Operation
 	count       int
+	orderValid  bool
 	parent      *Region
 	// Label is the printer's preferred label (without '^').
 	Label string
@@ -435,6 +438,13 @@ func (b *Block) Append(op *Operation) {
 	}
 	b.last = op
 	b.count++
+	if b.orderValid {
+		if op.prev != nil {
+			op.order = op.prev.order + 1
+		} else {
+			op.order = 0
+		}
+	}
 }
 
 // InsertBefore inserts op before pos (which must be in b); a nil pos appends.
@@ -460,6 +470,7 @@ func (b *Block) insertBefore(op, pos *Operation) {
 	}
 	pos.prev = op
 	b.count++
+	b.orderValid = false
 }
 
 func (b *Block) insertAfter(op, pos *Operation) {
@@ -468,6 +479,21 @@ func (b *Block) insertAfter(op, pos *Operation) {
 		return
 	}
 	b.insertBefore(op, pos.next)
+}
+
+// IsBeforeInBlock reports whether op comes before other; both must be in
+// the same block. Amortised O(1): positions are renumbered lazily.
+func (op *Operation) IsBeforeInBlock(other *Operation) bool {
+	b := op.block
+	if !b.orderValid {
+		i := 0
+		for o := b.first; o != nil; o = o.next {
+			o.order = i
+			i++
+		}
+		b.orderValid = true
+	}
+	return op.order < other.order
 }
 
 // Region is a list of blocks owned by an op.

@@ -176,11 +176,11 @@ type TensorType struct {
 	Elem  ElemType
 }
 
-func (TensorType) isType()               {}
-func (t TensorType) GetShape() []int64   { return t.Shape }
-func (t TensorType) GetElem() ElemType   { return t.Elem }
-func (t TensorType) String() string      { return "tensor<" + shapePrefix(t.Shape) + t.Elem.String() + ">" }
-func (t TensorType) Rank() int           { return len(t.Shape) }
+func (TensorType) isType()             {}
+func (t TensorType) GetShape() []int64 { return t.Shape }
+func (t TensorType) GetElem() ElemType { return t.Elem }
+func (t TensorType) String() string    { return "tensor<" + shapePrefix(t.Shape) + t.Elem.String() + ">" }
+func (t TensorType) Rank() int         { return len(t.Shape) }
 func (t TensorType) WithElem(e ElemType) TensorType {
 	return TensorType{Shape: t.Shape, Elem: e}
 }
