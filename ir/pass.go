@@ -435,6 +435,8 @@ type InternalError struct {
 	Pass  string
 	Value any
 	Stack string
+	// Diags holds the verifier's findings when a pass left invalid IR.
+	Diags []*Diagnostic
 	// Reproducer is the crash reproducer written, if any.
 	Reproducer string
 }
@@ -474,9 +476,7 @@ func (pm *PassManager) Run(m Module, ctx *PassContext) (err error) {
 		if runErr == nil && pm.VerifyEach {
 			if verr := Verify(m.Operation); verr != nil {
 				diags := AsDiagnostics(verr)
-				first := diags[0]
-				first.Notes = append(first.Notes, &Diagnostic{Severity: SevNote, Message: fmt.Sprintf("the IR is invalid after pass '%s'", e.Info.Name)})
-				runErr = &InternalError{Pass: e.Info.Name, Value: verr.Error()}
+				runErr = &InternalError{Pass: e.Info.Name, Value: fmt.Sprintf("the IR is invalid after pass '%s'", e.Info.Name), Diags: diags}
 			}
 		}
 		if runErr != nil {

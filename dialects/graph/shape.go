@@ -1,0 +1,165 @@
+package graph
+
+import (
+	"math"
+	"slices"
+
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file holds the rules of the shape classes: Reshape, Transpose,
+// BroadcastTo, Slice and Concat, and of Cast, which changes the element
+// type and keeps the shape.
+
+// checkSameElemAsResult reports a result whose element type differs from
+// operand 0's.
+//
+//	requires the same element type for the operand and the result, but got 'f32' and 'f16'
+func checkSameElemAsResult(op *ir.Operation) error {
+	in, out := operandType(op, 0).Elem, resultType(op, 0).Elem
+	if in != out {
+		return ir.OpError(op, "requires the same element type for the operand and the result, but got %s and %s", q(in), q(out))
+	}
+	return nil
+}
+
+// verifyCast: `%y = graph.cast %x : (tensor<4x8xf32>) -> tensor<4x8xbf16>`
+// keeps the shape; `dtype`, if given, restates the result element type.
+func verifyCast(op *ir.Operation) error {
+	if err := checkSameShape(op); err != nil {
+		return err
+	}
+	return checkDtype(op, resultType(op, 0).Elem)
+}
+
+// verifyReshape: `%y = graph.reshape %x : (tensor<4x8xf32>) -> tensor<32xf32>`
+// keeps the element type and, between static shapes, the element count.
+//
+//	operand type 'tensor<4x8xf32>' has 32 elements, but result type 'tensor<4x4xf32>' has 16
+func verifyReshape(op *ir.Operation) error {
+	if err := checkSameElemAsResult(op); err != nil {
+		return err
+	}
+	in, out := operandType(op, 0), resultType(op, 0)
+	n, staticIn := ir.NumElements(in.Shape)
+	m, staticOut := ir.NumElements(out.Shape)
+	if staticIn && staticOut && n != m {
+		return ir.OpError(op, "operand type %s has %d elements, but result type %s has %d", q(in), n, q(out), m)
+	}
+	return nil
+}
+
+// inferTranspose: `%y = graph.transpose %x {perm = [1, 0]} : (tensor<4x8xf32>) -> tensor<8x4xf32>`.
+//
+//	attribute 'perm' must be a permutation of [0, 2), but got [0, 0]
+func inferTranspose(op *ir.Operation) ([]ir.Type, error) {
+	in, perm := operandType(op, 0), TransposeOp{op}.Perm()
+	seen := make([]bool, in.Rank())
+	ok := len(perm) == in.Rank()
+	for _, p := range perm {
+		if !ok || p < 0 || p >= int64(in.Rank()) || seen[p] {
+			ok = false
+			break
+		}
+		seen[p] = true
+	}
+	if !ok {
+		return nil, ir.OpError(op, "attribute 'perm' must be a permutation of [0, %d), but got %s", in.Rank(), op.Attr("perm"))
+	}
+	shape := make([]int64, len(perm))
+	for i, p := range perm {
+		shape[i] = in.Shape[p]
+	}
+	return []ir.Type{ir.TensorType{Shape: shape, Elem: in.Elem}}, nil
+}
+
+// verifyBroadcastTo: `%y = graph.broadcast_to %x : (tensor<8xf32>) -> tensor<4x8xf32>`.
+//
+//	operand type 'tensor<3xf32>' cannot be broadcast to result type 'tensor<4x4xf32>'
+func verifyBroadcastTo(op *ir.Operation) error {
+	if err := checkSameElemAsResult(op); err != nil {
+		return err
+	}
+	in, out := operandType(op, 0), resultType(op, 0)
+	if got, err := BroadcastShapes(in.Shape, out.Shape); err != nil || !slices.Equal(got, out.Shape) {
+		return ir.OpError(op, "operand type %s cannot be broadcast to result type %s", q(in), q(out))
+	}
+	return nil
+}
+
+// inferSlice: `%y = graph.slice %x {offsets = [0, 2], sizes = [4, 4]} : (tensor<4x8xf32>) -> tensor<4x4xf32>`.
+//
+//	attribute 'offsets' must have one entry per dimension (2), but has 1
+//	attribute 'sizes' has negative entry -1 for dimension 0
+//	slice of dimension 1 (offset 6, size 4) exceeds its extent 8
+func inferSlice(op *ir.Operation) ([]ir.Type, error) {
+	in, s := operandType(op, 0), SliceOp{op}
+	offsets, sizes := s.Offsets(), s.Sizes()
+	for _, attr := range []struct {
+		name   string
+		values []int64
+	}{{"offsets", offsets}, {"sizes", sizes}} {
+		if len(attr.values) != in.Rank() {
+			return nil, ir.OpError(op, "attribute '%s' must have one entry per dimension (%d), but has %d", attr.name, in.Rank(), len(attr.values))
+		}
+		for d, v := range attr.values {
+			if v < 0 {
+				return nil, ir.OpError(op, "attribute '%s' has negative entry %d for dimension %d", attr.name, v, d)
+			}
+		}
+	}
+	for d, extent := range in.Shape {
+		if extent != ir.Dynamic && (offsets[d] > extent || sizes[d] > extent-offsets[d]) {
+			return nil, ir.OpError(op, "slice of dimension %d (offset %d, size %d) exceeds its extent %d", d, offsets[d], sizes[d], extent)
+		}
+	}
+	return []ir.Type{ir.TensorType{Shape: append([]int64(nil), sizes...), Elem: in.Elem}}, nil
+}
+
+// inferConcat: `%y = graph.concat %a, %b {axis = 1} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>`.
+//
+//	expects at least one operand
+//	requires operands of the same rank, but got 'tensor<4x8xf32>' and 'tensor<8xf32>'
+//	operand #1 type 'tensor<3x2xf32>' differs from 'tensor<4x8xf32>' in dimension 0, which is not the concatenation axis
+func inferConcat(op *ir.Operation) ([]ir.Type, error) {
+	if op.NumOperands() == 0 {
+		return nil, ir.OpError(op, "expects at least one operand")
+	}
+	first := operandType(op, 0)
+	all := make([]int, op.NumOperands())
+	for i := range all {
+		all[i] = i
+		if t := operandType(op, i); t.Rank() != first.Rank() {
+			return nil, ir.OpError(op, "requires operands of the same rank, but got %s and %s", q(first), q(t))
+		}
+	}
+	if err := checkSameElem(op, all...); err != nil {
+		return nil, err
+	}
+	norm, err := NormalizeAxes([]int64{ConcatOp{op}.Axis()}, first.Rank())
+	if err != nil {
+		return nil, ir.OpError(op, "%v", err)
+	}
+	axis := norm[0]
+	shape := append([]int64(nil), first.Shape...)
+	for i := 1; i < op.NumOperands(); i++ {
+		t := operandType(op, i)
+		for d, e := range t.Shape {
+			switch {
+			case int64(d) == axis:
+				if shape[d] == ir.Dynamic || e == ir.Dynamic {
+					shape[d] = ir.Dynamic
+				} else if e > math.MaxInt64-shape[d] {
+					return nil, ir.OpError(op, "the concatenated extent of dimension %d overflows int64", d)
+				} else {
+					shape[d] += e
+				}
+			case !extentsAgree(shape[d], e):
+				return nil, ir.OpError(op, "operand #%d type %s differs from %s in dimension %d, which is not the concatenation axis", i, q(t), q(first), d)
+			case shape[d] == ir.Dynamic:
+				shape[d] = e
+			}
+		}
+	}
+	return []ir.Type{ir.TensorType{Shape: shape, Elem: first.Elem}}, nil
+}
