@@ -87,6 +87,7 @@ var errorTests = []struct {
 	{"generic func with a bad name", "\"func.func\"() ({\n}) {sym_name = \"a b\", function_type = () -> ()} : () -> ()", 1, 1, `'func.func' op has an invalid symbol name "a b"`},
 	{"generic func with operands", fn(`  "func.func"(%x) ({
   }) {sym_name = "g", function_type = () -> ()} : (f32) -> ()`), 2, 3, "'func.func' op takes no operands and no results and has one region"},
+	{"generic func with a block argument of another type", "\"func.func\"() ({\n^bb0(%a: f32):\n  \"func.return\"() : () -> ()\n}) {sym_name = \"g\", function_type = (i32) -> ()} : () -> ()", 1, 1, "type of entry block argument #0 (f32) does not match the function signature (i32)"},
 	{"dense literal on a multi-result op", fn("  %c:2 = graph.constant dense<1.0> : tensor<4xf32>"), 2, 25, "a dense literal after the op name takes the type of the op's single result, but 'graph.constant' has 2 results"},
 	{"dense value given twice", fn("  %c = graph.constant dense<1.0> {value = 2.0} : tensor<4xf32>"), 2, 23, "'value' is given twice: as the dense literal and in the attribute dictionary"},
 

@@ -67,7 +67,13 @@ func (p *parser) parseOperation(b *ir.Block) {
 		case "module":
 			op = p.parseModule(nres, start)
 		case "func.func":
-			op = p.parseFunc(nres, start)
+			// A function that is not well formed prints in the uniform
+			// custom form, `func.func {attrs} {region}`.
+			if p.lookahead(1).Type == tokLBrace {
+				op = p.parseCustomOp(nres, start)
+			} else {
+				op = p.parseFunc(nres, start)
+			}
 		default:
 			op = p.parseCustomOp(nres, start)
 		}
@@ -311,6 +317,9 @@ func (p *parser) newOp(name string, start lexer.Position, base int, ins, outs []
 	for _, r := range regions {
 		op.AddRegion().TakeBody(r)
 	}
+	if name == ir.ModuleOpName || name == ir.FuncOpName {
+		p.checkStructural(op, start)
+	}
 	return op
 }
 
@@ -500,19 +509,12 @@ func (p *parser) parseGenericOp(nres int, start lexer.Position) *ir.Operation {
 	if len(ft.Results) > maxResults {
 		p.failAt(tpos, "an op may have at most %d results", maxResults)
 	}
-	op := p.newOp(name, start, base, ft.Inputs, ft.Results, attrs, regions)
-	p.checkStructural(op, start)
-	return op
+	return p.newOp(name, start, base, ft.Inputs, ft.Results, attrs, regions)
 }
 
-// checkStructural holds generic-form module and func ops to the shape their
-// custom forms can print.
+// checkStructural holds module and func ops written in the generic or the
+// uniform custom form to the shape their own syntax prints.
 func (p *parser) checkStructural(op *ir.Operation, start lexer.Position) {
-	switch op.Name() {
-	case ir.ModuleOpName, ir.FuncOpName:
-	default:
-		return
-	}
 	if op.NumOperands() != 0 || op.NumResults() != 0 || op.NumRegions() != 1 {
 		p.failAt(start, "'%s' op takes no operands and no results and has one region", op.Name())
 	}
@@ -527,6 +529,17 @@ func (p *parser) checkStructural(op *ir.Operation, start lexer.Position) {
 	}
 	if s, ok := op.Attr("sym_name").(ir.StringAttr); ok && !isSymbolName(string(s)) {
 		p.failAt(start, "'%s' op has an invalid symbol name %s", op.Name(), s)
+	}
+	// The custom form of a function writes its argument types from the
+	// entry block, so they must be the ones of its function type.
+	if ta, ok := op.Attr("function_type").(ir.TypeAttr); ok && op.Name() == ir.FuncOpName && len(op.Region(0).Blocks) == 1 {
+		if ft, ok := ta.Type.(ir.FunctionType); ok && len(ft.Inputs) == len(op.Region(0).Blocks[0].Args) {
+			for i, a := range op.Region(0).Blocks[0].Args {
+				if !typesEqual(a.Type(), ft.Inputs[i]) {
+					p.failAt(start, "type of entry block argument #%d (%s) does not match the function signature (%s)", i, a.Type(), ft.Inputs[i])
+				}
+			}
+		}
 	}
 }
 

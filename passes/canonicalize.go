@@ -154,26 +154,14 @@ func CanonicalizationPatterns() []ir.Pattern {
 		reshapeOfReshape,
 		identityTranspose,
 		transposeOfTranspose,
+		constantFold,
 	}
 }
 
 // Canonicalize applies the canonicalization patterns, constant folding and
 // dead-code removal until nothing changes.
 func Canonicalize(root *ir.Operation) bool {
-	return ir.ApplyPatternsGreedily(root, CanonicalizationPatterns(), ir.GreedyConfig{
-		EraseDead:           true,
-		Fold:                true,
-		MaterializeConstant: materializeConstant,
-	})
-}
-
-// materializeConstant builds `graph.constant dense<...> : T` for a folded value.
-func materializeConstant(b *ir.Builder, value ir.Attr, t ir.Type, loc ir.Location) *ir.Operation {
-	d, ok := value.(ir.DenseAttr)
-	if !ok {
-		return nil
-	}
-	return b.Create("graph.constant", loc, nil, []ir.Type{t}, ir.Attrs("value", d))
+	return ir.ApplyPatternsGreedily(root, CanonicalizationPatterns(), ir.GreedyConfig{EraseDead: true})
 }
 
 func init() {

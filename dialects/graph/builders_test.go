@@ -216,4 +216,14 @@ func TestBuildFused(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	require.Equal(t, 2, tf.fn.Body().Len())
 	require.Len(t, x.Uses(), 1)
+
+	// so does a body that captures a value from outside
+	_, err = BuildFused(tf.builder(), loc, "elementwise", nil,
+		func(bb *ir.Builder, in []*ir.Value) ([]*ir.Value, error) {
+			e, err := BuildExp(bb, loc, x)
+			return []*ir.Value{e.Output()}, err
+		})
+	require.EqualError(t, err, "b.tir:1:1: error: 'graph.exp' op using value defined outside the region of 'graph.fused', which is isolated from above")
+	require.Equal(t, 2, tf.fn.Body().Len())
+	require.Len(t, x.Uses(), 1)
 }

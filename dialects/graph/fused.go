@@ -21,7 +21,8 @@ import "github.com/tensorforge/tensorforge/ir"
 // type), and returns the values to yield, whose types become the op's
 // result types. Further attributes can be set on the op afterwards. It
 // returns an error, and leaves nothing behind, when body fails or the op
-// would not verify.
+// would not verify (a body that uses values from outside fails:
+// graph.fused is isolated from above).
 func BuildFused(b *ir.Builder, loc ir.Location, kind string, inputs []*ir.Value,
 	body func(bb *ir.Builder, args []*ir.Value) ([]*ir.Value, error)) (FusedOp, error) {
 	op := ir.NewOperation(OpFused, loc, inputs, nil, ir.Attrs("kind", ir.StringAttr(kind)), 1)
@@ -49,7 +50,9 @@ func BuildFused(b *ir.Builder, loc ir.Location, kind string, inputs []*ir.Value,
 		op.AddResult(v.Type())
 	}
 	b.Insert(op)
-	if err := verifyFusedOp(op); err != nil {
+	// The whole verifier, not only graph.fused's rules: a body that uses a
+	// value from outside breaks IsolatedFromAbove.
+	if err := ir.Verify(op); err != nil {
 		op.Erase()
 		return FusedOp{}, err
 	}

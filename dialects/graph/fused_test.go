@@ -90,7 +90,7 @@ func TestFusedIsolatedFromAbove(t *testing.T) {
 	op.Region(0).AppendBlock(entry)
 	entry.Append(ir.NewOperation(OpYield, ir.Location{}, []*ir.Value{x}, nil, nil, 0))
 	require.True(t, op.HasTrait(ir.IsolatedFromAbove))
-	require.NotEmpty(t, tf.verify())
+	require.Equal(t, []string{"'graph.yield' op using value defined outside the region of 'graph.fused', which is isolated from above"}, tf.verify())
 }
 
 var yieldOutsideFused = "'graph.yield' op expects parent op 'graph.fused'"

@@ -136,12 +136,12 @@ func AsNeg(op *ir.Operation) (NegOp, bool) {
 	return NegOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op NegOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op NegOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -204,12 +204,12 @@ func AsAbs(op *ir.Operation) (AbsOp, bool) {
 	return AbsOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op AbsOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op AbsOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -272,12 +272,12 @@ func AsExp(op *ir.Operation) (ExpOp, bool) {
 	return ExpOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ExpOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ExpOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -340,12 +340,12 @@ func AsExp2(op *ir.Operation) (Exp2Op, bool) {
 	return Exp2Op{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Exp2Op) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Exp2Op) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -408,12 +408,12 @@ func AsLog(op *ir.Operation) (LogOp, bool) {
 	return LogOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op LogOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LogOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -476,12 +476,12 @@ func AsLog2(op *ir.Operation) (Log2Op, bool) {
 	return Log2Op{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Log2Op) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Log2Op) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -544,12 +544,12 @@ func AsLog1p(op *ir.Operation) (Log1pOp, bool) {
 	return Log1pOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Log1pOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Log1pOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -612,12 +612,12 @@ func AsExpm1(op *ir.Operation) (Expm1Op, bool) {
 	return Expm1Op{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Expm1Op) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Expm1Op) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -680,12 +680,12 @@ func AsSqrt(op *ir.Operation) (SqrtOp, bool) {
 	return SqrtOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SqrtOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SqrtOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -748,12 +748,12 @@ func AsRsqrt(op *ir.Operation) (RsqrtOp, bool) {
 	return RsqrtOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op RsqrtOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op RsqrtOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -816,12 +816,12 @@ func AsReciprocal(op *ir.Operation) (ReciprocalOp, bool) {
 	return ReciprocalOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReciprocalOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReciprocalOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -884,12 +884,12 @@ func AsTanh(op *ir.Operation) (TanhOp, bool) {
 	return TanhOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op TanhOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op TanhOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -952,12 +952,12 @@ func AsSigmoid(op *ir.Operation) (SigmoidOp, bool) {
 	return SigmoidOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SigmoidOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SigmoidOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1020,12 +1020,12 @@ func AsSilu(op *ir.Operation) (SiluOp, bool) {
 	return SiluOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SiluOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SiluOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1088,12 +1088,12 @@ func AsGelu(op *ir.Operation) (GeluOp, bool) {
 	return GeluOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op GeluOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op GeluOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1175,12 +1175,12 @@ func AsRelu(op *ir.Operation) (ReluOp, bool) {
 	return ReluOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReluOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReluOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1243,12 +1243,12 @@ func AsSin(op *ir.Operation) (SinOp, bool) {
 	return SinOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SinOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SinOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1311,12 +1311,12 @@ func AsCos(op *ir.Operation) (CosOp, bool) {
 	return CosOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op CosOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CosOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1379,12 +1379,12 @@ func AsFloor(op *ir.Operation) (FloorOp, bool) {
 	return FloorOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op FloorOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op FloorOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1447,12 +1447,12 @@ func AsCeil(op *ir.Operation) (CeilOp, bool) {
 	return CeilOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op CeilOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CeilOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1515,12 +1515,12 @@ func AsRound(op *ir.Operation) (RoundOp, bool) {
 	return RoundOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op RoundOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op RoundOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1583,17 +1583,17 @@ func AsAdd(op *ir.Operation) (AddOp, bool) {
 	return AddOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op AddOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op AddOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op AddOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1659,17 +1659,17 @@ func AsSub(op *ir.Operation) (SubOp, bool) {
 	return SubOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op SubOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op SubOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SubOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1735,17 +1735,17 @@ func AsMul(op *ir.Operation) (MulOp, bool) {
 	return MulOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MulOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MulOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MulOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1811,17 +1811,17 @@ func AsDiv(op *ir.Operation) (DivOp, bool) {
 	return DivOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op DivOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op DivOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op DivOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1887,17 +1887,17 @@ func AsMax(op *ir.Operation) (MaxOp, bool) {
 	return MaxOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MaxOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MaxOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MaxOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1963,17 +1963,17 @@ func AsMin(op *ir.Operation) (MinOp, bool) {
 	return MinOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MinOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MinOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MinOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2039,17 +2039,17 @@ func AsPow(op *ir.Operation) (PowOp, bool) {
 	return PowOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op PowOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op PowOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op PowOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2115,17 +2115,17 @@ func AsLogAddExp(op *ir.Operation) (LogAddExpOp, bool) {
 	return LogAddExpOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op LogAddExpOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op LogAddExpOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LogAddExpOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2191,17 +2191,17 @@ func AsLogAddExp2(op *ir.Operation) (LogAddExp2Op, bool) {
 	return LogAddExp2Op{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op LogAddExp2Op) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op LogAddExp2Op) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LogAddExp2Op) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2267,17 +2267,17 @@ func AsCmp(op *ir.Operation) (CmpOp, bool) {
 	return CmpOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op CmpOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op CmpOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CmpOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2289,7 +2289,6 @@ func (op CmpOp) Predicate() string {
 }
 
 // BuildCmp creates a graph.cmp at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildCmp(b *ir.Builder, loc ir.Location, lhs *ir.Value, rhs *ir.Value, predicate string) (CmpOp, error) {
 	var attrs ir.AttrDict
@@ -2358,22 +2357,22 @@ func AsSelect(op *ir.Operation) (SelectOp, bool) {
 	return SelectOp{op}, true
 }
 
-// Condition returns operand #0, condition.
+// Condition returns operand #0 (condition).
 func (op SelectOp) Condition() *ir.Value {
 	return op.Operand(0)
 }
 
-// TrueValue returns operand #1, true_value.
+// TrueValue returns operand #1 (true_value).
 func (op SelectOp) TrueValue() *ir.Value {
 	return op.Operand(1)
 }
 
-// FalseValue returns operand #2, false_value.
+// FalseValue returns operand #2 (false_value).
 func (op SelectOp) FalseValue() *ir.Value {
 	return op.Operand(2)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SelectOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2442,12 +2441,12 @@ func AsClamp(op *ir.Operation) (ClampOp, bool) {
 	return ClampOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ClampOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ClampOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2465,7 +2464,6 @@ func (op ClampOp) Max() float64 {
 }
 
 // BuildClamp creates a graph.clamp at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildClamp(b *ir.Builder, loc ir.Location, input *ir.Value, min float64, max float64) (ClampOp, error) {
 	var attrs ir.AttrDict
@@ -2532,12 +2530,12 @@ func AsCast(op *ir.Operation) (CastOp, bool) {
 	return CastOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op CastOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CastOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2608,12 +2606,12 @@ func AsReduceSum(op *ir.Operation) (ReduceSumOp, bool) {
 	return ReduceSumOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReduceSumOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReduceSumOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2702,12 +2700,12 @@ func AsReduceMax(op *ir.Operation) (ReduceMaxOp, bool) {
 	return ReduceMaxOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReduceMaxOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReduceMaxOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2796,12 +2794,12 @@ func AsReduceMin(op *ir.Operation) (ReduceMinOp, bool) {
 	return ReduceMinOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReduceMinOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReduceMinOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2890,12 +2888,12 @@ func AsReduceMean(op *ir.Operation) (ReduceMeanOp, bool) {
 	return ReduceMeanOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReduceMeanOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReduceMeanOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2984,17 +2982,17 @@ func AsRMSNorm(op *ir.Operation) (RMSNormOp, bool) {
 	return RMSNormOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op RMSNormOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Weight returns operand #1, weight.
+// Weight returns operand #1 (weight).
 func (op RMSNormOp) Weight() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op RMSNormOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3090,22 +3088,22 @@ func AsLayerNorm(op *ir.Operation) (LayerNormOp, bool) {
 	return LayerNormOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op LayerNormOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Weight returns operand #1, weight.
+// Weight returns operand #1 (weight).
 func (op LayerNormOp) Weight() *ir.Value {
 	return op.Operand(1)
 }
 
-// Bias returns operand #2, bias.
+// Bias returns operand #2 (bias).
 func (op LayerNormOp) Bias() *ir.Value {
 	return op.Operand(2)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LayerNormOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3204,12 +3202,12 @@ func AsSoftmax(op *ir.Operation) (SoftmaxOp, bool) {
 	return SoftmaxOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SoftmaxOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SoftmaxOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3288,12 +3286,12 @@ func AsLogSoftmax(op *ir.Operation) (LogSoftmaxOp, bool) {
 	return LogSoftmaxOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op LogSoftmaxOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LogSoftmaxOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3372,12 +3370,12 @@ func AsLogSumExp(op *ir.Operation) (LogSumExpOp, bool) {
 	return LogSumExpOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op LogSumExpOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LogSumExpOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3470,12 +3468,12 @@ func AsQuantize(op *ir.Operation) (QuantizeOp, bool) {
 	return QuantizeOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op QuantizeOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Scales returns operand #1, scales, or nil when the optional operands are absent: per-channel output scales.
+// Scales returns operand #1 (scales), or nil when the optional operands are absent: per-channel output scales.
 func (op QuantizeOp) Scales() *ir.Value {
 	if op.NumOperands() <= 1 {
 		return nil
@@ -3483,7 +3481,7 @@ func (op QuantizeOp) Scales() *ir.Value {
 	return op.Operand(1)
 }
 
-// ZeroPoints returns operand #2, zero_points, or nil when the optional operands are absent: per-channel output zero points.
+// ZeroPoints returns operand #2 (zero_points), or nil when the optional operands are absent: per-channel output zero points.
 func (op QuantizeOp) ZeroPoints() *ir.Value {
 	if op.NumOperands() <= 2 {
 		return nil
@@ -3491,7 +3489,7 @@ func (op QuantizeOp) ZeroPoints() *ir.Value {
 	return op.Operand(2)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op QuantizeOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3621,12 +3619,12 @@ func AsDequantize(op *ir.Operation) (DequantizeOp, bool) {
 	return DequantizeOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op DequantizeOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Scales returns operand #1, scales, or nil when the optional operands are absent: per-channel input scales.
+// Scales returns operand #1 (scales), or nil when the optional operands are absent: per-channel input scales.
 func (op DequantizeOp) Scales() *ir.Value {
 	if op.NumOperands() <= 1 {
 		return nil
@@ -3634,7 +3632,7 @@ func (op DequantizeOp) Scales() *ir.Value {
 	return op.Operand(1)
 }
 
-// ZeroPoints returns operand #2, zero_points, or nil when the optional operands are absent: per-channel input zero points.
+// ZeroPoints returns operand #2 (zero_points), or nil when the optional operands are absent: per-channel input zero points.
 func (op DequantizeOp) ZeroPoints() *ir.Value {
 	if op.NumOperands() <= 2 {
 		return nil
@@ -3642,7 +3640,7 @@ func (op DequantizeOp) ZeroPoints() *ir.Value {
 	return op.Operand(2)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op DequantizeOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3772,12 +3770,12 @@ func AsRequantize(op *ir.Operation) (RequantizeOp, bool) {
 	return RequantizeOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op RequantizeOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// InScales returns operand #1, in_scales, or nil when the optional operands are absent: per-channel input scales.
+// InScales returns operand #1 (in_scales), or nil when the optional operands are absent: per-channel input scales.
 func (op RequantizeOp) InScales() *ir.Value {
 	if op.NumOperands() <= 1 {
 		return nil
@@ -3785,7 +3783,7 @@ func (op RequantizeOp) InScales() *ir.Value {
 	return op.Operand(1)
 }
 
-// InZeroPoints returns operand #2, in_zero_points, or nil when the optional operands are absent: per-channel input zero points.
+// InZeroPoints returns operand #2 (in_zero_points), or nil when the optional operands are absent: per-channel input zero points.
 func (op RequantizeOp) InZeroPoints() *ir.Value {
 	if op.NumOperands() <= 2 {
 		return nil
@@ -3793,7 +3791,7 @@ func (op RequantizeOp) InZeroPoints() *ir.Value {
 	return op.Operand(2)
 }
 
-// Scales returns operand #3, scales, or nil when the optional operands are absent: per-channel output scales.
+// Scales returns operand #3 (scales), or nil when the optional operands are absent: per-channel output scales.
 func (op RequantizeOp) Scales() *ir.Value {
 	if op.NumOperands() <= 3 {
 		return nil
@@ -3801,7 +3799,7 @@ func (op RequantizeOp) Scales() *ir.Value {
 	return op.Operand(3)
 }
 
-// ZeroPoints returns operand #4, zero_points, or nil when the optional operands are absent: per-channel output zero points.
+// ZeroPoints returns operand #4 (zero_points), or nil when the optional operands are absent: per-channel output zero points.
 func (op RequantizeOp) ZeroPoints() *ir.Value {
 	if op.NumOperands() <= 4 {
 		return nil
@@ -3809,7 +3807,7 @@ func (op RequantizeOp) ZeroPoints() *ir.Value {
 	return op.Operand(4)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op RequantizeOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3977,12 +3975,12 @@ func AsReshape(op *ir.Operation) (ReshapeOp, bool) {
 	return ReshapeOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReshapeOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReshapeOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -4045,12 +4043,12 @@ func AsTranspose(op *ir.Operation) (TransposeOp, bool) {
 	return TransposeOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op TransposeOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op TransposeOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -4062,7 +4060,6 @@ func (op TransposeOp) Perm() []int64 {
 }
 
 // BuildTranspose creates a graph.transpose at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildTranspose(b *ir.Builder, loc ir.Location, input *ir.Value, perm []int64) (TransposeOp, error) {
 	var attrs ir.AttrDict
@@ -4125,12 +4122,12 @@ func AsBroadcastTo(op *ir.Operation) (BroadcastToOp, bool) {
 	return BroadcastToOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op BroadcastToOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op BroadcastToOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -4193,12 +4190,12 @@ func AsSlice(op *ir.Operation) (SliceOp, bool) {
 	return SliceOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SliceOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SliceOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -4216,7 +4213,6 @@ func (op SliceOp) Sizes() []int64 {
 }
 
 // BuildSlice creates a graph.slice at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildSlice(b *ir.Builder, loc ir.Location, input *ir.Value, offsets []int64, sizes []int64) (SliceOp, error) {
 	var attrs ir.AttrDict
@@ -4283,12 +4279,12 @@ func AsConcat(op *ir.Operation) (ConcatOp, bool) {
 	return ConcatOp{op}, true
 }
 
-// Inputs returns operands #0 and on, inputs.
+// Inputs returns operands #0 onwards (inputs).
 func (op ConcatOp) Inputs() []*ir.Value {
 	return op.Operands()
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ConcatOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -4300,7 +4296,6 @@ func (op ConcatOp) Axis() int64 {
 }
 
 // BuildConcat creates a graph.concat at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildConcat(b *ir.Builder, loc ir.Location, inputs []*ir.Value, axis int64) (ConcatOp, error) {
 	var attrs ir.AttrDict
@@ -4365,17 +4360,17 @@ func AsMatMul(op *ir.Operation) (MatMulOp, bool) {
 	return MatMulOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MatMulOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MatMulOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MatMulOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -4457,7 +4452,7 @@ func AsConstant(op *ir.Operation) (ConstantOp, bool) {
 	return ConstantOp{op}, true
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ConstantOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -4469,7 +4464,6 @@ func (op ConstantOp) Value() ir.DenseAttr {
 }
 
 // BuildConstant creates a graph.constant at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildConstant(b *ir.Builder, loc ir.Location, value ir.DenseAttr) (ConstantOp, error) {
 	var attrs ir.AttrDict
@@ -4536,17 +4530,17 @@ func AsFused(op *ir.Operation) (FusedOp, bool) {
 	return FusedOp{op}, true
 }
 
-// Inputs returns operands #0 and on, inputs.
+// Inputs returns operands #0 onwards (inputs).
 func (op FusedOp) Inputs() []*ir.Value {
 	return op.Operands()
 }
 
-// Outputs returns the results, outputs.
+// Outputs returns the results (outputs).
 func (op FusedOp) Outputs() []*ir.Value {
 	return op.Results()
 }
 
-// Body returns region #0, body: one block; its arguments stand for the operands.
+// Body returns region #0 (body): one block; its arguments stand for the operands.
 func (op FusedOp) Body() *ir.Region {
 	return op.Region(0)
 }
@@ -4612,7 +4606,7 @@ func AsYield(op *ir.Operation) (YieldOp, bool) {
 	return YieldOp{op}, true
 }
 
-// Values returns operands #0 and on, values.
+// Values returns operands #0 onwards (values).
 func (op YieldOp) Values() []*ir.Value {
 	return op.Operands()
 }

@@ -152,10 +152,29 @@ func CheckAttr(op *ir.Operation, name string, kind AttrKind, required bool) erro
 		}
 		return nil
 	}
-	if !kind.valid() || !kindMatches(a, kind) {
-		return ir.OpError(op, "attribute '%s' must be %s, but got %s", name, attrKindInfo[kind].noun, a)
+	if !kind.valid() {
+		return ir.OpError(op, "attribute '%s' has no declared kind", name)
+	}
+	if !kindMatches(a, kind) {
+		return ir.OpError(op, "attribute '%s' must be %s, but got %s", name, attrKindInfo[kind].noun, attrText(a))
 	}
 	return nil
+}
+
+// attrText prints an attribute for a diagnostic; type and dense attributes
+// built without a type (in Go, never by the parser) print as such.
+func attrText(a ir.Attr) string {
+	switch a := a.(type) {
+	case ir.TypeAttr:
+		if a.Type == nil {
+			return "a type attribute without a type"
+		}
+	case ir.DenseAttr:
+		if a.Type == nil {
+			return "a dense attribute without a type"
+		}
+	}
+	return a.String()
 }
 
 func kindMatches(a ir.Attr, kind AttrKind) bool {

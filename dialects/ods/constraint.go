@@ -34,6 +34,25 @@ const (
 	// DequantizableTensor holds what dequantize reads: quantised values or
 	// i32 accumulators.
 	DequantizableTensor
+
+	// The loop dialect's values are scalars, vectors, indices and buffers.
+
+	// AnyType is a value of any type.
+	AnyType
+	// IndexValue is an `index`.
+	IndexValue
+	// ScalarValue is a scalar of any element type but index.
+	ScalarValue
+	// VectorValue is a 1-D vector: `vector<8xf32>`.
+	VectorValue
+	// ScalarOrVector is a ScalarValue or a VectorValue.
+	ScalarOrVector
+	// AnyMemRef is a buffer in any memory space.
+	AnyMemRef
+	// DRAMMemRef is a buffer in device memory: `memref<?x8192xbf16, dram>`.
+	DRAMMemRef
+	// SRAMMemRef is a scratchpad buffer: `memref<8192xf32, sram>`.
+	SRAMMemRef
 	numConstraints
 )
 
@@ -52,6 +71,49 @@ var constraintInfo = [numConstraints]struct {
 		oneOf(ir.I32, ir.I8, ir.UI8)},
 	DequantizableTensor: {"DequantizableTensor", "tensor of i32, i8, ui8 or f8E4M3FN values",
 		oneOf(ir.I32, ir.I8, ir.UI8, ir.F8E4M3FN)},
+	AnyType:        {"AnyType", "any type", nil},
+	IndexValue:     {"IndexValue", "index", nil},
+	ScalarValue:    {"ScalarValue", "scalar of any element type but index", nil},
+	VectorValue:    {"VectorValue", "1-D vector of any element type but index", nil},
+	ScalarOrVector: {"ScalarOrVector", "scalar or 1-D vector of any element type but index", nil},
+	AnyMemRef:      {"AnyMemRef", "memref in any memory space", nil},
+	DRAMMemRef:     {"DRAMMemRef", "memref in dram", nil},
+	SRAMMemRef:     {"SRAMMemRef", "memref in sram", nil},
+}
+
+// valueTypes holds the constraints on values other than tensors, which
+// test the whole type rather than a tensor's element type.
+var valueTypes = map[Constraint]func(ir.Type) bool{
+	AnyType:        func(ir.Type) bool { return true },
+	IndexValue:     isIndex,
+	ScalarValue:    isScalar,
+	VectorValue:    isVector,
+	ScalarOrVector: func(t ir.Type) bool { return isScalar(t) || isVector(t) },
+	AnyMemRef:      memRefIn(ir.DRAM, ir.SRAM, ir.Reg),
+	DRAMMemRef:     memRefIn(ir.DRAM),
+	SRAMMemRef:     memRefIn(ir.SRAM),
+}
+
+func isIndex(t ir.Type) bool {
+	e, ok := t.(ir.ElemType)
+	return ok && e.Kind == ir.Index
+}
+
+func isScalar(t ir.Type) bool {
+	e, ok := t.(ir.ElemType)
+	return ok && e.Kind != ir.Index && e.Kind != ir.InvalidElem
+}
+
+func isVector(t ir.Type) bool {
+	v, ok := t.(ir.VectorType)
+	return ok && len(v.Shape) == 1 && v.Elem.Kind != ir.Index && v.Elem.Kind != ir.InvalidElem
+}
+
+func memRefIn(spaces ...ir.MemSpace) func(ir.Type) bool {
+	return func(t ir.Type) bool {
+		m, ok := t.(ir.MemRefType)
+		return ok && slices.Contains(spaces, m.Space)
+	}
 }
 
 func oneOf(kinds ...ir.ElemKind) func(ir.ElemKind) bool {
@@ -81,6 +143,9 @@ func (c Constraint) Summary() string {
 func (c Constraint) Allows(t ir.Type) bool {
 	if !c.valid() {
 		return false
+	}
+	if types := valueTypes[c]; types != nil {
+		return types(t)
 	}
 	tt, ok := t.(ir.TensorType)
 	if !ok {

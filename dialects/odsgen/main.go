@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 
 	graphdefs "github.com/tensorforge/tensorforge/dialects/graph/defs"
+	loopdefs "github.com/tensorforge/tensorforge/dialects/loop/defs"
 	"github.com/tensorforge/tensorforge/dialects/ods"
 	"github.com/tensorforge/tensorforge/dialects/ods/gen"
 )
@@ -28,10 +29,11 @@ var dialects = []struct {
 	pkg  string
 }{
 	{&graphdefs.Dialect, "graph"},
+	{&loopdefs.Dialect, "loop"},
 }
 
 func main() {
-	name := flag.String("dialect", "", "the dialect to generate (graph)")
+	name := flag.String("dialect", "", "the dialect to generate (graph, loop)")
 	goOut := flag.String("go", "gen_ops.go", "the Go file to write")
 	docOut := flag.String("doc", "", "the Markdown file to write (default docs/dialects/DIALECT.md under the module root)")
 	flag.Parse()

@@ -331,3 +331,28 @@ func TestIntConversions(t *testing.T) {
 	assert.Equal(t, int64(-1), WrapInt64(0xffff, ir.I16))
 	assert.Equal(t, int64(0xffff), WrapInt64(-1, ir.UI16))
 }
+
+func TestGenericBits(t *testing.T) {
+	b, ok := ToBits(1, ir.F32)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(0x3f800000), b)
+	b, _ = ToBits(-2, ir.F64)
+	assert.Equal(t, math.Float64bits(-2), b)
+	b, _ = ToBits(1, ir.BF16)
+	assert.Equal(t, uint64(0x3f80), b)
+	v, ok := FromBits(0x7f800000, ir.F32)
+	assert.True(t, ok)
+	assert.True(t, math.IsInf(v, 1))
+	v, _ = FromBits(math.Float64bits(0.1), ir.F64)
+	assert.Equal(t, 0.1, v)
+	v, _ = FromBits(0xffff3c00, ir.F16) // high bits beyond the width are ignored
+	assert.Equal(t, 1.0, v)
+	_, ok = ToBits(1, ir.I8)
+	assert.False(t, ok)
+	_, ok = FromBits(1, ir.UI8)
+	assert.False(t, ok)
+	assert.Equal(t, 1.0, SmallestNormal(ir.I32))
+	assert.Equal(t, 1.0, SmallestSubnormal(ir.I32))
+	assert.Equal(t, 0.0, MaxFinite(ir.InvalidElem))
+	assert.Equal(t, 1.5, RoundTo(1.5, ir.InvalidElem))
+}

@@ -69,10 +69,13 @@
 // zero_point. The quotient x / scale is formed exactly in float64 in both
 // modes, so ties are decided on the true quotient. To f8E4M3FN (or f8E5M2)
 // it computes x / scale + zero_point, saturates it to [-448, 448] (or
-// [-57344, 57344]) and rounds to nearest even; NaN stays NaN.
+// [-57344, 57344]) and rounds to nearest even (not under Options.F64);
+// NaN stays NaN.
 // dequantize is (q - zero_point) * scale in the op's precision, and
 // requantize quantizes that dequantized value. Per-channel parameters are
-// 1-D tensor operands #1 (scale) and #2 (zero_point) along `axis`.
+// 1-D tensor operands along `axis`: #1 (scales) and #2 (zero points) of
+// quantize and dequantize; #1, #2 (input side) and #3, #4 (output side) of
+// requantize.
 //
 // # Attribute defaults
 //

@@ -297,3 +297,18 @@ func TestPipelineMatchesHandComputation(t *testing.T) {
 		assert.Equal(t, got[0].Data[i], numeric.RoundTo(got[0].Data[i], ir.BF16), "stored as bf16")
 	}
 }
+
+func TestTensorHelpers(t *testing.T) {
+	x := mk(t, ir.BF16, []int64{2, 3}, 1, 0.1, nan, -inf, 0, 2.5)
+	assert.Equal(t, "tensor<2x3xbf16> [1 0.10009765625 NaN -Inf 0 2.5]", x.String())
+	assert.Equal(t, 6, x.NumElements())
+	assert.Equal(t, 2, x.Rank())
+	assert.Equal(t, "4x?x8", FormatShape([]int64{4, ir.Dynamic, 8}))
+	assert.Equal(t, "scalar", FormatShape(nil))
+	_, err := TensorOf(ir.F32, []int64{2, 2}, []float64{1})
+	assert.ErrorContains(t, err, "1 values do not fill shape 2x2")
+	assert.Equal(t, []int64{0, 3}, NewTensor(ir.F32, []int64{-1, 3}).Shape)
+	c := x.Clone()
+	c.Data[0] = 5
+	assert.Equal(t, 1.0, x.Data[0])
+}

@@ -15,8 +15,7 @@ func init() {
 }
 
 // quantParams gives the scale and zero point that apply to each element of
-// x: per tensor from the `scale` and `zero_point` attributes, or per
-// channel from tensor operands #1 (scale) and #2 (zero_point, optional)
+// x: per tensor from attributes, or per channel from 1-D tensor operands
 // along the `axis` attribute.
 type quantParams struct {
 	scale, zp   float64
@@ -36,18 +35,21 @@ func (q *quantParams) get(off int) (scale, zp float64) {
 	return scale, zp
 }
 
-// readQuantParams reads the parameters called scaleName and zpName.
-func readQuantParams(op *ir.Operation, args []*Tensor, scaleName, zpName string) (*quantParams, error) {
+// readQuantParams reads one side of a conversion: with only the operand x,
+// the attributes prefix+"scale" and prefix+"zero_point" (default 0);
+// otherwise the operands #first (scales) and #first+1 (zero points, which
+// may be absent when they are the last operand).
+func readQuantParams(op *ir.Operation, args []*Tensor, prefix string, first int) (*quantParams, error) {
 	x := args[0]
 	if len(args) == 1 {
-		if !hasAttr(op, scaleName) {
-			return nil, fmt.Errorf("requires a '%s' attribute", scaleName)
+		if !hasAttr(op, prefix+"scale") {
+			return nil, fmt.Errorf("requires a '%sscale' attribute", prefix)
 		}
-		scale, err := attrFloat(op, scaleName, 1)
+		scale, err := attrFloat(op, prefix+"scale", 1)
 		if err != nil {
 			return nil, err
 		}
-		zp, err := attrFloat(op, zpName, 0)
+		zp, err := attrFloat(op, prefix+"zero_point", 0)
 		if err != nil {
 			return nil, err
 		}
@@ -60,16 +62,21 @@ func readQuantParams(op *ir.Operation, args []*Tensor, scaleName, zpName string)
 	if err != nil {
 		return nil, err
 	}
-	q := &quantParams{scales: args[1]}
-	if len(args) > 2 {
-		q.zps = args[2]
+	if first >= len(args) {
+		return nil, fmt.Errorf("per-channel parameters need operand #%d", first)
 	}
-	for i, t := range args[1:] {
+	q := &quantParams{scales: args[first]}
+	params := args[first : first+1]
+	if first+1 < len(args) {
+		q.zps = args[first+1]
+		params = args[first : first+2]
+	}
+	for i, t := range params {
 		if t.Rank() != 1 || t.Shape[0] != x.Shape[axis] {
-			return nil, fmt.Errorf("per-channel operand #%d has shape %s, want %d (the extent of axis %d)", i+1, FormatShape(t.Shape), x.Shape[axis], axis)
+			return nil, fmt.Errorf("per-channel operand #%d has shape %s, want %d (the extent of axis %d)", first+i, FormatShape(t.Shape), x.Shape[axis], axis)
 		}
 	}
-	q.at, err = alongAxis(x, args[1], axis)
+	q.at, err = alongAxis(x, q.scales, axis)
 	return q, err
 }
 
@@ -121,7 +128,7 @@ func evalQuantize(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, erro
 	if err := checkQuantResult(k); err != nil {
 		return nil, err
 	}
-	qp, err := readQuantParams(op, args, "scale", "zero_point")
+	qp, err := readQuantParams(op, args, "", 1)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +154,7 @@ func evalDequantize(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, er
 	if !k.IsFloat() {
 		return nil, fmt.Errorf("result element type must be a float type, got %s", k)
 	}
-	qp, err := readQuantParams(op, args, "scale", "zero_point")
+	qp, err := readQuantParams(op, args, "", 1)
 	if err != nil {
 		return nil, err
 	}
@@ -163,10 +170,12 @@ func evalDequantize(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, er
 
 // evalRequantize is `graph.requantize %q {in_scale, in_zero_point, scale,
 // zero_point}` = quantize(dequantize(q)): the dequantized value is formed in
-// the op's precision, then quantized as graph.quantize does.
+// the op's precision, then quantized as graph.quantize does. Per channel,
+// operands #1 and #2 are the input side's scales and zero points and #3
+// and #4 the output side's, along `axis`.
 func evalRequantize(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) {
-	if err := wantOperands(args, 1, 1); err != nil {
-		return nil, fmt.Errorf("%v (per-channel requantize is not supported)", err)
+	if len(args) != 1 && len(args) != 5 {
+		return nil, fmt.Errorf("expects 1 operand (parameters as attributes) or 5, got %d", len(args))
 	}
 	k, err := resultElem(op, 0)
 	if err != nil {
@@ -175,11 +184,11 @@ func evalRequantize(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, er
 	if err := checkQuantResult(k); err != nil {
 		return nil, err
 	}
-	in, err := readQuantParams(op, args, "in_scale", "in_zero_point")
+	in, err := readQuantParams(op, args[:min(len(args), 3)], "in_", 1)
 	if err != nil {
 		return nil, err
 	}
-	outq, err := readQuantParams(op, args, "scale", "zero_point")
+	outq, err := readQuantParams(op, args, "", 3)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +196,10 @@ func evalRequantize(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, er
 	x := args[0]
 	out := NewTensor(k, x.Shape)
 	for i, v := range x.Data {
-		d := p.r(p.r(v-in.zp) * in.scale)
-		out.Data[i] = quantizeValue(d, outq.scale, outq.zp, k, !m.opts.F64)
+		inScale, inZP := in.get(i)
+		scale, zp := outq.get(i)
+		d := p.r(p.r(v-inZP) * inScale)
+		out.Data[i] = quantizeValue(d, scale, zp, k, !m.opts.F64)
 	}
 	return []*Tensor{out}, nil
 }

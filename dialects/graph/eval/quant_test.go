@@ -162,4 +162,13 @@ func TestDequantizeRequantize(t *testing.T) {
 	got = mustOp(t, "graph.requantize", attrs, tt(ir.UI8, 6), defOpt, r)
 	// (r - 4) / 2 + 100
 	checkValues(t, "requantize ui8", []float64{0, 98, 100, 100, 255, 101}, got, exact)
+
+	// per channel along axis 0: rows use (in 0.25, 4 -> out 0.5, 100) and
+	// (in 1, 0 -> out 1, 0)
+	r2 := mk(t, ir.I32, []int64{2, 3}, -1000, 0, 6, 5, -300, 7)
+	got = mustOp(t, "graph.requantize", ir.Attrs("axis", ir.IntAttr{Value: 0}), tt(ir.I8, 2, 3), defOpt, r2,
+		vec(t, ir.F32, 0.25, 1), vec(t, ir.I32, 4, 0), vec(t, ir.F32, 0.5, 1), vec(t, ir.I32, 100, 0))
+	checkValues(t, "requantize per channel", []float64{-128, 98, 101, 5, -128, 7}, got, exact)
+	_, err := evalOp("graph.requantize", nil, tt(ir.I8, 2, 3), defOpt, r2, vec(t, ir.F32, 0.25, 1))
+	assert.ErrorContains(t, err, "expects 1 operand (parameters as attributes) or 5, got 2")
 }

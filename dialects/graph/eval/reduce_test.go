@@ -196,3 +196,19 @@ func TestSoftmaxFamily(t *testing.T) {
 	got = mustOp(t, "graph.softmax", ir.Attrs("axis", ir.IntAttr{Value: 0}), tt(ir.F32, 2, 2), defOpt, mk(t, ir.F32, []int64{2, 2}, 0, 1, 0, 1))
 	checkValues(t, "softmax axis 0", []float64{0.5, 0.5, 0.5, 0.5}, got, exact)
 }
+
+// TestNormWeightBroadcast checks that a weight which is not 1-D along the
+// axis broadcasts to x as NumPy does.
+func TestNormWeightBroadcast(t *testing.T) {
+	x := mk(t, ir.F32, []int64{2, 4}, 1, 2, 3, 4, -0.5, 0, 0.25, 8)
+	w := vec(t, ir.F32, 1, 0.5, 2, -1)
+	w2 := mk(t, ir.F32, []int64{1, 4}, 1, 0.5, 2, -1)
+	full := mk(t, ir.F32, []int64{2, 4}, 1, 0.5, 2, -1, 1, 0.5, 2, -1)
+	want := mustOp(t, "graph.rmsnorm", nil, tt(ir.F32, 2, 4), defOpt, x, w)
+	checkValues(t, "[1,4] weight", want.Data, mustOp(t, "graph.rmsnorm", nil, tt(ir.F32, 2, 4), defOpt, x, w2), exact)
+	checkValues(t, "[2,4] weight", want.Data, mustOp(t, "graph.rmsnorm", nil, tt(ir.F32, 2, 4), defOpt, x, full), exact)
+	_, err := evalOp("graph.rmsnorm", nil, tt(ir.F32, 2, 4), defOpt, x, vec(t, ir.F32, 1, 2))
+	assert.ErrorContains(t, err, "operand #1: shape 2 does not broadcast to 2x4")
+	_, err = evalOp("graph.layernorm", nil, tt(ir.F32, 2, 4), defOpt, x, w, vec(t, ir.F32, 1, 2, 3))
+	assert.ErrorContains(t, err, "operand #2: shape 3 does not broadcast to 2x4")
+}

@@ -146,7 +146,7 @@ func (g opGen) operandAccessors(f *jen.File) {
 		name := ods.CamelCase(od.Name)
 		switch {
 		case od.Variadic:
-			f.Commentf("%s returns operands #%d and on, %s%s", name, i, od.Name, docSuffix(od.Doc))
+			f.Commentf("%s returns operands #%d onwards (%s)%s", name, i, od.Name, docSuffix(od.Doc))
 			f.Add(g.recv()).Id(name).Params().Index().Op("*").Qual(irPath, "Value").Block(
 				jen.Return(jen.Id("op").Dot("Operands").Call().Do(func(s *jen.Statement) {
 					if i > 0 {
@@ -155,13 +155,13 @@ func (g opGen) operandAccessors(f *jen.File) {
 				})),
 			)
 		case od.Optional:
-			f.Commentf("%s returns operand #%d, %s, or nil when the optional operands are absent%s", name, i, od.Name, docSuffix(od.Doc))
+			f.Commentf("%s returns operand #%d (%s), or nil when the optional operands are absent%s", name, i, od.Name, docSuffix(od.Doc))
 			f.Add(g.recv()).Id(name).Params().Op("*").Qual(irPath, "Value").Block(
 				jen.If(jen.Id("op").Dot("NumOperands").Call().Op("<=").Lit(i)).Block(jen.Return(jen.Nil())),
 				jen.Return(jen.Id("op").Dot("Operand").Call(jen.Lit(i))),
 			)
 		default:
-			f.Commentf("%s returns operand #%d, %s%s", name, i, od.Name, docSuffix(od.Doc))
+			f.Commentf("%s returns operand #%d (%s)%s", name, i, od.Name, docSuffix(od.Doc))
 			f.Add(g.recv()).Id(name).Params().Op("*").Qual(irPath, "Value").Block(
 				jen.Return(jen.Id("op").Dot("Operand").Call(jen.Lit(i))),
 			)
@@ -173,13 +173,13 @@ func (g opGen) resultAccessors(f *jen.File) {
 	for i, r := range g.o.Results {
 		name := ods.CamelCase(r.Name)
 		if r.Variadic {
-			f.Commentf("%s returns the results, %s%s", name, r.Name, docSuffix(r.Doc))
+			f.Commentf("%s returns the results (%s)%s", name, r.Name, docSuffix(r.Doc))
 			f.Add(g.recv()).Id(name).Params().Index().Op("*").Qual(irPath, "Value").Block(
 				jen.Return(jen.Id("op").Dot("Results").Call()),
 			)
 			continue
 		}
-		f.Commentf("%s returns result #%d, %s%s", name, i, r.Name, docSuffix(r.Doc))
+		f.Commentf("%s returns result #%d (%s)%s", name, i, r.Name, docSuffix(r.Doc))
 		f.Add(g.recv()).Id(name).Params().Op("*").Qual(irPath, "Value").Block(
 			jen.Return(jen.Id("op").Dot("Result").Call(jen.Lit(i))),
 		)
@@ -189,7 +189,7 @@ func (g opGen) resultAccessors(f *jen.File) {
 func (g opGen) regionAccessors(f *jen.File) {
 	for i, r := range g.o.Regions {
 		name := ods.CamelCase(r.Name)
-		f.Commentf("%s returns region #%d, %s%s", name, i, r.Name, docSuffix(r.Doc))
+		f.Commentf("%s returns region #%d (%s)%s", name, i, r.Name, docSuffix(r.Doc))
 		f.Add(g.recv()).Id(name).Params().Op("*").Qual(irPath, "Region").Block(
 			jen.Return(jen.Id("op").Dot("Region").Call(jen.Lit(i))),
 		)
@@ -438,8 +438,11 @@ func (g opGen) builder(f *jen.File) {
 		f.Commentf("%s creates a %s at b's insertion point.", name, g.full())
 	}
 	var notes []string
-	if len(attrs) > 0 {
-		notes = append(notes, "Attributes equal to their defaults are left out.")
+	for _, a := range attrs {
+		if a.Default != nil {
+			notes = append(notes, "Attributes equal to their defaults are left out.")
+			break
+		}
 	}
 	if len(optional) > 0 {
 		notes = append(notes, fmt.Sprintf("The optional operands (%s) are passed as nil to leave them out.", strings.Join(optional, ", ")))

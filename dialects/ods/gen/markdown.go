@@ -44,7 +44,7 @@ func Markdown(d *ods.DialectDecl) ([]byte, error) {
 			p("Traits: `%s`\n\n", strings.Join(names, "`, `"))
 		}
 		class, _ := d.Class(o.Class)
-		p("Verification: class `%s`", class.Name)
+		p("Verification: class [`%s`](#%s)", class.Name, strings.ToLower(class.Name))
 		if class.Infers {
 			p(", which infers the result type")
 		}
