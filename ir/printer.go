@@ -317,7 +317,7 @@ func resultTypes(op *Operation) []Type {
 //	name %a, %b [dense<...>] {attrs} [{region}...] : T
 //	name %a, %b {attrs} : (T1, T2) -> T3
 //
-// `return` drops the dialect prefix and lists operand types (`: T1, T2`).
+// `return` drops the dialect prefix; terminators list operand types (`: T1, T2`).
 func (p *Printer) printCustom(op *Operation) {
 	name := op.Name()
 	if name == ReturnOpName {
@@ -350,7 +350,7 @@ func (p *Printer) printCustom(op *Operation) {
 		p.sb.WriteString(t.String())
 		return
 	}
-	if len(outs) == 0 && op.Name() == ReturnOpName {
+	if len(outs) == 0 && op.HasTrait(Terminator) {
 		writeTypeList(&p.sb, ins)
 		return
 	}

@@ -43,7 +43,7 @@ func (p *parser) parseAttrDictInto(d *ir.AttrDict) {
 		case tokString:
 			key = p.unquote(p.tok)
 		default:
-			p.failExpected("expected attribute name, found %s", describe(p.tok))
+			p.failExpected("expected attribute name, found %s", p.describe(p.tok))
 		}
 		p.advance()
 		if !p.is(tokEqual) {
@@ -59,7 +59,7 @@ func (p *parser) parseAttrDictInto(d *ir.AttrDict) {
 			return
 		}
 		if !p.accept(tokComma) {
-			p.failExpected("expected ',' or '}' in attribute dictionary, found %s", describe(p.tok))
+			p.failExpected("expected ',' or '}' in attribute dictionary, found %s", p.describe(p.tok))
 		}
 	}
 }
@@ -85,7 +85,7 @@ func (p *parser) parseAttrValue() ir.Attr {
 				return arr
 			}
 			if !p.accept(tokComma) {
-				p.failExpected("expected ',' or ']' in array, found %s", describe(p.tok))
+				p.failExpected("expected ',' or ']' in array, found %s", p.describe(p.tok))
 			}
 		}
 	case tokShapedOpen:
@@ -123,7 +123,7 @@ func (p *parser) parseAttrValue() ir.Attr {
 			}
 		}
 	}
-	p.failExpected("expected attribute value, found %s", describe(p.tok))
+	p.failExpected("expected attribute value, found %s", p.describe(p.tok))
 	return nil
 }
 
@@ -178,10 +178,10 @@ func (p *parser) parseNumLit(bools bool) numLit {
 			}
 			fallthrough
 		default:
-			p.fail("expected a number, found %s", describe(p.tok))
+			p.fail("expected a number, found %s", p.describe(p.tok))
 		}
 	default:
-		p.failExpected("expected a number, found %s", describe(p.tok))
+		p.failExpected("expected a number, found %s", p.describe(p.tok))
 	}
 	n.tok = p.tok
 	p.advance()
@@ -370,7 +370,7 @@ func (p *parser) parseDenseLiteral() *denseLit {
 		d.elems = append(d.elems, p.parseNumLit(true))
 	}
 	if !p.is(tokGreater) {
-		p.failExpected("expected '>' to end the dense literal, found %s", describe(p.tok))
+		p.failExpected("expected '>' to end the dense literal, found %s", p.describe(p.tok))
 	}
 	p.advance()
 	return d
@@ -397,7 +397,7 @@ func (p *parser) parseDenseList(d *denseLit, depth int) {
 				break
 			}
 			if !p.accept(tokComma) {
-				p.failExpected("expected ',' or ']' in dense literal, found %s", describe(p.tok))
+				p.failExpected("expected ',' or ']' in dense literal, found %s", p.describe(p.tok))
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/participle/v2/lexer"
 )
 
 // elementwiseProgram generates a function of n element-wise graph ops on
@@ -45,4 +47,20 @@ func benchmarkParse(b *testing.B, n int) {
 func BenchmarkParse(b *testing.B) {
 	b.Run("10k", func(b *testing.B) { benchmarkParse(b, 10_000) })
 	b.Run("100k", func(b *testing.B) { benchmarkParse(b, 100_000) })
+}
+
+// BenchmarkLex measures the scanner alone on the 100k-op program.
+func BenchmarkLex(b *testing.B) {
+	const n = 100_000
+	src := elementwiseProgram(n)
+	b.SetBytes(int64(len(src)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var s scanner
+		s.init("bench.tir", src, 1)
+		var t lexer.Token
+		for s.next(&t); t.Type != tokEOF; s.next(&t) {
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }

@@ -14,7 +14,7 @@ import (
 // scanner below plugs into participle (see Lexer) and its tokens carry a
 // lexer.Position.
 const (
-	tokEOF        = lexer.EOF
+	tokEOF                        = lexer.EOF
 	tokIdent      lexer.TokenType = -2 - iota // graph.add  f32  true  module
 	tokInt                                    // 12  0x1F
 	tokFloat                                  // 1.5  2.0e-05  1e5
@@ -133,7 +133,8 @@ func (tirLexerDef) LexString(filename, src string) (lexer.Lexer, error) {
 type participleLexer struct{ s *scanner }
 
 func (l participleLexer) Next() (lexer.Token, error) {
-	t := l.s.next()
+	var t lexer.Token
+	l.s.next(&t)
 	if t.Type == tokError {
 		return lexer.Token{}, &lexer.Error{Msg: t.Value, Pos: t.Pos}
 	}
@@ -149,6 +150,9 @@ type scanner struct {
 	line      int  // line number of pos
 	lineStart int  // byte offset where the current line begins
 	shape     bool // in the Shape state of Rules
+	// out is where the token being scanned goes: tokens are written in
+	// place rather than returned, which copies less.
+	out *lexer.Token
 }
 
 func (s *scanner) init(file, src string, firstLine int) {
@@ -201,113 +205,108 @@ func (s *scanner) skipSpace() {
 	}
 }
 
-func (s *scanner) tok(t lexer.TokenType, start int) lexer.Token {
-	return lexer.Token{Type: t, Value: s.src[start:s.pos], Pos: s.position(start)}
+// tok fills in the token from start to the current position.
+func (s *scanner) tok(t lexer.TokenType, start int) {
+	*s.out = lexer.Token{Type: t, Value: s.src[start:s.pos], Pos: s.position(start)}
 }
 
-func (s *scanner) errorf(start int, format string, args ...any) lexer.Token {
-	return lexer.Token{Type: tokError, Value: fmt.Sprintf(format, args...), Pos: s.position(start)}
+func (s *scanner) errorf(start int, format string, args ...any) {
+	*s.out = lexer.Token{Type: tokError, Value: fmt.Sprintf(format, args...), Pos: s.position(start)}
 }
 
-// next returns the next token; at the end it returns EOF tokens forever.
-func (s *scanner) next() lexer.Token {
+// punct maps the one-character tokens of the Root state to their types.
+var punct = [256]lexer.TokenType{
+	'=': tokEqual, ',': tokComma, ':': tokColon, '(': tokLParen, ')': tokRParen,
+	'{': tokLBrace, '}': tokRBrace, '[': tokLBracket, ']': tokRBracket, '<': tokLess, '>': tokGreater,
+}
+
+// next scans the next token into t; at the end it gives EOF tokens forever.
+func (s *scanner) next(t *lexer.Token) {
+	s.out = t
 	s.skipSpace()
 	if s.shape {
-		if t, ok := s.nextInShape(); ok {
-			return t
+		if s.nextInShape() {
+			return
 		}
 		s.shape = false // Return() to Root
 		s.skipSpace()
 	}
 	start := s.pos
 	if start >= len(s.src) {
-		return lexer.Token{Type: tokEOF, Pos: s.position(start)}
+		*t = lexer.Token{Type: tokEOF, Pos: s.position(start)}
+		return
 	}
-	c := s.src[start]
-	switch {
+	switch c := s.src[start]; {
 	case isIdentStart(c):
-		s.pos++
-		for s.pos < len(s.src) && isIdentChar(s.src[s.pos]) {
-			s.pos++
-		}
-		if s.pos < len(s.src) && s.src[s.pos] == '<' {
-			switch s.src[start:s.pos] {
-			case "tensor", "memref", "vector":
-				s.pos++
-				s.shape = true
-				return s.tok(tokShapedOpen, start)
-			}
-		}
-		return s.tok(tokIdent, start)
+		s.ident(start)
 	case isDigit(c):
-		return s.number(start)
+		s.number(start)
+	case c == '%':
+		s.suffixID(tokValueID, start, true)
+	case c == '^':
+		s.suffixID(tokBlockID, start, false)
+	case c == '@':
+		s.suffixID(tokSymbolRef, start, false)
+	case c == '"':
+		s.stringLit(start)
+	case c == '-' && start+1 < len(s.src) && s.src[start+1] == '>':
+		s.pos += 2
+		s.tok(tokArrow, start)
+	case c == '-':
+		s.pos++
+		s.tok(tokMinus, start)
+	case punct[c] != 0:
+		s.pos++
+		s.tok(punct[c], start)
+	default:
+		s.errorf(start, "unexpected character %s", quoteChar(s.src[start:]))
 	}
-	s.pos++
-	switch c {
-	case '%':
-		return s.suffixID(tokValueID, start, true)
-	case '^':
-		return s.suffixID(tokBlockID, start, false)
-	case '@':
-		return s.suffixID(tokSymbolRef, start, false)
-	case '"':
-		return s.stringLit(start)
-	case '-':
-		if s.pos < len(s.src) && s.src[s.pos] == '>' {
-			s.pos++
-			return s.tok(tokArrow, start)
-		}
-		return s.tok(tokMinus, start)
-	case '=':
-		return s.tok(tokEqual, start)
-	case ',':
-		return s.tok(tokComma, start)
-	case ':':
-		return s.tok(tokColon, start)
-	case '(':
-		return s.tok(tokLParen, start)
-	case ')':
-		return s.tok(tokRParen, start)
-	case '{':
-		return s.tok(tokLBrace, start)
-	case '}':
-		return s.tok(tokRBrace, start)
-	case '[':
-		return s.tok(tokLBracket, start)
-	case ']':
-		return s.tok(tokRBracket, start)
-	case '<':
-		return s.tok(tokLess, start)
-	case '>':
-		return s.tok(tokGreater, start)
-	}
-	s.pos = start
-	return s.errorf(start, "unexpected character %s", quoteChar(s.src[start:]))
 }
 
-// nextInShape scans one token of the Shape state; ok is false when the next
-// character starts no Shape token.
-func (s *scanner) nextInShape() (lexer.Token, bool) {
+// ident scans an identifier; `tensor<`, `memref<` and `vector<` open a shape.
+func (s *scanner) ident(start int) {
+	s.pos++
+	for s.pos < len(s.src) && isIdentChar(s.src[s.pos]) {
+		s.pos++
+	}
+	if s.pos < len(s.src) && s.src[s.pos] == '<' {
+		switch s.src[start:s.pos] {
+		case "tensor", "memref", "vector":
+			s.pos++
+			s.shape = true
+			s.tok(tokShapedOpen, start)
+			return
+		}
+	}
+	s.tok(tokIdent, start)
+}
+
+// nextInShape scans one token of the Shape state; it reports false when
+// the next character starts no Shape token.
+func (s *scanner) nextInShape() bool {
 	start := s.pos
 	if start >= len(s.src) {
-		return lexer.Token{}, false
+		return false
 	}
 	c := s.src[start]
 	switch {
 	case c == 'x':
 		s.pos++
-		return s.tok(tokX, start), true
+		s.tok(tokX, start)
+		return true
 	case isDigit(c):
 		for s.pos < len(s.src) && isDigit(s.src[s.pos]) {
 			s.pos++
 		}
-		return s.tok(tokDim, start), true
+		s.tok(tokDim, start)
+		return true
 	case isIdentStart(c):
 		s.pos++
 		for s.pos < len(s.src) && isIdentChar(s.src[s.pos]) {
 			s.pos++
 		}
-		return s.tok(tokIdent, start), true
+		s.tok(tokIdent, start)
+		return true
 	}
 	var t lexer.TokenType
 	switch c {
@@ -323,10 +322,11 @@ func (s *scanner) nextInShape() (lexer.Token, bool) {
 		t = tokGreater
 		s.shape = false
 	default:
-		return lexer.Token{}, false
+		return false
 	}
 	s.pos++
-	return s.tok(t, start), true
+	s.tok(t, start)
+	return true
 }
 
 // scanInt returns the end of `0x[0-9a-fA-F]+|[0-9]+` starting at start.
@@ -347,7 +347,7 @@ func (s *scanner) scanInt(start int) int {
 
 // number scans a Float or an Int, trying the alternatives in the order of
 // Rules (leftmost-first, as Go's regexp does).
-func (s *scanner) number(start int) lexer.Token {
+func (s *scanner) number(start int) {
 	p := start
 	for p < len(s.src) && isDigit(s.src[p]) {
 		p++
@@ -360,15 +360,17 @@ func (s *scanner) number(start int) lexer.Token {
 			p++
 		}
 		s.pos = s.exponent(p)
-		return s.tok(tokFloat, start)
+		s.tok(tokFloat, start)
+		return
 	}
 	// [0-9]+[eE][-+]?[0-9]+
 	if e := s.exponent(digitsEnd); e > digitsEnd {
 		s.pos = e
-		return s.tok(tokFloat, start)
+		s.tok(tokFloat, start)
+		return
 	}
 	s.pos = s.scanInt(start)
-	return s.tok(tokInt, start)
+	s.tok(tokInt, start)
 }
 
 // exponent returns the end of an optional `[eE][-+]?[0-9]+` at p.
@@ -391,13 +393,15 @@ func (s *scanner) exponent(p int) int {
 }
 
 // suffixID scans the name after `%`, `^` or `@`; `%r#1` includes the result number.
-func (s *scanner) suffixID(t lexer.TokenType, start int, hash bool) lexer.Token {
+func (s *scanner) suffixID(t lexer.TokenType, start int, hash bool) {
+	s.pos = start + 1
 	for s.pos < len(s.src) && isSuffixChar(s.src[s.pos]) {
 		s.pos++
 	}
 	if s.pos == start+1 {
 		s.pos = start
-		return s.errorf(start, "expected a name after '%c'", s.src[start])
+		s.errorf(start, "expected a name after '%c'", s.src[start])
+		return
 	}
 	if hash && s.pos+1 < len(s.src) && s.src[s.pos] == '#' && isDigit(s.src[s.pos+1]) {
 		s.pos++
@@ -405,16 +409,18 @@ func (s *scanner) suffixID(t lexer.TokenType, start int, hash bool) lexer.Token 
 			s.pos++
 		}
 	}
-	return s.tok(t, start)
+	s.tok(t, start)
 }
 
 // stringLit scans `"..."`. Escapes are checked when the parser unquotes.
-func (s *scanner) stringLit(start int) lexer.Token {
+func (s *scanner) stringLit(start int) {
+	s.pos = start + 1
 	for s.pos < len(s.src) {
 		switch s.src[s.pos] {
 		case '"':
 			s.pos++
-			return s.tok(tokString, start)
+			s.tok(tokString, start)
+			return
 		case '\\':
 			if s.pos+1 < len(s.src) && s.src[s.pos+1] != '\n' {
 				s.pos += 2
@@ -428,7 +434,7 @@ func (s *scanner) stringLit(start int) lexer.Token {
 		}
 	}
 	s.pos = start
-	return s.errorf(start, "unterminated string literal")
+	s.errorf(start, "unterminated string literal")
 }
 
 // quoteChar spells the first character of s for a message: '&', '\x00'.

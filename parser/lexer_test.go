@@ -111,10 +111,10 @@ func TestLexerPositions(t *testing.T) {
 // shapeGrammar is a participle grammar over Lexer's tokens: the lexer is a
 // regular participle lexer.Definition.
 type shapeGrammar struct {
-	Kind  string   `@ShapedOpen`
-	Dims  []string `( @( Dim | Question ) X )*`
-	Elem  string   `@Ident`
-	Space string   `( Comma @Ident )? Greater`
+	Kind  string   `parser:"@ShapedOpen"`
+	Dims  []string `parser:"( @( Dim | Question ) X )*"`
+	Elem  string   `parser:"@Ident"`
+	Space string   `parser:"( Comma @Ident )? Greater"`
 }
 
 func TestLexerDrivesParticiple(t *testing.T) {

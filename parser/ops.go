@@ -79,9 +79,9 @@ func (p *parser) parseOperation(b *ir.Block) {
 		}
 	default:
 		if nres > 0 {
-			p.failExpected("expected an operation name after '=', found %s", describe(p.tok))
+			p.failExpected("expected an operation name after '=', found %s", p.describe(p.tok))
 		}
-		p.fail("expected an operation, found %s", describe(p.tok))
+		p.fail("expected an operation, found %s", p.describe(p.tok))
 	}
 	op.Loc = p.parseTrailingLoc(op.Loc)
 	b.Append(op)
@@ -124,7 +124,7 @@ func (p *parser) parseResultGroups(groups []resultGroup) ([]resultGroup, int) {
 		}
 	}
 	if !p.is(tokEqual) {
-		p.failExpected("expected '=' after the result names, found %s", describe(p.tok))
+		p.failExpected("expected '=' after the result names, found %s", p.describe(p.tok))
 	}
 	p.advance()
 	return groups, total
@@ -186,7 +186,7 @@ func (p *parser) parseOperandList() {
 		}
 		p.advance()
 		if !p.is(tokValueID) {
-			p.failExpected("expected an SSA operand after ',', found %s", describe(p.tok))
+			p.failExpected("expected an SSA operand after ',', found %s", p.describe(p.tok))
 		}
 	}
 }
@@ -351,7 +351,7 @@ func (p *parser) parseOpRegion(isolated bool) *ir.Region {
 // in r) the first block has no label and noLabel is the error for one.
 func (p *parser) parseRegion(r *ir.Region, entry *ir.Block, noLabel string) {
 	if !p.is(tokLBrace) {
-		p.failExpected("expected '{' to begin a region, found %s", describe(p.tok))
+		p.failExpected("expected '{' to begin a region, found %s", p.describe(p.tok))
 	}
 	p.advance()
 	cur := entry
@@ -413,7 +413,7 @@ func (p *parser) parseBlockHeader(r *ir.Region) *ir.Block {
 				break
 			}
 			if !p.accept(tokComma) {
-				p.failExpected("expected ',' or ')' in block argument list, found %s", describe(p.tok))
+				p.failExpected("expected ',' or ')' in block argument list, found %s", p.describe(p.tok))
 			}
 		}
 	}
@@ -458,11 +458,11 @@ func (p *parser) parseGenericOp(nres int, start lexer.Position) *ir.Operation {
 	base := len(p.refs)
 	if !p.accept(tokRParen) {
 		if !p.is(tokValueID) {
-			p.failExpected("expected an SSA operand or ')', found %s", describe(p.tok))
+			p.failExpected("expected an SSA operand or ')', found %s", p.describe(p.tok))
 		}
 		p.parseOperandList()
 		if !p.is(tokRParen) {
-			p.failExpected("expected ',' or ')' in operand list, found %s", describe(p.tok))
+			p.failExpected("expected ',' or ')' in operand list, found %s", p.describe(p.tok))
 		}
 		p.advance()
 	}
@@ -484,7 +484,7 @@ func (p *parser) parseGenericOp(nres int, start lexer.Position) *ir.Operation {
 				break
 			}
 			if !p.accept(tokComma) {
-				p.failExpected("expected ',' or ')' after region, found %s", describe(p.tok))
+				p.failExpected("expected ',' or ')' after region, found %s", p.describe(p.tok))
 			}
 		}
 	}
@@ -497,7 +497,7 @@ func (p *parser) parseGenericOp(nres int, start lexer.Position) *ir.Operation {
 	p.advance()
 	tpos := p.tok.Pos
 	if !p.is(tokLParen) {
-		p.failExpected("expected a function type such as (T1, T2) -> T3 after ':', found %s", describe(p.tok))
+		p.failExpected("expected a function type such as (T1, T2) -> T3 after ':', found %s", p.describe(p.tok))
 	}
 	ft := p.parseFunctionType()
 	if len(ft.Inputs) != nops {
@@ -580,7 +580,7 @@ func (p *parser) parseModule(nres int, start lexer.Position) *ir.Operation {
 		}
 	}
 	if !p.is(tokLBrace) {
-		p.failExpected("expected '{' to begin the module body, found %s", describe(p.tok))
+		p.failExpected("expected '{' to begin the module body, found %s", p.describe(p.tok))
 	}
 	p.pushIsolatedScope()
 	p.parseRegion(mod.Region(0), mod.Body(), "a module body is a single block without a label")
@@ -612,7 +612,7 @@ func (p *parser) parseFunc(nres int, start lexer.Position) *ir.Operation {
 		p.advance()
 	}
 	if !p.is(tokSymbolRef) {
-		p.failExpected("expected the function name such as '@f', found %s", describe(p.tok))
+		p.failExpected("expected the function name such as '@f', found %s", p.describe(p.tok))
 	}
 	name := p.tok.Value[1:]
 	p.advance()
@@ -625,7 +625,7 @@ func (p *parser) parseFunc(nres int, start lexer.Position) *ir.Operation {
 	if !p.accept(tokRParen) {
 		for {
 			if !p.is(tokValueID) {
-				p.failExpected("expected an argument such as '%%x: tensor<4xf32>', found %s", describe(p.tok))
+				p.failExpected("expected an argument such as '%%x: tensor<4xf32>', found %s", p.describe(p.tok))
 			}
 			tok := p.tok
 			argName := p.argName(tok)
@@ -641,7 +641,7 @@ func (p *parser) parseFunc(nres int, start lexer.Position) *ir.Operation {
 				break
 			}
 			if !p.accept(tokComma) {
-				p.failExpected("expected ',' or ')' after an argument, found %s", describe(p.tok))
+				p.failExpected("expected ',' or ')' after an argument, found %s", p.describe(p.tok))
 			}
 		}
 	}
@@ -664,7 +664,7 @@ func (p *parser) parseFunc(nres int, start lexer.Position) *ir.Operation {
 		}
 	}
 	if !p.is(tokLBrace) {
-		p.failExpected("expected '{' to begin the body of '@%s', found %s", name, describe(p.tok))
+		p.failExpected("expected '{' to begin the body of '@%s', found %s", name, p.describe(p.tok))
 	}
 	f := ir.NewFunc(p.loc(start), name, ir.FunctionType{Inputs: ins, Results: outs})
 	if visibility != "" {
@@ -673,7 +673,7 @@ func (p *parser) parseFunc(nres int, start lexer.Position) *ir.Operation {
 	for _, a := range extra {
 		f.SetAttr(a.Name, a.Value)
 	}
-	p.pushIsolatedScope()
+	p.pushFunctionScope()
 	for i, a := range args {
 		v := f.Args()[i]
 		v.Name = a.name

@@ -48,8 +48,10 @@ type parser struct {
 	lex       scanner
 	file      string
 	firstLine int
-	tok  lexer.Token   // the current token
-	peek []lexer.Token // tokens after tok that lookahead already scanned
+	tok       lexer.Token // the current token
+	// tokens after tok that lookahead already scanned: peek[peekHead:]
+	peek     []lexer.Token
+	peekHead int
 
 	// end of the previous token, where "expected ..." errors point when the
 	// current token starts a new line
@@ -63,6 +65,9 @@ type parser struct {
 	typeBuf   []ir.Type
 	typeCache map[string]ir.Type
 
+	// defsPerFunc estimates the values a function defines (-1: not yet)
+	defsPerFunc int
+
 	// sawForwardRef records whether a value was used before its definition
 	// (the printer names such values differently; see the round-trip tests)
 	sawForwardRef bool
@@ -72,7 +77,7 @@ func newParser(filename, src string, firstLine int) *parser {
 	if firstLine < 1 {
 		firstLine = 1
 	}
-	p := &parser{file: filename, firstLine: firstLine, typeCache: map[string]ir.Type{}}
+	p := &parser{file: filename, firstLine: firstLine, typeCache: map[string]ir.Type{}, defsPerFunc: -1}
 	p.lex.init(filename, src, firstLine)
 	return p
 }
@@ -102,12 +107,14 @@ func (p *parser) advance() {
 	p.prevLine = p.tok.Pos.Line
 	p.prevEndCol = p.tok.Pos.Column + len(p.tok.Value)
 	p.prevEndOff = p.tok.Pos.Offset + len(p.tok.Value)
-	if n := len(p.peek); n > 0 {
-		p.tok = p.peek[0]
-		copy(p.peek, p.peek[1:])
-		p.peek = p.peek[:n-1]
+	if p.peekHead < len(p.peek) {
+		p.tok = p.peek[p.peekHead]
+		p.peekHead++
+		if p.peekHead == len(p.peek) {
+			p.peek, p.peekHead = p.peek[:0], 0
+		}
 	} else {
-		p.tok = p.lex.next()
+		p.lex.next(&p.tok)
 	}
 	if p.tok.Type == tokError {
 		p.failAt(p.tok.Pos, "%s", p.tok.Value)
@@ -116,10 +123,11 @@ func (p *parser) advance() {
 
 // lookahead returns the k-th token after the current one (k >= 1).
 func (p *parser) lookahead(k int) *lexer.Token {
-	for len(p.peek) < k {
-		p.peek = append(p.peek, p.lex.next())
+	for len(p.peek)-p.peekHead < k {
+		p.peek = append(p.peek, lexer.Token{})
+		p.lex.next(&p.peek[len(p.peek)-1])
 	}
-	return &p.peek[k-1]
+	return &p.peek[p.peekHead+k-1]
 }
 
 func (p *parser) is(t lexer.TokenType) bool { return p.tok.Type == t }
@@ -148,11 +156,16 @@ func (p *parser) expect(t lexer.TokenType, msg string) lexer.Token {
 	return tok
 }
 
-// describe spells the current token for a message.
-func describe(t lexer.Token) string {
+// describe spells a token for a message; a shaped type is spelled whole.
+func (p *parser) describe(t lexer.Token) string {
 	switch t.Type {
 	case tokEOF:
 		return "end of file"
+	case tokShapedOpen:
+		rest := p.lex.src[t.Pos.Offset:]
+		if end := strings.IndexAny(rest, ">\n"); end >= 0 && rest[end] == '>' && end < 60 {
+			return "'" + rest[:end+1] + "'"
+		}
 	case tokString:
 		if len(t.Value) > 40 {
 			return "string " + t.Value[:37] + "...\""
@@ -220,10 +233,12 @@ func (p *parser) unquote(tok lexer.Token) string {
 		case 't':
 			sb.WriteByte('\t')
 		default:
+			// point at the backslash, which is body[i-1], one past the quote
 			pos := tok.Pos
 			pos.Column += i
 			pos.Offset += i
-			p.failAt(pos, "unknown escape sequence '\\%s' in string (use \\\", \\\\, \\n or \\t)", quoteChar(body[i:])[1:len(quoteChar(body[i:]))-1])
+			c := quoteChar(body[i:])
+			p.failAt(pos, "unknown escape sequence '\\%s' in string (use \\\", \\\\, \\n or \\t)", c[1:len(c)-1])
 		}
 	}
 	return sb.String()

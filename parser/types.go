@@ -24,14 +24,6 @@ var elemKinds = func() map[string]ir.ElemKind {
 	return m
 }()
 
-// parseType parses any type, function types included.
-func (p *parser) parseType() ir.Type {
-	if p.is(tokLParen) {
-		return p.parseFunctionType()
-	}
-	return p.parseValueType()
-}
-
 // parseValueType parses a type a value can have: anything but a function
 // type. (Keeping function types out of values keeps `: (T) -> T` after a
 // custom op unambiguous.)
@@ -41,7 +33,7 @@ func (p *parser) parseValueType() ir.Type {
 		k, ok := elemKinds[p.tok.Value]
 		if !ok {
 			if !looksLikeElemType(p.tok.Value) {
-				p.failExpected("expected type, found %s", describe(p.tok))
+				p.failExpected("expected type, found %s", p.describe(p.tok))
 			}
 			p.fail("unknown element type '%s'", p.tok.Value)
 		}
@@ -52,7 +44,7 @@ func (p *parser) parseValueType() ir.Type {
 	case tokLParen:
 		p.fail("a function type cannot be the type of a value")
 	}
-	p.failExpected("expected type, found %s", describe(p.tok))
+	p.failExpected("expected type, found %s", p.describe(p.tok))
 	return nil
 }
 
@@ -61,7 +53,7 @@ func (p *parser) parseValueType() ir.Type {
 // their text.
 func (p *parser) parseShapedType() ir.Type {
 	start := p.tok.Pos.Offset
-	if len(p.peek) == 0 {
+	if len(p.peek) == p.peekHead {
 		// The scanner sits right after `tensor<`: look the text up to the
 		// first '>' up in the cache and, on a hit, skip over it.
 		rest := p.lex.src[p.lex.pos:]
@@ -105,7 +97,7 @@ elem:
 		elem = ir.ElemType{Kind: k}
 		p.advance()
 	} else {
-		p.failExpected("expected an element type in %s type, found %s", kind, describe(p.tok))
+		p.failExpected("expected an element type in %s type, found %s", kind, p.describe(p.tok))
 	}
 	var t ir.Type
 	switch kind {

@@ -45,6 +45,19 @@ import (
 type emitter struct {
 	b   *ir.Builder
 	loc ir.Location
+	// consts holds the scalar constants built so far, so that one
+	// expansion builds each value once
+	consts map[constKey]*ir.Value
+}
+
+type constKey struct {
+	kind ir.ElemKind
+	bits uint64
+}
+
+// newEmitter starts an expansion at b's insertion point.
+func newEmitter(b *ir.Builder, loc ir.Location) *emitter {
+	return &emitter{b: b, loc: loc, consts: map[constKey]*ir.Value{}}
 }
 
 // result returns the single result of a freshly built op.
@@ -81,45 +94,52 @@ func computeKind(k ir.ElemKind) ir.ElemKind {
 
 // constant builds a rank-0 splat `graph.constant dense<v> : tensor<k>`,
 // which broadcasts against any operand.
-func (e emitter) constant(k ir.ElemKind, v float64) *ir.Value {
+func (e *emitter) constant(k ir.ElemKind, v float64) *ir.Value {
+	v = numeric.RoundTo(v, k)
+	key := constKey{k, math.Float64bits(v)}
+	if c, ok := e.consts[key]; ok {
+		return c
+	}
 	t := ir.Tensor(ir.ElemType{Kind: k})
-	return result(graph.BuildConstant(e.b, e.loc, ir.DenseAttr{Type: t, Values: []float64{numeric.RoundTo(v, k)}}))
+	c := result(graph.BuildConstant(e.b, e.loc, ir.DenseAttr{Type: t, Values: []float64{v}}))
+	e.consts[key] = c
+	return c
 }
 
 // cast converts v to element kind k, or returns v if it already has it.
-func (e emitter) cast(v *ir.Value, k ir.ElemKind) *ir.Value {
+func (e *emitter) cast(v *ir.Value, k ir.ElemKind) *ir.Value {
 	if elemKind(v) == k {
 		return v
 	}
 	return result(graph.BuildCast(e.b, e.loc, v, tensorOf(v).WithElem(ir.ElemType{Kind: k})))
 }
 
-func (e emitter) add(x, y *ir.Value) *ir.Value { return result(graph.BuildAdd(e.b, e.loc, x, y)) }
-func (e emitter) sub(x, y *ir.Value) *ir.Value { return result(graph.BuildSub(e.b, e.loc, x, y)) }
-func (e emitter) mul(x, y *ir.Value) *ir.Value { return result(graph.BuildMul(e.b, e.loc, x, y)) }
-func (e emitter) div(x, y *ir.Value) *ir.Value { return result(graph.BuildDiv(e.b, e.loc, x, y)) }
-func (e emitter) max(x, y *ir.Value) *ir.Value { return result(graph.BuildMax(e.b, e.loc, x, y)) }
-func (e emitter) abs(x *ir.Value) *ir.Value    { return result(graph.BuildAbs(e.b, e.loc, x)) }
-func (e emitter) neg(x *ir.Value) *ir.Value    { return result(graph.BuildNeg(e.b, e.loc, x)) }
-func (e emitter) exp(x *ir.Value) *ir.Value    { return result(graph.BuildExp(e.b, e.loc, x)) }
-func (e emitter) exp2(x *ir.Value) *ir.Value   { return result(graph.BuildExp2(e.b, e.loc, x)) }
-func (e emitter) log(x *ir.Value) *ir.Value    { return result(graph.BuildLog(e.b, e.loc, x)) }
-func (e emitter) log1p(x *ir.Value) *ir.Value  { return result(graph.BuildLog1p(e.b, e.loc, x)) }
-func (e emitter) round(x *ir.Value) *ir.Value  { return result(graph.BuildRound(e.b, e.loc, x)) }
-func (e emitter) floor(x *ir.Value) *ir.Value  { return result(graph.BuildFloor(e.b, e.loc, x)) }
+func (e *emitter) add(x, y *ir.Value) *ir.Value { return result(graph.BuildAdd(e.b, e.loc, x, y)) }
+func (e *emitter) sub(x, y *ir.Value) *ir.Value { return result(graph.BuildSub(e.b, e.loc, x, y)) }
+func (e *emitter) mul(x, y *ir.Value) *ir.Value { return result(graph.BuildMul(e.b, e.loc, x, y)) }
+func (e *emitter) div(x, y *ir.Value) *ir.Value { return result(graph.BuildDiv(e.b, e.loc, x, y)) }
+func (e *emitter) max(x, y *ir.Value) *ir.Value { return result(graph.BuildMax(e.b, e.loc, x, y)) }
+func (e *emitter) abs(x *ir.Value) *ir.Value    { return result(graph.BuildAbs(e.b, e.loc, x)) }
+func (e *emitter) neg(x *ir.Value) *ir.Value    { return result(graph.BuildNeg(e.b, e.loc, x)) }
+func (e *emitter) exp(x *ir.Value) *ir.Value    { return result(graph.BuildExp(e.b, e.loc, x)) }
+func (e *emitter) exp2(x *ir.Value) *ir.Value   { return result(graph.BuildExp2(e.b, e.loc, x)) }
+func (e *emitter) log(x *ir.Value) *ir.Value    { return result(graph.BuildLog(e.b, e.loc, x)) }
+func (e *emitter) log1p(x *ir.Value) *ir.Value  { return result(graph.BuildLog1p(e.b, e.loc, x)) }
+func (e *emitter) round(x *ir.Value) *ir.Value  { return result(graph.BuildRound(e.b, e.loc, x)) }
+func (e *emitter) floor(x *ir.Value) *ir.Value  { return result(graph.BuildFloor(e.b, e.loc, x)) }
 
-func (e emitter) cmp(x, y *ir.Value, pred string) *ir.Value {
+func (e *emitter) cmp(x, y *ir.Value, pred string) *ir.Value {
 	return result(graph.BuildCmp(e.b, e.loc, x, y, pred))
 }
 
-func (e emitter) sel(c, x, y *ir.Value) *ir.Value {
+func (e *emitter) sel(c, x, y *ir.Value) *ir.Value {
 	return result(graph.BuildSelect(e.b, e.loc, c, x, y))
 }
 
 // clamp builds `graph.clamp` with bounds typed like the data: f32
 // attributes, or f64 ones for f64 data so that bounds such as 2^63 - 1024
 // keep their value.
-func (e emitter) clamp(x *ir.Value, lo, hi float64) *ir.Value {
+func (e *emitter) clamp(x *ir.Value, lo, hi float64) *ir.Value {
 	op, err := graph.BuildClamp(e.b, e.loc, x, lo, hi)
 	v := result(op, err)
 	if elemKind(x) == ir.F64 {
@@ -129,19 +149,19 @@ func (e emitter) clamp(x *ir.Value, lo, hi float64) *ir.Value {
 	return v
 }
 
-func (e emitter) reduceMax(x *ir.Value, axis int64, keepdim bool) *ir.Value {
+func (e *emitter) reduceMax(x *ir.Value, axis int64, keepdim bool) *ir.Value {
 	return result(graph.BuildReduceMax(e.b, e.loc, x, []int64{axis}, keepdim))
 }
 
-func (e emitter) reduceSum(x *ir.Value, axis int64, keepdim bool) *ir.Value {
+func (e *emitter) reduceSum(x *ir.Value, axis int64, keepdim bool) *ir.Value {
 	return result(graph.BuildReduceSum(e.b, e.loc, x, []int64{axis}, keepdim))
 }
 
 // isNaN is `graph.cmp %x, %x {predicate = "ne"}`: true exactly for NaN.
-func (e emitter) isNaN(x *ir.Value) *ir.Value { return e.cmp(x, x, "ne") }
+func (e *emitter) isNaN(x *ir.Value) *ir.Value { return e.cmp(x, x, "ne") }
 
 // isInf is `cmp(abs(x), inf, "eq")`: true for +inf and -inf.
-func (e emitter) isInf(x *ir.Value) *ir.Value {
+func (e *emitter) isInf(x *ir.Value) *ir.Value {
 	return e.cmp(e.abs(x), e.constant(elemKind(x), math.Inf(1)), "eq")
 }
 
@@ -180,15 +200,15 @@ func reductionAxis(x *ir.Value, axis int64) int64 {
 //	%e = graph.exp %nd : tensor<4xf32>
 //	%l = graph.log1p %e : tensor<4xf32>
 //	%r = graph.add %m, %l : tensor<4xf32>
-//	%eq = graph.cmp %a, %b {predicate = "eq"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
-//	%ln2 = graph.constant dense<0.693147182> : tensor<f32>
+//	%ln2 = graph.constant dense<0.6931472> : tensor<f32>
 //	%t = graph.add %a, %ln2 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+//	%eq = graph.cmp %a, %b {predicate = "eq"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
 //	%y = graph.select %eq, %t, %r : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 //
 // The operands broadcast as in graph.logaddexp; f16, bf16 and f8 operands
 // are cast to f32 first and the result cast back.
 func ExpandLogAddExp(b *ir.Builder, loc ir.Location, a, b2 *ir.Value, base2 bool) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	k := elemKind(a)
 	ck := computeKind(k)
 	x, y := e.cast(a, ck), e.cast(b2, ck)
@@ -224,7 +244,7 @@ func ExpandLogAddExp(b *ir.Builder, loc ir.Location, a, b2 *ir.Value, base2 bool
 //	%s = graph.reduce_sum %e {axes = [-1], keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
 //	%y = graph.div %e, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 func ExpandSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	k := elemKind(x)
 	ax := reductionAxis(x, axis)
 	xc := e.cast(x, computeKind(k))
@@ -243,7 +263,7 @@ func ExpandSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *ir.
 //	%l = graph.log %s : tensor<4x1xf32>
 //	%y = graph.sub %d, %l : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 func ExpandLogSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	k := elemKind(x)
 	ax := reductionAxis(x, axis)
 	xc := e.cast(x, computeKind(k))
@@ -273,7 +293,7 @@ func ExpandLogSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *
 //	%yk = graph.add %sh, %l : tensor<4x1xf32>
 //	%y = graph.reduce_max %yk {axes = [-1]} : (tensor<4x1xf32>) -> tensor<4xf32>
 func ExpandLogSumExp(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64, keepdim bool) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	k := elemKind(x)
 	ck := computeKind(k)
 	ax := reductionAxis(x, axis)
@@ -299,16 +319,18 @@ func ExpandLogSumExp(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64, ke
 // always exact (0 or -2^n).
 func saturationBounds(target, ck ir.ElemKind) (lo, hiIn float64, exact bool) {
 	l, h := target.IntRange()
-	lo, hi := float64(l), float64(h)
-	hiIn = numeric.RoundTo(hi, ck)
-	if hiIn > hi {
+	// above reports whether v lies beyond h, comparing as integers:
+	// float64(h) itself rounds up to 2^63 for i64
+	above := func(v float64) bool { return v >= 1<<63 || int64(v) > h }
+	hiIn = numeric.RoundTo(float64(h), ck)
+	if above(hiIn) {
 		bits, _ := numeric.ToBits(hiIn, ck)
 		hiIn, _ = numeric.FromBits(bits-1, ck)
 	}
 	// i64 and index: 2^63 - 1 is not a float64 either; the top of the
 	// range saturates to the largest float below 2^63.
-	exact = hiIn == hi || target.BitWidth() == 64
-	return lo, hiIn, exact
+	exact = int64(hiIn) == h || target.BitWidth() == 64
+	return float64(l), hiIn, exact
 }
 
 // ExpandSaturatingCast expands a float -> int `graph.cast %x` into the
@@ -334,7 +356,7 @@ func saturationBounds(target, ck ir.ElemKind) (lo, hiIn float64, exact bool) {
 //
 // to is the cast's result type (same shape as x, integer elements).
 func ExpandSaturatingCast(b *ir.Builder, loc ir.Location, x *ir.Value, to ir.Type) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	target, _ := ir.ElemOf(to)
 	ck := computeKind(elemKind(x))
 	xc := e.cast(x, ck)
@@ -390,48 +412,63 @@ func IsSaturatingCast(op *ir.Operation) bool {
 // against the data: rank-0 constants per tensor, or the per-channel 1-D
 // operands reshaped to [C, 1, ..., 1] so that they line up with `axis`.
 type quantParam struct {
-	scale, zero *ir.Value
-	// perTensor values, for the constants' special cases (zero point 0,
-	// the split of the scale).
-	perTensor   bool
-	scaleValue  float64
-	zeroValue   float64
-	zeroIsIntOp bool // per channel: the zero points are an integer tensor
+	scale *ir.Value // in the compute kind
+	// perTensor sides keep their attribute values, for the special cases
+	// (zero point 0, scale 1) and the split of the scale.
+	perTensor             bool
+	scaleValue, zeroValue float64
+	zeroPoints            *ir.Value // per channel: reshaped, element type as given
+	zeroCache             *ir.Value
 }
 
+// zero returns the zero point in compute kind ck, built on first use.
+func (p *quantParam) zero(e *emitter, ck ir.ElemKind) *ir.Value {
+	if p.zeroCache == nil {
+		if p.perTensor {
+			p.zeroCache = e.constant(ck, p.zeroValue)
+		} else {
+			p.zeroCache = e.cast(p.zeroPoints, ck)
+		}
+	}
+	return p.zeroCache
+}
+
+// hasZero reports whether the zero point may be nonzero.
+func (p *quantParam) hasZero() bool { return !p.perTensor || p.zeroValue != 0 }
+
 // channelOperand reshapes a per-channel operand [C] of data x to
-// [C, 1, ..., 1] along axis and casts it to k.
-func (e emitter) channelOperand(p, x *ir.Value, axis int64, k ir.ElemKind) *ir.Value {
+// [C, 1, ..., 1] along axis, so that it broadcasts against x.
+func (e *emitter) channelOperand(p, x *ir.Value, axis int64) *ir.Value {
 	rank := tensorOf(x).Rank()
 	norm, err := graph.NormalizeAxes([]int64{axis}, rank)
 	if err != nil {
 		panic(fmt.Sprintf("numerics expansion: %v", err))
 	}
-	if trailing := rank - 1 - int(norm[0]); trailing > 0 {
-		pt := tensorOf(p)
-		shape := append([]int64{pt.Shape[0]}, make([]int64, trailing)...)
-		for i := 1; i < len(shape); i++ {
-			shape[i] = 1
-		}
-		p = result(graph.BuildReshape(e.b, e.loc, p, ir.TensorType{Shape: shape, Elem: pt.Elem}))
+	trailing := rank - 1 - int(norm[0])
+	if trailing == 0 {
+		return p
 	}
-	return e.cast(p, k)
+	pt := tensorOf(p)
+	shape := []int64{pt.Shape[0]}
+	for range trailing {
+		shape = append(shape, 1)
+	}
+	return result(graph.BuildReshape(e.b, e.loc, p, ir.TensorType{Shape: shape, Elem: pt.Elem}))
 }
 
 // quantSide builds the parameters of one side of a conversion: the
 // attributes scale/zero_point (per tensor) or the operands scales and
 // zeroPoints (per channel, when scales is not nil).
-func (e emitter) quantSide(x *ir.Value, ck ir.ElemKind, scales, zeroPoints *ir.Value, scale float64, zero int64, axis int64) quantParam {
+func (e *emitter) quantSide(x *ir.Value, ck ir.ElemKind, scales, zeroPoints *ir.Value, scale float64, zero int64, axis int64) *quantParam {
 	if scales == nil {
-		return quantParam{
-			scale: e.constant(ck, scale), zero: e.constant(ck, float64(zero)),
-			perTensor: true, scaleValue: numeric.RoundTo(scale, ck), zeroValue: float64(zero),
+		return &quantParam{
+			scale: e.constant(ck, scale), perTensor: true,
+			scaleValue: numeric.RoundTo(scale, ck), zeroValue: float64(zero),
 		}
 	}
-	return quantParam{
-		scale:       e.channelOperand(scales, x, axis, ck),
-		zero:        e.channelOperand(zeroPoints, x, axis, ck),
-		zeroIsIntOp: elemKind(zeroPoints).IsInt(),
+	return &quantParam{
+		scale:      e.cast(e.channelOperand(scales, x, axis), ck),
+		zeroPoints: e.channelOperand(zeroPoints, x, axis),
 	}
 }
 
@@ -451,16 +488,25 @@ func quantComputeKind(vals []*ir.Value, scales ...float64) ir.ElemKind {
 	return ir.F32
 }
 
-// splitScale returns hi + lo = s with hi and lo short enough (12 bits in
+// isPowerOfTwo reports whether v is 2^n: a division by it is exact.
+func isPowerOfTwo(v float64) bool {
+	frac, _ := math.Frexp(v)
+	return frac == 0.5
+}
+
+// splitScale returns hi + lo = s (lo nil when it is 0) with hi and lo short enough (12 bits in
 // f32, 27 in f64: Veltkamp's split) that q * hi and q * lo are exact for a
 // quotient q with up to 12 significant bits.
-func (e emitter) splitScale(p quantParam, ck ir.ElemKind) (hi, lo *ir.Value) {
+func (e *emitter) splitScale(p *quantParam, ck ir.ElemKind) (hi, lo *ir.Value) {
 	c := 4097.0 // 2^12 + 1
 	if ck == ir.F64 {
 		c = 134217729 // 2^27 + 1
 	}
 	if p.perTensor {
 		h, l := veltkamp(p.scaleValue, c, ck)
+		if l == 0 {
+			return e.constant(ck, h), nil // a short scale: hi is all of it
+		}
 		return e.constant(ck, h), e.constant(ck, l)
 	}
 	t := e.mul(p.scale, e.constant(ck, c))
@@ -507,60 +553,72 @@ func veltkamp(s, c float64, ck ir.ElemKind) (hi, lo float64) {
 //
 // The products are exact while |q| < 2^11 and the scale is a normal
 // number; larger quotients saturate every quantised type either way.
-func (e emitter) roundQuotient(q, x *ir.Value, p quantParam, ck ir.ElemKind) *ir.Value {
+func (e *emitter) roundQuotient(q, x *ir.Value, p *quantParam, ck ir.ElemKind) *ir.Value {
 	r := e.round(q)
 	half := e.constant(ck, 0.5)
 	isHalf := e.cmp(e.sub(q, e.floor(q)), half, "eq")
 	hi, lo := e.splitScale(p, ck)
-	res := e.sub(e.sub(x, e.mul(q, hi)), e.mul(q, lo))
+	res := e.sub(x, e.mul(q, hi))
+	if lo != nil {
+		res = e.sub(res, e.mul(q, lo))
+	}
 	zero := e.constant(ck, 0)
 	r1 := e.sel(e.cmp(res, zero, "lt"), e.sub(q, half), r)
 	r2 := e.sel(e.cmp(res, zero, "gt"), e.add(q, half), r1)
 	return e.sel(isHalf, r2, r)
 }
 
-// quantizeCore quantises x (already in compute kind ck) to element kind k
-// with parameters p, as graph.quantize defines it.
-func (e emitter) quantizeCore(x *ir.Value, p quantParam, k ir.ElemKind, resultType ir.TensorType) *ir.Value {
-	ck := elemKind(x)
-	q := e.div(x, p.scale)
+// quantizeCore quantises x (already in its compute kind) to the result
+// type with parameters p, as graph.quantize defines it.
+func (e *emitter) quantizeCore(x *ir.Value, p *quantParam, resultType ir.TensorType) *ir.Value {
+	ck, k := elemKind(x), resultType.Elem.Kind
+	q := x
+	if !(p.perTensor && p.scaleValue == 1) {
+		q = e.div(x, p.scale)
+	}
 	if k.IsFloat() {
 		// f8: x / scale + zero_point saturated to the finite range, then
 		// one rounding by the cast; NaN stays NaN through clamp and cast.
-		t := q
-		if !(p.perTensor && p.zeroValue == 0) {
-			t = e.add(t, p.zero)
+		if p.hasZero() {
+			q = e.add(q, p.zero(e, ck))
 		}
 		lim := numeric.MaxFinite(k)
-		return result(graph.BuildCast(e.b, e.loc, e.clamp(t, -lim, lim), resultType))
+		return result(graph.BuildCast(e.b, e.loc, e.clamp(q, -lim, lim), resultType))
 	}
-	v := e.roundQuotient(q, x, p, ck)
-	if !(p.perTensor && p.zeroValue == 0) {
-		v = e.add(v, p.zero)
+	var v *ir.Value
+	if p.perTensor && isPowerOfTwo(p.scaleValue) {
+		v = e.round(q) // the quotient is exact
+	} else {
+		v = e.roundQuotient(q, x, p, ck)
 	}
-	v = e.sel(e.isNaN(q), p.zero, v)
+	if p.hasZero() {
+		v = e.add(v, p.zero(e, ck))
+	}
+	v = e.sel(e.isNaN(q), p.zero(e, ck), v)
 	lo, hi := graph.QuantRange(k)
 	return result(graph.BuildCast(e.b, e.loc, e.clamp(v, float64(lo), float64(hi)), resultType))
 }
 
 // dequantizeCore returns (q - zero_point) * scale in compute kind ck, with
-// one rounding of the difference as the reference takes it: i32 data is
-// widened to i64 and the difference formed exactly there, since f32
-// cannot hold every i32.
-func (e emitter) dequantizeCore(x *ir.Value, p quantParam, ck ir.ElemKind, zeroAttr int64) *ir.Value {
+// the difference rounded once, as the reference forms it: i32 data is
+// widened to i64 and the difference with an integer zero point taken
+// exactly there, since f32 cannot hold every i32.
+func (e *emitter) dequantizeCore(x *ir.Value, p *quantParam, ck ir.ElemKind) *ir.Value {
 	var d *ir.Value
+	wide := elemKind(x) == ir.I32 && (p.perTensor || elemKind(p.zeroPoints).IsInt())
 	switch {
-	case elemKind(x) == ir.I32 && p.perTensor:
+	case !p.hasZero():
+		d = e.cast(x, ck)
+	case wide:
 		d = e.cast(x, ir.I64)
-		if zeroAttr != 0 {
-			d = e.sub(d, e.constant(ir.I64, float64(zeroAttr)))
+		if p.perTensor {
+			d = e.sub(d, e.constant(ir.I64, p.zeroValue))
+		} else {
+			d = e.sub(d, e.cast(p.zeroPoints, ir.I64))
 		}
 		d = e.cast(d, ck)
 	default:
-		d = e.cast(x, ck)
-		if !(p.perTensor && p.zeroValue == 0) {
-			d = e.sub(d, p.zero)
-		}
+		d = e.sub(e.cast(x, ck), p.zero(e, ck))
 	}
 	if p.perTensor && p.scaleValue == 1 {
 		return d
@@ -574,45 +632,48 @@ func (e emitter) dequantizeCore(x *ir.Value, p quantParam, ck ir.ElemKind, zeroA
 // that is in range. The quotient is rounded as the exact quotient would
 // be (see roundQuotient). f32 to ui8 with scale 0.5 and zero point 128:
 //
+//	%s = graph.constant dense<0.5> : tensor<f32>
 //	%q = graph.div %x, %s : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
-//	... %rq = round_half_even of the exact quotient (roundQuotient) ...
+//	%rq = graph.round %q : tensor<4xf32>  // 0.5 is a power of two: q is exact
+//	%zp = graph.constant dense<128.0> : tensor<f32>
 //	%v = graph.add %rq, %zp : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
 //	%nan = graph.cmp %q, %q {predicate = "ne"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
 //	%n = graph.select %nan, %zp, %v : (tensor<4xi1>, tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
 //	%c = graph.clamp %n {max = 255.0 : f32, min = 0.0 : f32} : tensor<4xf32>
 //	%y = graph.cast %c : (tensor<4xf32>) -> tensor<4xui8>
 //
-// To f8E4M3FN it is clamp(x / scale + zero_point, -448, 448) and a cast
-// that rounds to nearest even; NaN stays NaN. Per channel, the scales and
-// zero points are reshaped to line up with `axis` and cast to f32.
+// Any other scale rounds the quotient as the exact quotient would be
+// (roundQuotient). To f8E4M3FN it is clamp(x / scale + zero_point, -448,
+// 448) and a cast that rounds to nearest even; NaN stays NaN. Per channel,
+// the scales and zero points are reshaped to line up with `axis` and cast
+// to f32.
 func ExpandQuantize(b *ir.Builder, loc ir.Location, op *ir.Operation) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	qo := graph.QuantizeOp{Operation: op}
 	x := qo.Input()
 	ck := quantComputeKind([]*ir.Value{x, qo.Scales()}, qo.Scale())
 	p := e.quantSide(x, ck, qo.Scales(), qo.ZeroPoints(), qo.Scale(), qo.ZeroPoint(), qo.Axis())
-	rt := tensorOf(qo.Output())
-	return e.quantizeCore(e.cast(x, ck), p, rt.Elem.Kind, rt)
+	return e.quantizeCore(e.cast(x, ck), p, tensorOf(qo.Output()))
 }
 
 // ExpandDequantize expands `graph.dequantize` into (q - zero_point) * scale
 // computed in f32 (f64 for an f64 result) and cast to the result type:
 //
+//	%s = graph.constant dense<0.5> : tensor<f32>
 //	%f = graph.cast %q : (tensor<4xui8>) -> tensor<4xf32>
 //	%zp = graph.constant dense<128.0> : tensor<f32>
 //	%d = graph.sub %f, %zp : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
-//	%s = graph.constant dense<0.5> : tensor<f32>
 //	%y = graph.mul %d, %s : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
 //
 // An i32 input is widened to i64 for the subtraction, which is then exact.
 func ExpandDequantize(b *ir.Builder, loc ir.Location, op *ir.Operation) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	dq := graph.DequantizeOp{Operation: op}
 	x := dq.Input()
 	rk := elemKind(dq.Output())
 	ck := quantComputeKind([]*ir.Value{dq.Output(), dq.Scales()}, dq.Scale())
 	p := e.quantSide(x, ck, dq.Scales(), dq.ZeroPoints(), dq.Scale(), dq.ZeroPoint(), dq.Axis())
-	return e.cast(e.dequantizeCore(x, p, ck, dq.ZeroPoint()), rk)
+	return e.cast(e.dequantizeCore(x, p, ck), rk)
 }
 
 // ExpandRequantize expands `graph.requantize` into the dequantize and
@@ -620,15 +681,13 @@ func ExpandDequantize(b *ir.Builder, loc ir.Location, op *ir.Operation) *ir.Valu
 // a storage type: quantize(dequantize(q)) with the output side's
 // saturation, NaN handling and exact rounding of the quotient.
 func ExpandRequantize(b *ir.Builder, loc ir.Location, op *ir.Operation) *ir.Value {
-	e := emitter{b, loc}
+	e := newEmitter(b, loc)
 	rq := graph.RequantizeOp{Operation: op}
 	x := rq.Input()
 	ck := quantComputeKind([]*ir.Value{rq.InScales(), rq.Scales()}, rq.InScale(), rq.Scale())
 	in := e.quantSide(x, ck, rq.InScales(), rq.InZeroPoints(), rq.InScale(), rq.InZeroPoint(), rq.Axis())
 	out := e.quantSide(x, ck, rq.Scales(), rq.ZeroPoints(), rq.Scale(), rq.ZeroPoint(), rq.Axis())
-	d := e.dequantizeCore(x, in, ck, rq.InZeroPoint())
-	rt := tensorOf(rq.Output())
-	return e.quantizeCore(d, out, rt.Elem.Kind, rt)
+	return e.quantizeCore(e.dequantizeCore(x, in, ck), out, tensorOf(rq.Output()))
 }
 
 // ---------------------------------------------------------------------------

@@ -217,6 +217,11 @@ func TestBuildFused(t *testing.T) {
 	require.Equal(t, 2, tf.fn.Body().Len())
 	require.Len(t, x.Uses(), 1)
 
+	// and inputs that are not tensors
+	_, err = BuildFused(tf.builder(), loc, "elementwise", []*ir.Value{nil},
+		func(bb *ir.Builder, in []*ir.Value) ([]*ir.Value, error) { return in, nil })
+	require.EqualError(t, err, "b.tir:1:1: error: 'graph.fused' op operand #0 is null")
+
 	// so does a body that captures a value from outside
 	_, err = BuildFused(tf.builder(), loc, "elementwise", nil,
 		func(bb *ir.Builder, in []*ir.Value) ([]*ir.Value, error) {

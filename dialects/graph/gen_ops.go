@@ -2540,9 +2540,10 @@ func (op CastOp) Output() *ir.Value {
 	return op.Result(0)
 }
 
-// Dtype returns attribute dtype and whether it is present: the result element type, stated again.
-func (op CastOp) Dtype() (ir.Type, bool) {
-	return ods.GetType(op.Operation, "dtype")
+// Dtype returns attribute dtype, or nil when it is absent: the result element type, stated again.
+func (op CastOp) Dtype() ir.Type {
+	v, _ := ods.GetType(op.Operation, "dtype")
+	return v
 }
 
 // BuildCast creates a graph.cast at b's insertion point.
@@ -3518,9 +3519,10 @@ func (op QuantizeOp) Axis() int64 {
 	return -1
 }
 
-// Dtype returns attribute dtype and whether it is present: the result element type, stated again.
-func (op QuantizeOp) Dtype() (ir.Type, bool) {
-	return ods.GetType(op.Operation, "dtype")
+// Dtype returns attribute dtype, or nil when it is absent: the result element type, stated again.
+func (op QuantizeOp) Dtype() ir.Type {
+	v, _ := ods.GetType(op.Operation, "dtype")
+	return v
 }
 
 // BuildQuantize creates a graph.quantize at b's insertion point.
@@ -3669,9 +3671,10 @@ func (op DequantizeOp) Axis() int64 {
 	return -1
 }
 
-// Dtype returns attribute dtype and whether it is present: the result element type, stated again.
-func (op DequantizeOp) Dtype() (ir.Type, bool) {
-	return ods.GetType(op.Operation, "dtype")
+// Dtype returns attribute dtype, or nil when it is absent: the result element type, stated again.
+func (op DequantizeOp) Dtype() ir.Type {
+	v, _ := ods.GetType(op.Operation, "dtype")
+	return v
 }
 
 // BuildDequantize creates a graph.dequantize at b's insertion point.
@@ -3852,9 +3855,10 @@ func (op RequantizeOp) Axis() int64 {
 	return -1
 }
 
-// Dtype returns attribute dtype and whether it is present: the result element type, stated again.
-func (op RequantizeOp) Dtype() (ir.Type, bool) {
-	return ods.GetType(op.Operation, "dtype")
+// Dtype returns attribute dtype, or nil when it is absent: the result element type, stated again.
+func (op RequantizeOp) Dtype() ir.Type {
+	v, _ := ods.GetType(op.Operation, "dtype")
+	return v
 }
 
 // BuildRequantize creates a graph.requantize at b's insertion point.

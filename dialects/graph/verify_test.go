@@ -98,6 +98,7 @@ var verifyCases = []verifyCase{
 	bad("cmp result type", "graph.cmp", s(t4, t4), s(t4), ir.Attrs("predicate", ir.StringAttr("lt")), "result #0 must be tensor of i1 values, but got 'tensor<4xf32>'"),
 	bad("cmp predicate", "graph.cmp", s(t4, t4), s("tensor<4xi1>"), ir.Attrs("predicate", ir.StringAttr("lte")), `attribute 'predicate' must be one of "eq", "ne", "lt", "le", "gt" or "ge", but got "lte"`),
 	bad("cmp needs predicate", "graph.cmp", s(t4, t4), s("tensor<4xi1>"), nil, "requires attribute 'predicate'"),
+	bad("cmp shapes", "graph.cmp", s(t4, t8), s("tensor<4xi1>"), ir.Attrs("predicate", ir.StringAttr("eq")), "operands of types 'tensor<4xf32>' and 'tensor<8xf32>' are not broadcast-compatible"),
 	bad("cmp element types", "graph.cmp", s(t4, "tensor<4xi32>"), s("tensor<4xi1>"), ir.Attrs("predicate", ir.StringAttr("eq")), "requires the same element type for all operands, but got 'f32' and 'i32'"),
 	ok("select", "graph.select", s("tensor<4x8xi1>", t4x8, "tensor<f32>"), s(t4x8), nil),
 	ok("select broadcasts the condition", "graph.select", s("tensor<4x1xi1>", t8, t8), s(t4x8), nil),
@@ -214,6 +215,7 @@ var verifyCases = []verifyCase{
 	bad("concat element types", "graph.concat", s(t4x8, "tensor<4x8xf16>"), s("tensor<8x8xf32>"), ir.Attrs("axis", i64(0)), "requires the same element type for all operands, but got 'f32' and 'f16'"),
 	bad("concat other dims", "graph.concat", s(t4x8, "tensor<3x2xf32>"), s("tensor<4x10xf32>"), ir.Attrs("axis", i64(1)), "operand #1 type 'tensor<3x2xf32>' differs from 'tensor<4x8xf32>' in dimension 0, which is not the concatenation axis"),
 	bad("concat axis", "graph.concat", s(t4x8, t4x8), s(t4x8), ir.Attrs("axis", i64(2)), "axis 2 is out of range for rank 2"),
+	bad("concat extent overflow", "graph.concat", s("tensor<4611686018427387904xi8>", "tensor<4611686018427387904xi8>"), s("tensor<?xi8>"), ir.Attrs("axis", i64(0)), "the concatenated extent of dimension 0 overflows int64"),
 	bad("concat needs axis", "graph.concat", s(t4x8, t4x8), s(t4x8), nil, "requires attribute 'axis'"),
 	bad("concat result", "graph.concat", s(t4x8, t4x8), s(t4x8), ir.Attrs("axis", i64(0)), "result type 'tensor<4x8xf32>' does not match the inferred type 'tensor<8x8xf32>'"),
 
@@ -227,6 +229,7 @@ var verifyCases = []verifyCase{
 	bad("matmul inner dims", "graph.matmul", s(t4x8, "tensor<7x16xf32>"), s("tensor<4x16xf32>"), nil, "contraction dimensions differ: 8 in 'tensor<4x8xf32>' and 7 in 'tensor<7x16xf32>'"),
 	bad("matmul transpose_b inner dims", "graph.matmul", s(t4x8, "tensor<16x7xf32>"), s("tensor<4x16xf32>"), ir.Attrs("transpose_b", ir.BoolAttr(true)), "contraction dimensions differ: 8 in 'tensor<4x8xf32>' and 7 in 'tensor<16x7xf32>'"),
 	bad("matmul dynamic K", "graph.matmul", s("tensor<4x?xf32>", "tensor<8x16xf32>"), s("tensor<4x16xf32>"), nil, "dimension 1 of 'tensor<4x?xf32>' is reduced, so it must be static"),
+	bad("matmul dynamic K on the right", "graph.matmul", s(t4x8, "tensor<?x16xf32>"), s("tensor<4x16xf32>"), nil, "dimension 0 of 'tensor<?x16xf32>' is reduced, so it must be static"),
 	bad("matmul batch", "graph.matmul", s("tensor<2x4x8xf32>", "tensor<3x8x4xf32>"), s("tensor<2x4x4xf32>"), nil, "batch dimensions of 'tensor<2x4x8xf32>' and 'tensor<3x8x4xf32>' are not broadcast-compatible"),
 	bad("matmul element types", "graph.matmul", s(t4x8, "tensor<8x4xf16>"), s("tensor<4x4xf32>"), nil, "requires the same element type for all operands, but got 'f32' and 'f16'"),
 	bad("matmul result", "graph.matmul", s(t4x8, "tensor<8x16xf32>"), s("tensor<4x8xf32>"), nil, "result type 'tensor<4x8xf32>' does not match the inferred type 'tensor<4x16xf32>'"),
@@ -239,6 +242,7 @@ var verifyCases = []verifyCase{
 	bad("constant dynamic", "graph.constant", nil, s("tensor<?xf32>"), ir.Attrs("value", dense("tensor<?xf32>", 1)), "attribute 'value' must have a static tensor type, but got 'tensor<?xf32>'"),
 	bad("constant integer range", "graph.constant", nil, s("tensor<2xi8>"), ir.Attrs("value", dense("tensor<2xi8>", 1, 300)), "attribute 'value' element 300 is out of range [-128, 127] of 'i8'"),
 	bad("constant integer value", "graph.constant", nil, s("tensor<i32>"), ir.Attrs("value", dense("tensor<i32>", 1.5)), "attribute 'value' element 1.5 is not an integer, as 'i32' requires"),
+	bad("constant size", "graph.constant", nil, s(t4), ir.Attrs("value", dense("tensor<4611686018427387904x4xf32>", 0)), "attribute 'value': type tensor<4611686018427387904x4xf32> has more elements than fit in int64"),
 	bad("constant needs value", "graph.constant", nil, s(t4), nil, "requires attribute 'value'"),
 }
 

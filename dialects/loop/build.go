@@ -146,10 +146,3 @@ func BuildConstant(b *ir.Builder, loc ir.Location, t ir.Type, v float64) (ConstO
 	}
 	return ConstOp{op}, nil
 }
-
-// Value returns attribute value of a loop.const as a float64 (integers
-// exactly up to 2^53; see IntValue for index constants).
-func (op ConstOp) Value() float64 {
-	v, _ := ir.AttrAsFloat(op.Attr("value"))
-	return v
-}

@@ -59,39 +59,35 @@ const (
 var constraintInfo = [numConstraints]struct {
 	goName  string
 	summary string
-	elems   func(ir.ElemKind) bool // nil: any element type
+	allows  func(ir.Type) bool
 }{
-	AnyTensor:     {"AnyTensor", "tensor of any type values", nil},
-	NumericTensor: {"NumericTensor", "tensor of numeric (not i1) values", func(k ir.ElemKind) bool { return k != ir.I1 }},
-	FloatTensor:   {"FloatTensor", "tensor of floating-point values", ir.ElemKind.IsFloat},
-	BoolTensor:    {"BoolTensor", "tensor of i1 values", func(k ir.ElemKind) bool { return k == ir.I1 }},
+	AnyTensor:     {"AnyTensor", "tensor of any type values", tensorOf(func(ir.ElemKind) bool { return true })},
+	NumericTensor: {"NumericTensor", "tensor of numeric (not i1) values", tensorOf(func(k ir.ElemKind) bool { return k != ir.I1 })},
+	FloatTensor:   {"FloatTensor", "tensor of floating-point values", tensorOf(ir.ElemKind.IsFloat)},
+	BoolTensor:    {"BoolTensor", "tensor of i1 values", tensorOf(oneOf(ir.I1))},
 	QuantizedTensor: {"QuantizedTensor", "tensor of ui8, i8 or f8E4M3FN values",
-		oneOf(ir.UI8, ir.I8, ir.F8E4M3FN)},
+		tensorOf(oneOf(ir.UI8, ir.I8, ir.F8E4M3FN))},
 	RequantizableTensor: {"RequantizableTensor", "tensor of i32, i8 or ui8 values",
-		oneOf(ir.I32, ir.I8, ir.UI8)},
+		tensorOf(oneOf(ir.I32, ir.I8, ir.UI8))},
 	DequantizableTensor: {"DequantizableTensor", "tensor of i32, i8, ui8 or f8E4M3FN values",
-		oneOf(ir.I32, ir.I8, ir.UI8, ir.F8E4M3FN)},
-	AnyType:        {"AnyType", "any type", nil},
-	IndexValue:     {"IndexValue", "index", nil},
-	ScalarValue:    {"ScalarValue", "scalar of any element type but index", nil},
-	VectorValue:    {"VectorValue", "1-D vector of any element type but index", nil},
-	ScalarOrVector: {"ScalarOrVector", "scalar or 1-D vector of any element type but index", nil},
-	AnyMemRef:      {"AnyMemRef", "memref in any memory space", nil},
-	DRAMMemRef:     {"DRAMMemRef", "memref in dram", nil},
-	SRAMMemRef:     {"SRAMMemRef", "memref in sram", nil},
+		tensorOf(oneOf(ir.I32, ir.I8, ir.UI8, ir.F8E4M3FN))},
+	AnyType:     {"AnyType", "any type", func(ir.Type) bool { return true }},
+	IndexValue:  {"IndexValue", "index", isIndex},
+	ScalarValue: {"ScalarValue", "scalar of any element type but index", isScalar},
+	VectorValue: {"VectorValue", "1-D vector of any element type but index", isVector},
+	ScalarOrVector: {"ScalarOrVector", "scalar or 1-D vector of any element type but index",
+		func(t ir.Type) bool { return isScalar(t) || isVector(t) }},
+	AnyMemRef:  {"AnyMemRef", "memref in any memory space", memRefIn(ir.DRAM, ir.SRAM, ir.Reg)},
+	DRAMMemRef: {"DRAMMemRef", "memref in dram", memRefIn(ir.DRAM)},
+	SRAMMemRef: {"SRAMMemRef", "memref in sram", memRefIn(ir.SRAM)},
 }
 
-// valueTypes holds the constraints on values other than tensors, which
-// test the whole type rather than a tensor's element type.
-var valueTypes = map[Constraint]func(ir.Type) bool{
-	AnyType:        func(ir.Type) bool { return true },
-	IndexValue:     isIndex,
-	ScalarValue:    isScalar,
-	VectorValue:    isVector,
-	ScalarOrVector: func(t ir.Type) bool { return isScalar(t) || isVector(t) },
-	AnyMemRef:      memRefIn(ir.DRAM, ir.SRAM, ir.Reg),
-	DRAMMemRef:     memRefIn(ir.DRAM),
-	SRAMMemRef:     memRefIn(ir.SRAM),
+// tensorOf allows tensors whose element kind satisfies elems.
+func tensorOf(elems func(ir.ElemKind) bool) func(ir.Type) bool {
+	return func(t ir.Type) bool {
+		tt, ok := t.(ir.TensorType)
+		return ok && elems(tt.Elem.Kind)
+	}
 }
 
 func isIndex(t ir.Type) bool {
@@ -141,16 +137,5 @@ func (c Constraint) Summary() string {
 
 // Allows reports whether t satisfies the constraint.
 func (c Constraint) Allows(t ir.Type) bool {
-	if !c.valid() {
-		return false
-	}
-	if types := valueTypes[c]; types != nil {
-		return types(t)
-	}
-	tt, ok := t.(ir.TensorType)
-	if !ok {
-		return false
-	}
-	elems := constraintInfo[c].elems
-	return elems == nil || elems(tt.Elem.Kind)
+	return c.valid() && constraintInfo[c].allows(t)
 }

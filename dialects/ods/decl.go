@@ -164,8 +164,12 @@ func (k AttrKind) GoType() string {
 //
 // An attribute with a Default may be omitted and then reads as Default,
 // which must have the kind's Go type (int64, float64, bool, string).
-// An Optional attribute without a default may be omitted, and its accessor
-// says whether it is present. Any other attribute is required.
+// An Optional attribute without a default may be omitted: its accessor
+// returns nil when absent for a type or an integer array, and otherwise
+// also says whether it is present. Any other attribute is required.
+//
+// Builders take required attributes and those with a default as
+// parameters; Optional ones are set on the built op by those who need them.
 type AttrDecl struct {
 	Name     string
 	Kind     AttrKind

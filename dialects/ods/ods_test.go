@@ -14,7 +14,9 @@ func tensor(k ir.ElemKind, shape ...int64) ir.TensorType {
 
 func TestConstraints(t *testing.T) {
 	f32, i32, i1 := tensor(ir.F32, 4), tensor(ir.I32, 4), tensor(ir.I1, 4)
-	memref := ir.MemRefType{Shape: []int64{4}, Elem: ir.F32Type}
+	memref := ir.MemRefType{Shape: []int64{4}, Elem: ir.F32Type, Space: ir.DRAM}
+	sram := ir.MemRefType{Shape: []int64{4}, Elem: ir.F32Type, Space: ir.SRAM}
+	vector := ir.VectorType{Shape: []int64{8}, Elem: ir.F32Type}
 	for _, c := range []struct {
 		c       Constraint
 		allowed []ir.Type
@@ -27,6 +29,14 @@ func TestConstraints(t *testing.T) {
 		{QuantizedTensor, []ir.Type{tensor(ir.UI8), tensor(ir.I8), tensor(ir.F8E4M3FN)}, []ir.Type{i32, tensor(ir.F8E5M2)}},
 		{RequantizableTensor, []ir.Type{i32, tensor(ir.I8), tensor(ir.UI8)}, []ir.Type{tensor(ir.F8E4M3FN), tensor(ir.I16)}},
 		{DequantizableTensor, []ir.Type{i32, tensor(ir.F8E4M3FN)}, []ir.Type{f32}},
+		{AnyType, []ir.Type{f32, memref, ir.IndexType}, nil},
+		{IndexValue, []ir.Type{ir.IndexType}, []ir.Type{ir.I64Type, f32}},
+		{ScalarValue, []ir.Type{ir.F32Type, ir.I1Type}, []ir.Type{ir.IndexType, f32, vector}},
+		{VectorValue, []ir.Type{vector}, []ir.Type{ir.F32Type, ir.VectorType{Shape: []int64{2, 4}, Elem: ir.F32Type}}},
+		{ScalarOrVector, []ir.Type{vector, ir.BF16Type}, []ir.Type{ir.IndexType, memref}},
+		{AnyMemRef, []ir.Type{memref, sram}, []ir.Type{f32}},
+		{DRAMMemRef, []ir.Type{memref}, []ir.Type{sram}},
+		{SRAMMemRef, []ir.Type{sram}, []ir.Type{memref}},
 	} {
 		require.NotEqual(t, "invalid constraint", c.c.String())
 		for _, ty := range c.allowed {

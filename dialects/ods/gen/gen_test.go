@@ -112,7 +112,7 @@ func TestGoFileCompiles(t *testing.T) {
 		return names
 	}
 	require.ElementsMatch(t, []string{
-		"func (ScaleOp).Axes() []int64", "func (ScaleOp).Count() int64", "func (ScaleOp).Dtype() (github.com/tensorforge/tensorforge/ir.Type, bool)",
+		"func (ScaleOp).Axes() []int64", "func (ScaleOp).Count() int64", "func (ScaleOp).Dtype() github.com/tensorforge/tensorforge/ir.Type",
 		"func (ScaleOp).Factor() float64", "func (ScaleOp).Flag() bool", "func (ScaleOp).Input() *github.com/tensorforge/tensorforge/ir.Value",
 		"func (ScaleOp).Mode() string", "func (ScaleOp).Output() *github.com/tensorforge/tensorforge/ir.Value",
 	}, methods("ScaleOp"))

@@ -260,6 +260,12 @@ func (g opGen) attrAccessor(f *jen.File, a ods.AttrDecl) {
 			jen.If(jen.List(jen.Id("v"), jen.Id("ok")).Op(":=").Add(read), jen.Id("ok")).Block(jen.Return(jen.Id("v"))),
 			jen.Return(literal(a.Default)),
 		)
+	case a.Optional && (a.Kind == ods.TypeKind || a.Kind == ods.IntArrayKind):
+		f.Commentf("%s returns attribute %s, or nil when it is absent%s", name, a.Name, docSuffix(a.Doc))
+		f.Add(g.recv()).Id(name).Params().Add(goType(a.Kind)).Block(
+			jen.List(jen.Id("v"), jen.Id("_")).Op(":=").Add(read),
+			jen.Return(jen.Id("v")),
+		)
 	case a.Optional:
 		f.Commentf("%s returns attribute %s and whether it is present%s", name, a.Name, docSuffix(a.Doc))
 		f.Add(g.recv()).Id(name).Params().Params(goType(a.Kind), jen.Bool()).Block(jen.Return(read))

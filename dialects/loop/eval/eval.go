@@ -1,0 +1,652 @@
+// Package eval is the reference interpreter of the loop dialect: it runs a
+// lowered function, launching its kernels on buffers, so that a lowering
+// can be checked against the graph interpreter on the program it came
+// from:
+//
+//	want, _ := geval.Run(graphFn, inputs, geval.Options{})
+//	got, err := eval.Run(loweredModule, "f", inputs)
+//
+// Inputs and results are the graph interpreter's tensors, in the order of
+// the function's input arguments and of its output arguments (the last
+// `num_results` arguments).
+//
+// # Semantics
+//
+// Numbers follow the graph interpreter (dialects/graph/eval): values of
+// f16, bf16 and f8 exist only in buffers and are rounded to their type
+// with numeric.RoundTo when stored or cast; f32 arithmetic rounds every
+// step to float32, and unary functions (exp, tanh, silu, ...) are
+// evaluated in float64 and rounded once; f64 is not rounded; integers wrap
+// to their type. loop.fma computes a*b exactly and rounds the sum (to
+// float64, then to f32), as the graph interpreter's matmul accumulates.
+// max and min propagate NaN and order -0 below +0; cmp is false with a NaN
+// operand except for "ne". loop.reduce combines lanes in lane order.
+//
+// A loop.parallel runs its instances one after the other, and a loop.for
+// with dist = "threads" runs its iterations in order as a single thread,
+// whose carried values are then the combined totals (combine over one
+// thread is the identity). Every instance gets its own loop.alloc
+// buffers.
+//
+// A dynamic extent of an output buffer is the extent passed for it at the
+// first launch that writes it: outputs are allocated then. Scratchpad and
+// intermediate buffers start filled with NaN (integers: their type's
+// lowest value), so a kernel reading what it never wrote shows it.
+// Out-of-bounds accesses, division of indices by zero and malformed IR are
+// errors located at the op, never panics.
+package eval
+
+import (
+	"fmt"
+	"math"
+
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+)
+
+// buffer is the storage of a memref: row-major elements, each a float64
+// holding a value of elem exactly.
+type buffer struct {
+	shape []int64
+	elem  ir.ElemKind
+	data  []float64
+	// output marks an output argument not yet allocated.
+	pending bool
+}
+
+// value is a run-time value: an index, a scalar or vector (lanes), or a
+// buffer.
+type value struct {
+	i     int64
+	lanes []float64
+	buf   *buffer
+}
+
+// maxElements bounds one buffer (a malformed shape gives an error, not an
+// allocation failure).
+const maxElements = 1 << 28
+
+// Run interprets function fn of m (the first function when fn is "") on
+// inputs, one per input argument, and returns its results, one per output
+// argument. An input whose element type differs from its argument's is
+// converted as the graph interpreter converts it (float to float rounds).
+func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tensor, err error) {
+	f, err := lookupFunc(m, fn)
+	if err != nil {
+		return nil, err
+	}
+	mc := &machine{vals: map[*ir.Value]value{}, kernels: map[string]*ir.Operation{}}
+	for o := m.Body().First(); o != nil; o = o.Next() {
+		if k, ok := loop.AsKernel(o); ok {
+			mc.kernels[k.SymName()] = o
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			op := mc.cur
+			if op == nil {
+				op = f.Operation
+			}
+			if re, ok := r.(runError); ok {
+				results, err = nil, re.err
+				return
+			}
+			results, err = nil, ir.OpError(op, "evaluation failed: %v", r)
+		}
+	}()
+	args := f.Args()
+	nres, _ := ir.AttrAsInt(f.Attr("num_results"))
+	nin := len(args) - int(nres)
+	if nres < 0 || nin < 0 {
+		return nil, ir.Errorf(f.Loc, "@%s: attribute num_results (%d) does not fit its %d arguments", f.SymName(), nres, len(args))
+	}
+	if len(inputs) != nin {
+		return nil, ir.Errorf(f.Loc, "@%s takes %d inputs but %d were given", f.SymName(), nin, len(inputs))
+	}
+	for i, a := range args {
+		mt, ok := a.Type().(ir.MemRefType)
+		if !ok {
+			return nil, ir.Errorf(f.Loc, "@%s: argument #%d has type %s, not a memref", f.SymName(), i, a.Type())
+		}
+		if i >= nin {
+			mc.vals[a] = value{buf: &buffer{shape: mt.Shape, elem: mt.Elem.Kind, pending: true}}
+			continue
+		}
+		b, err := bindInput(f, i, mt, inputs[i])
+		if err != nil {
+			return nil, err
+		}
+		mc.vals[a] = value{buf: b}
+	}
+	mc.runBlock(f.Body())
+	for i, a := range args[nin:] {
+		b := mc.vals[a].buf
+		if b.pending {
+			return nil, ir.Errorf(f.Loc, "@%s: output #%d is never written by a launch", f.SymName(), i)
+		}
+		results = append(results, &geval.Tensor{Shape: append([]int64{}, b.shape...), Elem: b.elem, Data: b.data})
+	}
+	return results, nil
+}
+
+func lookupFunc(m ir.Module, name string) (ir.Func, error) {
+	fs := m.Funcs()
+	if len(fs) == 0 {
+		return ir.Func{}, ir.Errorf(m.Loc, "the module has no function")
+	}
+	if name == "" {
+		return fs[0], nil
+	}
+	if f, ok := m.Lookup(name); ok {
+		return f, nil
+	}
+	return ir.Func{}, ir.Errorf(m.Loc, "the module has no function @%s", name)
+}
+
+// bindInput checks an input tensor against argument i and copies it into
+// a buffer of the argument's element type.
+func bindInput(f ir.Func, i int, mt ir.MemRefType, t *geval.Tensor) (*buffer, error) {
+	fail := func(format string, a ...any) error {
+		return ir.Errorf(f.Loc, "@%s: argument #%d: %s", f.SymName(), i, fmt.Sprintf(format, a...))
+	}
+	if t == nil {
+		return nil, fail("no input tensor")
+	}
+	n, ok := ir.NumElements(t.Shape)
+	if !ok || n != int64(len(t.Data)) {
+		return nil, fail("input has shape %s but %d values", geval.FormatShape(t.Shape), len(t.Data))
+	}
+	if len(t.Shape) != len(mt.Shape) {
+		return nil, fail("input of shape %s does not match type %s", geval.FormatShape(t.Shape), mt)
+	}
+	for d, e := range mt.Shape {
+		if e != ir.Dynamic && e != t.Shape[d] {
+			return nil, fail("input of shape %s does not match type %s", geval.FormatShape(t.Shape), mt)
+		}
+	}
+	b := &buffer{shape: append([]int64(nil), t.Shape...), elem: mt.Elem.Kind, data: make([]float64, len(t.Data))}
+	for j, v := range t.Data {
+		r := numeric.RoundTo(v, b.elem)
+		if b.elem.IsInt() && r != v {
+			return nil, fail("input element %d (%v) is not exactly representable in %s", j, v, b.elem)
+		}
+		b.data[j] = r
+	}
+	return b, nil
+}
+
+// runError carries a located error out of the interpreter's recursion.
+type runError struct{ err error }
+
+// machine is the state of one Run.
+type machine struct {
+	vals    map[*ir.Value]value
+	kernels map[string]*ir.Operation
+	cur     *ir.Operation
+}
+
+// fail stops the run with an error at the current op.
+func (mc *machine) fail(format string, args ...any) {
+	panic(runError{ir.OpError(mc.cur, format, args...)})
+}
+
+// get returns the value of v.
+func (mc *machine) get(v *ir.Value) value {
+	x, ok := mc.vals[v]
+	if !ok {
+		mc.fail("uses a value that has not been computed (used before it is defined?)")
+	}
+	return x
+}
+
+// runBlock runs the ops of b and returns the operands of its terminator.
+func (mc *machine) runBlock(b *ir.Block) []value {
+	for op := b.First(); op != nil; op = op.Next() {
+		mc.cur = op
+		switch op.Name() {
+		case loop.OpYield, loop.OpReturn, ir.ReturnOpName:
+			out := make([]value, op.NumOperands())
+			for i, v := range op.Operands() {
+				out[i] = mc.get(v)
+			}
+			return out
+		}
+		mc.exec(op)
+	}
+	return nil
+}
+
+// elem is the element kind of a scalar or vector type.
+func elem(t ir.Type) ir.ElemKind {
+	e, _ := ir.ElemOf(t)
+	return e.Kind
+}
+
+// lanesOf is the lane count of a type: 1 for a scalar.
+func lanesOf(t ir.Type) int {
+	if v, ok := t.(ir.VectorType); ok && len(v.Shape) == 1 {
+		return int(v.Shape[0])
+	}
+	return 1
+}
+
+// exec runs one op that is not a terminator.
+func (mc *machine) exec(op *ir.Operation) {
+	name := op.Name()
+	if f, ok := unaryFloat[name]; ok {
+		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 {
+			if k.IsInt() {
+				return mc.unaryInt(name, x[0], k)
+			}
+			if name == loop.OpGelu {
+				if a, _ := op.Attr("approximate").(ir.StringAttr); a == "tanh" {
+					return roundTo(geluTanh(x[0]), k)
+				}
+			}
+			return roundTo(f(x[0]), k)
+		})
+		return
+	}
+	if _, ok := binaryFloat[name]; ok {
+		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 { return mc.binary(name, x[0], x[1], k) })
+		return
+	}
+	switch name {
+	case loop.OpLaunch:
+		mc.launch(op)
+	case loop.OpDim:
+		b := mc.get(op.Operand(0)).buf
+		axis, _ := ir.AttrAsInt(op.Attr("axis"))
+		if b.pending {
+			mc.fail("reads an extent of an output that no launch has written yet")
+		}
+		if axis < 0 || int(axis) >= len(b.shape) {
+			mc.fail("axis %d is out of range", axis)
+		}
+		mc.set(op, value{i: b.shape[axis]})
+	case loop.OpAllocDRAM, loop.OpAlloc:
+		mc.alloc(op)
+	case loop.OpParallel:
+		mc.parallel(op)
+	case loop.OpFor:
+		mc.forLoop(op)
+	case loop.OpLoad:
+		mc.load(op)
+	case loop.OpStore:
+		mc.store(op)
+	case loop.OpConst:
+		mc.constant(op)
+	case loop.OpBroadcast:
+		x := mc.get(op.Operand(0)).lanes[0]
+		out := make([]float64, lanesOf(op.Result(0).Type()))
+		for i := range out {
+			out[i] = x
+		}
+		mc.set(op, value{lanes: out})
+	case loop.OpReduce:
+		mc.reduce(op)
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		mc.indexArith(op)
+	case loop.OpFma:
+		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 {
+			switch {
+			case k.IsInt():
+				return float64(numeric.WrapInt64(int64(x[0])*int64(x[1])+int64(x[2]), k))
+			case k == ir.F64:
+				return math.FMA(x[0], x[1], x[2])
+			}
+			return roundTo(x[0]*x[1]+x[2], k)
+		})
+	case loop.OpCmp:
+		pred, _ := op.Attr("predicate").(ir.StringAttr)
+		cmp, ok := predicates[string(pred)]
+		if !ok {
+			mc.fail("unknown predicate %s", op.Attr("predicate"))
+		}
+		mc.lanewise(op, func(x []float64, _ ir.ElemKind) float64 {
+			if cmp(x[0], x[1]) {
+				return 1
+			}
+			return 0
+		})
+	case loop.OpSelect:
+		mc.lanewise(op, func(x []float64, _ ir.ElemKind) float64 {
+			if x[0] != 0 {
+				return x[1]
+			}
+			return x[2]
+		})
+	case loop.OpCast:
+		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 {
+			if k.IsInt() {
+				return numeric.WrapInt(x[0], k)
+			}
+			return numeric.RoundTo(x[0], k)
+		})
+	default:
+		mc.fail("is not supported by the loop interpreter")
+	}
+}
+
+// set records the single result of op.
+func (mc *machine) set(op *ir.Operation, v value) {
+	if op.NumResults() != 1 {
+		mc.fail("expects one result")
+	}
+	mc.vals[op.Result(0)] = v
+}
+
+// lanewise computes op lane by lane: f gets the lanes of the operands at
+// one position and the result's element kind.
+func (mc *machine) lanewise(op *ir.Operation, f func(x []float64, k ir.ElemKind) float64) {
+	t := op.Result(0).Type()
+	n, k := lanesOf(t), elem(t)
+	args := make([][]float64, op.NumOperands())
+	for i, v := range op.Operands() {
+		args[i] = mc.get(v).lanes
+		if len(args[i]) != n {
+			mc.fail("operand #%d has %d lanes, the result %d", i, len(args[i]), n)
+		}
+	}
+	out := make([]float64, n)
+	x := make([]float64, len(args))
+	for l := range out {
+		for i := range args {
+			x[i] = args[i][l]
+		}
+		out[l] = f(x, k)
+	}
+	mc.set(op, value{lanes: out})
+}
+
+// roundTo stores an arithmetic result in kind k (f32 rounds, f64 keeps).
+func roundTo(v float64, k ir.ElemKind) float64 {
+	if k == ir.F64 {
+		return v
+	}
+	return numeric.RoundTo(v, k)
+}
+
+func (mc *machine) constant(op *ir.Operation) {
+	t := op.Result(0).Type()
+	a := op.Attr("value")
+	if elem(t) == ir.Index {
+		n, ok := ir.AttrAsInt(a)
+		if !ok {
+			mc.fail("index constant %s is not an integer", a)
+		}
+		mc.set(op, value{i: n})
+		return
+	}
+	v, ok := ir.AttrAsFloat(a)
+	if !ok {
+		mc.fail("attribute 'value' is not a number")
+	}
+	if ia, isInt := a.(ir.IntAttr); isInt {
+		v = float64(ia.Value)
+	}
+	k := elem(t)
+	if k.IsInt() {
+		v = float64(numeric.WrapInt64(int64(v), k))
+	} else {
+		v = numeric.RoundTo(v, k)
+	}
+	out := make([]float64, lanesOf(t))
+	for i := range out {
+		out[i] = v
+	}
+	mc.set(op, value{lanes: out})
+}
+
+func (mc *machine) indexArith(op *ir.Operation) {
+	a, b := mc.get(op.Operand(0)).i, mc.get(op.Operand(1)).i
+	var r int64
+	switch op.Name() {
+	case loop.OpAddi:
+		r = a + b
+	case loop.OpSubi:
+		r = a - b
+	case loop.OpMuli:
+		r = a * b
+	case loop.OpDivi, loop.OpRemi:
+		if b == 0 {
+			mc.fail("divides an index by zero")
+		}
+		if op.Name() == loop.OpDivi {
+			r = a / b
+		} else {
+			r = a % b
+		}
+	case loop.OpMini:
+		r = min(a, b)
+	}
+	mc.set(op, value{i: r})
+}
+
+// ---------------------------------------------------------------------------
+// Buffers
+
+// newBuffer allocates a buffer of shape filled with a value that shows
+// reads of elements never written.
+func (mc *machine) newBuffer(shape []int64, k ir.ElemKind) *buffer {
+	n, ok := ir.NumElements(shape)
+	if !ok || n > maxElements {
+		mc.fail("allocates a buffer of shape %s, which is too large or invalid", geval.FormatShape(shape))
+	}
+	for _, d := range shape {
+		if d < 0 {
+			mc.fail("allocates a buffer of negative extent (shape %s)", geval.FormatShape(shape))
+		}
+	}
+	fill := math.NaN()
+	if k.IsInt() {
+		lo, _ := k.IntRange()
+		fill = float64(lo)
+	}
+	data := make([]float64, n)
+	for i := range data {
+		data[i] = fill
+	}
+	return &buffer{shape: append([]int64(nil), shape...), elem: k, data: data}
+}
+
+func (mc *machine) alloc(op *ir.Operation) {
+	mt, ok := op.Result(0).Type().(ir.MemRefType)
+	if !ok {
+		mc.fail("allocates a non-memref type")
+	}
+	shape := append([]int64(nil), mt.Shape...)
+	next := 0
+	for d, e := range shape {
+		if e == ir.Dynamic {
+			if next >= op.NumOperands() {
+				mc.fail("has fewer extents than dynamic dimensions")
+			}
+			shape[d] = mc.get(op.Operand(next)).i
+			next++
+		}
+	}
+	mc.set(op, value{buf: mc.newBuffer(shape, mt.Elem.Kind)})
+}
+
+// offset returns the element offset of indices idx in b, checking that n
+// elements from there along the last dimension are inside it.
+func (mc *machine) offset(b *buffer, idx []*ir.Value, n int) int {
+	if len(idx) != len(b.shape) {
+		mc.fail("has %d indices for a buffer of rank %d", len(idx), len(b.shape))
+	}
+	off := int64(0)
+	for d, v := range idx {
+		i := mc.get(v).i
+		limit := b.shape[d]
+		hi := i
+		if d == len(idx)-1 {
+			hi = i + int64(n) - 1
+		}
+		if i < 0 || hi >= limit {
+			mc.fail("accesses index %d (%d lanes) of dimension %d, whose extent is %d", i, n, d, limit)
+		}
+		off = off*b.shape[d] + i
+	}
+	if len(idx) == 0 && n != 1 {
+		mc.fail("accesses %d lanes of a rank-0 buffer", n)
+	}
+	return int(off)
+}
+
+func (mc *machine) load(op *ir.Operation) {
+	b := mc.get(op.Operand(0)).buf
+	if b == nil || b.pending {
+		mc.fail("reads a buffer that has not been allocated")
+	}
+	n := lanesOf(op.Result(0).Type())
+	off := mc.offset(b, op.Operands()[1:], n)
+	mc.set(op, value{lanes: append([]float64(nil), b.data[off:off+n]...)})
+}
+
+func (mc *machine) store(op *ir.Operation) {
+	x := mc.get(op.Operand(0)).lanes
+	b := mc.get(op.Operand(1)).buf
+	if b == nil || b.pending {
+		mc.fail("writes a buffer that has not been allocated")
+	}
+	off := mc.offset(b, op.Operands()[2:], len(x))
+	for i, v := range x {
+		if b.elem.IsInt() {
+			b.data[off+i] = numeric.WrapInt(v, b.elem)
+		} else {
+			b.data[off+i] = numeric.RoundTo(v, b.elem)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Kernels and loops
+
+// launch binds a kernel's arguments (allocating outputs on their first
+// launch) and runs its body.
+func (mc *machine) launch(op *ir.Operation) {
+	name, _ := op.Attr("kernel").(ir.StringAttr)
+	k, ok := mc.kernels[string(name)]
+	if !ok {
+		mc.fail("launches kernel '%s', which the module does not define", name)
+	}
+	kernel := loop.KernelOp{Operation: k}
+	body := kernel.Body().Entry()
+	if body == nil || len(body.Args) != op.NumOperands() {
+		mc.fail("passes %d operands to kernel '%s'", op.NumOperands(), name)
+	}
+	nbuf := int(kernel.NumInputs() + kernel.NumOutputs())
+	if nbuf > op.NumOperands() {
+		mc.fail("kernel '%s' has more buffers than the launch passes", name)
+	}
+	ext := op.Operands()[nbuf:]
+	next := 0
+	for i, v := range op.Operands()[:nbuf] {
+		b := mc.get(v).buf
+		if b == nil {
+			mc.fail("passes operand #%d, which is not a buffer", i)
+		}
+		if b.pending {
+			shape := append([]int64(nil), b.shape...)
+			for d, e := range shape {
+				if e == ir.Dynamic {
+					if next >= len(ext) {
+						mc.fail("passes fewer extents than the dynamic dimensions of its buffers")
+					}
+					shape[d] = mc.get(ext[next]).i
+					next++
+				}
+			}
+			*b = *mc.newBuffer(shape, b.elem)
+			continue
+		}
+		mt := v.Type().(ir.MemRefType)
+		for d, e := range mt.Shape {
+			if e != ir.Dynamic {
+				continue
+			}
+			if next >= len(ext) {
+				mc.fail("passes fewer extents than the dynamic dimensions of its buffers")
+			}
+			if got := mc.get(ext[next]).i; got != b.shape[d] {
+				mc.fail("passes extent %d for dimension %d of operand #%d, whose extent is %d", got, d, i, b.shape[d])
+			}
+			next++
+		}
+	}
+	for i, a := range body.Args {
+		mc.vals[a] = mc.get(op.Operand(i))
+	}
+	saved := mc.cur
+	mc.runBlock(body)
+	mc.cur = saved
+}
+
+// bounds reads the lower bound, upper bound and step of a loop.
+func (mc *machine) bounds(op *ir.Operation) (lo, hi, step int64) {
+	lo, hi, step = mc.get(op.Operand(0)).i, mc.get(op.Operand(1)).i, mc.get(op.Operand(2)).i
+	if step <= 0 {
+		mc.fail("has a step of %d; it must be positive", step)
+	}
+	return
+}
+
+func (mc *machine) parallel(op *ir.Operation) {
+	lo, hi, step := mc.bounds(op)
+	body := op.Region(0).Entry()
+	for iv := lo; iv < hi; iv += step {
+		mc.vals[body.Args[0]] = value{i: iv}
+		mc.runBlock(body)
+		mc.cur = op
+	}
+}
+
+func (mc *machine) forLoop(op *ir.Operation) {
+	lo, hi, step := mc.bounds(op)
+	body := op.Region(0).Entry()
+	carried := make([]value, op.NumOperands()-3)
+	for i, v := range op.Operands()[3:] {
+		carried[i] = mc.get(v)
+	}
+	for iv := lo; iv < hi; iv += step {
+		mc.vals[body.Args[0]] = value{i: iv}
+		for i, c := range carried {
+			mc.vals[body.Args[i+1]] = c
+		}
+		carried = mc.runBlock(body)
+		mc.cur = op
+		if len(carried) != op.NumResults() {
+			mc.fail("yields %d values for %d results", len(carried), op.NumResults())
+		}
+	}
+	for i, r := range op.Results() {
+		mc.vals[r] = carried[i]
+	}
+}
+
+// reduce combines the lanes of a vector in lane order.
+func (mc *machine) reduce(op *ir.Operation) {
+	x := mc.get(op.Operand(0)).lanes
+	kind, _ := op.Attr("kind").(ir.StringAttr)
+	k := elem(op.Result(0).Type())
+	if len(x) == 0 {
+		mc.fail("reduces an empty vector")
+	}
+	acc := x[0]
+	for _, v := range x[1:] {
+		switch kind {
+		case "add":
+			acc = mc.binary(loop.OpAdd, acc, v, k)
+		case "max":
+			acc = mc.binary(loop.OpMax, acc, v, k)
+		case "min":
+			acc = mc.binary(loop.OpMin, acc, v, k)
+		default:
+			mc.fail("unknown reduction kind %s", op.Attr("kind"))
+		}
+	}
+	mc.set(op, value{lanes: []float64{acc}})
+}

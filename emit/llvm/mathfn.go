@@ -1,0 +1,147 @@
+package llvmemit
+
+import (
+	"math"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// The transcendental functions. The reference interpreter evaluates them
+// in float64 and rounds to float32 once, like a correctly rounded float32
+// library; so do these, on double lanes (<8 x float> widens to
+// <8 x double>):
+//
+//   - exp and exp2 of f32 values run inline, vectorised: the argument is
+//     clamped to where the f32 result is neither 0 nor inf for sure,
+//     split as n*ln2 + r with |r| <= ln2/2, e^r is a degree-11 Taylor
+//     polynomial (relative error below 2^-46) and 2^n is built in the
+//     exponent bits. Rounded to f32 this is the correctly rounded result
+//     except within 2^-46 of a tie between two floats.
+//   - sigmoid, silu and gelu ("tanh") are built on that exp, with the
+//     interpreter's formulas: sigmoid(x) = 1/(1+e^-x) for x >= 0 and
+//     e^x/(1+e^x) otherwise, silu(-inf) = -0, gelu as x * sigmoid(2u).
+//   - log, log2, log1p, expm1, tanh, sin, cos, pow and the erfc of exact
+//     gelu call the C library's double functions lane by lane.
+//   - f64 operations call the C library for exp and exp2 as well.
+
+// Constants of the exp reduction: ln 2 split in a part whose products
+// with small integers are exact and the rest (fdlibm's ln2HI, ln2LO), and
+// 1.5 * 2^52, which rounds a double to an integer when added.
+const (
+	ln2Hi      = 6.93147180369123816490e-01
+	ln2Lo      = 1.90821492927058770002e-10
+	roundShift = 6755399441055744.0
+)
+
+// exp is e^d for double lanes: the C library's exp when exact, otherwise
+// the inline reduction, valid for results rounded to f32.
+func (fe *fnEmitter) exp(d value.Value, exact bool) value.Value {
+	if exact {
+		return fe.libm("exp", d)
+	}
+	return fe.expReduced(d, false)
+}
+
+// exp2 is 2^d, as exp.
+func (fe *fnEmitter) exp2(d value.Value, exact bool) value.Value {
+	if exact {
+		return fe.libm("exp2", d)
+	}
+	return fe.expReduced(d, true)
+}
+
+// expReduced computes e^d (2^d when base2) for double lanes holding f32
+// values:
+//
+//	c = clamp(d, lo, hi)                  NaN passes through
+//	t = c*log2(e) + 1.5*2^52              rounds to the integer n in t's low bits
+//	r = c - n*ln2Hi - n*ln2Lo             (base 2: (c - n) * ln 2)
+//	e^r = 1 + r + r^2/2! + ... + r^11/11!
+//	2^n = bits((n + 1023) << 52)
+func (fe *fnEmitter) expReduced(d value.Value, base2 bool) value.Value {
+	b := fe.cur
+	t := d.Type()
+	it := withScalar(t, types.I64)
+	lo, hi := -104.0, 89.0 // e^-104 rounds to 0 in f32, e^89 to inf
+	if base2 {
+		lo, hi = -151.0, 129.0
+	}
+	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, d, fconst(t, hi)), fconst(t, hi), d)
+	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)
+
+	var tt, r value.Value
+	if base2 {
+		tt = b.NewFAdd(c, fconst(t, roundShift))
+		n := b.NewFSub(tt, fconst(t, roundShift))
+		r = b.NewFMul(b.NewFSub(c, n), fconst(t, math.Ln2))
+	} else {
+		tt = b.NewFAdd(b.NewFMul(c, fconst(t, math.Log2E)), fconst(t, roundShift))
+		n := b.NewFSub(tt, fconst(t, roundShift))
+		r = b.NewFSub(c, b.NewFMul(n, fconst(t, ln2Hi)))
+		r = b.NewFSub(r, b.NewFMul(n, fconst(t, ln2Lo)))
+	}
+	// Horner from the highest power: p = (((c11 r + c10) r + ...) r + 1) r + 1
+	fact := 1.0
+	coef := make([]float64, 12)
+	for k := 0; k < 12; k++ {
+		if k > 0 {
+			fact *= float64(k)
+		}
+		coef[k] = 1 / fact
+	}
+	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
+	var p value.Value = fconst(t, coef[11])
+	for k := 10; k >= 0; k-- {
+		p = b.NewCall(fmuladd, p, r, fconst(t, coef[k]))
+	}
+	ni := b.NewSub(b.NewBitCast(tt, it), iconst(it, int64(math.Float64bits(roundShift))))
+	scale := b.NewBitCast(b.NewShl(b.NewAdd(ni, iconst(it, 1023)), iconst(it, 52)), t)
+	return b.NewFMul(p, scale)
+}
+
+// sigmoid is 1/(1+e^-d) for d >= 0 and e^d/(1+e^d) otherwise, so that
+// neither side overflows; NaN gives NaN.
+func (fe *fnEmitter) sigmoid(d value.Value, exact bool) value.Value {
+	t := d.Type()
+	e := fe.exp(fe.cur.NewFNeg(fe.call1("llvm.fabs", d)), exact)
+	b := fe.cur
+	den := b.NewFAdd(fconst(t, 1), e)
+	pos := b.NewFDiv(fconst(t, 1), den)
+	neg := b.NewFDiv(e, den)
+	return b.NewSelect(b.NewFCmp(enum.FPredOGE, d, fconst(t, 0)), pos, neg)
+}
+
+// silu is d * sigmoid(d), with its limit -0 at -inf.
+func (fe *fnEmitter) silu(d value.Value, exact bool) value.Value {
+	s := fe.sigmoid(d, exact)
+	return fe.atNegInf(d, fe.cur.NewFMul(d, s))
+}
+
+// gelu is x/2 * erfc(-x/sqrt 2), or with the tanh approximation
+// x * sigmoid(2u), u = sqrt(2/pi) * (x + 0.044715 x^3); -inf gives -0.
+func (fe *fnEmitter) gelu(d value.Value, tanhForm, exact bool) value.Value {
+	t := d.Type()
+	b := fe.cur
+	var r value.Value
+	if tanhForm {
+		x3 := b.NewFMul(b.NewFMul(b.NewFMul(fconst(t, 0.044715), d), d), d)
+		u := b.NewFMul(fconst(t, math.Sqrt(2/math.Pi)), b.NewFAdd(d, x3))
+		s := fe.sigmoid(fe.cur.NewFMul(fconst(t, 2), u), exact)
+		r = fe.cur.NewFMul(d, s)
+	} else {
+		arg := b.NewFDiv(b.NewFNeg(d), fconst(t, math.Sqrt2))
+		erfc := fe.libm("erfc", arg)
+		r = fe.cur.NewFMul(fe.cur.NewFMul(fconst(t, 0.5), d), erfc)
+	}
+	return fe.atNegInf(d, r)
+}
+
+// atNegInf replaces r by -0 where d is -inf (the limit of x*f(x) for the
+// functions above, which would compute -inf * 0 = NaN).
+func (fe *fnEmitter) atNegInf(d, r value.Value) value.Value {
+	t := d.Type()
+	b := fe.cur
+	return b.NewSelect(b.NewFCmp(enum.FPredOEQ, d, fconst(t, math.Inf(-1))), fconst(t, negZero), r)
+}

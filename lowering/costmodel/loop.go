@@ -1,0 +1,224 @@
+package costmodel
+
+import (
+	"fmt"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// LoopKernels returns the kernels of a lowered module, one per loop.launch
+// in the order the functions run them. A launch reads each of its input
+// buffers and writes each of its output buffers once,
+//
+//	loop.launch %x, %w, %z, %y {kernel = "f_k0"} : (memref<4096x8192xbf16, dram>, memref<8192xbf16, dram>, ...) -> ()
+//
+// with the kernel's `num_inputs` and `num_outputs` saying which operands
+// are which, and the bytes of each buffer its elements times its element
+// size. A `?` extent is the value the launch passes for it (the trailing
+// index operands), evaluated from the function: a `loop.const`, index
+// arithmetic, or a `loop.dim` of a buffer whose extent is static, comes
+// from a `loop.alloc_dram`, or is a `?` of the function's arguments, which
+// is opts.DynamicExtent.
+//
+// A two-pass row kernel (`schedule = "two-pass"`) reads a full row again in
+// every phase that loads it: such a buffer counts once per loop nest of
+// the kernel's grid that loads it. Rows of a one-pass kernel stay on chip,
+// and smaller operands (weights, per-row values) are read once whatever the
+// schedule, as caches keep them.
+func LoopKernels(m ir.Module, opts Options) ([]Kernel, error) {
+	var out []Kernel
+	for _, f := range m.Funcs() {
+		ev := &extentEval{opts: opts, memo: map[*ir.Value]int64{}}
+		var err error
+		f.Walk(func(op *ir.Operation) bool {
+			if err != nil {
+				return false
+			}
+			l, ok := loop.AsLaunch(op)
+			if !ok {
+				return true
+			}
+			var k Kernel
+			if k, err = launchKernel(l, ev); err == nil {
+				k.Func = f.SymName()
+				out = append(out, k)
+			}
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// launchKernel accounts one launch.
+func launchKernel(l loop.LaunchOp, ev *extentEval) (Kernel, error) {
+	kop, ok := loop.LookupKernel(l.Operation, l.Kernel())
+	if !ok {
+		return Kernel{}, ir.OpError(l.Operation, "refers to kernel '%s', which is not a '%s' of the module", l.Kernel(), loop.OpKernel)
+	}
+	k := Kernel{Name: kop.SymName(), Kind: kop.Kind(), Loc: kop.Loc, Level: LoopLevel}
+	if s, ok := kop.Schedule(); ok {
+		k.Schedule = s
+	}
+	nin, nout := int(kop.NumInputs()), int(kop.NumOutputs())
+	args := l.Args()
+	if nin+nout > len(args) {
+		return Kernel{}, ir.OpError(l.Operation, "passes %d operands, but kernel '%s' has %d buffers", len(args), k.Name, nin+nout)
+	}
+	// The extents follow the buffers, one per `?` in argument order and
+	// then dimension order.
+	extents := args[nin+nout:]
+	next := 0
+	accesses := make([]Access, nin+nout)
+	for i, v := range args[:nin+nout] {
+		shape, bytes, err := shapeBytes(v.Type(), func(int) (int64, error) {
+			if next >= len(extents) {
+				return 0, fmt.Errorf("passes too few extents for the '?' of its buffers")
+			}
+			e := extents[next]
+			next++
+			return ev.eval(e)
+		})
+		if err != nil {
+			return Kernel{}, ir.OpError(l.Operation, "%v", err)
+		}
+		accesses[i] = Access{Value: v, Type: v.Type(), Shape: shape, Bytes: bytes, Passes: 1}
+	}
+	if k.Schedule == "two-pass" {
+		rereads(kop, accesses[:nin])
+	}
+	k.Reads, k.Writes = accesses[:nin], accesses[nin:]
+	return k, nil
+}
+
+// rereads sets the passes of the full-row inputs of a two-pass kernel: the
+// number of loop nests in its grid that load the buffer.
+func rereads(kop loop.KernelOp, inputs []Access) {
+	entry := kop.Body().Entry()
+	if entry == nil {
+		return
+	}
+	var largest int64
+	for _, a := range inputs {
+		largest = max(largest, a.Bytes/max(1, a.Type.(ir.MemRefType).Elem.Kind.ByteSize()))
+	}
+	for i := range inputs {
+		a := &inputs[i]
+		if a.Bytes/max(1, a.Type.(ir.MemRefType).Elem.Kind.ByteSize()) != largest {
+			continue
+		}
+		arg := entry.Args[i]
+		nests := map[*ir.Operation]bool{}
+		for _, u := range arg.Users() {
+			if _, ok := loop.AsLoad(u); ok {
+				if n := outermostFor(u); n != nil {
+					nests[n] = true
+				}
+			}
+		}
+		a.Passes = max(1, int64(len(nests)))
+	}
+}
+
+// outermostFor returns the outermost loop.for around op inside the
+// kernel's grid, or nil.
+func outermostFor(op *ir.Operation) *ir.Operation {
+	var out *ir.Operation
+	for p := op.ParentOp(); p != nil && p.Name() != loop.OpKernel; p = p.ParentOp() {
+		if p.Name() == loop.OpFor {
+			out = p
+		}
+	}
+	return out
+}
+
+// extentEval evaluates index values of a function.
+type extentEval struct {
+	opts Options
+	memo map[*ir.Value]int64
+}
+
+func (e *extentEval) eval(v *ir.Value) (int64, error) {
+	if n, ok := e.memo[v]; ok {
+		return n, nil
+	}
+	n, err := e.compute(v)
+	if err != nil {
+		return 0, err
+	}
+	e.memo[v] = n
+	return n, nil
+}
+
+func (e *extentEval) compute(v *ir.Value) (int64, error) {
+	op := v.DefiningOp()
+	if op == nil {
+		// an index argument of the function: a run-time size
+		return e.opts.dynamic(), nil
+	}
+	switch op.Name() {
+	case loop.OpConst:
+		c, _ := loop.AsConst(op)
+		return int64(c.Value()), nil
+	case loop.OpDim:
+		d, _ := loop.AsDim(op)
+		return e.dim(d.Memref(), int(d.Axis()))
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		a, err := e.eval(op.Operand(0))
+		if err != nil {
+			return 0, err
+		}
+		b, err := e.eval(op.Operand(1))
+		if err != nil {
+			return 0, err
+		}
+		switch op.Name() {
+		case loop.OpAddi:
+			return a + b, nil
+		case loop.OpSubi:
+			return a - b, nil
+		case loop.OpMuli:
+			return a * b, nil
+		case loop.OpMini:
+			return min(a, b), nil
+		}
+		if b == 0 {
+			return 0, ir.OpError(op, "divides an extent by zero")
+		}
+		if op.Name() == loop.OpDivi {
+			return a / b, nil
+		}
+		return a % b, nil
+	}
+	return 0, ir.OpError(op, "computes an extent the cost model cannot evaluate")
+}
+
+// dim returns extent axis of buffer m.
+func (e *extentEval) dim(m *ir.Value, axis int) (int64, error) {
+	t, ok := m.Type().(ir.MemRefType)
+	if !ok || axis < 0 || axis >= len(t.Shape) {
+		return 0, fmt.Errorf("no extent %d in %s", axis, m.Type())
+	}
+	if t.Shape[axis] != ir.Dynamic {
+		return t.Shape[axis], nil
+	}
+	op := m.DefiningOp()
+	if op == nil {
+		return e.opts.dynamic(), nil // a `?` of the function's arguments
+	}
+	if a, ok := loop.AsAllocDRAM(op); ok {
+		k := 0 // the position of this `?` among the buffer's
+		for i := 0; i < axis; i++ {
+			if t.Shape[i] == ir.Dynamic {
+				k++
+			}
+		}
+		if ext := a.Extents(); k < len(ext) {
+			return e.eval(ext[k])
+		}
+	}
+	return 0, ir.OpError(op, "defines a buffer whose extents the cost model cannot evaluate")
+}

@@ -1,0 +1,316 @@
+package lowering
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+	"github.com/tensorforge/tensorforge/ir/target"
+	"github.com/tensorforge/tensorforge/parser"
+	"github.com/tensorforge/tensorforge/passes/difftest"
+)
+
+// The differential tests run a graph program in the graph interpreter and
+// its lowering in the loop interpreter on the same inputs and compare the
+// results, element by element.
+//
+// The bound: element-wise kernels compute exactly what the graph
+// interpreter computes (every op rounded to its type in the same order),
+// so they agree to the bit (0 ULP). Row reductions sum W lanes separately
+// and then across lanes, so a sum differs from the sequential one by a few
+// roundings: a result is accepted within sumULPs ULPs of its type, or
+// within sumULPs ULPs of the largest magnitude in its tensor (a sum that
+// cancels to nearly zero has no relative accuracy in either order).
+
+// sumULPs bounds the difference of results that depend on a sum.
+const sumULPs = 8
+
+// diffCase is one differential test.
+type diffCase struct {
+	name     string
+	src      string
+	pipeline string // passes before the comparison; default lower-to-loops,sram-alloc
+	target   string
+	// exact: 0 ULP expected everywhere.
+	exact bool
+	// noExtreme skips the extreme-input run (integer division by zero, ...).
+	noExtreme bool
+	dyn       int64 // extent of `?` dims in random inputs
+}
+
+// lowerText parses src, runs the pipeline for the target and verifies the
+// result.
+func lowerText(t *testing.T, src, pipeline, tgt string) ir.Module {
+	t.Helper()
+	m, err := parser.Parse("input.tir", src)
+	require.NoError(t, err)
+	require.NoError(t, ir.Verify(m.Operation))
+	runPipeline(t, m, pipeline, tgt)
+	return m
+}
+
+func runPipeline(t *testing.T, m ir.Module, pipeline, tgt string) {
+	t.Helper()
+	if pipeline == "" {
+		pipeline = "lower-to-loops"
+	}
+	if tgt == "" {
+		tgt = "cpu"
+	}
+	tg, err := target.Lookup(tgt)
+	require.NoError(t, err)
+	p, err := ir.ParsePipeline(pipeline)
+	require.NoError(t, err)
+	ctx := &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg}
+	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
+	err = pm.Run(m, ctx)
+	if ie, ok := err.(*ir.InternalError); ok {
+		require.NoError(t, err, "%v\n%s", ie.Diags, ir.Print(m.Operation, ir.PrintOptions{}))
+	}
+	require.NoError(t, err)
+}
+
+// runDiff compares the graph and loop interpreters on every function of
+// c.src, with random and extreme inputs.
+func runDiff(t *testing.T, c diffCase) {
+	t.Helper()
+	graphMod, err := parser.Parse("input.tir", c.src)
+	require.NoError(t, err)
+	lowered := lowerText(t, c.src, c.pipeline, c.target)
+	dyn := c.dyn
+	if dyn == 0 {
+		dyn = 5
+	}
+	for _, fn := range graphMod.Funcs() {
+		var inputSets [][]*geval.Tensor
+		for seed := int64(1); seed <= 2; seed++ {
+			in, err := geval.RandomInputs(fn, seed, 1.0, dyn)
+			require.NoError(t, err)
+			inputSets = append(inputSets, in)
+		}
+		if !c.noExtreme {
+			in, err := geval.ExtremeInputs(fn, 3)
+			require.NoError(t, err)
+			inputSets = append(inputSets, in)
+		}
+		for i, in := range inputSets {
+			want, err := geval.Run(fn, cloneTensors(in), geval.Options{})
+			require.NoError(t, err, "graph interpreter, @%s input set %d", fn.SymName(), i)
+			got, err := leval.Run(lowered, fn.SymName(), cloneTensors(in))
+			require.NoError(t, err, "loop interpreter, @%s input set %d\n%s", fn.SymName(), i, ir.Print(lowered.Operation, ir.PrintOptions{}))
+			require.Len(t, got, len(want))
+			for r := range want {
+				compareTensors(t, fmt.Sprintf("%s: @%s result %d, input set %d", c.name, fn.SymName(), r, i), want[r], got[r], c.exact)
+			}
+		}
+	}
+}
+
+func cloneTensors(ts []*geval.Tensor) []*geval.Tensor {
+	out := make([]*geval.Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = t.Clone()
+	}
+	return out
+}
+
+// compareTensors checks got against want within the bound of the file
+// comment.
+func compareTensors(t *testing.T, what string, want, got *geval.Tensor, exact bool) {
+	t.Helper()
+	require.Equal(t, want.Shape, got.Shape, what)
+	require.Equal(t, want.Elem, got.Elem, what)
+	scale := 0.0
+	for _, v := range want.Data {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			scale = max(scale, math.Abs(v))
+		}
+	}
+	var bad []string
+	for i := range want.Data {
+		w, g := want.Data[i], got.Data[i]
+		d := numeric.ULPDiff(w, g, want.Elem)
+		if d == 0 {
+			continue
+		}
+		if !exact && (d <= sumULPs || math.Abs(w-g) <= sumULPs*ulpAt(scale, want.Elem)) {
+			continue
+		}
+		if len(bad) < 8 {
+			bad = append(bad, fmt.Sprintf("[%d] want %v got %v (%v ULP)", i, w, g, d))
+		}
+	}
+	require.Empty(t, bad, "%s: %s", what, strings.Join(bad, "; "))
+}
+
+// ulpAt is one ULP of kind k at magnitude x.
+func ulpAt(x float64, k ir.ElemKind) float64 {
+	if k.IsInt() {
+		return 1
+	}
+	up := math.Nextafter(x, math.Inf(1))
+	if k == ir.F64 {
+		return up - x
+	}
+	for s := x * 1e-9; ; s *= 2 {
+		if r := numeric.RoundTo(x+s, k); r != numeric.RoundTo(x, k) {
+			return r - numeric.RoundTo(x, k)
+		}
+		if s > 1e300 {
+			return math.Inf(1)
+		}
+	}
+}
+
+func TestDiffElementwise(t *testing.T) {
+	runDiff(t, diffCase{name: "add-exp", exact: true, src: `
+func.func @f(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>) -> tensor<?x64xbf16> {
+  %a = graph.add %x, %w : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+  %b = graph.exp %a : tensor<?x64xbf16>
+  return %b : tensor<?x64xbf16>
+}`})
+}
+
+func TestDiffKernels(t *testing.T) {
+	cases := []diffCase{
+		{name: "reduce-last", src: `
+func.func @f(%x: tensor<?x40xf32>) -> (tensor<?xf32>, tensor<?x1xf32>, tensor<?xf32>) {
+  %s = graph.reduce_sum %x {axes = [-1]} : (tensor<?x40xf32>) -> tensor<?xf32>
+  %m = graph.reduce_max %x {axes = [1], keepdim = true} : (tensor<?x40xf32>) -> tensor<?x1xf32>
+  %n = graph.reduce_min %x {axes = [1]} : (tensor<?x40xf32>) -> tensor<?xf32>
+  return %s, %m, %n : tensor<?xf32>, tensor<?x1xf32>, tensor<?xf32>
+}`},
+		{name: "dynamic-last", exact: true, src: `
+func.func @f(%x: tensor<3x?xf32>, %y: tensor<3x?xf32>, %c: tensor<3x1xf32>) -> tensor<3x?xf32> {
+  %a = graph.mul %x, %y : tensor<3x?xf32>
+  %b = graph.add %a, %c : (tensor<3x?xf32>, tensor<3x1xf32>) -> tensor<3x?xf32>
+  %z = graph.tanh %b : tensor<3x?xf32>
+  return %z : tensor<3x?xf32>
+}`, dyn: 21},
+		{name: "broadcast-mix", exact: true, src: `
+func.func @f(%x: tensor<2x3x8xf16>, %s: tensor<f16>, %r: tensor<3x1xf16>) -> tensor<2x3x8xf16> {
+  %a = graph.sub %x, %s : (tensor<2x3x8xf16>, tensor<f16>) -> tensor<2x3x8xf16>
+  %b = graph.max %a, %r : (tensor<2x3x8xf16>, tensor<3x1xf16>) -> tensor<2x3x8xf16>
+  %c = graph.constant dense<0.5> : tensor<f16>
+  %d = graph.mul %b, %c : (tensor<2x3x8xf16>, tensor<f16>) -> tensor<2x3x8xf16>
+  return %d : tensor<2x3x8xf16>
+}`},
+		{name: "cmp-select-cast", exact: true, src: `
+func.func @f(%x: tensor<4x16xbf16>, %y: tensor<4x16xbf16>) -> (tensor<4x16xbf16>, tensor<4x16xi32>, tensor<4x16xi1>) {
+  %c = graph.cmp %x, %y {predicate = "lt"} : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xi1>
+  %s = graph.select %c, %x, %y : (tensor<4x16xi1>, tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %i = graph.cast %s : (tensor<4x16xbf16>) -> tensor<4x16xi32>
+  %k = graph.clamp %s {min = -0.5, max = 0.5} : tensor<4x16xbf16>
+  return %k, %i, %c : tensor<4x16xbf16>, tensor<4x16xi32>, tensor<4x16xi1>
+}`},
+		{name: "ints", exact: true, noExtreme: true, src: `
+func.func @f(%x: tensor<5x8xi32>, %y: tensor<8xi32>) -> (tensor<5x8xi32>, tensor<5xi32>) {
+  %a = graph.add %x, %y : (tensor<5x8xi32>, tensor<8xi32>) -> tensor<5x8xi32>
+  %b = graph.mul %a, %a : tensor<5x8xi32>
+  %n = graph.neg %b : tensor<5x8xi32>
+  %s = graph.reduce_sum %n {axes = [1]} : (tensor<5x8xi32>) -> tensor<5xi32>
+  return %n, %s : tensor<5x8xi32>, tensor<5xi32>
+}`},
+		{name: "unary-all", exact: true, src: `
+func.func @f(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
+  %a = graph.sigmoid %x : tensor<6x8xf32>
+  %b = graph.silu %a : tensor<6x8xf32>
+  %c = graph.gelu %b : tensor<6x8xf32>
+  %d = graph.gelu %c {approximate = "tanh"} : tensor<6x8xf32>
+  %e = graph.log1p %d : tensor<6x8xf32>
+  %f = graph.expm1 %e : tensor<6x8xf32>
+  %g = graph.rsqrt %f : tensor<6x8xf32>
+  %h = graph.round %g : tensor<6x8xf32>
+  %i = graph.relu %h : tensor<6x8xf32>
+  %j = graph.pow %i, %x : tensor<6x8xf32>
+  return %j : tensor<6x8xf32>
+}`},
+		{name: "scalar", exact: true, src: `
+func.func @f(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
+  %a = graph.div %x, %y : tensor<f32>
+  return %a : tensor<f32>
+}`},
+		{name: "passthrough", exact: true, src: `
+func.func @f(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  %a = graph.abs %x : tensor<?x8xf32>
+  return %x, %a, %a : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runDiff(t, c) })
+	}
+}
+
+func TestDiffGeneric(t *testing.T) {
+	cases := []diffCase{
+		{name: "transpose", exact: true, src: `
+func.func @f(%x: tensor<?x3x4xf32>) -> tensor<4x?x3xf32> {
+  %t = graph.transpose %x {perm = [2, 0, 1]} : (tensor<?x3x4xf32>) -> tensor<4x?x3xf32>
+  return %t : tensor<4x?x3xf32>
+}`},
+		{name: "slice-concat", exact: true, src: `
+func.func @f(%x: tensor<6x8xbf16>, %y: tensor<6x3xbf16>) -> (tensor<2x5xbf16>, tensor<6x11xbf16>, tensor<12x8xbf16>) {
+  %s = graph.slice %x {offsets = [1, 2], sizes = [2, 5]} : (tensor<6x8xbf16>) -> tensor<2x5xbf16>
+  %c = graph.concat %x, %y {axis = 1} : (tensor<6x8xbf16>, tensor<6x3xbf16>) -> tensor<6x11xbf16>
+  %d = graph.concat %x, %x {axis = 0} : (tensor<6x8xbf16>, tensor<6x8xbf16>) -> tensor<12x8xbf16>
+  return %s, %c, %d : tensor<2x5xbf16>, tensor<6x11xbf16>, tensor<12x8xbf16>
+}`},
+		{name: "broadcast-reshape", exact: true, src: `
+func.func @f(%x: tensor<3x1xf32>, %y: tensor<?x6xf32>) -> (tensor<2x3x4xf32>, tensor<?x3x2xf32>) {
+  %b = graph.broadcast_to %x : (tensor<3x1xf32>) -> tensor<2x3x4xf32>
+  %r = graph.reshape %y : (tensor<?x6xf32>) -> tensor<?x3x2xf32>
+  return %b, %r : tensor<2x3x4xf32>, tensor<?x3x2xf32>
+}`},
+		{name: "matmul", exact: true, src: `
+func.func @f(%a: tensor<2x?x8xbf16>, %b: tensor<8x5xbf16>, %c: tensor<5x8xbf16>) -> (tensor<2x?x5xbf16>, tensor<2x?x5xf32>) {
+  %m = graph.matmul %a, %b : (tensor<2x?x8xbf16>, tensor<8x5xbf16>) -> tensor<2x?x5xbf16>
+  %af = graph.cast %a : (tensor<2x?x8xbf16>) -> tensor<2x?x8xf32>
+  %cf = graph.cast %c : (tensor<5x8xbf16>) -> tensor<5x8xf32>
+  %n = graph.matmul %af, %cf {transpose_b = true} : (tensor<2x?x8xf32>, tensor<5x8xf32>) -> tensor<2x?x5xf32>
+  return %m, %n : tensor<2x?x5xbf16>, tensor<2x?x5xf32>
+}`},
+		{name: "reduce-other-axes", exact: true, src: `
+func.func @f(%x: tensor<4x?x6xf32>, %y: tensor<3x5xf32>) -> (tensor<?x6xf32>, tensor<1x?x1xf32>, tensor<f32>) {
+  %a = graph.reduce_sum %x {axes = [0]} : (tensor<4x?x6xf32>) -> tensor<?x6xf32>
+  %b = graph.reduce_max %x {axes = [0, 2], keepdim = true} : (tensor<4x?x6xf32>) -> tensor<1x?x1xf32>
+  %c = graph.reduce_min %y {axes = [0, 1]} : (tensor<3x5xf32>) -> tensor<f32>
+  return %a, %b, %c : tensor<?x6xf32>, tensor<1x?x1xf32>, tensor<f32>
+}`},
+		{name: "constants", exact: true, src: `
+func.func @f(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>) {
+  %c = graph.constant dense<[1.5, -2.0, 3.25]> : tensor<3xf32>
+  %s = graph.constant dense<2.0> : tensor<2x3xf32>
+  %a = graph.mul %x, %c : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %a, %c, %s : tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>
+}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runDiff(t, c) })
+	}
+}
+
+// The examples of the repository, shrunk, with and without fusion.
+func TestDiffExamples(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.tir")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		text := difftest.ShrinkShapes(string(src))
+		for _, pipeline := range []string{"lower-to-loops", "fuse,lower-to-loops", "decompose,fuse,lower-to-loops"} {
+			t.Run(filepath.Base(f)+"/"+pipeline, func(t *testing.T) {
+				runDiff(t, diffCase{name: filepath.Base(f), src: text, pipeline: pipeline})
+			})
+		}
+	}
+}

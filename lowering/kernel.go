@@ -1,0 +1,223 @@
+package lowering
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+	"github.com/tensorforge/tensorforge/ir/target"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+// This file holds what every kind of kernel needs: the kernel's buffers
+// and extents, constants, the launch grid over rows, and the choice of
+// kernel for a graph.fused.
+
+// kernelBuilder builds the body of one loop.kernel.
+type kernelBuilder struct {
+	target *target.Target
+	loc    ir.Location
+	kernel *ir.Operation
+	// kb appends to the kernel body; cb creates constants, before the grid
+	// once it exists.
+	kb, cb *ir.Builder
+	ins    []*ir.Value
+	outs   []*ir.Value
+	// extents gives, per buffer argument, its extents (nil where static).
+	extents map[*ir.Value][]*ir.Value
+	consts  map[string]*ir.Value
+}
+
+func newKernelBuilder(t *target.Target, loc ir.Location, kb *ir.Builder, args []*ir.Value, nin, nout int) *kernelBuilder {
+	k := &kernelBuilder{target: t, loc: loc, kernel: kb.InsertionBlock().ParentOp(), kb: kb, cb: kb,
+		ins: args[:nin], outs: args[nin : nin+nout], extents: map[*ir.Value][]*ir.Value{}, consts: map[string]*ir.Value{}}
+	next := nin + nout
+	for _, buf := range args[:nin+nout] {
+		m := buf.Type().(ir.MemRefType)
+		ext := make([]*ir.Value, len(m.Shape))
+		for d, n := range m.Shape {
+			if n == ir.Dynamic {
+				ext[d] = args[next]
+				next++
+			}
+		}
+		k.extents[buf] = ext
+	}
+	return k
+}
+
+// setAttr records an attribute on the kernel.
+func (k *kernelBuilder) setAttr(name string, v ir.Attr) { k.kernel.SetAttr(name, v) }
+
+func intAttr(v int64) ir.Attr { return ir.IntAttr{Value: v, Type: ir.I64Type} }
+
+// constant returns a loop.const of type t (scalar, vector or index) with
+// value v rounded to its element type; one per kernel for each type and
+// value, created before the grid.
+func (k *kernelBuilder) constant(t ir.Type, v float64) *ir.Value {
+	e, _ := ir.ElemOf(t)
+	if e.Kind != ir.Index {
+		v = numeric.RoundTo(v, e.Kind)
+	}
+	key := fmt.Sprintf("%s:%x", t, math.Float64bits(v))
+	if c, ok := k.consts[key]; ok {
+		return c
+	}
+	c := must(loop.BuildConstant(k.cb, k.loc, t, v)).Output()
+	if e.Kind == ir.Index {
+		c.Name = fmt.Sprintf("c%d", int64(v))
+	}
+	k.consts[key] = c
+	return c
+}
+
+// index returns an index constant.
+func (k *kernelBuilder) index(v int64) *ir.Value { return k.constant(ir.IndexType, float64(v)) }
+
+// dim returns extent d of a buffer argument.
+func (k *kernelBuilder) dim(buf *ir.Value, d int) *ir.Value {
+	if e := k.extents[buf][d]; e != nil {
+		return e
+	}
+	return k.index(buf.Type().(ir.MemRefType).Shape[d])
+}
+
+// product multiplies index values with b (1 for none).
+func (k *kernelBuilder) product(b *ir.Builder, vs []*ir.Value) *ir.Value {
+	var p *ir.Value
+	for _, v := range vs {
+		switch {
+		case p == nil:
+			p = v
+		case isIndexConst(p, 1):
+			p = v
+		case isIndexConst(v, 1):
+		default:
+			p = must(loop.BuildMuli(b, k.loc, p, v)).Output()
+		}
+	}
+	if p == nil {
+		return k.index(1)
+	}
+	return p
+}
+
+// isIndexConst reports whether v is the index constant n.
+func isIndexConst(v *ir.Value, n int64) bool {
+	c, ok := loop.AsConst(v.DefiningOp())
+	return ok && ir.TypeEqual(v.Type(), ir.IndexType) && c.Value() == float64(n)
+}
+
+// grid builds the launch grid over rows instances; body gets a builder in
+// the instance and its number.
+func (k *kernelBuilder) grid(rows *ir.Value, body func(b *ir.Builder, r *ir.Value)) {
+	c0, c1 := k.index(0), k.index(1)
+	must(loop.BuildParallel(k.kb, k.loc, c0, rows, c1, func(bb *ir.Builder, r *ir.Value) error {
+		k.cb = ir.NewBuilderBefore(r.OwnerBlock().ParentOp())
+		r.Name = "r"
+		body(bb, r)
+		return nil
+	}))
+}
+
+// splitRow turns the row number r into the indices of the leading
+// dimensions of extents ext, row-major: the last one varies fastest.
+func (k *kernelBuilder) splitRow(b *ir.Builder, r *ir.Value, ext []*ir.Value) []*ir.Value {
+	idx := make([]*ir.Value, len(ext))
+	rest := r
+	for d := len(ext) - 1; d >= 0; d-- {
+		switch {
+		case d == 0:
+			idx[d] = rest
+		case isIndexConst(ext[d], 1):
+			idx[d] = k.index(0)
+		default:
+			idx[d] = must(loop.BuildRemi(b, k.loc, rest, ext[d])).Output()
+			rest = must(loop.BuildDivi(b, k.loc, rest, ext[d])).Output()
+		}
+	}
+	return idx
+}
+
+// vectorWidth is the lanes of a vector access: the target's vector bytes
+// over the largest element of the kernel's buffers, halved until it
+// divides the row length n (when static).
+func (k *kernelBuilder) vectorWidth(n int64) int64 {
+	largest := int64(1)
+	for _, buf := range append(append([]*ir.Value(nil), k.ins...), k.outs...) {
+		largest = max(largest, buf.Type().(ir.MemRefType).Elem.Kind.ByteSize())
+	}
+	w := max(int64(k.target.VectorBytes)/largest, 1)
+	for p := int64(1); ; p *= 2 { // a power of two
+		if p*2 > w {
+			w = p
+			break
+		}
+	}
+	if n != ir.Dynamic {
+		for w > 1 && n%w != 0 {
+			w /= 2
+		}
+	}
+	return w
+}
+
+// ---------------------------------------------------------------------------
+// Choosing the kernel
+
+// lowerKernel builds the kernel of a graph.fused reading inputs and
+// writing outputs (buffers of the function) and launches it.
+func (l *funcLowering) lowerKernel(fused *ir.Operation, inputs, outputs []*ir.Value) {
+	entry := fused.Region(0).Entry()
+	if c, ok := graph.AsConstant(entry.First()); ok && c.Operation.Next() == entry.Last() && !c.Value().IsSplat() {
+		l.launch(fused.Loc, "generic", inputs, outputs, func(k *kernelBuilder) error {
+			return k.denseConstant(c)
+		})
+		return
+	}
+	info, err := passes.ClassifyKernel(fused)
+	if err != nil {
+		panic(lowerError{err})
+	}
+	switch info.Kind {
+	case passes.KernelElementwise:
+		l.launch(fused.Loc, "elementwise", inputs, outputs, func(k *kernelBuilder) error {
+			return k.elementwise(fused, &info)
+		})
+	case passes.KernelRow:
+		if info.Schedule == "" {
+			info.PlanSchedule(l.target)
+		}
+		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
+			return k.row(fused, &info)
+		})
+	default:
+		l.launch(fused.Loc, "generic", inputs, outputs, func(k *kernelBuilder) error {
+			return k.generic(fused, &info)
+		})
+	}
+}
+
+// copyBuffer is the body of a kernel copying its input to its output.
+func (k *kernelBuilder) copyBuffer() error {
+	in, out := k.ins[0], k.outs[0]
+	src := ir.NewBlock(tensorOf(in.Type()))
+	fused := ir.NewOperation(graph.OpFused, k.loc, nil, nil, ir.Attrs("kind", ir.StringAttr("elementwise")), 1)
+	fused.Region(0).AppendBlock(src)
+	ir.NewBuilderAtEnd(src).Insert(ir.NewOperation(graph.OpYield, k.loc, src.Args, nil, nil, 0))
+	fused.AddResult(tensorOf(out.Type()))
+	info, err := passes.ClassifyKernel(fused)
+	if err != nil {
+		return err
+	}
+	return k.elementwise(fused, &info)
+}
+
+// tensorOf is the tensor type of a buffer type.
+func tensorOf(t ir.Type) ir.TensorType {
+	m := t.(ir.MemRefType)
+	return ir.TensorType{Shape: m.Shape, Elem: m.Elem}
+}

@@ -1,0 +1,229 @@
+package lowering
+
+import (
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+// elementwise builds an element-wise kernel: one program instance per row
+// of the iteration space (its leading dimensions), and in each a loop
+// over the row, W lanes at a time, spread over the instance's threads:
+//
+//	loop.parallel %c0, %rows, %c1 {dist = "grid"} {
+//	^bb0(%r: index):
+//	  loop.for %c0, %c64, %c8 {dist = "threads"} {
+//	  ^bb0(%i: index):
+//	    %a = loop.load %x, %r, %i : (memref<?x64xbf16, dram>, index, index) -> vector<8xbf16>
+//	    ...
+//	    loop.store %y8, %y, %r, %i : (vector<8xbf16>, memref<?x64xbf16, dram>, index, index) -> ()
+//	    loop.yield
+//	  } : index
+//	  loop.yield
+//	} : index
+//
+// A row of dynamic length C gets a vector loop over [0, C - C mod W) and a
+// scalar loop over the rest. Operands broadcast along the row (a [R, 1]
+// column, a scalar) are read once per row and splat.
+func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo) error {
+	ev := newEvaluator(k, fused, info)
+	n := len(info.Shape)
+	out0 := k.outs[0]
+	ext := make([]*ir.Value, n)
+	for d := range ext {
+		ext[d] = k.dim(out0, d)
+	}
+	var leadExt []*ir.Value
+	var cols *ir.Value
+	width := int64(1)
+	if n > 0 {
+		leadExt, cols = ext[:n-1], ext[n-1]
+		width = k.vectorWidth(info.Shape[n-1])
+	}
+	k.setAttr("vector_width", intAttr(width))
+	rows := k.product(k.kb, leadExt)
+
+	// the loops over the row: a vector loop, and a scalar tail for a dynamic row
+	type span struct {
+		lower, upper, step *ir.Value
+		width              int64
+	}
+	var spans []span
+	switch {
+	case n == 0:
+	case width == 1:
+		spans = []span{{k.index(0), cols, k.index(1), 0}}
+	case info.Shape[n-1] != ir.Dynamic:
+		spans = []span{{k.index(0), cols, k.index(width), width}}
+	default:
+		rem := must(loop.BuildRemi(k.kb, k.loc, cols, k.index(width))).Output()
+		main := must(loop.BuildSubi(k.kb, k.loc, cols, rem)).Output()
+		main.Name = "nvec"
+		spans = []span{{k.index(0), main, k.index(width), width}, {main, cols, k.index(1), 0}}
+	}
+
+	outs := yielded(fused)
+	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
+		ev.rowIdx = k.splitRow(b, r, leadExt)
+		row := ev.rowScope(b)
+		var alongRow []int
+		for i := range outs {
+			if ev.plans[k.outs[i]].varies() {
+				alongRow = append(alongRow, i)
+			}
+		}
+		if len(alongRow) > 0 {
+			for _, sp := range spans {
+				row.loop(sp.lower, sp.upper, sp.step, sp.width, nil, nil, func(s *scope, _ []*ir.Value) []*ir.Value {
+					for _, i := range alongRow {
+						s.store(s.get(outs[i]), k.outs[i])
+					}
+					return nil
+				})
+			}
+		}
+		for i, y := range outs {
+			if !ev.plans[k.outs[i]].varies() {
+				row.store(row.get(y), k.outs[i])
+			}
+		}
+	})
+	return nil
+}
+
+// row builds a row kernel: one program instance per row [R...] of rows of
+// length C, and in it one loop over the row per phase. A phase's loop
+// accumulates the reductions of that phase (vector partial results
+// combined over threads, then across lanes), computes and stores the full
+// rows the phase produces, and, in a one-pass schedule, keeps in sram the
+// values later phases read; a two-pass schedule reads them from DRAM again
+// and recomputes them instead. Per-row values are scalars of the instance.
+//
+//	loop.parallel %c0, %rows, %c1 {dist = "grid"} {
+//	^bb0(%r: index):
+//	  %buf = loop.alloc : memref<64xf32, sram>
+//	  %acc = loop.for %c0, %c64, %c8, %zero {combine = ["add"], dist = "threads"} { ... }
+//	  %ss = loop.reduce %acc {kind = "add"} : (vector<8xf32>) -> f32
+//	  ... per-row scalars ...
+//	  loop.for %c0, %c64, %c8 {dist = "threads"} { ... loop.load %buf ... loop.store ... }
+//	  loop.yield
+//	} : index
+func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error {
+	ev := newEvaluator(k, fused, info)
+	n := len(info.Shape)
+	c := info.RowLen
+	width := k.vectorWidth(c)
+	k.setAttr("row_len", intAttr(c))
+	k.setAttr("schedule", ir.StringAttr(info.Schedule))
+	k.setAttr("vector_width", intAttr(width))
+	lanes := width
+	if width == 1 {
+		lanes = 0
+	}
+
+	// the leading extents come from output 0: full rows [R..., C] or
+	// per-row values [R..., 1] / [R...], all led by R
+	leadExt := make([]*ir.Value, n-1)
+	for d := range leadExt {
+		leadExt[d] = k.dim(k.outs[0], d)
+	}
+	rows := k.product(k.kb, leadExt)
+
+	outs := yielded(fused)
+	// what each phase's loop must do
+	reductions := make([][]*ir.Operation, info.NumPhases)
+	stores := make([][]int, info.NumPhases)
+	keeps := make([][]*ir.Value, info.NumPhases)
+	for i, op := range info.Ops {
+		if isRowReduction(op) {
+			reductions[info.Phases[i]] = append(reductions[info.Phases[i]], op)
+		}
+	}
+	for i, y := range outs {
+		if ev.plans[k.outs[i]].varies() {
+			p := ev.valPhase[y]
+			stores[p] = append(stores[p], i)
+		}
+	}
+	if info.Schedule != passes.ScheduleTwoPass {
+		for _, v := range ev.keptRows() {
+			p := ev.valPhase[v]
+			keeps[p] = append(keeps[p], v)
+		}
+	}
+
+	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
+		ev.rowIdx = k.splitRow(b, r, leadExt)
+		row := ev.rowScope(b)
+		for p := 0; p < info.NumPhases; p++ {
+			if len(reductions[p])+len(stores[p])+len(keeps[p]) == 0 {
+				continue
+			}
+			ev.phase = p
+			for _, v := range keeps[p] {
+				buf := must(loop.BuildAlloc(b, k.loc, ir.MemRefType{Shape: []int64{c}, Elem: elemOf(v), Space: ir.SRAM})).Output()
+				buf.Name = "row"
+				ev.cached[v] = buf
+			}
+			var inits []*ir.Value
+			var combine []string
+			var accElems []ir.ElemType
+			for _, red := range reductions[p] {
+				kind := reduceKind(red)
+				ce := computeElem(elemOf(red.Operand(0)), elemOf(red.Result(0)))
+				accElems = append(accElems, ce)
+				inits = append(inits, k.constant(loop.Vector(lanes, ce), identity(kind, ce)))
+				combine = append(combine, kind)
+			}
+			accs := row.loop(k.index(0), k.index(c), k.index(width), lanes, inits, combine, func(s *scope, carried []*ir.Value) []*ir.Value {
+				next := make([]*ir.Value, len(carried))
+				for j, red := range reductions[p] {
+					x := s.compute(s.get(red.Operand(0)), accElems[j])
+					next[j] = s.op(combineOp(combine[j]), []*ir.Value{carried[j], x}, carried[j].Type(), nil)
+				}
+				for _, i := range stores[p] {
+					s.store(s.get(outs[i]), k.outs[i])
+				}
+				for _, v := range keeps[p] {
+					must(loop.BuildStore(s.b, k.loc, s.get(v), ev.cached[v], []*ir.Value{s.col}))
+				}
+				return next
+			})
+			for j, red := range reductions[p] {
+				acc := accs[j]
+				acc.Name = "acc"
+				total := acc
+				if lanes > 0 {
+					total = must(loop.BuildReduce(b, k.loc, acc, combine[j])).Output()
+				}
+				row.vals[red.Result(0)] = row.cast(total, elemOf(red.Result(0)))
+			}
+		}
+		for i, y := range outs {
+			if !ev.plans[k.outs[i]].varies() {
+				row.store(row.get(y), k.outs[i])
+			}
+		}
+	})
+	return nil
+}
+
+// keptRows returns the full rows a one-pass schedule keeps in sram: values
+// computed in one phase (operands included) and read in a later one, in
+// body order.
+func (ev *evaluator) keptRows() []*ir.Value {
+	var out []*ir.Value
+	seen := map[*ir.Value]bool{}
+	for i, op := range ev.info.Ops {
+		for _, a := range op.Operands() {
+			if seen[a] || !ev.varying[a] || ev.info.AccessOf(a) != passes.AccessFull {
+				continue
+			}
+			if ev.valPhase[a] < ev.info.Phases[i] {
+				seen[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}

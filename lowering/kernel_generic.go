@@ -1,0 +1,395 @@
+package lowering
+
+import (
+	"slices"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+// This file builds the kernels of the ops that are kernels of their own:
+// transpose, slice, concat, broadcast_to, reshape, matmul and reductions
+// over other axes than the last alone, and dense constants. They are
+// scalar loops over the output elements, one program instance per output
+// row, with the index arithmetic of the op:
+//
+//	loop.parallel %c0, %rows, %c1 {dist = "grid"} {
+//	^bb0(%r: index):
+//	  loop.for %c0, %n, %c1 {
+//	  ^bb0(%j: index):
+//	    %v = loop.load %x, %j, %r : (memref<8x4xf32, dram>, index, index) -> f32
+//	    loop.store %v, %y, %r, %j : (f32, memref<4x8xf32, dram>, index, index) -> ()
+//	    loop.yield
+//	  } : index
+//	  loop.yield
+//	} : index
+
+// generic builds the kernel of a graph.fused holding one such op.
+func (k *kernelBuilder) generic(fused *ir.Operation, info *passes.KernelInfo) error {
+	k.setAttr("vector_width", intAttr(1))
+	g := &genericKernel{k: k, buffers: map[*ir.Value]*ir.Value{}}
+	for i, a := range fused.Region(0).Entry().Args {
+		g.buffers[a] = k.ins[i]
+	}
+	op := info.Op
+	if op == nil || op.NumResults() != 1 || len(yielded(fused)) != 1 || yielded(fused)[0] != op.Result(0) {
+		fail(fused, "is a kernel of its own but does not yield exactly its op's result")
+	}
+	out := k.outs[0]
+	switch op.Name() {
+	case graph.OpConcat:
+		g.concat(op, out)
+		return nil
+	}
+	g.eachOutput(out, func(b *ir.Builder, idx []*ir.Value) *ir.Value {
+		switch op.Name() {
+		case graph.OpTranspose:
+			return g.transpose(b, op, idx)
+		case graph.OpSlice:
+			return g.slice(b, op, idx)
+		case graph.OpBroadcastTo:
+			return g.read(b, op.Operand(0), g.broadcastIndex(b, op.Operand(0), idx))
+		case graph.OpReshape:
+			return g.reshape(b, op, out, idx)
+		case graph.OpMatMul:
+			return g.matmul(b, op, idx)
+		case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin:
+			return g.reduce(b, op, idx)
+		}
+		fail(op, "cannot be lowered to a kernel of its own")
+		return nil
+	})
+	return nil
+}
+
+// genericKernel holds the state of one generic kernel.
+type genericKernel struct {
+	k       *kernelBuilder
+	buffers map[*ir.Value]*ir.Value
+}
+
+// eachOutput builds the grid over the rows of buffer out and a serial
+// loop over each row; value computes the element at the output index
+// (scalar, in the output's element type), which is stored.
+func (g *genericKernel) eachOutput(out *ir.Value, value func(b *ir.Builder, idx []*ir.Value) *ir.Value) {
+	k := g.k
+	n := len(out.Type().(ir.MemRefType).Shape)
+	ext := make([]*ir.Value, n)
+	for d := range ext {
+		ext[d] = k.dim(out, d)
+	}
+	if n == 0 {
+		k.grid(k.index(1), func(b *ir.Builder, _ *ir.Value) {
+			must(loop.BuildStore(b, k.loc, value(b, nil), out, nil))
+		})
+		return
+	}
+	rows := k.product(k.kb, ext[:n-1])
+	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
+		lead := k.splitRow(b, r, ext[:n-1])
+		must(loop.BuildFor(b, k.loc, k.index(0), ext[n-1], k.index(1), nil, "serial", nil,
+			func(bb *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
+				j.Name = "j"
+				idx := append(slices.Clone(lead), j)
+				must(loop.BuildStore(bb, k.loc, value(bb, idx), out, idx))
+				return nil, nil
+			}))
+	})
+}
+
+// read loads operand v (a block argument) at idx, or gives the splat
+// constant it is.
+func (g *genericKernel) read(b *ir.Builder, v *ir.Value, idx []*ir.Value) *ir.Value {
+	if c, ok := graph.AsConstant(v.DefiningOp()); ok && c.Value().IsSplat() {
+		return g.k.constant(elemOf(v), c.Value().At(0))
+	}
+	buf, ok := g.buffers[v]
+	if !ok {
+		if d := v.DefiningOp(); d != nil {
+			fail(d, "is read by a kernel of its own but is neither an operand nor a splat constant")
+		}
+		panic(lowerError{ir.Errorf(g.k.loc, "a kernel reads a value it has no buffer for")})
+	}
+	return must(loop.BuildLoad(b, g.k.loc, buf, idx, elemOf(v))).Output()
+}
+
+// extent returns dimension d of operand v: its buffer's, or the static one.
+func (g *genericKernel) extent(v *ir.Value, d int) *ir.Value {
+	if buf, ok := g.buffers[v]; ok {
+		return g.k.dim(buf, d)
+	}
+	return g.k.index(shapeOf(v)[d])
+}
+
+func (g *genericKernel) addi(b *ir.Builder, x, y *ir.Value) *ir.Value {
+	switch {
+	case isIndexConst(y, 0):
+		return x
+	case isIndexConst(x, 0):
+		return y
+	}
+	return must(loop.BuildAddi(b, g.k.loc, x, y)).Output()
+}
+
+func (g *genericKernel) muli(b *ir.Builder, x, y *ir.Value) *ir.Value {
+	switch {
+	case isIndexConst(y, 1):
+		return x
+	case isIndexConst(x, 1):
+		return y
+	}
+	return must(loop.BuildMuli(b, g.k.loc, x, y)).Output()
+}
+
+// transpose: result dimension i is operand dimension perm[i].
+func (g *genericKernel) transpose(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
+	perm := graph.TransposeOp{Operation: op}.Perm()
+	n := len(idx)
+	in := make([]*ir.Value, n)
+	for i := range idx {
+		src := n - 1 - i
+		if len(perm) == n {
+			src = int(perm[i])
+		}
+		in[src] = idx[i]
+	}
+	return g.read(b, op.Operand(0), in)
+}
+
+// slice: the operand index is the output index plus the offsets.
+func (g *genericKernel) slice(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
+	offsets := graph.SliceOp{Operation: op}.Offsets()
+	in := make([]*ir.Value, len(idx))
+	for i, x := range idx {
+		in[i] = x
+		if i < len(offsets) && offsets[i] != 0 {
+			in[i] = g.addi(b, x, g.k.index(offsets[i]))
+		}
+	}
+	return g.read(b, op.Operand(0), in)
+}
+
+// broadcastIndex maps an index of a broadcast result to operand v aligned
+// from the right: extent-1 dimensions read index 0, a `?` paired with a
+// static extent reads modulo its run-time extent.
+func (g *genericKernel) broadcastIndex(b *ir.Builder, v *ir.Value, idx []*ir.Value) []*ir.Value {
+	s := shapeOf(v)
+	off := len(idx) - len(s)
+	in := make([]*ir.Value, len(s))
+	for j, e := range s {
+		switch {
+		case e == 1:
+			in[j] = g.k.index(0)
+		case e == ir.Dynamic:
+			in[j] = must(loop.BuildRemi(b, g.k.loc, idx[j+off], g.extent(v, j))).Output()
+		default:
+			in[j] = idx[j+off]
+		}
+	}
+	return in
+}
+
+// linear returns the row-major offset of idx in extents ext.
+func (g *genericKernel) linear(b *ir.Builder, idx, ext []*ir.Value) *ir.Value {
+	l := g.k.index(0)
+	for d := range idx {
+		l = g.addi(b, g.muli(b, l, ext[d]), idx[d])
+	}
+	return l
+}
+
+// split turns a row-major offset into the index of extents ext.
+func (g *genericKernel) split(b *ir.Builder, l *ir.Value, ext []*ir.Value) []*ir.Value {
+	idx := make([]*ir.Value, len(ext))
+	for d := len(ext) - 1; d >= 0; d-- {
+		if d == 0 {
+			idx[d] = l
+			break
+		}
+		idx[d] = must(loop.BuildRemi(b, g.k.loc, l, ext[d])).Output()
+		l = must(loop.BuildDivi(b, g.k.loc, l, ext[d])).Output()
+	}
+	return idx
+}
+
+// reshape: the element at the same row-major offset.
+func (g *genericKernel) reshape(b *ir.Builder, op *ir.Operation, out *ir.Value, idx []*ir.Value) *ir.Value {
+	outExt := make([]*ir.Value, len(idx))
+	for d := range idx {
+		outExt[d] = g.k.dim(out, d)
+	}
+	in := op.Operand(0)
+	inExt := make([]*ir.Value, len(shapeOf(in)))
+	for d := range inExt {
+		inExt[d] = g.extent(in, d)
+	}
+	return g.read(b, in, g.split(b, g.linear(b, idx, outExt), inExt))
+}
+
+// matmul: a serial loop over K accumulating lhs[..., m, k] * rhs[..., k, n]
+// with one rounding per step (loop.fma) in f32 (f64 for f64; the integer
+// type for integers), as the graph interpreter does.
+func (g *genericKernel) matmul(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
+	mm := graph.MatMulOp{Operation: op}
+	lhs, rhs := mm.Lhs(), mm.Rhs()
+	res := elemOf(op.Result(0))
+	ce := computeElem(elemOf(lhs), elemOf(rhs), res)
+	n := len(idx)
+	batch := idx[:n-2]
+	ls, rs := shapeOf(lhs), shapeOf(rhs)
+	kdim := ls[len(ls)-1]
+	li := g.broadcastIndex(b, lhs, append(slices.Clone(batch), idx[n-2], g.k.index(0)))
+	ri := g.broadcastIndex(b, rhs, append(slices.Clone(batch), g.k.index(0), idx[n-1]))
+	li, ri = li[:len(ls)-2], ri[:len(rs)-2]
+	acc := must(loop.BuildFor(b, g.k.loc, g.k.index(0), g.k.index(kdim), g.k.index(1), []*ir.Value{g.k.constant(ce, 0)}, "serial", nil,
+		func(bb *ir.Builder, kk *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
+			kk.Name = "k"
+			a := g.read(bb, lhs, append(slices.Clone(li), idx[n-2], kk))
+			var rIdx []*ir.Value
+			if mm.TransposeB() {
+				rIdx = append(slices.Clone(ri), idx[n-1], kk)
+			} else {
+				rIdx = append(slices.Clone(ri), kk, idx[n-1])
+			}
+			r := g.read(bb, rhs, rIdx)
+			a, r = g.cast(bb, a, ce), g.cast(bb, r, ce)
+			return []*ir.Value{must(loop.BuildFma(bb, g.k.loc, a, r, carried[0])).Output()}, nil
+		})).Values()[0]
+	acc.Name = "dot"
+	return g.cast(b, acc, res)
+}
+
+// cast converts a scalar to element e.
+func (g *genericKernel) cast(b *ir.Builder, x *ir.Value, e ir.ElemType) *ir.Value {
+	if elemOf(x) == e {
+		return x
+	}
+	return must(loop.BuildCast(b, g.k.loc, x, e)).Output()
+}
+
+// reduce: a serial loop over the reduced elements of one output element,
+// in row-major order, as the graph interpreter accumulates.
+func (g *genericKernel) reduce(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
+	x := op.Operand(0)
+	in := shapeOf(x)
+	axes := reduceAxes(op, len(in))
+	keep, _ := op.Attr("keepdim").(ir.BoolAttr)
+	kind := reduceKind(op)
+	res := elemOf(op.Result(0))
+	ce := computeElem(elemOf(x), res)
+	count := int64(1)
+	var redExt []*ir.Value
+	for _, a := range axes {
+		count *= in[a]
+		redExt = append(redExt, g.k.index(in[a]))
+	}
+	acc := must(loop.BuildFor(b, g.k.loc, g.k.index(0), g.k.index(count), g.k.index(1), []*ir.Value{g.k.constant(ce, identity(kind, ce))}, "serial", nil,
+		func(bb *ir.Builder, l *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
+			l.Name = "e"
+			red := g.split(bb, l, redExt)
+			full := make([]*ir.Value, len(in))
+			o, ri := 0, 0
+			for d := range in {
+				if ri < len(axes) && axes[ri] == int64(d) {
+					full[d] = red[ri]
+					ri++
+					if bool(keep) {
+						o++
+					}
+					continue
+				}
+				full[d] = idx[o]
+				o++
+			}
+			v := g.cast(bb, g.read(bb, x, full), ce)
+			op := combineOp(kind)
+			next := bb.Insert(ir.NewOperation(op, g.k.loc, []*ir.Value{carried[0], v}, []ir.Type{ce}, nil, 0))
+			if err := next.Def().Verify(next); err != nil {
+				return nil, err
+			}
+			return next.Results(), nil
+		})).Values()[0]
+	acc.Name = "acc"
+	return g.cast(b, acc, res)
+}
+
+// concat copies each operand into its place along the axis: one program
+// instance per index of the dimensions before the axis, and in it one
+// serial loop per operand over its elements from the axis on.
+func (g *genericKernel) concat(op *ir.Operation, out *ir.Value) {
+	k := g.k
+	c := graph.ConcatOp{Operation: op}
+	n := len(shapeOf(op.Result(0)))
+	axis := int(normAxis(c.Axis(), n))
+	outExt := make([]*ir.Value, n)
+	for d := range outExt {
+		outExt[d] = k.dim(out, d)
+	}
+	// offsets along the axis, from the operands' extents
+	offsets := make([]*ir.Value, op.NumOperands())
+	off := k.index(0)
+	for i, v := range op.Operands() {
+		offsets[i] = off
+		if i+1 < op.NumOperands() {
+			off = g.addi(k.kb, off, g.extent(v, axis))
+		}
+	}
+	rows := k.product(k.kb, outExt[:axis])
+	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
+		lead := k.splitRow(b, r, outExt[:axis])
+		for i, v := range op.Operands() {
+			ext := make([]*ir.Value, n-axis)
+			for d := range ext {
+				ext[d] = g.extent(v, axis+d)
+			}
+			count := k.product(b, ext)
+			must(loop.BuildFor(b, k.loc, k.index(0), count, k.index(1), nil, "serial", nil,
+				func(bb *ir.Builder, l *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
+					l.Name = "e"
+					rest := g.split(bb, l, ext)
+					src := append(slices.Clone(lead), rest...)
+					dst := slices.Clone(src)
+					dst[axis] = g.addi(bb, dst[axis], offsets[i])
+					must(loop.BuildStore(bb, k.loc, g.read(bb, v, src), out, dst))
+					return nil, nil
+				}))
+		}
+	})
+}
+
+// maxDenseElements bounds the dense constants lowered to explicit stores.
+const maxDenseElements = 4096
+
+// denseConstant builds a kernel writing a dense constant to its output: one
+// store per element, in a single program instance.
+func (k *kernelBuilder) denseConstant(c graph.ConstantOp) error {
+	v := c.Value()
+	shape := v.Type.GetShape()
+	count, _ := ir.NumElements(shape)
+	if count > maxDenseElements {
+		return ir.OpError(c.Operation, "is a dense constant of %d elements; lowering writes at most %d element by element", count, maxDenseElements)
+	}
+	k.setAttr("vector_width", intAttr(1))
+	out := k.outs[0]
+	e := elemOf(c.Output())
+	k.grid(k.index(1), func(b *ir.Builder, _ *ir.Value) {
+		idx := make([]int64, len(shape))
+		for i := int64(0); i < count; i++ {
+			at := make([]*ir.Value, len(shape))
+			for d := range idx {
+				at[d] = k.index(idx[d])
+			}
+			must(loop.BuildStore(b, k.loc, k.constant(e, v.At(i)), out, at))
+			for d := len(idx) - 1; d >= 0; d-- {
+				idx[d]++
+				if idx[d] < shape[d] {
+					break
+				}
+				idx[d] = 0
+			}
+		}
+	})
+	return nil
+}

@@ -1,0 +1,510 @@
+// Package lowering crosses from the graph dialect to the loop dialect: the
+// pass `lower-to-loops` turns every graph.fused (and every op left alone,
+// wrapped in a one-op graph.fused and decomposed) into a loop.kernel and a
+// loop.launch, and rewrites each function to work on buffers:
+//
+//	func.func @f(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> { ... }
+//
+// becomes
+//
+//	func.func @f(%x: memref<?x64xbf16, dram>, %y: memref<?x64xbf16, dram>) attributes {num_results = 1} {
+//	  %rows = loop.dim %x {axis = 0} : (memref<?x64xbf16, dram>) -> index
+//	  loop.launch %x, %y, %rows, %rows {kernel = "f_k0"} : (...) -> ()
+//	  return
+//	}
+//	loop.kernel {kind = "elementwise", sym_name = "f_k0", ...} { ... }
+//
+// Function arguments become buffers in dram, results become output
+// arguments after them, and values passed between kernels become
+// loop.alloc_dram buffers. Each kernel is built by the file of its kind:
+// kernel_elementwise.go, kernel_row.go and kernel_generic.go, which share
+// the translation of graph ops into loop ops (scope.go).
+package lowering
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+func init() {
+	ir.RegisterPass(&ir.PassInfo{
+		Name: "lower-to-loops", Title: "LowerToLoops",
+		Summary: "lower graph.fused kernels (and every op left alone) to loop.kernel + loop.launch over dram buffers",
+		New: func(ir.PassOptions) (ir.Pass, error) {
+			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
+				var t *target.Target
+				if ctx != nil {
+					t = ctx.Target
+				}
+				return LowerToLoops(m, t)
+			}), nil
+		},
+	})
+}
+
+// LowerToLoops lowers every graph-level function of m (one whose
+// arguments are tensors) for target t (the cpu target when nil). Functions
+// already on buffers are left as they are.
+func LowerToLoops(m ir.Module, t *target.Target) error {
+	if t == nil {
+		var err error
+		if t, err = target.Lookup("cpu"); err != nil {
+			return err
+		}
+	}
+	names := map[string]bool{}
+	for o := m.Body().First(); o != nil; o = o.Next() {
+		if k, ok := loop.AsKernel(o); ok {
+			names[k.SymName()] = true
+		}
+	}
+	for _, f := range m.Funcs() {
+		if !isGraphFunc(f) {
+			continue
+		}
+		l := &funcLowering{target: t, module: m, fn: f, kernelNames: names}
+		if err := l.run(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isGraphFunc reports whether f takes and returns tensors (and has a body).
+func isGraphFunc(f ir.Func) bool {
+	if f.Body() == nil {
+		return false
+	}
+	ft := f.Type()
+	for _, t := range append(slices.Clone(ft.Inputs), ft.Results...) {
+		if _, ok := t.(ir.TensorType); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerError carries an error out of the deep recursion of kernel
+// construction; run turns it back into an error value.
+type lowerError struct{ err error }
+
+// fail stops the lowering with an error located at op.
+func fail(op *ir.Operation, format string, args ...any) {
+	panic(lowerError{ir.OpError(op, format, args...)})
+}
+
+// must stops the lowering when a builder reports an error.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(lowerError{err})
+	}
+	return v
+}
+
+// funcLowering holds the state of lowering one function.
+type funcLowering struct {
+	target      *target.Target
+	module      ir.Module
+	fn          ir.Func
+	kernelNames map[string]bool
+
+	newFn ir.Func
+	fb    *ir.Builder // the new function's body
+	// buffers maps each tensor value of the old function to its buffer.
+	buffers map[*ir.Value]*ir.Value
+	// extents maps each buffer to its run-time extents, one per dimension
+	// (nil for a static one).
+	extents map[*ir.Value][]*ir.Value
+	// consts caches index constants of the new function.
+	consts map[int64]*ir.Value
+	// lastKernel is the kernel created last; the next goes after it.
+	lastKernel *ir.Operation
+	nkernels   int
+}
+
+func (l *funcLowering) run() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			le, ok := r.(lowerError)
+			if !ok {
+				panic(r)
+			}
+			err = le.err
+		}
+	}()
+	l.prepare()
+	l.rewrite()
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// Preparation: every op into a graph.fused of primitives
+
+// prepare leaves the function body as graph.fused ops (one per kernel),
+// top-level constants and the return: every op not yet in a graph.fused is
+// wrapped into one of its own; splat constants are cloned into the kernels
+// that read them; dense constants inside kernels are hoisted out, so they
+// become kernels (and buffers) of their own; composite ops are decomposed.
+func (l *funcLowering) prepare() {
+	body := l.fn.Body()
+	for _, op := range body.Ops() {
+		switch {
+		case op.Name() == graph.OpFused:
+			l.hoistDenseConstants(op)
+			passes.Decompose(op)
+			if _, err := passes.ClassifyKernel(op); err != nil {
+				// a hand-written kernel that is several: split it as fuse would
+				must(passes.SplitKernels(op, l.target))
+			}
+		case op.Name() == graph.OpConstant, op.Name() == ir.ReturnOpName:
+		case op.Dialect() != "graph":
+			fail(op, "cannot be lowered to loops: only graph ops are")
+		default:
+			must(passes.WrapKernel(op, l.target))
+		}
+	}
+	for _, op := range body.Ops() {
+		if op.Name() == graph.OpFused {
+			l.absorbSplatConstants(op)
+			for _, inner := range op.Region(0).Entry().Ops() {
+				if passes.IsComposite(inner) {
+					fail(inner, "is a composite op that could not be decomposed into primitives")
+				}
+			}
+		}
+	}
+	// the constants left are read by the return or are dense: kernels of their own
+	for _, op := range body.Ops() {
+		if op.Name() != graph.OpConstant {
+			continue
+		}
+		if !op.Result(0).HasUses() {
+			op.Erase()
+			continue
+		}
+		l.wrap(op)
+	}
+}
+
+// wrap replaces op (a constant) by a one-op graph.fused computing it.
+func (l *funcLowering) wrap(op *ir.Operation) {
+	var inputs []*ir.Value
+	for _, v := range op.Operands() {
+		if !slices.Contains(inputs, v) {
+			inputs = append(inputs, v)
+		}
+	}
+	b := ir.NewBuilderBefore(op)
+	var inner *ir.Operation
+	fused := must(graph.BuildFused(b, op.Loc, "generic", inputs, func(bb *ir.Builder, args []*ir.Value) ([]*ir.Value, error) {
+		m := ir.Mapping{}
+		for i, v := range inputs {
+			m[v] = args[i]
+		}
+		inner = bb.Insert(op.Clone(m))
+		return inner.Results(), nil
+	}))
+	for i, r := range op.Results() {
+		r.ReplaceAllUsesWith(fused.Result(i))
+		fused.Result(i).Name = r.Name
+	}
+	op.Erase()
+}
+
+// absorbSplatConstants clones the splat constants a graph.fused reads into
+// its body, so they cost no buffer, and drops those operands.
+func (l *funcLowering) absorbSplatConstants(fused *ir.Operation) {
+	entry := fused.Region(0).Entry()
+	for i := fused.NumOperands() - 1; i >= 0; i-- {
+		c, ok := graph.AsConstant(fused.Operand(i).DefiningOp())
+		if !ok || !c.Value().IsSplat() {
+			continue
+		}
+		arg := entry.Args[i]
+		if arg.HasUses() {
+			b := ir.NewBuilderAtEnd(entry)
+			b.SetInsertionPointBefore(entry.First())
+			clone := b.Insert(c.Clone(ir.Mapping{}))
+			arg.ReplaceAllUsesWith(clone.Result(0))
+		}
+		removeOperand(fused, i)
+	}
+}
+
+// hoistDenseConstants moves the dense (not splat) constants of a fused body
+// out in front of it, as new operands: a kernel reads them from a buffer.
+func (l *funcLowering) hoistDenseConstants(fused *ir.Operation) {
+	entry := fused.Region(0).Entry()
+	for _, op := range entry.Ops() {
+		c, ok := graph.AsConstant(op)
+		if !ok || c.Value().IsSplat() {
+			continue
+		}
+		op.MoveBefore(fused)
+		arg := entry.AddArg(op.Result(0).Type())
+		arg.Name = op.Result(0).Name
+		op.Result(0).ReplaceAllUsesWith(arg) // every use is in the body
+		fused.SetOperands(append(fused.Operands(), op.Result(0)))
+	}
+}
+
+// removeOperand drops operand i of a graph.fused and its block argument,
+// which must be unused.
+func removeOperand(fused *ir.Operation, i int) {
+	ops := fused.Operands()
+	fused.SetOperands(append(ops[:i:i], ops[i+1:]...))
+	entry := fused.Region(0).Entry()
+	args := entry.Args
+	// rebuild the block with the remaining arguments, moving uses over
+	nb := ir.NewBlock()
+	for j, a := range args {
+		if j == i {
+			continue
+		}
+		na := nb.AddArg(a.Type())
+		na.Name = a.Name
+		a.ReplaceAllUsesWith(na)
+	}
+	for _, op := range entry.Ops() {
+		nb.Append(op)
+	}
+	r := fused.Region(0)
+	r.Blocks = nil
+	r.AppendBlock(nb)
+}
+
+// ---------------------------------------------------------------------------
+// Rewriting the function on buffers
+
+// memrefOf is the dram buffer type of a tensor type.
+func memrefOf(t ir.Type) ir.MemRefType {
+	tt, _ := t.(ir.TensorType)
+	return ir.MemRefType{Shape: slices.Clone(tt.Shape), Elem: tt.Elem, Space: ir.DRAM}
+}
+
+// rewrite builds the buffer form of the function next to the old one,
+// with a kernel and a launch per graph.fused, and replaces the old one.
+func (l *funcLowering) rewrite() {
+	old := l.fn
+	ft := old.Type()
+	ret := old.Return()
+	if ret == nil {
+		fail(old.Operation, "has no return to lower")
+	}
+	var argTypes []ir.Type
+	for _, t := range ft.Inputs {
+		argTypes = append(argTypes, memrefOf(t))
+	}
+	for _, t := range ft.Results {
+		argTypes = append(argTypes, memrefOf(t))
+	}
+	nf := ir.NewFunc(old.Loc, old.SymName(), ir.FunctionType{Inputs: argTypes})
+	for _, na := range old.Attrs {
+		if na.Name != "sym_name" && na.Name != "function_type" {
+			nf.SetAttr(na.Name, na.Value)
+		}
+	}
+	nf.SetAttr("num_results", ir.IntAttr{Value: int64(len(ft.Results)), Type: ir.I64Type})
+	l.newFn = nf
+	// in the module from the start, so launches find their kernels
+	ir.NewBuilderBefore(old.Operation).Insert(nf.Operation)
+	l.fb = ir.NewBuilderAtEnd(nf.Body())
+	l.fb.Loc = old.Loc
+	l.buffers = map[*ir.Value]*ir.Value{}
+	l.extents = map[*ir.Value][]*ir.Value{}
+	l.consts = map[int64]*ir.Value{}
+
+	args := nf.Args()
+	for i, a := range old.Args() {
+		args[i].Name = a.Name
+		l.buffers[a] = args[i]
+	}
+	outs := args[len(ft.Inputs):]
+	// outputOf[v] is the output buffer a returned value is written to
+	// directly: its first return position, unless it is an argument.
+	outputOf := map[*ir.Value]*ir.Value{}
+	for i, v := range ret.Operands() {
+		outs[i].Name = outputName(v, i)
+		if _, seen := outputOf[v]; !seen && v.DefiningOp() != nil {
+			outputOf[v] = outs[i]
+		}
+	}
+	// an output's extents are derived from the inputs when its kernel is
+	// launched: a caller allocates outputs with the extents passed then
+	for _, a := range args[:len(ft.Inputs)] {
+		l.argExtents(a)
+	}
+
+	for _, op := range old.Body().Ops() {
+		if op.Name() != graph.OpFused {
+			continue
+		}
+		var results []*ir.Value
+		resExt := l.resultExtents(op)
+		for i, r := range op.Results() {
+			buf, ok := outputOf[r]
+			if ok {
+				l.extents[buf] = resExt[i]
+			} else {
+				buf = l.allocIntermediate(op, r, resExt[i])
+			}
+			l.buffers[r] = buf
+			results = append(results, buf)
+		}
+		var inputs []*ir.Value
+		for _, v := range op.Operands() {
+			inputs = append(inputs, l.buffer(op, v))
+		}
+		l.lowerKernel(op, inputs, results)
+	}
+	// results that are arguments, or returned more than once, are copies
+	for i, v := range ret.Operands() {
+		if outputOf[v] == outs[i] {
+			continue
+		}
+		src := l.buffer(ret, v)
+		l.extents[outs[i]] = l.extents[src]
+		l.copyKernel(ret, src, outs[i])
+	}
+	l.fb.Insert(ir.NewOperation(ir.ReturnOpName, old.Loc, nil, nil, nil, 0))
+	old.Erase()
+}
+
+// outputName names the output argument of result i after the value
+// returned, or `result<i>`.
+func outputName(v *ir.Value, i int) string {
+	if v.Name != "" && v.DefiningOp() != nil {
+		return v.Name
+	}
+	return fmt.Sprintf("result%d", i)
+}
+
+// buffer returns the buffer holding the tensor v.
+func (l *funcLowering) buffer(user *ir.Operation, v *ir.Value) *ir.Value {
+	b, ok := l.buffers[v]
+	if !ok {
+		fail(user, "reads a value that is not a buffer of the lowered function")
+	}
+	return b
+}
+
+// indexConst returns an index constant of the new function.
+func (l *funcLowering) indexConst(v int64) *ir.Value {
+	if c, ok := l.consts[v]; ok {
+		return c
+	}
+	b := ir.NewBuilderAtEnd(l.newFn.Body())
+	if first := l.newFn.Body().First(); first != nil {
+		b.SetInsertionPointBefore(first)
+	}
+	c := must(loop.BuildConstant(b, l.fn.Loc, ir.IndexType, float64(v))).Output()
+	c.Name = fmt.Sprintf("c%d", v)
+	l.consts[v] = c
+	return c
+}
+
+// argExtents records the extents of an argument buffer: a loop.dim per `?`.
+func (l *funcLowering) argExtents(buf *ir.Value) {
+	m := buf.Type().(ir.MemRefType)
+	ext := make([]*ir.Value, len(m.Shape))
+	for d, n := range m.Shape {
+		if n == ir.Dynamic {
+			ext[d] = must(loop.BuildDim(l.fb, l.fn.Loc, buf, int64(d))).Output()
+			ext[d].Name = fmt.Sprintf("%s_d%d", buf.Name, d)
+		}
+	}
+	l.extents[buf] = ext
+}
+
+// allocIntermediate allocates the dram buffer of result r of a kernel,
+// with its run-time extents ext (derived from the kernel's operands).
+func (l *funcLowering) allocIntermediate(fused *ir.Operation, r *ir.Value, ext []*ir.Value) *ir.Value {
+	m := memrefOf(r.Type())
+	var operands []*ir.Value
+	for d, n := range m.Shape {
+		if n == ir.Dynamic {
+			operands = append(operands, ext[d])
+		}
+	}
+	buf := must(loop.BuildAllocDRAM(l.fb, fused.Loc, operands, m)).Output()
+	buf.Name = r.Name
+	l.extents[buf] = ext
+	return buf
+}
+
+// kernelName returns a fresh kernel name for the function.
+func (l *funcLowering) kernelName() string {
+	for {
+		name := fmt.Sprintf("%s_k%d", l.fn.SymName(), l.nkernels)
+		l.nkernels++
+		if !l.kernelNames[name] {
+			l.kernelNames[name] = true
+			return name
+		}
+	}
+}
+
+// launch builds a kernel (with build) after the function or the previous
+// kernel, and launches it on inputs and outputs with their extents.
+func (l *funcLowering) launch(loc ir.Location, kind string, inputs, outputs []*ir.Value,
+	build func(k *kernelBuilder) error) *ir.Operation {
+	name := l.kernelName()
+	var inTypes, outTypes []ir.Type
+	for _, v := range inputs {
+		inTypes = append(inTypes, v.Type())
+	}
+	for _, v := range outputs {
+		outTypes = append(outTypes, v.Type())
+	}
+	mb := ir.NewBuilderAtEnd(l.module.Body())
+	if l.lastKernel != nil {
+		mb.SetInsertionPointAfter(l.lastKernel)
+	} else {
+		mb.SetInsertionPointAfter(l.fn.Operation)
+	}
+	k := must(loop.BuildKernel(mb, loc, name, kind, inTypes, outTypes, func(bb *ir.Builder, args []*ir.Value) error {
+		kb := newKernelBuilder(l.target, loc, bb, args, len(inputs), len(outputs))
+		nameArgs(args, append(slices.Clone(inputs), outputs...))
+		return build(kb)
+	}))
+	l.lastKernel = k.Operation
+	operands := append(slices.Clone(inputs), outputs...)
+	for _, buf := range operands {
+		for _, e := range l.extents[buf] {
+			if e != nil {
+				operands = append(operands, e)
+			}
+		}
+	}
+	must(loop.BuildLaunch(l.fb, loc, operands, name))
+	return k.Operation
+}
+
+// nameArgs names a kernel's buffer arguments after the function's buffers
+// and its extents after their buffer and dimension: `%x_d0`.
+func nameArgs(args, buffers []*ir.Value) {
+	next := len(buffers)
+	for i, b := range buffers {
+		args[i].Name = b.Name
+		for d, n := range b.Type().(ir.MemRefType).Shape {
+			if n == ir.Dynamic {
+				args[next].Name = fmt.Sprintf("%s_d%d", b.Name, d)
+				next++
+			}
+		}
+	}
+}
+
+// copyKernel copies buffer src to dst: a result that is an argument or
+// returned twice.
+func (l *funcLowering) copyKernel(at *ir.Operation, src, dst *ir.Value) {
+	l.launch(at.Loc, "elementwise", []*ir.Value{src}, []*ir.Value{dst}, func(k *kernelBuilder) error {
+		return k.copyBuffer()
+	})
+}

@@ -1,0 +1,463 @@
+package lowering
+
+import (
+	"math"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+// This file translates the graph ops of an element-wise or row kernel body
+// into loop ops, at two levels of one program instance (one row):
+//
+//   - the row scope computes, as scalars, the values that do not vary
+//     along the row: per-row values (reduction results and what is
+//     computed from them), scalars and constants;
+//   - a loop scope, inside a loop over the row, computes the values that
+//     vary along it, W lanes at a time (or one in a scalar loop), and
+//     broadcasts the row scope's values it needs.
+//
+// Values are computed on demand, so a loop computes exactly what its
+// stores and reductions need. Every graph value is held in its element
+// type (a bf16 value as vector<8xbf16>); an op casts its operands to the
+// type it computes in (f32, or f64 when f64 is involved, or the integer
+// type itself) and its result back, which is what the graph dialect's
+// "computed in f32, rounded when stored" means between any two ops.
+
+// indexKind says how one dimension of a buffer is indexed at a point
+// (row, column) of the iteration space.
+type indexKind uint8
+
+const (
+	idxZero    indexKind = iota // a broadcast dimension of extent 1
+	idxLead                     // the row's index in a leading dimension
+	idxLeadRem                  // the same modulo the buffer's extent (a `?` that may be 1)
+	idxCol                      // the column: the start of a vector
+)
+
+// accessPlan indexes a buffer: per dimension, a kind and (for idxLead,
+// idxLeadRem) the iteration dimension it follows.
+type accessPlan struct {
+	kinds []indexKind
+	lead  []int
+}
+
+// varies reports whether the plan reads along the row.
+func (p accessPlan) varies() bool {
+	for _, k := range p.kinds {
+		if k == idxCol {
+			return true
+		}
+	}
+	return false
+}
+
+// planAccess indexes a buffer of shape s in the iteration space iter,
+// aligned from the right (NumPy broadcasting), or from the left for the
+// per-row values [R...] of a row kernel.
+func planAccess(s, iter []int64, fromLeft bool) accessPlan {
+	n, m := len(iter), len(s)
+	p := accessPlan{kinds: make([]indexKind, m), lead: make([]int, m)}
+	off := n - m
+	if fromLeft {
+		off = 0
+	}
+	for j, e := range s {
+		d := j + off
+		p.lead[j] = d
+		switch {
+		case d == n-1 && !fromLeft:
+			if e == 1 && iter[d] != 1 {
+				p.kinds[j] = idxZero
+			} else {
+				p.kinds[j] = idxCol
+			}
+		case e == 1:
+			p.kinds[j] = idxZero
+		case e == ir.Dynamic && iter[d] != ir.Dynamic:
+			p.kinds[j] = idxLeadRem
+		default:
+			p.kinds[j] = idxLead
+		}
+	}
+	return p
+}
+
+// evaluator holds what the scopes of one kernel share.
+type evaluator struct {
+	k    *kernelBuilder
+	info *passes.KernelInfo
+	iter []int64
+	// buffers maps the body's block arguments and yielded values to the
+	// kernel's buffer arguments.
+	buffers map[*ir.Value]*ir.Value
+	plans   map[*ir.Value]accessPlan
+	varying map[*ir.Value]bool
+	// rowIdx are the instance's indices of the leading dimensions.
+	rowIdx []*ir.Value
+	// rowIndices caches the row part of each buffer's indices.
+	rowIndices map[*ir.Value][]*ir.Value
+	// one-pass row kernels: values kept in sram, the phase computing each
+	// value, and the phase of the loop being built.
+	cached   map[*ir.Value]*ir.Value
+	valPhase map[*ir.Value]int
+	phase    int
+}
+
+// newEvaluator maps the body of fused to the kernel's buffers and decides
+// which values vary along the row.
+func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo) *evaluator {
+	ev := &evaluator{k: k, info: info, iter: info.Shape, buffers: map[*ir.Value]*ir.Value{},
+		plans: map[*ir.Value]accessPlan{}, varying: map[*ir.Value]bool{}, rowIndices: map[*ir.Value][]*ir.Value{},
+		cached: map[*ir.Value]*ir.Value{}, valPhase: map[*ir.Value]int{}}
+	entry := fused.Region(0).Entry()
+	for i, a := range entry.Args {
+		ev.buffers[a] = k.ins[i]
+		p := ev.plan(a)
+		ev.plans[k.ins[i]] = p
+		ev.varying[a] = p.varies()
+	}
+	for i, y := range yielded(fused) {
+		ev.plans[k.outs[i]] = ev.plan(y)
+	}
+	for i, op := range info.Ops {
+		if op.NumResults() == 0 {
+			continue
+		}
+		r := op.Result(0)
+		ev.valPhase[r] = info.Phases[i]
+		switch {
+		case isRowReduction(op):
+			ev.valPhase[r]++
+		case op.Name() == graph.OpConstant:
+		default:
+			for _, a := range op.Operands() {
+				if ev.varying[a] {
+					ev.varying[r] = true
+				}
+			}
+		}
+	}
+	return ev
+}
+
+// plan indexes the buffer of body value v as its access in the kernel says.
+func (ev *evaluator) plan(v *ir.Value) accessPlan {
+	s := shapeOf(v)
+	fromLeft := ev.info.Kind == passes.KernelRow && ev.info.AccessOf(v) == passes.AccessPerRow && len(s) == len(ev.iter)-1
+	return planAccess(s, ev.iter, fromLeft)
+}
+
+// yielded returns the values a graph.fused body yields.
+func yielded(fused *ir.Operation) []*ir.Value {
+	return fused.Region(0).Entry().Last().Operands()
+}
+
+// isRowReduction reports whether op is a reduction inside a row kernel
+// (the classification has checked it reduces the last axis).
+func isRowReduction(op *ir.Operation) bool {
+	switch op.Name() {
+	case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin:
+		return true
+	}
+	return false
+}
+
+// scope is one level at which body values are computed.
+type scope struct {
+	ev     *evaluator
+	b      *ir.Builder
+	parent *scope
+	width  int64     // lanes of the values: 0 for scalars
+	col    *ir.Value // the column (loop scopes)
+	vals   map[*ir.Value]*ir.Value
+	comp   map[*ir.Value]*ir.Value
+	splat  map[*ir.Value]*ir.Value
+}
+
+func (ev *evaluator) rowScope(b *ir.Builder) *scope {
+	return &scope{ev: ev, b: b, vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{}}
+}
+
+// loop builds a loop over the columns [lower, upper) by step with width
+// lanes (0: scalars), spread over the instance's threads, carrying inits
+// combined with combine. body gets the loop's scope and the carried
+// values and returns the next ones. While the loop is built, the row
+// scope computes what it needs in front of it. loop returns the results.
+func (row *scope) loop(lower, upper, step *ir.Value, width int64, inits []*ir.Value, combine []string,
+	body func(s *scope, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	end := row.b
+	defer func() { row.b = end }()
+	f := must(loop.BuildFor(end, row.ev.k.loc, lower, upper, step, inits, "threads", combine,
+		func(bb *ir.Builder, iv *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
+			iv.Name = "i"
+			row.b = ir.NewBuilderBefore(iv.OwnerBlock().ParentOp())
+			s := &scope{ev: row.ev, b: bb, parent: row, width: width, col: iv,
+				vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{}}
+			return body(s, carried), nil
+		}))
+	return f.Values()
+}
+
+// typeOf is the loop type of a value of element e in scope s.
+func (s *scope) typeOf(e ir.ElemType) ir.Type { return loop.Vector(s.width, e) }
+
+// elemOf is the element type of a graph or loop value.
+func elemOf(v *ir.Value) ir.ElemType {
+	e, _ := ir.ElemOf(v.Type())
+	return e
+}
+
+// get returns body value v in scope s, computing it if needed.
+func (s *scope) get(v *ir.Value) *ir.Value {
+	if x, ok := s.vals[v]; ok {
+		return x
+	}
+	ev := s.ev
+	var x *ir.Value
+	op := v.DefiningOp()
+	switch {
+	case op != nil && op.Name() == graph.OpConstant:
+		c := graph.ConstantOp{Operation: op}
+		x = ev.k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
+	case s.parent != nil && !ev.varying[v]:
+		x = s.broadcast(s.parent.get(v))
+	case ev.cached[v] != nil && ev.valPhase[v] < ev.phase && s.parent != nil:
+		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(elemOf(v)))).Output()
+	case v.IsBlockArg():
+		x = s.load(v)
+	case isRowReduction(op):
+		fail(op, "is used before its row is reduced (internal error in lower-to-loops)")
+	default:
+		if ev.varying[v] && s.parent == nil {
+			fail(op, "varies along the row but is needed outside the loop over it (internal error in lower-to-loops)")
+		}
+		args := make([]*ir.Value, op.NumOperands())
+		for i, a := range op.Operands() {
+			args[i] = s.get(a)
+		}
+		x = s.emit(op, args)
+	}
+	s.vals[v] = x
+	return x
+}
+
+// broadcast turns a row-scope scalar into this scope's shape.
+func (s *scope) broadcast(x *ir.Value) *ir.Value {
+	if s.width == 0 {
+		return x
+	}
+	if y, ok := s.splat[x]; ok {
+		return y
+	}
+	y := must(loop.BuildBroadcast(s.b, s.ev.k.loc, x, s.typeOf(elemOf(x)))).Output()
+	s.splat[x] = y
+	return y
+}
+
+// indices returns the indices of buffer buf at the current point: the row
+// part computed once per row, then the column.
+func (s *scope) indices(buf *ir.Value) []*ir.Value {
+	ev := s.ev
+	row := s
+	for row.parent != nil {
+		row = row.parent
+	}
+	plan := ev.plans[buf]
+	idx, ok := ev.rowIndices[buf]
+	if !ok {
+		idx = make([]*ir.Value, len(plan.kinds))
+		for j, kind := range plan.kinds {
+			switch kind {
+			case idxZero:
+				idx[j] = ev.k.index(0)
+			case idxLead:
+				idx[j] = ev.rowIdx[plan.lead[j]]
+			case idxLeadRem:
+				idx[j] = must(loop.BuildRemi(row.b, ev.k.loc, ev.rowIdx[plan.lead[j]], ev.k.dim(buf, j))).Output()
+			}
+		}
+		ev.rowIndices[buf] = idx
+	}
+	out := append([]*ir.Value(nil), idx...)
+	for j, kind := range plan.kinds {
+		if kind == idxCol {
+			out[j] = s.col
+		}
+	}
+	return out
+}
+
+// load reads block argument v at the current point.
+func (s *scope) load(v *ir.Value) *ir.Value {
+	buf := s.ev.buffers[v]
+	t := ir.Type(elemOf(v))
+	if s.ev.varying[v] {
+		t = s.typeOf(elemOf(v))
+	}
+	x := must(loop.BuildLoad(s.b, s.ev.k.loc, buf, s.indices(buf), t)).Output()
+	if v.Name != "" {
+		x.Name = v.Name
+	}
+	return x
+}
+
+// store writes x (of this scope's shape) to output buffer buf.
+func (s *scope) store(x, buf *ir.Value) {
+	must(loop.BuildStore(s.b, s.ev.k.loc, x, buf, s.indices(buf)))
+}
+
+// ---------------------------------------------------------------------------
+// Graph ops as loop ops
+
+// elementwiseOps maps the graph dialect's element-wise primitives to the
+// loop op computing them.
+var elementwiseOps = map[string]string{
+	graph.OpNeg: loop.OpNeg, graph.OpAbs: loop.OpAbs, graph.OpExp: loop.OpExp, graph.OpExp2: loop.OpExp2,
+	graph.OpLog: loop.OpLog, graph.OpLog2: loop.OpLog2, graph.OpLog1p: loop.OpLog1p, graph.OpExpm1: loop.OpExpm1,
+	graph.OpSqrt: loop.OpSqrt, graph.OpRsqrt: loop.OpRsqrt, graph.OpReciprocal: loop.OpReciprocal,
+	graph.OpTanh: loop.OpTanh, graph.OpSigmoid: loop.OpSigmoid, graph.OpSilu: loop.OpSilu, graph.OpGelu: loop.OpGelu,
+	graph.OpRelu: loop.OpRelu, graph.OpSin: loop.OpSin, graph.OpCos: loop.OpCos, graph.OpFloor: loop.OpFloor,
+	graph.OpCeil: loop.OpCeil, graph.OpRound: loop.OpRound,
+	graph.OpAdd: loop.OpAdd, graph.OpSub: loop.OpSub, graph.OpMul: loop.OpMul, graph.OpDiv: loop.OpDiv,
+	graph.OpMax: loop.OpMax, graph.OpMin: loop.OpMin, graph.OpPow: loop.OpPow,
+}
+
+// computeElem is the type an op with operand and result elements elems
+// computes in: f64 if one is f64, the integer type for integers, f32
+// otherwise.
+func computeElem(elems ...ir.ElemType) ir.ElemType {
+	allInt := true
+	for _, e := range elems {
+		if e.Kind == ir.F64 {
+			return ir.F64Type
+		}
+		if !e.Kind.IsInt() {
+			allInt = false
+		}
+	}
+	if allInt {
+		return elems[0]
+	}
+	return ir.F32Type
+}
+
+// compute returns x cast to element e (cached per scope).
+func (s *scope) compute(x *ir.Value, e ir.ElemType) *ir.Value {
+	if elemOf(x) == e {
+		return x
+	}
+	if y, ok := s.comp[x]; ok && elemOf(y) == e {
+		return y
+	}
+	y := s.cast(x, e)
+	s.comp[x] = y
+	return y
+}
+
+// cast converts x to element e.
+func (s *scope) cast(x *ir.Value, e ir.ElemType) *ir.Value {
+	if elemOf(x) == e {
+		return x
+	}
+	return must(loop.BuildCast(s.b, s.ev.k.loc, x, loop.WithElem(x.Type(), e))).Output()
+}
+
+// op creates a loop op with inferred or given result type.
+func (s *scope) op(name string, args []*ir.Value, result ir.Type, attrs ir.AttrDict) *ir.Value {
+	o := s.b.Insert(ir.NewOperation(name, s.ev.k.loc, args, []ir.Type{result}, attrs, 0))
+	if err := o.Def().Verify(o); err != nil {
+		panic(lowerError{err})
+	}
+	return o.Result(0)
+}
+
+// emit computes graph op op on operands args (in this scope's shape) and
+// returns its result in the result's element type.
+func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
+	res := elemOf(op.Result(0))
+	switch op.Name() {
+	case graph.OpCast:
+		return s.cast(args[0], res)
+	case graph.OpSelect:
+		return must(loop.BuildSelect(s.b, s.ev.k.loc, args[0], args[1], args[2])).Output()
+	case graph.OpCmp:
+		ce := computeElem(elemOf(args[0]), elemOf(args[1]))
+		a, b := s.compute(args[0], ce), s.compute(args[1], ce)
+		return must(loop.BuildCmp(s.b, s.ev.k.loc, a, b, graph.CmpOp{Operation: op}.Predicate())).Output()
+	case graph.OpClamp:
+		c := graph.ClampOp{Operation: op}
+		ce := computeElem(elemOf(args[0]), res)
+		x := s.compute(args[0], ce)
+		lo, hi := c.Min(), c.Max()
+		if ce.Kind.IsInt() {
+			lo, hi = math.Ceil(lo), math.Floor(hi)
+		}
+		x = s.op(loop.OpMax, []*ir.Value{x, s.ev.k.constant(x.Type(), lo)}, x.Type(), nil)
+		x = s.op(loop.OpMin, []*ir.Value{x, s.ev.k.constant(x.Type(), hi)}, x.Type(), nil)
+		return s.cast(x, res)
+	}
+	name, ok := elementwiseOps[op.Name()]
+	if !ok {
+		fail(op, "cannot be lowered inside an element-wise or row kernel")
+	}
+	elems := []ir.ElemType{res}
+	for _, a := range args {
+		elems = append(elems, elemOf(a))
+	}
+	ce := computeElem(elems...)
+	cargs := make([]*ir.Value, len(args))
+	for i, a := range args {
+		cargs[i] = s.compute(a, ce)
+	}
+	var attrs ir.AttrDict
+	if op.Name() == graph.OpGelu {
+		if a := (graph.GeluOp{Operation: op}).Approximate(); a != "none" {
+			attrs.Set("approximate", ir.StringAttr(a))
+		}
+	}
+	return s.cast(s.op(name, cargs, cargs[0].Type(), attrs), res)
+}
+
+// identity is the start value of a reduction of kind over element e.
+func identity(kind string, e ir.ElemType) float64 {
+	switch kind {
+	case "max":
+		if e.Kind.IsInt() {
+			lo, _ := e.Kind.IntRange()
+			return float64(lo)
+		}
+		return math.Inf(-1)
+	case "min":
+		if e.Kind.IsInt() {
+			_, hi := e.Kind.IntRange()
+			return float64(hi)
+		}
+		return math.Inf(1)
+	}
+	return 0
+}
+
+// reduceKind is "add", "max" or "min" for a graph reduction.
+func reduceKind(op *ir.Operation) string {
+	switch op.Name() {
+	case graph.OpReduceMax:
+		return "max"
+	case graph.OpReduceMin:
+		return "min"
+	}
+	return "add"
+}
+
+// combineOp is the loop op combining two values of a reduction.
+func combineOp(kind string) string {
+	switch kind {
+	case "max":
+		return loop.OpMax
+	case "min":
+		return loop.OpMin
+	}
+	return loop.OpAdd
+}

@@ -1,0 +1,606 @@
+// Package difftest checks that a pass pipeline keeps the meaning of a
+// graph-dialect program: it runs the reference interpreter
+// (dialects/graph/eval) on every function before and after the pipeline,
+// on the same inputs, and compares every result element within a bound in
+// ULPs of the result's element type.
+//
+//	m, _ := parser.Parse("f.tir", text)
+//	rep, err := difftest.Check(m, "canonicalize,cse,legalize-numerics", difftest.Options{})
+//	if err != nil { ... }        // the pipeline failed, crashed or left invalid IR
+//	if !rep.OK() { fmt.Print(rep) } // mismatches, with the inputs that show them
+//
+// # Inputs
+//
+// Each function runs on eval.RandomInputs for every seed of Options.Seeds
+// at every scale of Options.Scales (1 and 100 by default: 100 drives exp
+// and friends past the f32 range), and on eval.ExtremeInputs (±0, ±inf,
+// NaN, ±88.73, ±1e4, ±1e30, subnormals, the type's range ends) for every
+// seed of Options.ExtremeSeeds. A `?` dimension takes Options.DynExtent
+// elements in random inputs and eval.ExtremeDynExtent in extreme ones.
+//
+// # Comparison
+//
+// The original is evaluated in its own precision (before) and, when an
+// element needs it, in float64 (ref: eval.Options{F64: true}, the exact
+// value the bounds are measured against); the transformed program is
+// evaluated in its own precision (after). An element of element type k
+// with bound b (Options.ULP[k], else DefaultULP of the pipeline) is
+// accepted when
+//
+//  1. ULPDiff(after, before, k) <= b: the pass changed it by at most the
+//     bound (NaN matches only NaN, an infinity only the same infinity,
+//     -0 matches +0). Passes that keep rounding exactly (canonicalize,
+//     cse, dce: ChangesRounding is false) are held to this rule alone,
+//     with b = 0.
+//
+// For pipelines that may change rounding (legalize-numerics, decompose,
+// fuse), where rule 1 fails the element is held to the float64 reference
+// of the original instead:
+//
+//  2. before and ref (rounded to k) finite: ULPDiff(after, ref) <=
+//     b + Slack*ULPDiff(before, ref). The original is itself off the exact
+//     value where the program is ill-conditioned (cancellation, sin of a
+//     large value, a comparison of nearly equal values); a rewrite that
+//     rounds one step differently moves the result by as much again, so
+//     the transformed program must be about as close to the exact value as
+//     the original, not close to the original's rounding errors. Integer
+//     results use |after - ref| and |before - ref| alike.
+//  3. before is inf or NaN but ref, rounded to k, is finite: the original
+//     overflowed (or hit inf - inf) in its own precision although the
+//     exact result is representable, which is what legalize-numerics
+//     repairs. ULPDiff(after, ref) <= b + 0.5 (0.5 for rounding the exact
+//     value into k).
+//  4. ref rounded to k is inf or NaN: after must be exactly that value.
+//
+// Under the legalized meaning (Options.Legalized, set whenever the
+// pipeline holds legalize-numerics) two more things hold:
+//
+//   - The original is first given the meaning legalize-numerics gives it:
+//     every unchecked float -> integer graph.cast (numeric.WrapInt, -1.0 to
+//     ui8 is 255) becomes the saturating conversion (numeric.SaturateInt:
+//     NaN to 0, out-of-range values to the range ends), built from
+//     cmp/select in f64 (see SaturateCasts). before and ref are evaluated
+//     on that program.
+//   - Where the original is not finite in its own precision and not even
+//     in float64 (exp(1e4) overflows f64 too), the exact value is out of
+//     reach of the interpreter. A finite after is then excused (counted in
+//     Report.Excused, never silently) if it is plausible: for ref = ±inf
+//     it has the same sign; for ref = NaN the NaN must come from the
+//     program's own arithmetic (the element is still not finite when the
+//     NaN inputs are replaced by 0), not from a NaN input, which the
+//     transformed program must still propagate.
+//
+// Slack is 2. Mismatches are reported with the function, the inputs (all
+// argument values), the result element and its index, before, after and
+// ref, and the ULP distance.
+package difftest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
+)
+
+// Options configure Check. The zero value gives the defaults.
+type Options struct {
+	// Seeds are the seeds of eval.RandomInputs; default 1, 2, 3.
+	Seeds []int64
+	// Scales multiply the random inputs; default 1 and 100.
+	Scales []float64
+	// ExtremeSeeds are the seeds of eval.ExtremeInputs; default 1, 2.
+	ExtremeSeeds []int64
+	// NoExtreme leaves out the extreme inputs.
+	NoExtreme bool
+	// DynExtent is the extent of `?` dimensions in random inputs; default
+	// eval.ExtremeDynExtent (16), the extent of extreme inputs.
+	DynExtent int64
+	// ULP overrides the bound of results of an element type, in ULPs of
+	// that type (|a - b| for integers).
+	ULP map[ir.ElemKind]float64
+	// Legalized compares against the legalized meaning of the original
+	// (saturating casts, overflow excuses). Check sets it when the
+	// pipeline holds legalize-numerics.
+	Legalized bool
+	// MaxElements skips a function whose inputs hold more elements in
+	// all; default 1 << 16.
+	MaxElements int64
+	// MaxMismatches is how many mismatches a report keeps in full
+	// (Report.NumMismatches counts them all); default 8.
+	MaxMismatches int
+	// Target is the machine passes compile for; default "cpu".
+	Target string
+}
+
+// Slack is the factor of the original's own error (rule 2 of the package
+// documentation) by which a transformed program may be further off the
+// float64 reference.
+const Slack = 2
+
+func (o Options) withDefaults(p ir.Pipeline) Options {
+	if o.Seeds == nil {
+		o.Seeds = []int64{1, 2, 3}
+	}
+	if o.Scales == nil {
+		o.Scales = []float64{1, 100}
+	}
+	if o.ExtremeSeeds == nil {
+		o.ExtremeSeeds = []int64{1, 2}
+	}
+	if o.DynExtent <= 0 {
+		o.DynExtent = eval.ExtremeDynExtent
+	}
+	if o.MaxElements <= 0 {
+		o.MaxElements = 1 << 16
+	}
+	if o.MaxMismatches <= 0 {
+		o.MaxMismatches = 8
+	}
+	if o.Target == "" {
+		o.Target = "cpu"
+	}
+	for _, e := range p {
+		if e.Info.Name == LegalizeNumerics {
+			o.Legalized = true
+		}
+	}
+	return o
+}
+
+// Report is the outcome of a Check.
+type Report struct {
+	// Pipeline is the pipeline as parsed.
+	Pipeline string
+	// Before and After are the printed modules.
+	Before, After string
+	// Runs counts the evaluations compared (one function on one input set).
+	Runs int
+	// Elements counts the result elements compared.
+	Elements int
+	// Reference counts elements accepted against the float64 reference
+	// (rules 2 to 4) rather than the original's own result.
+	Reference int
+	// Excused counts elements whose original overflowed even in float64,
+	// accepted because the transformed result is plausible.
+	Excused int
+	// NumMismatches counts every mismatch; Mismatches keeps the first ones.
+	NumMismatches int
+	Mismatches    []Mismatch
+	// Skipped says which functions or input sets were not compared, and why
+	// (the original fails in the interpreter on them, or is too large).
+	Skipped []string
+}
+
+// OK reports whether no mismatch was found.
+func (r *Report) OK() bool { return r.NumMismatches == 0 }
+
+// String summarises the report and lists the mismatches it keeps.
+func (r *Report) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "pipeline %q: %d runs, %d elements, %d against the float64 reference, %d excused, %d mismatches\n",
+		r.Pipeline, r.Runs, r.Elements, r.Reference, r.Excused, r.NumMismatches)
+	for _, s := range r.Skipped {
+		fmt.Fprintf(&sb, "skipped: %s\n", s)
+	}
+	for _, m := range r.Mismatches {
+		sb.WriteString(m.String())
+	}
+	if r.NumMismatches > len(r.Mismatches) {
+		fmt.Fprintf(&sb, "... and %d more mismatches\n", r.NumMismatches-len(r.Mismatches))
+	}
+	if r.NumMismatches > 0 {
+		sb.WriteString("--- before:\n" + r.Before + "--- after:\n" + r.After)
+	}
+	return sb.String()
+}
+
+// Mismatch is one result element (or one function) the pipeline changed
+// beyond its bound.
+type Mismatch struct {
+	Func string
+	// Inputs names the input set: "random seed 2 scale 100", "extreme seed 1".
+	Inputs string
+	// Args are the input values, one line per argument.
+	Args []string
+	// Result is the result number and Index the element's index in it;
+	// Result is -1 for a mismatch of the whole function.
+	Result int
+	Index  []int64
+	Elem   ir.ElemKind
+	// Before and After are the element before and after the pipeline, Ref
+	// the float64 reference of the original (NaN when not computed).
+	Before, After, Ref float64
+	// ULP is the distance between Before and After in ULPs of Elem.
+	ULP   float64
+	Bound float64
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (m Mismatch) String() string {
+	var sb strings.Builder
+	if m.Result < 0 {
+		fmt.Fprintf(&sb, "@%s (%s): %s\n", m.Func, m.Inputs, m.Reason)
+	} else {
+		fmt.Fprintf(&sb, "@%s (%s): result #%d%v (%s): before %s, after %s, float64 reference %s: %s\n",
+			m.Func, m.Inputs, m.Result, m.Index, m.Elem, fmtVal(m.Before), fmtVal(m.After), fmtVal(m.Ref), m.Reason)
+	}
+	for _, a := range m.Args {
+		sb.WriteString("    " + a + "\n")
+	}
+	return sb.String()
+}
+
+func fmtVal(v float64) string { return fmt.Sprintf("%g", v) }
+
+// PipelineError is a pipeline that failed on a valid program: a pass
+// reported an error, panicked or left IR that does not verify.
+type PipelineError struct {
+	Pipeline string
+	// Input is the printed program the pipeline failed on.
+	Input string
+	Err   error
+}
+
+func (e *PipelineError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "pipeline %q failed: %v", e.Pipeline, e.Err)
+	var ie *ir.InternalError
+	if errors.As(e.Err, &ie) {
+		for _, d := range ie.Diags {
+			sb.WriteString("\n  " + d.Error())
+		}
+		if ie.Stack != "" {
+			sb.WriteString("\n" + firstLines(ie.Stack, 24))
+		}
+	}
+	sb.WriteString("\n--- input:\n" + e.Input)
+	return sb.String()
+}
+
+func (e *PipelineError) Unwrap() error { return e.Err }
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CloneModule returns a deep copy of m.
+func CloneModule(m ir.Module) ir.Module { return ir.Module{Operation: m.Operation.Clone(ir.Mapping{})} }
+
+// RunPipeline runs a pipeline on m in place, with the verifier after every
+// pass, as tfc does. A failure is a *PipelineError.
+func RunPipeline(m ir.Module, pipeline string, targetName string) error {
+	p, err := ir.ParsePipeline(pipeline)
+	if err != nil {
+		return err
+	}
+	return runPipeline(m, p, targetName)
+}
+
+func runPipeline(m ir.Module, p ir.Pipeline, targetName string) error {
+	if targetName == "" {
+		targetName = "cpu"
+	}
+	tgt, err := target.Lookup(targetName)
+	if err != nil {
+		return err
+	}
+	input := ir.Print(m.Operation, ir.PrintOptions{})
+	ctx := &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tgt}
+	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
+	if err := pm.Run(m, ctx); err != nil {
+		return &PipelineError{Pipeline: p.String(), Input: input, Err: err}
+	}
+	return nil
+}
+
+// Check runs pipeline on a copy of m (which is left alone) and compares
+// the interpreter's results before and after, as the package
+// documentation describes. The error is non-nil when the pipeline does
+// not parse, m does not verify, or the pipeline fails on it
+// (*PipelineError); the differences it finds are in the report.
+func Check(m ir.Module, pipeline string, opts Options) (*Report, error) {
+	p, err := ir.ParsePipeline(pipeline)
+	if err != nil {
+		return nil, err
+	}
+	if err := ir.Verify(m.Operation); err != nil {
+		return nil, fmt.Errorf("the program does not verify: %w", err)
+	}
+	opts = opts.withDefaults(p)
+	after := CloneModule(m)
+	if err := runPipeline(after, p, opts.Target); err != nil {
+		return nil, err
+	}
+	before := CloneModule(m)
+	if opts.Legalized {
+		if err := SaturateCasts(before); err != nil {
+			return nil, err
+		}
+	}
+	c := &checker{
+		opts:     opts,
+		rounding: false,
+		rep: &Report{
+			Pipeline: p.String(),
+			Before:   ir.Print(m.Operation, ir.PrintOptions{}),
+			After:    ir.Print(after.Operation, ir.PrintOptions{}),
+		},
+	}
+	for _, e := range p {
+		if ChangesRounding(e.Info.Name) {
+			c.rounding = true
+		}
+	}
+	c.passes = make([]string, len(p))
+	for i, e := range p {
+		c.passes[i] = e.Info.Name
+	}
+	for _, f := range before.Funcs() {
+		g, ok := after.Lookup(f.SymName())
+		if !ok {
+			c.mismatchFunc(f, "", nil, "the function is gone after the pipeline")
+			continue
+		}
+		c.checkFunc(f, g)
+	}
+	return c.rep, nil
+}
+
+// checker compares one module before and after a pipeline.
+type checker struct {
+	opts     Options
+	passes   []string
+	rounding bool // some pass may change rounding: rules 2 to 4 apply
+	rep      *Report
+}
+
+// bound returns the ULP bound of results of kind k.
+func (c *checker) bound(k ir.ElemKind) float64 {
+	if b, ok := c.opts.ULP[k]; ok {
+		return b
+	}
+	b := 0.0
+	for _, p := range c.passes {
+		b = math.Max(b, DefaultULP(p, k))
+	}
+	return b
+}
+
+func (c *checker) addMismatch(m Mismatch) {
+	c.rep.NumMismatches++
+	if len(c.rep.Mismatches) < c.opts.MaxMismatches {
+		c.rep.Mismatches = append(c.rep.Mismatches, m)
+	}
+}
+
+func (c *checker) mismatchFunc(f ir.Func, inputs string, args []*eval.Tensor, reason string) {
+	if len(c.rep.Mismatches) >= c.opts.MaxMismatches {
+		c.rep.NumMismatches++
+		return
+	}
+	c.addMismatch(Mismatch{Func: f.SymName(), Inputs: inputs, Args: formatArgs(f, args), Result: -1, Reason: reason})
+}
+
+func (c *checker) skip(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	for _, old := range c.rep.Skipped {
+		if old == s {
+			return
+		}
+	}
+	c.rep.Skipped = append(c.rep.Skipped, s)
+}
+
+// inputSet is one set of inputs of a function.
+type inputSet struct {
+	name string
+	args []*eval.Tensor
+}
+
+func (c *checker) inputSets(f ir.Func) []inputSet {
+	var sets []inputSet
+	for _, seed := range c.opts.Seeds {
+		for _, scale := range c.opts.Scales {
+			name := fmt.Sprintf("random seed %d scale %g", seed, scale)
+			in, err := eval.RandomInputs(f, seed, scale, c.opts.DynExtent)
+			if err != nil {
+				c.skip("@%s: %s: %v", f.SymName(), name, err)
+				continue
+			}
+			sets = append(sets, inputSet{name, in})
+		}
+	}
+	if !c.opts.NoExtreme {
+		for _, seed := range c.opts.ExtremeSeeds {
+			name := fmt.Sprintf("extreme seed %d", seed)
+			in, err := eval.ExtremeInputs(f, seed)
+			if err != nil {
+				c.skip("@%s: %s: %v", f.SymName(), name, err)
+				continue
+			}
+			sets = append(sets, inputSet{name, in})
+		}
+	}
+	return sets
+}
+
+func (c *checker) checkFunc(f, g ir.Func) {
+	if !ir.TypeEqual(f.Type(), g.Type()) {
+		c.mismatchFunc(f, "", nil, fmt.Sprintf("the function type changed from %s to %s", f.Type(), g.Type()))
+		return
+	}
+	for _, set := range c.inputSets(f) {
+		n := int64(0)
+		for _, t := range set.args {
+			n += int64(t.NumElements())
+		}
+		if n > c.opts.MaxElements {
+			c.skip("@%s: its inputs hold %d elements, more than %d", f.SymName(), n, c.opts.MaxElements)
+			return
+		}
+		c.checkRun(f, g, set)
+	}
+}
+
+// cloneAll copies input tensors, so that no evaluation can disturb the next.
+func cloneAll(ts []*eval.Tensor) []*eval.Tensor {
+	out := make([]*eval.Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = t.Clone()
+	}
+	return out
+}
+
+// lazy evaluates f once, on first use.
+type lazy struct {
+	run  func() ([]*eval.Tensor, error)
+	done bool
+	outs []*eval.Tensor
+	err  error
+}
+
+func (l *lazy) get() ([]*eval.Tensor, error) {
+	if !l.done {
+		l.outs, l.err = l.run()
+		l.done = true
+	}
+	return l.outs, l.err
+}
+
+// at returns element i of result r, or false if the evaluation failed.
+func (l *lazy) at(r, i int) (float64, bool) {
+	outs, err := l.get()
+	if err != nil || r >= len(outs) || i >= len(outs[r].Data) {
+		return math.NaN(), false
+	}
+	return outs[r].Data[i], true
+}
+
+func (c *checker) checkRun(f, g ir.Func, set inputSet) {
+	before, err := eval.Run(f, cloneAll(set.args), eval.Options{})
+	if err != nil {
+		c.skip("@%s: %s: the original fails in the interpreter: %v", f.SymName(), set.name, err)
+		return
+	}
+	after, err := eval.Run(g, cloneAll(set.args), eval.Options{})
+	if err != nil {
+		c.mismatchFunc(f, set.name, set.args, "the original runs but the transformed function fails: "+err.Error())
+		return
+	}
+	if len(after) != len(before) {
+		c.mismatchFunc(f, set.name, set.args, fmt.Sprintf("%d results before, %d after", len(before), len(after)))
+		return
+	}
+	c.rep.Runs++
+	ref := &lazy{run: func() ([]*eval.Tensor, error) { return eval.Run(f, cloneAll(set.args), eval.Options{F64: true}) }}
+	scrubbed := &lazy{run: func() ([]*eval.Tensor, error) {
+		return eval.Run(f, scrubNaN(set.args), eval.Options{F64: true})
+	}}
+	for r := range before {
+		b, a := before[r], after[r]
+		if b.Elem != a.Elem || !sameShape(b.Shape, a.Shape) {
+			c.mismatchFunc(f, set.name, set.args, fmt.Sprintf("result #%d is %s before and %s after", r, b.Type(), a.Type()))
+			continue
+		}
+		j := judge{k: b.Elem, bound: c.bound(b.Elem), rounding: c.rounding, legalized: c.opts.Legalized}
+		for i := range b.Data {
+			c.rep.Elements++
+			v, reason := j.element(b.Data[i], a.Data[i],
+				func() (float64, bool) { return ref.at(r, i) },
+				func() (float64, bool) { return scrubbed.at(r, i) })
+			switch v {
+			case viaReference:
+				c.rep.Reference++
+			case excused:
+				c.rep.Excused++
+			case mismatch:
+				if len(c.rep.Mismatches) >= c.opts.MaxMismatches {
+					c.rep.NumMismatches++
+					continue
+				}
+				rv, _ := ref.at(r, i)
+				c.addMismatch(Mismatch{
+					Func: f.SymName(), Inputs: set.name, Args: formatArgs(f, set.args),
+					Result: r, Index: unflatten(i, b.Shape), Elem: b.Elem,
+					Before: b.Data[i], After: a.Data[i], Ref: rv,
+					ULP: ulpDiff(b.Data[i], a.Data[i], b.Elem), Bound: j.bound, Reason: reason,
+				})
+			}
+		}
+	}
+}
+
+func sameShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// scrubNaN copies inputs with every NaN replaced by 0.
+func scrubNaN(ts []*eval.Tensor) []*eval.Tensor {
+	out := cloneAll(ts)
+	for _, t := range out {
+		for i, v := range t.Data {
+			if math.IsNaN(v) {
+				t.Data[i] = 0
+			}
+		}
+	}
+	return out
+}
+
+// unflatten turns a row-major offset into an index.
+func unflatten(off int, shape []int64) []int64 {
+	idx := make([]int64, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		if shape[d] > 0 {
+			idx[d] = int64(off) % shape[d]
+			off /= int(shape[d])
+		}
+	}
+	return idx
+}
+
+// maxArgValues is how many values of each argument a mismatch lists.
+const maxArgValues = 256
+
+// formatArgs prints input tensors one per line: `%x0: tensor<2xf32> = [1 nan]`.
+func formatArgs(f ir.Func, args []*eval.Tensor) []string {
+	out := make([]string, len(args))
+	for i, t := range args {
+		name := fmt.Sprintf("#%d", i)
+		if i < len(f.Args()) && f.Args()[i].Name != "" {
+			name = "%" + f.Args()[i].Name
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "%s: %s = [", name, t.Type())
+		for j, v := range t.Data {
+			if j == maxArgValues {
+				fmt.Fprintf(&sb, " ... (%d values)", len(t.Data))
+				break
+			}
+			if j > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(fmtVal(v))
+		}
+		sb.WriteByte(']')
+		out[i] = sb.String()
+	}
+	return out
+}

@@ -1,0 +1,764 @@
+package passes
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
+)
+
+// Fuse groups the ops of every function into graph.fused ops, each a
+// future kernel, so that intermediates stay on chip instead of going
+// through DRAM. The chain y = silu(rmsnorm(x, w)) * z
+//
+//	%n = graph.rmsnorm %x, %w : (tensor<4096x8192xbf16>, tensor<8192xbf16>) -> tensor<4096x8192xbf16>
+//	%s = graph.silu %n : tensor<4096x8192xbf16>
+//	%y = graph.mul %s, %z : tensor<4096x8192xbf16>
+//
+// becomes one row kernel that reads x, w and z once and writes y once:
+//
+//	%y = graph.fused %x, %w, %z {kind = "row", row_len = 8192, schedule = "one-pass"} {
+//	^bb0(%x: tensor<4096x8192xbf16>, %w: tensor<8192xbf16>, %z: tensor<4096x8192xbf16>):
+//	  ... the decomposed rmsnorm, silu and mul ...
+//	  graph.yield %y : tensor<4096x8192xbf16>
+//	} : (tensor<4096x8192xbf16>, tensor<8192xbf16>, tensor<4096x8192xbf16>) -> tensor<4096x8192xbf16>
+//
+// Composite ops are decomposed first (fuse runs Decompose itself, so
+// `--fuse` alone works). Then, in program order, every element-wise op and
+// every reduction over the last axis joins the kernel of each producer
+// when the union
+//
+//   - stays acyclic: no path from one part to the other leaves the union;
+//   - has at most max-ops ops;
+//   - is one kernel as ClassifyKernel defines it: element-wise over one
+//     shape, or rows of one length with operands that are full rows,
+//     row-broadcasts, per-row values or scalars.
+//
+// Kernels that read the same full tensor are then merged as well
+// (logsumexp and reduce_max of the same rows become one kernel). A value
+// used both inside a kernel and after it becomes one of its results.
+// Splat constants are cloned into every kernel that uses them. matmul,
+// transpose, reshape, broadcast_to, slice, concat, reductions over other
+// axes and dense constants stay kernels of their own. A row kernel whose
+// kept rows do not fit the target's scratchpad is planned "two-pass".
+// With --remarks=fusion every decision is explained, including why a
+// producer and its consumer were not fused.
+func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
+	Decompose(root)
+	var funcs []*ir.Operation
+	root.Walk(func(op *ir.Operation) bool {
+		if op.Name() == ir.FuncOpName {
+			funcs = append(funcs, op)
+			return false
+		}
+		return true
+	})
+	for _, fn := range funcs {
+		body := ir.Func{Operation: fn}.Body()
+		if body == nil {
+			continue
+		}
+		var ops []*ir.Operation
+		for op := body.First(); op != nil; op = op.Next() {
+			if !op.HasTrait(ir.Terminator) {
+				ops = append(ops, op)
+			}
+		}
+		f := newFuser(ctx, opts, ops)
+		if _, err := f.run(false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FuseOptions tune Fuse.
+type FuseOptions struct {
+	// MaxOps bounds the number of ops of one kernel (cloned constants not
+	// counted).
+	MaxOps int
+	// Target decides the schedule of row kernels; nil means ctx's target,
+	// or the cpu target.
+	Target *target.Target
+}
+
+// DefaultMaxOps is the default of the fuse pass's `max-ops` option.
+const DefaultMaxOps = 64
+
+// WrapKernel puts op, a top-level op left alone by fuse, into graph.fused
+// ops that ClassifyKernel accepts, and returns them in order. A primitive
+// op becomes one one-op kernel; a composite op is decomposed inside its
+// kernel, and when its expansion is not one kernel (a normalisation along
+// another axis than the last), the expansion is split into as few kernels
+// as fuse would form. The kernels get the attributes AnnotateKernel
+// records, with schedules planned for t. Constants are not wrapped: a
+// splat one is cloned into its users' kernels by fuse, and lowering reads
+// a dense one as it is.
+func WrapKernel(op *ir.Operation, t *target.Target) ([]*ir.Operation, error) {
+	if op.Block() == nil {
+		return nil, ir.OpError(op, "is not in a block")
+	}
+	var inputs []*ir.Value
+	for _, v := range op.Operands() {
+		if !slices.Contains(inputs, v) {
+			inputs = append(inputs, v)
+		}
+	}
+	fused := ir.NewOperation(graph.OpFused, op.Loc, inputs, nil, ir.Attrs("kind", ir.StringAttr(KernelElementwise)), 1)
+	entry := ir.NewBlock()
+	fused.Region(0).AppendBlock(entry)
+	m := ir.Mapping{}
+	for _, v := range inputs {
+		a := entry.AddArg(v.Type())
+		a.Name = v.Name
+		m[v] = a
+	}
+	inner := op.Clone(m)
+	entry.Append(inner)
+	entry.Append(ir.NewOperation(graph.OpYield, op.Loc, inner.Results(), nil, nil, 0))
+	for _, r := range op.Results() {
+		res := fused.AddResult(r.Type())
+		res.Name = r.Name
+	}
+	op.Block().InsertBefore(fused, op)
+	for i, r := range op.Results() {
+		r.ReplaceAllUsesWith(fused.Result(i))
+	}
+	op.Erase()
+	if _, err := decompose(fused); err != nil {
+		return nil, err
+	}
+	if _, err := AnnotateKernel(fused, t); err == nil {
+		return []*ir.Operation{fused}, nil
+	}
+	return SplitKernels(fused, t)
+}
+
+// SplitKernels replaces fused, whose body is not one kernel, by the
+// kernels fuse forms from its body, every op of the body in one of them
+// (a matmul or a transpose alone in its own). It returns the new
+// graph.fused ops in order.
+func SplitKernels(fused *ir.Operation, t *target.Target) ([]*ir.Operation, error) {
+	entry := fused.Region(0).Entry()
+	y, ok := graph.AsYield(entry.Last())
+	if !ok || fused.Block() == nil {
+		return nil, ir.OpError(fused, "expects a body that ends with 'graph.yield', in a block")
+	}
+	m := ir.Mapping{}
+	for i, a := range entry.Args {
+		m[a] = fused.Operand(i)
+	}
+	var ops []*ir.Operation
+	b := ir.NewBuilderBefore(fused)
+	for op := entry.First(); op != y.Operation; op = op.Next() {
+		ops = append(ops, b.Insert(op.Clone(m)))
+	}
+	for i, r := range fused.Results() {
+		r.ReplaceAllUsesWith(m.Lookup(y.Operand(i)))
+	}
+	fused.Erase()
+	f := newFuser(nil, FuseOptions{MaxOps: 1 << 30, Target: t}, ops)
+	return f.run(true)
+}
+
+// ---------------------------------------------------------------------------
+// The fuser
+
+// opRole is what fuse may do with an op.
+type opRole uint8
+
+const (
+	roleFusible opRole = iota // joins kernels
+	roleClone                 // a splat constant, cloned into each kernel using it
+	roleBarrier               // a kernel of its own
+)
+
+// fusionGroup is a set of ops that will become one kernel.
+type fusionGroup struct {
+	ops  []*ir.Operation // in program order
+	info *KernelInfo     // the classification of ops, once there are several
+}
+
+// fuser groups the ops of one range of a block.
+type fuser struct {
+	ctx    *ir.PassContext
+	maxOps int
+	target *target.Target
+	nodes  []*ir.Operation // the ops of the range, in program order
+	pos    map[*ir.Operation]int
+	group  map[*ir.Operation]*fusionGroup
+	end    *ir.Operation // the op after the range (nil: the block's end)
+	block  *ir.Block
+}
+
+func newFuser(ctx *ir.PassContext, opts FuseOptions, ops []*ir.Operation) *fuser {
+	t := opts.Target
+	if t == nil && ctx != nil {
+		t = ctx.Target
+	}
+	if t == nil {
+		t, _ = target.Lookup("cpu")
+	}
+	f := &fuser{ctx: ctx, maxOps: opts.MaxOps, target: t, nodes: ops,
+		pos: map[*ir.Operation]int{}, group: map[*ir.Operation]*fusionGroup{}}
+	for i, op := range ops {
+		f.pos[op] = i
+	}
+	if len(ops) > 0 {
+		f.block = ops[0].Block()
+		f.end = ops[len(ops)-1].Next()
+	}
+	return f
+}
+
+// remark reports a fusion decision when --remarks=fusion asks for it.
+func (f *fuser) remark(loc ir.Location, format string, args ...any) {
+	f.ctx.Remark("fusion", loc, format, args...)
+}
+
+// role classifies op, with the reason a barrier stands alone.
+func (f *fuser) role(op *ir.Operation) (opRole, string) {
+	switch {
+	case isConstant(op):
+		if d, ok := op.Attr("value").(ir.DenseAttr); ok && d.IsSplat() {
+			return roleClone, ""
+		}
+		return roleBarrier, fmt.Sprintf("'%s' holds a dense tensor, which kernels read from memory", op.Name())
+	case isElementwisePrimitive(op) || isRowReduction(op):
+		return roleFusible, ""
+	case singleOpKinds[op.Name()] != "":
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own", op.Name())
+	case isReduceOp(op):
+		axes, _ := reductionAxes(op)
+		return roleBarrier, fmt.Sprintf("'%s' reduces axes %s, not the last axis alone, so it is a kernel of its own",
+			op.Name(), graph.FormatShape(axes))
+	case op.Name() == graph.OpFused:
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel already", op.Name())
+	case IsComposite(op):
+		return roleBarrier, fmt.Sprintf("'%s' is a composite op without an expansion into primitives", op.Name())
+	}
+	return roleBarrier, fmt.Sprintf("'%s' cannot be part of a kernel", op.Name())
+}
+
+// producers returns the distinct ops of the range that define op's
+// operands, in operand order, without the constants cloned into kernels.
+func (f *fuser) producers(op *ir.Operation) []*ir.Operation {
+	var out []*ir.Operation
+	for _, v := range op.Operands() {
+		p := v.DefiningOp()
+		if _, inRange := f.pos[p]; !inRange || slices.Contains(out, p) {
+			continue
+		}
+		if r, _ := f.role(p); r == roleClone {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// run forms the kernels and rewrites the range. With wrapAll (used by
+// SplitKernels) every op that can be a kernel becomes a graph.fused, even
+// alone; otherwise a lone op is left for lowering to wrap. It returns the
+// graph.fused ops created.
+func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
+	for _, op := range f.nodes {
+		role, _ := f.role(op)
+		if role == roleClone {
+			continue
+		}
+		if role == roleFusible {
+			f.group[op] = &fusionGroup{ops: []*ir.Operation{op}}
+		}
+		for _, p := range f.producers(op) {
+			f.decide(p, op)
+		}
+	}
+	f.fuseSiblings()
+	return f.materialize(wrapAll)
+}
+
+// decide fuses consumer c with its producer p if it may, and explains the
+// decision.
+func (f *fuser) decide(p, c *ir.Operation) {
+	pr, preason := f.role(p)
+	cr, creason := f.role(c)
+	switch {
+	case cr == roleBarrier:
+		f.remark(c.Loc, "did not fuse '%s' with its producer '%s' at %s: %s", c.Name(), p.Name(), locString(p.Loc), creason)
+		return
+	case pr == roleBarrier:
+		f.remark(c.Loc, "did not fuse '%s' with its producer '%s' at %s: %s", c.Name(), p.Name(), locString(p.Loc), preason)
+		return
+	}
+	gp, gc := f.group[p], f.group[c]
+	if gp == gc {
+		f.remark(c.Loc, "fused '%s' with its producer '%s' at %s", c.Name(), p.Name(), locString(p.Loc))
+		return
+	}
+	info, reason := f.canMerge(gp, gc)
+	if reason != "" {
+		f.remark(c.Loc, "did not fuse '%s' with its producer '%s' at %s: %s", c.Name(), p.Name(), locString(p.Loc), reason)
+		return
+	}
+	f.merge(gp, gc, info)
+	f.remark(c.Loc, "fused '%s' with its producer '%s' at %s", c.Name(), p.Name(), locString(p.Loc))
+}
+
+// fuseSiblings merges kernels that read the same full tensor: each of its
+// rows is then read from DRAM once for all of them.
+func (f *fuser) fuseSiblings() {
+	var values []*ir.Value
+	if f.block != nil {
+		values = append(values, f.block.Args...)
+	}
+	for _, op := range f.nodes {
+		if r, _ := f.role(op); r != roleClone {
+			values = append(values, op.Results()...)
+		}
+	}
+	for _, v := range values {
+		// one user per kernel reading v, in program order
+		var users []*ir.Operation
+		for _, u := range v.Users() {
+			if g := f.group[u]; g != nil && !slices.ContainsFunc(users, func(o *ir.Operation) bool { return f.group[o] == g }) {
+				users = append(users, u)
+			}
+		}
+		if len(users) < 2 {
+			continue
+		}
+		slices.SortFunc(users, func(a, b *ir.Operation) int { return f.pos[a] - f.pos[b] })
+		for _, u := range users[1:] {
+			base, g := f.group[users[0]], f.group[u]
+			if base == g {
+				continue
+			}
+			info, reason := f.canMerge(base, g)
+			if reason != "" || info.AccessOf(v) != AccessFull {
+				continue
+			}
+			f.merge(base, g, info)
+			f.remark(u.Loc, "fused '%s' with '%s' at %s, which reads the same %s", u.Name(),
+				users[0].Name(), locString(users[0].Loc), describeValue(v))
+		}
+	}
+}
+
+// describeValue names a value for a remark: "%x", or its type.
+func describeValue(v *ir.Value) string {
+	if v.Name != "" {
+		return "%" + v.Name
+	}
+	return v.Type().String()
+}
+
+// canMerge checks whether the union of a and b may be one kernel and
+// returns its classification, or the reason it may not.
+func (f *fuser) canMerge(a, b *fusionGroup) (*KernelInfo, string) {
+	if n := len(a.ops) + len(b.ops); n > f.maxOps {
+		return nil, fmt.Sprintf("the kernel would have %d ops, more than max-ops = %d", n, f.maxOps)
+	}
+	union := mergeOrdered(a.ops, b.ops, f.pos)
+	if via := f.pathOutside(union); via != nil {
+		return nil, fmt.Sprintf("fusing them would create a cycle through '%s' at %s", via.Name(), locString(via.Loc))
+	}
+	info, err := f.classify(union)
+	if err != nil {
+		return nil, "incompatible iteration space: " + describeError(err)
+	}
+	return info, ""
+}
+
+// describeError words a classification error for a remark.
+func describeError(err error) string {
+	if d, ok := err.(*ir.Diagnostic); ok {
+		if d.Loc.Known() {
+			return fmt.Sprintf("%s (at %s)", d.Message, locString(d.Loc))
+		}
+		return d.Message
+	}
+	return err.Error()
+}
+
+// mergeOrdered merges two op lists sorted by position.
+func mergeOrdered(a, b []*ir.Operation, pos map[*ir.Operation]int) []*ir.Operation {
+	out := make([]*ir.Operation, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if j == len(b) || (i < len(a) && pos[a[i]] < pos[b[j]]) {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	return out
+}
+
+// merge makes b part of a.
+func (f *fuser) merge(a, b *fusionGroup, info *KernelInfo) {
+	a.ops = mergeOrdered(a.ops, b.ops, f.pos)
+	a.info = info
+	for _, op := range b.ops {
+		f.group[op] = a
+	}
+	b.ops = nil
+}
+
+// pathOutside returns an op outside union on a path that leaves union and
+// comes back into it, or nil: fusing such a union would make the kernel
+// depend on itself.
+func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
+	in := map[*ir.Operation]bool{}
+	last := 0
+	for _, op := range union {
+		in[op] = true
+		last = max(last, f.pos[op])
+	}
+	seen := map[*ir.Operation]bool{}
+	// reaches reports whether a path from op leads back into union; ops
+	// after the union's last op cannot, as program order is topological.
+	var reaches func(op *ir.Operation) bool
+	reaches = func(op *ir.Operation) bool {
+		if in[op] {
+			return true
+		}
+		p, inRange := f.pos[op]
+		if !inRange || p > last || seen[op] {
+			return false
+		}
+		seen[op] = true
+		for _, r := range op.Results() {
+			for _, u := range r.Users() {
+				if reaches(u) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, op := range union {
+		for _, r := range op.Results() {
+			for _, u := range r.Users() {
+				if !in[u] && reaches(u) {
+					return u
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// kernelIO returns the values a set of top-level ops reads from outside
+// (constants to be cloned left out) and the results it must write: those
+// used by any op outside the set.
+func (f *fuser) kernelIO(ops []*ir.Operation) (inputs, outputs []*ir.Value, clones []*ir.Operation) {
+	in := map[*ir.Operation]bool{}
+	for _, op := range ops {
+		in[op] = true
+	}
+	for _, op := range ops {
+		for _, v := range op.Operands() {
+			d := v.DefiningOp()
+			if in[d] {
+				continue
+			}
+			if f.isClone(d) {
+				if !slices.Contains(clones, d) {
+					clones = append(clones, d)
+				}
+				continue
+			}
+			if !slices.Contains(inputs, v) {
+				inputs = append(inputs, v)
+			}
+		}
+	}
+	for _, op := range ops {
+		for _, r := range op.Results() {
+			for _, u := range r.Uses() {
+				if !in[u.Owner] {
+					outputs = append(outputs, r)
+					break
+				}
+			}
+		}
+	}
+	return inputs, outputs, clones
+}
+
+// isClone reports whether op is a constant of the range that kernels clone.
+func (f *fuser) isClone(op *ir.Operation) bool {
+	if _, inRange := f.pos[op]; !inRange {
+		return false
+	}
+	r, _ := f.role(op)
+	return r == roleClone
+}
+
+// classify classifies a set of top-level ops as one kernel, with the
+// constants it would clone.
+func (f *fuser) classify(ops []*ir.Operation) (*KernelInfo, error) {
+	inputs, outputs, clones := f.kernelIO(ops)
+	body := append(slices.Clone(clones), ops...)
+	return classifyBody(body, inputs, outputs)
+}
+
+// ---------------------------------------------------------------------------
+// Rewriting
+
+// materialize turns each group into a graph.fused op, puts the ops of the
+// range in an order where every kernel follows what it reads, and erases
+// the ops that moved into kernels.
+func (f *fuser) materialize(wrapAll bool) ([]*ir.Operation, error) {
+	type kernel struct {
+		fused *ir.Operation
+		first int // position of its first op
+		ops   []*ir.Operation
+	}
+	var kernels []kernel
+	cloned := map[*ir.Operation]int{} // constant -> kernels it was cloned into
+	done := map[*fusionGroup]bool{}
+	for _, op := range f.nodes {
+		g := f.group[op]
+		role, _ := f.role(op)
+		if g == nil && wrapAll && role == roleBarrier && f.wrappable(op) {
+			g = &fusionGroup{ops: []*ir.Operation{op}}
+			f.group[op] = g
+		}
+		if g == nil || done[g] {
+			continue
+		}
+		done[g] = true
+		_, _, clones := f.kernelIO(g.ops)
+		if len(g.ops) == 1 && len(clones) == 0 && !wrapAll {
+			continue // lowering wraps a lone op itself
+		}
+		if len(g.ops) > max(f.maxOps, 1) {
+			continue
+		}
+		fused, err := f.buildKernel(g)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range clones {
+			cloned[c]++
+		}
+		kernels = append(kernels, kernel{fused: fused, first: f.pos[g.ops[0]], ops: g.ops})
+	}
+	// erase the grouped ops, users first; they are used only inside their
+	// kernels now
+	for _, k := range kernels {
+		for i := len(k.ops) - 1; i >= 0; i-- {
+			k.ops[i].Erase()
+		}
+	}
+	var live []*ir.Operation
+	var keys []int
+	for _, op := range f.nodes {
+		if op.Block() == nil {
+			continue
+		}
+		if n := cloned[op]; n > 0 {
+			f.remark(op.Loc, "cloned splat constant into %s", countOf(n, "kernel"))
+			if !op.Result(0).HasUses() {
+				op.Erase()
+				continue
+			}
+		}
+		live = append(live, op)
+		keys = append(keys, f.pos[op])
+	}
+	var out []*ir.Operation
+	for _, k := range kernels {
+		live = append(live, k.fused)
+		keys = append(keys, k.first)
+		out = append(out, k.fused)
+	}
+	f.reorder(live, keys)
+	return out, nil
+}
+
+// wrappable reports whether a barrier can be a kernel of its own.
+func (f *fuser) wrappable(op *ir.Operation) bool {
+	return singleOpKinds[op.Name()] != "" || isReduceOp(op)
+}
+
+// buildKernel creates the graph.fused of a group, detached, and makes the
+// users outside the group use its results.
+func (f *fuser) buildKernel(g *fusionGroup) (*ir.Operation, error) {
+	inputs, outputs, clones := f.kernelIO(g.ops)
+	loc := g.ops[0].Loc
+	fused := ir.NewOperation(graph.OpFused, loc, inputs, nil, ir.Attrs("kind", ir.StringAttr(KernelElementwise)), 1)
+	entry := ir.NewBlock()
+	fused.Region(0).AppendBlock(entry)
+	m := ir.Mapping{}
+	for _, v := range inputs {
+		a := entry.AddArg(v.Type())
+		a.Name = v.Name
+		m[v] = a
+	}
+	for _, c := range clones {
+		entry.Append(c.Clone(m))
+	}
+	for _, op := range g.ops {
+		entry.Append(op.Clone(m))
+	}
+	yielded := make([]*ir.Value, len(outputs))
+	for i, v := range outputs {
+		yielded[i] = m.Lookup(v)
+		r := fused.AddResult(v.Type())
+		r.Name = v.Name
+	}
+	entry.Append(ir.NewOperation(graph.OpYield, loc, yielded, nil, nil, 0))
+	info, err := AnnotateKernel(fused, f.target)
+	if err != nil {
+		fused.Erase()
+		return nil, ir.OpError(g.ops[0], "fuse formed a group that is not one kernel: %s", describeError(err))
+	}
+	in := map[*ir.Operation]bool{}
+	for _, op := range g.ops {
+		in[op] = true
+	}
+	for i, v := range outputs {
+		for _, u := range slices.Clone(v.Uses()) {
+			if !in[u.Owner] {
+				u.Set(fused.Result(i))
+			}
+		}
+	}
+	f.remarkKernel(fused, &info, len(g.ops))
+	return fused, nil
+}
+
+// remarkKernel explains a kernel formed and, for a row kernel, its
+// schedule.
+func (f *fuser) remarkKernel(fused *ir.Operation, info *KernelInfo, n int) {
+	f.remark(fused.Loc, "formed %s kernel of %d %s over %s: reads %s, writes %s",
+		kindArticle(info.Kind), n, plural(n, "op"), graph.FormatShape(info.Shape),
+		countOf(fused.NumOperands(), "tensor"), countOf(fused.NumResults(), "tensor"))
+	if info.Kind != KernelRow {
+		return
+	}
+	where := fmt.Sprintf("the %d-byte scratchpad of %s", f.target.ScratchpadBytes, f.target.Name)
+	rows := fmt.Sprintf("%s of %d f32 (%d bytes)", countOf(info.RowBuffers, "row buffer"), info.RowLen, info.RowBufferBytes())
+	switch {
+	case info.RowBuffers == 0:
+		f.remark(fused.Loc, "planned one-pass: no row is kept between the %d phases of the row kernel", info.NumPhases)
+	case info.Schedule == ScheduleOnePass:
+		f.remark(fused.Loc, "planned one-pass: %s %s %s, so each row is read from DRAM once", rows, verb(info.RowBuffers, "fits", "fit"), where)
+	default:
+		f.remark(fused.Loc, "planned two-pass: %s %s %s, so the row is read from DRAM again after each reduction",
+			rows, verb(info.RowBuffers, "does not fit", "do not fit"), where)
+	}
+}
+
+func kindArticle(k KernelKind) string {
+	if strings.ContainsRune("aeiou", rune(k[0])) {
+		return "an " + string(k)
+	}
+	return "a " + string(k)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+// verb picks the singular or plural form for a count.
+func verb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func countOf(n int, noun string) string { return fmt.Sprintf("%d %s", n, plural(n, noun)) }
+
+// reorder puts ops (the live ops of the range and the new kernels, with
+// their sort keys) before f.end in an order where each follows the ops of
+// the range it reads, staying as close to program order as it can.
+func (f *fuser) reorder(ops []*ir.Operation, keys []int) {
+	index := map[*ir.Operation]int{}
+	for i, op := range ops {
+		index[op] = i
+	}
+	indeg := make([]int, len(ops))
+	users := make([][]int, len(ops))
+	for i, op := range ops {
+		var deps []int
+		for _, v := range op.Operands() {
+			if j, ok := index[v.DefiningOp()]; ok && !slices.Contains(deps, j) {
+				deps = append(deps, j)
+			}
+		}
+		for _, j := range deps {
+			users[j] = append(users[j], i)
+			indeg[i]++
+		}
+	}
+	h := &orderHeap{keys: keys}
+	for i := range ops {
+		if indeg[i] == 0 {
+			heap.Push(h, i)
+		}
+	}
+	for h.Len() > 0 {
+		i := heap.Pop(h).(int)
+		f.block.InsertBefore(ops[i], f.end)
+		for _, u := range users[i] {
+			if indeg[u]--; indeg[u] == 0 {
+				heap.Push(h, u)
+			}
+		}
+	}
+}
+
+// orderHeap pops indices by key, then index.
+type orderHeap struct {
+	items []int
+	keys  []int
+}
+
+func (h *orderHeap) Len() int { return len(h.items) }
+func (h *orderHeap) Less(a, b int) bool {
+	x, y := h.items[a], h.items[b]
+	if h.keys[x] != h.keys[y] {
+		return h.keys[x] < h.keys[y]
+	}
+	return x < y
+}
+func (h *orderHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *orderHeap) Push(x any)   { h.items = append(h.items, x.(int)) }
+func (h *orderHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
+
+// ---------------------------------------------------------------------------
+// The pass
+
+func init() {
+	ir.RegisterPass(&ir.PassInfo{
+		Name: "fuse", Title: "Fuse",
+		Summary: "group element-wise chains and row reductions into graph.fused kernels (decomposing composite ops first)",
+		Options: []ir.PassOption{
+			{Name: "max-ops", Kind: ir.OptInt, Default: fmt.Sprint(DefaultMaxOps), Help: "the largest number of ops in one kernel"},
+		},
+		New: func(opts ir.PassOptions) (ir.Pass, error) {
+			maxOps := int(opts.Int("max-ops"))
+			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
+				return Fuse(m.Operation, ctx, FuseOptions{MaxOps: maxOps})
+			}), nil
+		},
+	})
+}

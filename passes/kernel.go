@@ -1,0 +1,856 @@
+package passes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
+)
+
+// This file classifies the body of a graph.fused op as one kernel: what
+// kind of loop nest it needs, over which iteration space, and how each
+// operand is read and each result written. fuse uses the same
+// classification to decide whether a group of ops may become one kernel,
+// and lower-to-loops reads it instead of deriving it again:
+//
+//	%h, %n = graph.fused %x, %r, %w {kind = "row", row_len = 8192, schedule = "one-pass"} {
+//	^bb0(%a: tensor<4096x8192xbf16>, %b: tensor<4096x8192xbf16>, %c: tensor<8192xbf16>):
+//	  ...
+//	} : ...
+//
+// is a row kernel over [4096, 8192]: %a and %b are read as full rows, %c
+// as a row-broadcast weight, and both results are full rows.
+
+// KernelKind is the shape of the loop nest a kernel needs.
+type KernelKind string
+
+const (
+	// KernelElementwise has no reductions: one loop nest over the result
+	// shape, every operand read at the broadcast index.
+	KernelElementwise KernelKind = "elementwise"
+	// KernelRow has one or more reductions over the last axis of rows of
+	// length row_len, with element-wise work before them (over full rows)
+	// and after them (per row, or broadcast back over the row).
+	KernelRow KernelKind = "row"
+	// KernelReduce is one reduction over axes other than the last alone.
+	KernelReduce KernelKind = "reduce"
+	// The ops that are kernels of their own, one kind each.
+	KernelMatMul      KernelKind = "matmul"
+	KernelTranspose   KernelKind = "transpose"
+	KernelReshape     KernelKind = "reshape"
+	KernelBroadcastTo KernelKind = "broadcast_to"
+	KernelSlice       KernelKind = "slice"
+	KernelConcat      KernelKind = "concat"
+)
+
+// singleOpKinds maps the ops that are always a kernel of their own to
+// their kind.
+var singleOpKinds = map[string]KernelKind{
+	graph.OpMatMul:      KernelMatMul,
+	graph.OpTranspose:   KernelTranspose,
+	graph.OpReshape:     KernelReshape,
+	graph.OpBroadcastTo: KernelBroadcastTo,
+	graph.OpSlice:       KernelSlice,
+	graph.OpConcat:      KernelConcat,
+}
+
+// Access says how a kernel reads a value at a point of its iteration
+// space. For a row kernel over [R..., C]:
+//
+//	full           [R..., C]          the element itself
+//	row-broadcast  [C] or [1..., C]   a weight, indexed by the column
+//	per-row        [R..., 1] or [R...] one value per row
+//	scalar         [] or [1...]       one value
+//
+// An element-wise kernel reads full values (the iteration shape), scalars,
+// and any other NumPy broadcast ("broadcast"). The operands of a kernel of
+// its own (matmul, transpose, ...) are read "whole", as the op defines.
+type Access string
+
+const (
+	AccessFull         Access = "full"
+	AccessRowBroadcast Access = "row-broadcast"
+	AccessPerRow       Access = "per-row"
+	AccessScalar       Access = "scalar"
+	AccessBroadcast    Access = "broadcast"
+	AccessWhole        Access = "whole"
+)
+
+// Schedules of a row kernel.
+const (
+	// ScheduleOnePass keeps the row on chip between the reductions and the
+	// element-wise work that follows them: DRAM is read once.
+	ScheduleOnePass = "one-pass"
+	// ScheduleTwoPass reads the row from DRAM again for every phase after
+	// the first, because the rows kept would not fit the scratchpad.
+	ScheduleTwoPass = "two-pass"
+)
+
+// RowBufferElemBytes is the size of one element of a row buffer: rows are
+// kept in f32 whatever their storage type.
+const RowBufferElemBytes = 4
+
+// KernelInfo describes one kernel: the classification of a graph.fused.
+type KernelInfo struct {
+	Kind KernelKind
+	// Shape is the iteration space: the result shape of an element-wise
+	// kernel, [R..., C] for a row kernel, the input shape of a reduce
+	// kernel, the result shape of a kernel of its own.
+	Shape []int64
+	// RowLen is C, the static length of the rows of a row kernel (0 for
+	// other kinds).
+	RowLen int64
+	// Operands and Results give the access of each operand and result of
+	// the graph.fused, in order.
+	Operands []Access
+	Results  []Access
+	// Ops are the body's ops in order, without the graph.yield.
+	Ops []*ir.Operation
+	// Phases[i] is the phase of Ops[i] in a row kernel: ops of phase 0 run
+	// over the rows as read, and the result of a reduction of phase p is
+	// known from phase p+1 on. Ops of an element-wise kernel are all of
+	// phase 0.
+	Phases []int
+	// NumPhases is one more than the largest phase.
+	NumPhases int
+	// RowBuffers is the number of full rows a one-pass schedule keeps on
+	// chip at once: values (operands included) computed in one phase and
+	// used in a later one.
+	RowBuffers int
+	// Schedule is "one-pass" or "two-pass" for a row kernel, as recorded
+	// in the op's `schedule` attribute or planned by PlanSchedule; "" for
+	// other kinds until planned.
+	Schedule string
+	// Op is the single op of a kernel of its own (and of a reduce kernel).
+	Op *ir.Operation
+
+	access map[*ir.Value]Access
+}
+
+// AccessOf returns how the kernel reads or computes v, a value of its body
+// (a block argument or an op result); "" for a value it does not know.
+func (k *KernelInfo) AccessOf(v *ir.Value) Access { return k.access[v] }
+
+// RowBufferBytes is what a one-pass schedule keeps on chip: RowBuffers
+// rows of RowLen f32 elements.
+func (k *KernelInfo) RowBufferBytes() int64 {
+	return int64(k.RowBuffers) * k.RowLen * RowBufferElemBytes
+}
+
+// PlanSchedule chooses the schedule of a row kernel for target t: one-pass
+// when the rows kept fit its scratchpad, two-pass otherwise. It returns the
+// schedule ("" for kinds other than row) and sets k.Schedule.
+func (k *KernelInfo) PlanSchedule(t *target.Target) string {
+	if k.Kind != KernelRow {
+		return ""
+	}
+	k.Schedule = ScheduleOnePass
+	if k.RowBuffers > 0 && t != nil && k.RowBufferBytes() > t.ScratchpadBytes {
+		k.Schedule = ScheduleTwoPass
+	}
+	return k.Schedule
+}
+
+// ClassifyKernel classifies the body of a graph.fused op as one kernel. The
+// body must hold primitive ops only (run Decompose first): element-wise
+// ops, splat or dense constants and reductions over the last axis form an
+// element-wise or row kernel; one matmul, transpose, reshape, broadcast_to,
+// slice, concat or other reduction (with constants at most) is a kernel of
+// its own. Anything else is an error located at the op that breaks the
+// kernel.
+func ClassifyKernel(fused *ir.Operation) (KernelInfo, error) {
+	f, ok := graph.AsFused(fused)
+	if !ok || fused.NumRegions() != 1 || len(fused.Region(0).Blocks) != 1 {
+		return KernelInfo{}, ir.OpError(fused, "is not a graph.fused with a one-block body")
+	}
+	entry := f.Body().Entry()
+	y, ok := graph.AsYield(entry.Last())
+	if !ok {
+		return KernelInfo{}, ir.OpError(fused, "expects the body to end with 'graph.yield'")
+	}
+	var ops []*ir.Operation
+	for op := entry.First(); op != nil && op != y.Operation; op = op.Next() {
+		ops = append(ops, op)
+	}
+	info, err := classifyBody(ops, entry.Args, y.Values())
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	if s, ok := fused.Attr("schedule").(ir.StringAttr); ok && info.Kind == KernelRow {
+		info.Schedule = string(s)
+	}
+	return *info, nil
+}
+
+// AnnotateKernel classifies fused and records the classification in its
+// attributes: `kind`, and for a row kernel `row_len` and the `schedule`
+// planned for t.
+func AnnotateKernel(fused *ir.Operation, t *target.Target) (KernelInfo, error) {
+	fused.Attrs.Delete("schedule")
+	info, err := ClassifyKernel(fused)
+	if err != nil {
+		return info, err
+	}
+	fused.SetAttr("kind", ir.StringAttr(string(info.Kind)))
+	fused.Attrs.Delete("row_len")
+	if info.Kind == KernelRow {
+		fused.SetAttr("row_len", ir.IntAttr{Value: info.RowLen, Type: ir.I64Type})
+		fused.SetAttr("schedule", ir.StringAttr(info.PlanSchedule(t)))
+	}
+	return info, nil
+}
+
+// ---------------------------------------------------------------------------
+// Op classes
+
+// IsComposite reports whether op is a graph op that Decompose expands into
+// primitives (rmsnorm, layernorm, softmax, log_softmax, logsumexp,
+// reduce_mean, logaddexp, logaddexp2, quantize, dequantize, requantize).
+func IsComposite(op *ir.Operation) bool { return compositeOps[op.Name()] }
+
+var compositeOps = map[string]bool{
+	graph.OpRMSNorm: true, graph.OpLayerNorm: true, graph.OpSoftmax: true, graph.OpLogSoftmax: true,
+	graph.OpLogSumExp: true, graph.OpReduceMean: true, graph.OpLogAddExp: true, graph.OpLogAddExp2: true,
+	graph.OpQuantize: true, graph.OpDequantize: true, graph.OpRequantize: true,
+}
+
+// isElementwisePrimitive reports whether op computes each result element
+// from the operand elements at the same broadcast index and may stand in a
+// kernel body as it is.
+func isElementwisePrimitive(op *ir.Operation) bool {
+	return op.HasTrait(ir.Elementwise) && !IsComposite(op) && op.NumResults() == 1
+}
+
+// isRowReduction reports whether op is a reduce_sum, reduce_max or
+// reduce_min over the last axis alone.
+func isRowReduction(op *ir.Operation) bool {
+	switch op.Name() {
+	case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin:
+	default:
+		return false
+	}
+	t, ok := op.Operand(0).Type().(ir.TensorType)
+	if !ok || t.Rank() == 0 {
+		return false
+	}
+	axes, ok := reductionAxes(op)
+	return ok && len(axes) == 1 && axes[0] == int64(t.Rank()-1)
+}
+
+// reductionAxes returns the normalised axes of a reduce op.
+func reductionAxes(op *ir.Operation) ([]int64, bool) {
+	t, ok := op.Operand(0).Type().(ir.TensorType)
+	arr, ok2 := op.Attr("axes").(ir.ArrayAttr)
+	if !ok || !ok2 {
+		return nil, false
+	}
+	raw, ok := arr.Int64s()
+	if !ok {
+		return nil, false
+	}
+	axes, err := graph.NormalizeAxes(raw, t.Rank())
+	return axes, err == nil
+}
+
+func isReduceOp(op *ir.Operation) bool {
+	switch op.Name() {
+	case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin:
+		return true
+	}
+	return false
+}
+
+func isConstant(op *ir.Operation) bool { return op != nil && op.Name() == graph.OpConstant }
+
+// ---------------------------------------------------------------------------
+// Classification
+
+// classifyBody classifies ops (in a topological order) that read inputs and
+// write outputs. Values used by ops but defined neither by ops nor listed
+// in inputs count as inputs too (fuse classifies a group of top-level ops
+// this way, with the constants it will clone inside).
+func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo, error) {
+	var body []*ir.Operation // without constants
+	var reductions []*ir.Operation
+	for _, op := range ops {
+		switch {
+		case isConstant(op):
+			continue
+		case IsComposite(op):
+			return nil, ir.OpError(op, "is a composite op: decompose it into primitives before it becomes part of a kernel")
+		case isRowReduction(op):
+			reductions = append(reductions, op)
+		case isElementwisePrimitive(op):
+		case isReduceOp(op) || singleOpKinds[op.Name()] != "":
+		default:
+			return nil, ir.OpError(op, "cannot be part of a kernel")
+		}
+		body = append(body, op)
+	}
+	if len(body) == 1 && (singleOpKinds[body[0].Name()] != "" || (isReduceOp(body[0]) && !isRowReduction(body[0]))) {
+		return classifySingle(ops, body[0], inputs, outputs)
+	}
+	for _, op := range body {
+		if k := singleOpKinds[op.Name()]; k != "" {
+			return nil, ir.OpError(op, "is a kernel of its own (%s), so it cannot share a kernel with other ops", k)
+		}
+		if isReduceOp(op) && !isRowReduction(op) {
+			axes, _ := reductionAxes(op)
+			return nil, ir.OpError(op, "reduces axes %s, not the last axis alone, so it is a kernel of its own", graph.FormatShape(axes))
+		}
+	}
+	c := &classifier{ops: ops, inputs: inputs, outputs: outputs, cands: map[*ir.Value]accessSet{}}
+	if len(reductions) == 0 {
+		return c.elementwise()
+	}
+	return c.row(reductions)
+}
+
+// classifySingle classifies a kernel of its own: one op, with constants
+// at most beside it, writing its own results.
+func classifySingle(ops []*ir.Operation, op *ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo, error) {
+	kind := singleOpKinds[op.Name()]
+	shape, _ := ir.ShapeOf(op.Result(0).Type())
+	if kind == "" {
+		kind = KernelReduce
+		shape, _ = ir.ShapeOf(op.Operand(0).Type())
+	}
+	info := &KernelInfo{Kind: kind, Shape: slices.Clone(shape), Op: op, Ops: ops, Phases: make([]int, len(ops)),
+		NumPhases: 1, access: map[*ir.Value]Access{}}
+	for _, v := range inputs {
+		info.access[v] = AccessWhole
+		info.Operands = append(info.Operands, AccessWhole)
+	}
+	for _, v := range op.Operands() {
+		info.access[v] = AccessWhole
+	}
+	for i, v := range outputs {
+		if v.DefiningOp() != op {
+			return nil, ir.OpError(op, "is a kernel of its own, but the kernel also writes result #%d, which this op does not compute", i)
+		}
+		info.access[v] = AccessWhole
+		info.Results = append(info.Results, AccessWhole)
+	}
+	return info, nil
+}
+
+// accessSet is a set of Access classes of a row kernel, as a bit mask.
+type accessSet uint8
+
+const (
+	setFull accessSet = 1 << iota
+	setRowBroadcast
+	setPerRowKeep // [R..., 1]
+	setPerRowDrop // [R...]
+	setScalar
+)
+
+// allowedOperands gives, for each class of an element-wise op's result in
+// a row kernel, the classes its operands may have. Broadcasting aligns
+// shapes from the right, so a per-row value without its unit dimension
+// ([R...]) lines up with the columns of a full row: it cannot take part in
+// an op over full rows.
+var allowedOperands = map[accessSet]accessSet{
+	setFull:         setFull | setRowBroadcast | setPerRowKeep | setScalar,
+	setRowBroadcast: setRowBroadcast | setScalar,
+	setPerRowKeep:   setPerRowKeep | setScalar,
+	setPerRowDrop:   setPerRowDrop | setScalar,
+	setScalar:       setScalar,
+}
+
+// unitReductionOperands is allowedOperands for a reduction over a last
+// axis of extent 1: per-row values [R..., 1] lose their unit axis (or keep
+// it), scalars stay scalars.
+var unitReductionOperands = map[accessSet]accessSet{
+	setPerRowKeep: setPerRowKeep,
+	setPerRowDrop: setPerRowKeep,
+	setScalar:     setScalar,
+}
+
+var accessSetOrder = []accessSet{setFull, setRowBroadcast, setPerRowKeep, setPerRowDrop, setScalar}
+
+func (s accessSet) access() Access {
+	switch s {
+	case setFull:
+		return AccessFull
+	case setRowBroadcast:
+		return AccessRowBroadcast
+	case setPerRowKeep, setPerRowDrop:
+		return AccessPerRow
+	case setScalar:
+		return AccessScalar
+	}
+	return ""
+}
+
+func (s accessSet) String() string {
+	var parts []string
+	for _, b := range accessSetOrder {
+		if s&b != 0 {
+			parts = append(parts, map[accessSet]string{setFull: "full rows", setRowBroadcast: "a row-broadcast",
+				setPerRowKeep: "per-row [R..., 1]", setPerRowDrop: "per-row [R...]", setScalar: "a scalar"}[b])
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, " or ")
+}
+
+// classifier holds the state of one classification.
+type classifier struct {
+	ops     []*ir.Operation
+	inputs  []*ir.Value
+	outputs []*ir.Value
+	// defined marks the values computed by a non-constant op of ops.
+	defined map[*ir.Value]bool
+	// row kernels: the iteration shape, the reductions over its rows and
+	// each value's candidate classes
+	shape         []int64
+	rowReductions map[*ir.Operation]bool
+	cands         map[*ir.Value]accessSet
+}
+
+func (c *classifier) markDefined() {
+	c.defined = map[*ir.Value]bool{}
+	for _, op := range c.ops {
+		if isConstant(op) {
+			continue
+		}
+		for _, r := range op.Results() {
+			c.defined[r] = true
+		}
+	}
+}
+
+// sources returns the values the body reads without computing them, in
+// first-use order: the inputs, then constants and other values used.
+func (c *classifier) sources() []*ir.Value {
+	var out []*ir.Value
+	seen := map[*ir.Value]bool{}
+	add := func(v *ir.Value) {
+		if !seen[v] && !c.defined[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, v := range c.inputs {
+		add(v)
+	}
+	for _, op := range c.ops {
+		if isConstant(op) {
+			add(op.Result(0))
+			continue
+		}
+		for _, v := range op.Operands() {
+			add(v)
+		}
+	}
+	for _, v := range c.outputs {
+		add(v)
+	}
+	return out
+}
+
+func shapeOf(v *ir.Value) []int64 {
+	s, _ := ir.ShapeOf(v.Type())
+	return s
+}
+
+// sameExtent compares extents; `?` agrees with any extent, since the
+// program's broadcasting has already required the extents to agree.
+func sameExtent(a, b int64) bool { return a == b || a == ir.Dynamic || b == ir.Dynamic }
+
+func sameShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameExtent(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// broadcastsTo reports whether shape s broadcasts to the iteration shape.
+func broadcastsTo(s, shape []int64) bool {
+	if len(s) > len(shape) {
+		return false
+	}
+	off := len(shape) - len(s)
+	for i, d := range s {
+		if d != 1 && !sameExtent(d, shape[off+i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func allOnes(s []int64) bool {
+	for _, d := range s {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// elementwise classifies a body without reductions: the iteration space is
+// the shape of the outputs, which must agree.
+func (c *classifier) elementwise() (*KernelInfo, error) {
+	c.markDefined()
+	if len(c.outputs) == 0 {
+		return nil, fmt.Errorf("a kernel must write at least one result")
+	}
+	shape := shapeOf(c.outputs[0])
+	for i, v := range c.outputs[1:] {
+		if s := shapeOf(v); !sameShape(s, shape) {
+			return nil, c.errAt(v, "an element-wise kernel writes results of one shape, but result #%d has shape %s and result #0 %s",
+				i+1, graph.FormatShape(s), graph.FormatShape(shape))
+		}
+	}
+	info := &KernelInfo{Kind: KernelElementwise, Shape: slices.Clone(shape), Ops: c.ops, Phases: make([]int, len(c.ops)),
+		NumPhases: 1, access: map[*ir.Value]Access{}}
+	classOf := func(v *ir.Value) (Access, error) {
+		s := shapeOf(v)
+		switch {
+		case sameShape(s, shape):
+			return AccessFull, nil
+		case allOnes(s):
+			return AccessScalar, nil
+		case broadcastsTo(s, shape):
+			return AccessBroadcast, nil
+		}
+		return "", c.errAt(v, "a value of shape %s does not broadcast to the iteration space %s", graph.FormatShape(s), graph.FormatShape(shape))
+	}
+	for _, v := range c.sources() {
+		a, err := classOf(v)
+		if err != nil {
+			return nil, err
+		}
+		info.access[v] = a
+	}
+	for _, op := range c.ops {
+		for _, r := range op.Results() {
+			a, err := classOf(r)
+			if err != nil {
+				return nil, err
+			}
+			info.access[r] = a
+		}
+	}
+	for _, v := range c.inputs {
+		info.Operands = append(info.Operands, info.access[v])
+	}
+	for _, v := range c.outputs {
+		info.Results = append(info.Results, info.access[v])
+	}
+	return info, nil
+}
+
+// errAt builds an error located at the op defining v, or at the first op
+// using it.
+func (c *classifier) errAt(v *ir.Value, format string, args ...any) error {
+	if d := v.DefiningOp(); d != nil && slices.Contains(c.ops, d) {
+		return ir.Errorf(d.Loc, format, args...)
+	}
+	for _, op := range c.ops {
+		if slices.Contains(op.Operands(), v) {
+			return ir.Errorf(op.Loc, format, args...)
+		}
+	}
+	return fmt.Errorf(format, args...)
+}
+
+// shapeCandidates returns the classes a value of shape s may have in a row
+// kernel over c.shape = [R..., C].
+func (c *classifier) shapeCandidates(s []int64) accessSet {
+	n := len(c.shape)
+	rows, cols := c.shape[:n-1], c.shape[n-1]
+	var set accessSet
+	if sameShape(s, c.shape) {
+		set |= setFull
+	}
+	if len(s) >= 1 && len(s) <= n && sameExtent(s[len(s)-1], cols) && allOnes(s[:len(s)-1]) {
+		set |= setRowBroadcast
+	}
+	if len(s) == n && s[n-1] == 1 && sameShape(s[:n-1], rows) {
+		set |= setPerRowKeep
+	}
+	if len(s) == n-1 && sameShape(s, rows) {
+		set |= setPerRowDrop
+	}
+	if len(s) <= n && allOnes(s) {
+		set |= setScalar
+	}
+	return set
+}
+
+// row classifies a body with reductions over the last axis. A reduction
+// of a last axis of extent 1 in a kernel over longer rows reduces a
+// per-row value [R..., 1]: it only drops that axis, and is per-row work
+// (ExpandLogSumExp drops the axis of its keepdim result this way).
+func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
+	c.markDefined()
+	var reductions []*ir.Operation
+	for _, r := range all {
+		if s := shapeOf(r.Operand(0)); s[len(s)-1] != 1 {
+			reductions = append(reductions, r)
+		}
+	}
+	if len(reductions) == 0 {
+		reductions = all // rows of length 1
+	}
+	c.rowReductions = map[*ir.Operation]bool{}
+	for _, r := range reductions {
+		c.rowReductions[r] = true
+	}
+	first := reductions[0]
+	c.shape = shapeOf(first.Operand(0))
+	for _, r := range reductions[1:] {
+		if s := shapeOf(r.Operand(0)); !sameShape(s, c.shape) {
+			return nil, ir.OpError(r, "reduces rows of %s, but the kernel's rows are %s (reduced by '%s' at %s)",
+				graph.FormatShape(s), graph.FormatShape(c.shape), first.Name(), locString(first.Loc))
+		}
+	}
+	rowLen := c.shape[len(c.shape)-1]
+	if rowLen == ir.Dynamic {
+		return nil, ir.OpError(first, "reduces rows of dynamic length; a row kernel needs a static row length")
+	}
+	for _, v := range c.sources() {
+		set := c.shapeCandidates(shapeOf(v))
+		if set == 0 {
+			return nil, c.errAt(v, "reads a value of shape %s, which is none of full rows %s, a row-broadcast %s, per-row %s or a scalar",
+				graph.FormatShape(shapeOf(v)), graph.FormatShape(c.shape), graph.FormatShape(c.shape[len(c.shape)-1:]),
+				graph.FormatShape(append(slices.Clone(c.shape[:len(c.shape)-1]), 1)))
+		}
+		c.cands[v] = set
+	}
+	for _, op := range c.ops {
+		if isConstant(op) {
+			continue
+		}
+		if c.rowReductions[op] {
+			if op.Result(0).Type().(ir.TensorType).Rank() == len(c.shape) {
+				c.cands[op.Result(0)] = setPerRowKeep
+			} else {
+				c.cands[op.Result(0)] = setPerRowDrop
+			}
+			continue
+		}
+		c.cands[op.Result(0)] = c.shapeCandidates(shapeOf(op.Result(0)))
+	}
+	if err := c.solve(); err != nil {
+		return nil, err
+	}
+	info := &KernelInfo{Kind: KernelRow, Shape: slices.Clone(c.shape), RowLen: rowLen, Ops: c.ops,
+		access: map[*ir.Value]Access{}}
+	for v, set := range c.cands {
+		info.access[v] = set.access()
+	}
+	for _, v := range c.inputs {
+		info.Operands = append(info.Operands, info.access[v])
+	}
+	for i, v := range c.outputs {
+		a := info.access[v]
+		if a != AccessFull && a != AccessPerRow {
+			return nil, c.errAt(v, "a row kernel writes full rows or per-row values, but result #%d would be %s of shape %s",
+				i, article(a), graph.FormatShape(shapeOf(v)))
+		}
+		info.Results = append(info.Results, a)
+	}
+	c.phases(info)
+	return info, nil
+}
+
+func article(a Access) string {
+	switch a {
+	case AccessRowBroadcast:
+		return "a row-broadcast value"
+	case AccessScalar:
+		return "a scalar"
+	}
+	return "a " + string(a) + " value"
+}
+
+func locString(l ir.Location) string {
+	if !l.Known() {
+		return "an unknown location"
+	}
+	return fmt.Sprintf("%d:%d", l.Line, l.Col)
+}
+
+// solve narrows the candidate classes of every value until each op's
+// operands fit its result, then fixes the classes left ambiguous (a shape
+// such as [8] in a kernel over [8, 8] may be a weight or per-row values) in
+// order, preferring the first of full, row-broadcast, per-row, scalar.
+func (c *classifier) solve() error {
+	for {
+		if err := c.propagate(); err != nil {
+			return err
+		}
+		var open *ir.Value
+		for _, v := range c.orderedValues() {
+			if s := c.cands[v]; s&(s-1) != 0 {
+				open = v
+				break
+			}
+		}
+		if open == nil {
+			return nil
+		}
+		for _, b := range accessSetOrder {
+			if c.cands[open]&b != 0 {
+				c.cands[open] = b
+				break
+			}
+		}
+	}
+}
+
+// orderedValues lists the values of the body deterministically: sources,
+// then results in op order.
+func (c *classifier) orderedValues() []*ir.Value {
+	vs := c.sources()
+	for _, op := range c.ops {
+		if !isConstant(op) {
+			vs = append(vs, op.Results()...)
+		}
+	}
+	return vs
+}
+
+// propagate applies the rules of allowedOperands forwards and backwards
+// until nothing changes. An op whose result can take no class is the
+// place where the kernel breaks.
+func (c *classifier) propagate() error {
+	for changed := true; changed; {
+		changed = false
+		narrow := func(v *ir.Value, to accessSet) {
+			if n := c.cands[v] & to; n != c.cands[v] {
+				c.cands[v] = n
+				changed = true
+			}
+		}
+		for _, op := range c.ops {
+			switch {
+			case isConstant(op):
+			case c.rowReductions[op]:
+				if c.cands[op.Operand(0)]&setFull == 0 {
+					return ir.OpError(op, "reduces %s, not the full rows %s of the kernel",
+						c.cands[op.Operand(0)], graph.FormatShape(c.shape))
+				}
+				narrow(op.Operand(0), setFull)
+			default:
+				table := allowedOperands
+				if isRowReduction(op) {
+					table = unitReductionOperands
+				}
+				res := op.Result(0)
+				var ok accessSet
+				for _, r := range accessSetOrder {
+					if c.cands[res]&r == 0 {
+						continue
+					}
+					fits := true
+					for _, a := range op.Operands() {
+						if c.cands[a]&table[r] == 0 {
+							fits = false
+						}
+					}
+					if fits {
+						ok |= r
+					}
+				}
+				if ok == 0 {
+					return c.mismatch(op)
+				}
+				narrow(res, ok)
+				var allowed accessSet
+				for _, r := range accessSetOrder {
+					if c.cands[res]&r != 0 {
+						allowed |= table[r]
+					}
+				}
+				for _, a := range op.Operands() {
+					narrow(a, allowed)
+				}
+			}
+			for _, r := range op.Results() {
+				if c.cands[r] == 0 {
+					return c.mismatch(op)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// mismatch explains why an element-wise op cannot be computed over the
+// rows of the kernel.
+func (c *classifier) mismatch(op *ir.Operation) error {
+	res := op.Result(0)
+	if c.cands[res] == 0 {
+		return ir.OpError(op, "computes a value of shape %s, which is none of full rows %s, a row-broadcast, per-row values or a scalar",
+			graph.FormatShape(shapeOf(res)), graph.FormatShape(c.shape))
+	}
+	var parts []string
+	for i, a := range op.Operands() {
+		parts = append(parts, fmt.Sprintf("operand #%d is %s (shape %s)", i, c.cands[a], graph.FormatShape(shapeOf(a))))
+	}
+	return ir.OpError(op, "cannot be computed over the rows %s as broadcasting defines it: its result would be %s, but %s",
+		graph.FormatShape(c.shape), c.cands[res], strings.Join(parts, ", "))
+}
+
+// phases numbers the phases of a row kernel and counts the rows a
+// one-pass schedule keeps: a value computed in phase p and used in a later
+// phase is kept across the boundaries between them.
+func (c *classifier) phases(info *KernelInfo) {
+	valPhase := map[*ir.Value]int{}
+	info.Phases = make([]int, len(c.ops))
+	for i, op := range c.ops {
+		p := 0
+		for _, a := range op.Operands() {
+			p = max(p, valPhase[a])
+		}
+		info.Phases[i] = p
+		for _, r := range op.Results() {
+			valPhase[r] = p
+			if c.rowReductions[op] {
+				valPhase[r] = p + 1
+			}
+		}
+		info.NumPhases = max(info.NumPhases, valPhase[op.Result(0)]+1)
+	}
+	// lastUse[v] is the latest phase of an op reading v; a value read
+	// from memory is read when first needed, so it lives from its first use
+	lastUse := map[*ir.Value]int{}
+	firstUse := map[*ir.Value]int{}
+	for i, op := range c.ops {
+		for _, a := range op.Operands() {
+			lastUse[a] = max(lastUse[a], info.Phases[i])
+			if f, ok := firstUse[a]; !ok || info.Phases[i] < f {
+				firstUse[a] = info.Phases[i]
+			}
+		}
+	}
+	for _, v := range c.sources() {
+		valPhase[v] = firstUse[v]
+	}
+	live := make([]int, info.NumPhases) // live[b]: rows kept across the boundary after phase b
+	for _, v := range c.orderedValues() {
+		if c.cands[v] != setFull {
+			continue
+		}
+		for b := valPhase[v]; b < lastUse[v]; b++ {
+			live[b]++
+		}
+	}
+	for _, n := range live {
+		info.RowBuffers = max(info.RowBuffers, n)
+	}
+}
