@@ -146,10 +146,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 		}
 	}
 	if info.Schedule != passes.ScheduleTwoPass {
-		for _, v := range ev.keptRows() {
-			p := ev.valPhase[v]
-			keeps[p] = append(keeps[p], v)
-		}
+		keeps = ev.planKeptRows(reductions, stores, outs)
 	}
 
 	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
@@ -208,22 +205,52 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	return nil
 }
 
-// keptRows returns the full rows a one-pass schedule keeps in sram: values
-// computed in one phase (operands included) and read in a later one, in
-// body order.
-func (ev *evaluator) keptRows() []*ir.Value {
-	var out []*ir.Value
-	seen := map[*ir.Value]bool{}
-	for i, op := range ev.info.Ops {
-		for _, a := range op.Operands() {
-			if seen[a] || !ev.varying[a] || ev.info.AccessOf(a) != passes.AccessFull {
-				continue
+// planKeptRows decides, for a one-pass schedule, which full rows are kept
+// in sram and in which phase's loop they are stored. Walking each loop's
+// needs from its reductions and stores down to the values it loads, the
+// first value met that an earlier loop computes anyway (an operand it
+// read, a row it computed) is kept by that loop and read back here,
+// instead of being read from DRAM and recomputed again. Values only a
+// later loop needs are read there, once, from DRAM.
+func (ev *evaluator) planKeptRows(reductions [][]*ir.Operation, stores [][]int, outs []*ir.Value) [][]*ir.Value {
+	phases := len(reductions)
+	keeps := make([][]*ir.Value, phases)
+	computedIn := map[*ir.Value]int{} // the first loop computing a value
+	for p := 0; p < phases; p++ {
+		needed := map[*ir.Value]bool{}
+		var order []*ir.Value
+		var visit func(v *ir.Value)
+		visit = func(v *ir.Value) {
+			if !ev.varying[v] || needed[v] {
+				return
 			}
-			if ev.valPhase[a] < ev.info.Phases[i] {
-				seen[a] = true
-				out = append(out, a)
+			if _, kept := ev.keptFrom[v]; kept {
+				return
+			}
+			if q, ok := computedIn[v]; ok && q < p && ev.info.AccessOf(v) == passes.AccessFull {
+				ev.keptFrom[v] = q
+				keeps[q] = append(keeps[q], v)
+				return
+			}
+			needed[v] = true
+			order = append(order, v)
+			if op := v.DefiningOp(); op != nil {
+				for _, a := range op.Operands() {
+					visit(a)
+				}
+			}
+		}
+		for _, red := range reductions[p] {
+			visit(red.Operand(0))
+		}
+		for _, i := range stores[p] {
+			visit(outs[i])
+		}
+		for _, v := range order {
+			if _, ok := computedIn[v]; !ok {
+				computedIn[v] = p
 			}
 		}
 	}
-	return out
+	return keeps
 }

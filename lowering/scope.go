@@ -99,9 +99,11 @@ type evaluator struct {
 	rowIdx []*ir.Value
 	// rowIndices caches the row part of each buffer's indices.
 	rowIndices map[*ir.Value][]*ir.Value
-	// one-pass row kernels: values kept in sram, the phase computing each
-	// value, and the phase of the loop being built.
+	// one-pass row kernels: the sram buffers of the rows kept, the loop
+	// (phase) storing each, the phase computing each value, and the phase
+	// of the loop being built.
 	cached   map[*ir.Value]*ir.Value
+	keptFrom map[*ir.Value]int
 	valPhase map[*ir.Value]int
 	phase    int
 }
@@ -111,7 +113,7 @@ type evaluator struct {
 func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo) *evaluator {
 	ev := &evaluator{k: k, info: info, iter: info.Shape, buffers: map[*ir.Value]*ir.Value{},
 		plans: map[*ir.Value]accessPlan{}, varying: map[*ir.Value]bool{}, rowIndices: map[*ir.Value][]*ir.Value{},
-		cached: map[*ir.Value]*ir.Value{}, valPhase: map[*ir.Value]int{}}
+		cached: map[*ir.Value]*ir.Value{}, keptFrom: map[*ir.Value]int{}, valPhase: map[*ir.Value]int{}}
 	entry := fused.Region(0).Entry()
 	for i, a := range entry.Args {
 		ev.buffers[a] = k.ins[i]
@@ -224,7 +226,7 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 		x = ev.k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
 	case s.parent != nil && !ev.varying[v]:
 		x = s.broadcast(s.parent.get(v))
-	case ev.cached[v] != nil && ev.valPhase[v] < ev.phase && s.parent != nil:
+	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil:
 		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(elemOf(v)))).Output()
 	case v.IsBlockArg():
 		x = s.load(v)

@@ -15,7 +15,7 @@ import (
 // lexer.Position.
 const (
 	tokEOF                        = lexer.EOF
-	tokIdent      lexer.TokenType = -2 - iota // graph.add  f32  true  module
+	tokIdent      lexer.TokenType = -1 - iota // graph.add  f32  true  module
 	tokInt                                    // 12  0x1F
 	tokFloat                                  // 1.5  2.0e-05  1e5
 	tokString                                 // "tanh"

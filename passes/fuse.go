@@ -322,9 +322,11 @@ func (f *fuser) fuseSiblings() {
 		}
 	}
 	for _, v := range values {
-		// one user per kernel reading v, in program order
+		// the first user of each kernel reading v, in program order
+		all := slices.Clone(v.Users())
+		slices.SortFunc(all, func(a, b *ir.Operation) int { return f.pos[a] - f.pos[b] })
 		var users []*ir.Operation
-		for _, u := range v.Users() {
+		for _, u := range all {
 			if g := f.group[u]; g != nil && !slices.ContainsFunc(users, func(o *ir.Operation) bool { return f.group[o] == g }) {
 				users = append(users, u)
 			}
@@ -332,7 +334,6 @@ func (f *fuser) fuseSiblings() {
 		if len(users) < 2 {
 			continue
 		}
-		slices.SortFunc(users, func(a, b *ir.Operation) int { return f.pos[a] - f.pos[b] })
 		for _, u := range users[1:] {
 			base, g := f.group[users[0]], f.group[u]
 			if base == g {
@@ -737,7 +738,7 @@ func (h *orderHeap) Less(a, b int) bool {
 	return x < y
 }
 func (h *orderHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *orderHeap) Push(x any)   { h.items = append(h.items, x.(int)) }
+func (h *orderHeap) Push(x any)    { h.items = append(h.items, x.(int)) }
 func (h *orderHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]

@@ -116,6 +116,12 @@ type KernelInfo struct {
 	Phases []int
 	// NumPhases is one more than the largest phase.
 	NumPhases int
+	// RowReductions are the reductions of a row kernel over its rows, in
+	// order. A reduction in Ops that is not among them reduces a per-row
+	// value [R..., 1] over its unit axis: it only drops that axis (per-row
+	// work, no loop over the row), as ExpandLogSumExp does for keepdim =
+	// false.
+	RowReductions []*ir.Operation
 	// RowBuffers is the number of full rows a one-pass schedule keeps on
 	// chip at once: values (operands included) computed in one phase and
 	// used in a later one.
@@ -648,7 +654,7 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 		return nil, err
 	}
 	info := &KernelInfo{Kind: KernelRow, Shape: slices.Clone(c.shape), RowLen: rowLen, Ops: c.ops,
-		access: map[*ir.Value]Access{}}
+		RowReductions: reductions, access: map[*ir.Value]Access{}}
 	for v, set := range c.cands {
 		info.access[v] = set.access()
 	}

@@ -198,6 +198,9 @@ func TestClassifyKernel(t *testing.T) {
 			assert.Equal(t, c.buffers, info.RowBuffers)
 			assert.Equal(t, c.phases, info.NumPhases)
 			assert.Len(t, info.Phases, len(info.Ops))
+			if c.kind == KernelRow {
+				assert.NotEmpty(t, info.RowReductions)
+			}
 			for _, a := range fused.Region(0).Entry().Args {
 				assert.NotEmpty(t, info.AccessOf(a))
 			}
@@ -344,4 +347,29 @@ func TestWrapKernelSplitsANormalisationAlongTheFirstAxis(t *testing.T) {
 	}
 	assert.Equal(t, []string{"transpose", "row", "transpose"}, kinds, ir.Print(m.Operation, ir.PrintOptions{}))
 	fzSameResults(t, fzParse(t, src).Funcs()[0], fn)
+}
+
+// TestUnitReductionIsPerRowWork: logsumexp drops its axis by reducing the
+// per-row result over its unit axis; that reduction is per-row work, not a
+// third pass over the rows.
+func TestUnitReductionIsPerRowWork(t *testing.T) {
+	m := fzParse(t, `func.func @f(%x: tensor<4x16xf32>) -> tensor<4xf32> {
+  %l = graph.logsumexp %x : (tensor<4x16xf32>) -> tensor<4xf32>
+  return %l : tensor<4xf32>
+}`)
+	fzPipeline(t, m, "fuse", fzCtx(t, "cpu"))
+	ops := fzTopOps(m.Funcs()[0])
+	require.Len(t, ops, 1)
+	info, err := ClassifyKernel(ops[0])
+	require.NoError(t, err)
+	require.Len(t, info.RowReductions, 2)
+	assert.Equal(t, graph.OpReduceMax, info.RowReductions[0].Name())
+	assert.Equal(t, graph.OpReduceSum, info.RowReductions[1].Name())
+	last := info.Ops[len(info.Ops)-1]
+	assert.Equal(t, graph.OpReduceMax, last.Name())
+	assert.NotContains(t, info.RowReductions, last)
+	assert.Equal(t, AccessPerRow, info.AccessOf(last.Operand(0)))
+	assert.Equal(t, []Access{AccessPerRow}, info.Results)
+	assert.Equal(t, 3, info.NumPhases)
+	assert.Equal(t, 1, info.RowBuffers)
 }

@@ -307,7 +307,7 @@ func isUncheckedCast(op *ir.Operation) bool {
 	}
 	_, inTensor := op.Operand(0).Type().(ir.TensorType)
 	_, outTensor := op.Result(0).Type().(ir.TensorType)
-	return inTensor && outTensor && elemKind(op.Operand(0)).IsFloat() && elemKind(op.Result(0)).IsInt() && !IsSaturatingCast(op)
+	return inTensor && outTensor && elemKindOf(op.Operand(0)).IsFloat() && elemKindOf(op.Result(0)).IsInt() && !IsSaturatingCast(op)
 }
 
 // makeCastsSaturating replaces every unchecked float -> int cast nested in
@@ -321,7 +321,7 @@ func makeCastsSaturating(root *ir.Operation, ctx *ir.PassContext) {
 		return true
 	})
 	for _, c := range casts {
-		from, to := elemKind(c.Operand(0)), elemKind(c.Result(0))
+		from, to := elemKindOf(c.Operand(0)), elemKindOf(c.Result(0))
 		lo, hi := to.IntRange()
 		ctx.Warning(c.Loc, "unchecked cast from %s to %s made saturating: NaN gives 0 and values outside [%d, %d] clamp to the range (keep-unchecked-casts keeps it)", from, to, lo, hi)
 		v := ExpandSaturatingCast(ir.NewBuilderBefore(c), c.Loc, c.Operand(0), c.Result(0).Type())

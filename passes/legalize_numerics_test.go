@@ -541,6 +541,7 @@ type numDiffCase struct {
 	semantic string // body defining %y: what it means (the reference)
 	kinds    []ir.ElemKind
 	scale    numErrScale
+	rowOp    bool                    // scale is numRowScale
 	bound    map[ir.ElemKind]float64 // ULPs (of scale, see numElemError)
 	small    bool                    // also inputs of magnitude 1e-3, where precision is lost
 	// reference, when set, defines the result element-wise from the
@@ -550,7 +551,7 @@ type numDiffCase struct {
 
 const (
 	numVecT = "tensor<2048x$T>"
-	numRowT = "tensor<128x32x$T>"
+	numRowT = "tensor<512x32x$T>"
 )
 
 var numFloatKinds = []ir.ElemKind{ir.F32, ir.F16, ir.BF16}
@@ -585,18 +586,18 @@ var numDiffCases = []numDiffCase{
 		kinds:    numFloatKinds, scale: numOperandScale, bound: numElementwiseBound,
 	},
 	{
-		name: "log(reduce_sum(exp(x)))", params: "%x: " + numRowT, result: "tensor<128x$T>",
+		name: "log(reduce_sum(exp(x)))", params: "%x: " + numRowT, result: "tensor<512x$T>",
 		naive: `%e = graph.exp %x : ` + numRowT + `
-  %s = graph.reduce_sum %e {axes = [-1]} : (` + numRowT + `) -> tensor<128x$T>
-  %y = graph.log %s : tensor<128x$T>`,
-		semantic: `%y = graph.logsumexp %x : (` + numRowT + `) -> tensor<128x$T>`,
-		kinds:    numFloatKinds, scale: numRowScale, bound: numRowBound,
+  %s = graph.reduce_sum %e {axes = [-1]} : (` + numRowT + `) -> tensor<512x$T>
+  %y = graph.log %s : tensor<512x$T>`,
+		semantic: `%y = graph.logsumexp %x : (` + numRowT + `) -> tensor<512x$T>`,
+		kinds:    numFloatKinds, scale: numRowScale, rowOp: true, bound: numRowBound,
 	},
 	{
 		name: "exp(x) / reduce_sum(exp(x))", params: "%x: " + numRowT, result: numRowT,
 		naive: `%e = graph.exp %x : ` + numRowT + `
-  %s = graph.reduce_sum %e {axes = [-1], keepdim = true} : (` + numRowT + `) -> tensor<128x1x$T>
-  %y = graph.div %e, %s : (` + numRowT + `, tensor<128x1x$T>) -> ` + numRowT,
+  %s = graph.reduce_sum %e {axes = [-1], keepdim = true} : (` + numRowT + `) -> tensor<512x1x$T>
+  %y = graph.div %e, %s : (` + numRowT + `, tensor<512x1x$T>) -> ` + numRowT,
 		semantic: `%y = graph.softmax %x : ` + numRowT,
 		kinds:    numFloatKinds, bound: numSoftmaxBound,
 	},
@@ -605,16 +606,16 @@ var numDiffCases = []numDiffCase{
 		naive: `%p = graph.softmax %x : ` + numRowT + `
   %y = graph.log %p : ` + numRowT,
 		semantic: `%y = graph.log_softmax %x : ` + numRowT,
-		kinds:    numFloatKinds, scale: numRowScale, bound: numRowBound,
+		kinds:    numFloatKinds, scale: numRowScale, rowOp: true, bound: numRowBound,
 	},
 	{
 		name: "log(exp(x) / reduce_sum(exp(x)))", params: "%x: " + numRowT, result: numRowT,
 		naive: `%e = graph.exp %x : ` + numRowT + `
-  %s = graph.reduce_sum %e {axes = [-1], keepdim = true} : (` + numRowT + `) -> tensor<128x1x$T>
-  %p = graph.div %e, %s : (` + numRowT + `, tensor<128x1x$T>) -> ` + numRowT + `
+  %s = graph.reduce_sum %e {axes = [-1], keepdim = true} : (` + numRowT + `) -> tensor<512x1x$T>
+  %p = graph.div %e, %s : (` + numRowT + `, tensor<512x1x$T>) -> ` + numRowT + `
   %y = graph.log %p : ` + numRowT,
 		semantic: `%y = graph.log_softmax %x : ` + numRowT,
-		kinds:    numFloatKinds, scale: numRowScale, bound: numRowBound,
+		kinds:    numFloatKinds, scale: numRowScale, rowOp: true, bound: numRowBound,
 	},
 	{
 		name: "log(1 + x)", params: "%x: " + numVecT, result: numVecT,
@@ -640,10 +641,10 @@ var numDiffCases = []numDiffCase{
 		kinds: numFloatKinds, scale: numOperandScale, bound: numElementwiseBound,
 	},
 	{
-		name: "graph.logsumexp {keepdim}", params: "%x: " + numRowT, result: "tensor<128x1x$T>",
-		naive:    `%y = graph.logsumexp %x {keepdim = true} : (` + numRowT + `) -> tensor<128x1x$T>`,
-		semantic: `%y = graph.logsumexp %x {keepdim = true} : (` + numRowT + `) -> tensor<128x1x$T>`,
-		kinds:    numFloatKinds, scale: numRowScale, bound: numRowBound,
+		name: "graph.logsumexp {keepdim}", params: "%x: " + numRowT, result: "tensor<512x1x$T>",
+		naive:    `%y = graph.logsumexp %x {keepdim = true} : (` + numRowT + `) -> tensor<512x1x$T>`,
+		semantic: `%y = graph.logsumexp %x {keepdim = true} : (` + numRowT + `) -> tensor<512x1x$T>`,
+		kinds:    numFloatKinds, scale: numRowScale, rowOp: true, bound: numRowBound,
 	},
 	{
 		name: "graph.softmax", params: "%x: " + numRowT, result: numRowT,
@@ -700,6 +701,20 @@ var numDiffCases = []numDiffCase{
 	},
 }
 
+// metricName says in the table what the errors are ULPs of: the result,
+// or the largest magnitude among the result and the named inputs.
+func (c numDiffCase) metricName() string {
+	switch {
+	case c.scale == nil:
+		return "y"
+	case c.rowOp && c.result == "tensor<512x$T>" || strings.Contains(c.result, "x1x"):
+		return "y, row max"
+	case c.rowOp:
+		return "y, x, row max"
+	}
+	return "y, a, b"
+}
+
 // instantiate builds the text of @f for element type k.
 func (c numDiffCase) instantiate(body string, k ir.ElemKind) string {
 	src := "func.func @f(" + c.params + ") -> " + c.result + " {\n  " + body + "\n  return %y : " + c.result + "\n}\n"
@@ -748,19 +763,20 @@ func numPct(n, of int) string {
 
 // numTableRow is one line of the legalization table.
 type numTableRow struct {
-	name, kind, inputs string
-	before, after      numTally
-	bound              float64
+	name, kind, inputs, metric string
+	before, after              numTally
+	bound                      float64
 }
 
 func (r numTableRow) String() string {
-	return fmt.Sprintf("| %-34s | %-5s | %-10s | %6s | %6s | %6s | %6s | %8.3g | %4g |",
-		r.name, r.kind, r.inputs,
+	return fmt.Sprintf("| %-34s | %-5s | %-11s | %5d | %6s | %6s | %6s | %6s | %8.3g | %-13s | %4g |",
+		r.name, r.kind, r.inputs, r.after.n,
 		numPct(r.before.nonFinite, r.before.n), numPct(r.before.wrong, r.before.n),
-		numPct(r.after.nonFinite, r.after.n), numPct(r.after.wrong, r.after.n), r.after.maxErr, r.bound)
+		numPct(r.after.nonFinite, r.after.n), numPct(r.after.wrong, r.after.n), r.after.maxErr, r.metric, r.bound)
 }
 
-const numTableHeader = "| pattern / op                       | dtype | inputs     | before non-finite | before wrong | after non-finite | after wrong | max err after (ULP) | bound |"
+const numTableHeader = `| pattern / op (dtype: input)        | dtype | inputs      |     n | before non-finite | before wrong | after non-finite | after wrong | max err after | ULPs of       | bound |
+|---|---|---|---|---|---|---|---|---|---|---|`
 
 // numRun evaluates the only function of the module src on ins.
 func numRun(t testing.TB, m ir.Module, ins []*eval.Tensor, opts eval.Options) *eval.Tensor {
@@ -817,7 +833,7 @@ func numDiffRows(t testing.TB, c numDiffCase, k ir.ElemKind) []numTableRow {
 		if !seen {
 			i = len(rows)
 			byName[s.name] = i
-			rows = append(rows, numTableRow{name: strings.ReplaceAll(c.name, "$T", k.String()), kind: k.String(), inputs: s.name, bound: bound})
+			rows = append(rows, numTableRow{name: strings.ReplaceAll(c.name, "$T", k.String()), kind: k.String(), inputs: s.name, metric: c.metricName(), bound: bound})
 		}
 		rows[i].before.add(before, ref, s.ins, c.scale, bound)
 		rows[i].after.add(after, ref, s.ins, c.scale, bound)

@@ -60,16 +60,16 @@ func newEmitter(b *ir.Builder, loc ir.Location) *emitter {
 	return &emitter{b: b, loc: loc, consts: map[constKey]*ir.Value{}}
 }
 
-// result returns the single result of a freshly built op.
-func result[T interface{ Result(int) *ir.Value }](op T, err error) *ir.Value {
+// builtValue returns the single result of a freshly built op.
+func builtValue[T interface{ Result(int) *ir.Value }](op T, err error) *ir.Value {
 	if err != nil {
 		panic(fmt.Sprintf("numerics expansion built an invalid op: %v", err))
 	}
 	return op.Result(0)
 }
 
-// elemKind returns the element kind of a tensor value.
-func elemKind(v *ir.Value) ir.ElemKind {
+// elemKindOf returns the element kind of a tensor value.
+func elemKindOf(v *ir.Value) ir.ElemKind {
 	e, _ := ir.ElemOf(v.Type())
 	return e.Kind
 }
@@ -101,39 +101,39 @@ func (e *emitter) constant(k ir.ElemKind, v float64) *ir.Value {
 		return c
 	}
 	t := ir.Tensor(ir.ElemType{Kind: k})
-	c := result(graph.BuildConstant(e.b, e.loc, ir.DenseAttr{Type: t, Values: []float64{v}}))
+	c := builtValue(graph.BuildConstant(e.b, e.loc, ir.DenseAttr{Type: t, Values: []float64{v}}))
 	e.consts[key] = c
 	return c
 }
 
 // cast converts v to element kind k, or returns v if it already has it.
 func (e *emitter) cast(v *ir.Value, k ir.ElemKind) *ir.Value {
-	if elemKind(v) == k {
+	if elemKindOf(v) == k {
 		return v
 	}
-	return result(graph.BuildCast(e.b, e.loc, v, tensorOf(v).WithElem(ir.ElemType{Kind: k})))
+	return builtValue(graph.BuildCast(e.b, e.loc, v, tensorOf(v).WithElem(ir.ElemType{Kind: k})))
 }
 
-func (e *emitter) add(x, y *ir.Value) *ir.Value { return result(graph.BuildAdd(e.b, e.loc, x, y)) }
-func (e *emitter) sub(x, y *ir.Value) *ir.Value { return result(graph.BuildSub(e.b, e.loc, x, y)) }
-func (e *emitter) mul(x, y *ir.Value) *ir.Value { return result(graph.BuildMul(e.b, e.loc, x, y)) }
-func (e *emitter) div(x, y *ir.Value) *ir.Value { return result(graph.BuildDiv(e.b, e.loc, x, y)) }
-func (e *emitter) max(x, y *ir.Value) *ir.Value { return result(graph.BuildMax(e.b, e.loc, x, y)) }
-func (e *emitter) abs(x *ir.Value) *ir.Value    { return result(graph.BuildAbs(e.b, e.loc, x)) }
-func (e *emitter) neg(x *ir.Value) *ir.Value    { return result(graph.BuildNeg(e.b, e.loc, x)) }
-func (e *emitter) exp(x *ir.Value) *ir.Value    { return result(graph.BuildExp(e.b, e.loc, x)) }
-func (e *emitter) exp2(x *ir.Value) *ir.Value   { return result(graph.BuildExp2(e.b, e.loc, x)) }
-func (e *emitter) log(x *ir.Value) *ir.Value    { return result(graph.BuildLog(e.b, e.loc, x)) }
-func (e *emitter) log1p(x *ir.Value) *ir.Value  { return result(graph.BuildLog1p(e.b, e.loc, x)) }
-func (e *emitter) round(x *ir.Value) *ir.Value  { return result(graph.BuildRound(e.b, e.loc, x)) }
-func (e *emitter) floor(x *ir.Value) *ir.Value  { return result(graph.BuildFloor(e.b, e.loc, x)) }
+func (e *emitter) add(x, y *ir.Value) *ir.Value { return builtValue(graph.BuildAdd(e.b, e.loc, x, y)) }
+func (e *emitter) sub(x, y *ir.Value) *ir.Value { return builtValue(graph.BuildSub(e.b, e.loc, x, y)) }
+func (e *emitter) mul(x, y *ir.Value) *ir.Value { return builtValue(graph.BuildMul(e.b, e.loc, x, y)) }
+func (e *emitter) div(x, y *ir.Value) *ir.Value { return builtValue(graph.BuildDiv(e.b, e.loc, x, y)) }
+func (e *emitter) max(x, y *ir.Value) *ir.Value { return builtValue(graph.BuildMax(e.b, e.loc, x, y)) }
+func (e *emitter) abs(x *ir.Value) *ir.Value    { return builtValue(graph.BuildAbs(e.b, e.loc, x)) }
+func (e *emitter) neg(x *ir.Value) *ir.Value    { return builtValue(graph.BuildNeg(e.b, e.loc, x)) }
+func (e *emitter) exp(x *ir.Value) *ir.Value    { return builtValue(graph.BuildExp(e.b, e.loc, x)) }
+func (e *emitter) exp2(x *ir.Value) *ir.Value   { return builtValue(graph.BuildExp2(e.b, e.loc, x)) }
+func (e *emitter) log(x *ir.Value) *ir.Value    { return builtValue(graph.BuildLog(e.b, e.loc, x)) }
+func (e *emitter) log1p(x *ir.Value) *ir.Value  { return builtValue(graph.BuildLog1p(e.b, e.loc, x)) }
+func (e *emitter) round(x *ir.Value) *ir.Value  { return builtValue(graph.BuildRound(e.b, e.loc, x)) }
+func (e *emitter) floor(x *ir.Value) *ir.Value  { return builtValue(graph.BuildFloor(e.b, e.loc, x)) }
 
 func (e *emitter) cmp(x, y *ir.Value, pred string) *ir.Value {
-	return result(graph.BuildCmp(e.b, e.loc, x, y, pred))
+	return builtValue(graph.BuildCmp(e.b, e.loc, x, y, pred))
 }
 
 func (e *emitter) sel(c, x, y *ir.Value) *ir.Value {
-	return result(graph.BuildSelect(e.b, e.loc, c, x, y))
+	return builtValue(graph.BuildSelect(e.b, e.loc, c, x, y))
 }
 
 // clamp builds `graph.clamp` with bounds typed like the data: f32
@@ -141,8 +141,8 @@ func (e *emitter) sel(c, x, y *ir.Value) *ir.Value {
 // keep their value.
 func (e *emitter) clamp(x *ir.Value, lo, hi float64) *ir.Value {
 	op, err := graph.BuildClamp(e.b, e.loc, x, lo, hi)
-	v := result(op, err)
-	if elemKind(x) == ir.F64 {
+	v := builtValue(op, err)
+	if elemKindOf(x) == ir.F64 {
 		op.SetAttr("min", ir.FloatAttr{Value: lo, Type: ir.F64Type})
 		op.SetAttr("max", ir.FloatAttr{Value: hi, Type: ir.F64Type})
 	}
@@ -150,11 +150,11 @@ func (e *emitter) clamp(x *ir.Value, lo, hi float64) *ir.Value {
 }
 
 func (e *emitter) reduceMax(x *ir.Value, axis int64, keepdim bool) *ir.Value {
-	return result(graph.BuildReduceMax(e.b, e.loc, x, []int64{axis}, keepdim))
+	return builtValue(graph.BuildReduceMax(e.b, e.loc, x, []int64{axis}, keepdim))
 }
 
 func (e *emitter) reduceSum(x *ir.Value, axis int64, keepdim bool) *ir.Value {
-	return result(graph.BuildReduceSum(e.b, e.loc, x, []int64{axis}, keepdim))
+	return builtValue(graph.BuildReduceSum(e.b, e.loc, x, []int64{axis}, keepdim))
 }
 
 // isNaN is `graph.cmp %x, %x {predicate = "ne"}`: true exactly for NaN.
@@ -162,7 +162,7 @@ func (e *emitter) isNaN(x *ir.Value) *ir.Value { return e.cmp(x, x, "ne") }
 
 // isInf is `cmp(abs(x), inf, "eq")`: true for +inf and -inf.
 func (e *emitter) isInf(x *ir.Value) *ir.Value {
-	return e.cmp(e.abs(x), e.constant(elemKind(x), math.Inf(1)), "eq")
+	return e.cmp(e.abs(x), e.constant(elemKindOf(x), math.Inf(1)), "eq")
 }
 
 // reductionAxis checks axis against x and returns it as the reductions of
@@ -209,7 +209,7 @@ func reductionAxis(x *ir.Value, axis int64) int64 {
 // are cast to f32 first and the result cast back.
 func ExpandLogAddExp(b *ir.Builder, loc ir.Location, a, b2 *ir.Value, base2 bool) *ir.Value {
 	e := newEmitter(b, loc)
-	k := elemKind(a)
+	k := elemKindOf(a)
 	ck := computeKind(k)
 	x, y := e.cast(a, ck), e.cast(b2, ck)
 	m := e.max(x, y)
@@ -245,7 +245,7 @@ func ExpandLogAddExp(b *ir.Builder, loc ir.Location, a, b2 *ir.Value, base2 bool
 //	%y = graph.div %e, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 func ExpandSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *ir.Value {
 	e := newEmitter(b, loc)
-	k := elemKind(x)
+	k := elemKindOf(x)
 	ax := reductionAxis(x, axis)
 	xc := e.cast(x, computeKind(k))
 	ex := e.exp(e.sub(xc, e.reduceMax(xc, ax, true)))
@@ -264,7 +264,7 @@ func ExpandSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *ir.
 //	%y = graph.sub %d, %l : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 func ExpandLogSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *ir.Value {
 	e := newEmitter(b, loc)
-	k := elemKind(x)
+	k := elemKindOf(x)
 	ax := reductionAxis(x, axis)
 	xc := e.cast(x, computeKind(k))
 	d := e.sub(xc, e.reduceMax(xc, ax, true))
@@ -294,7 +294,7 @@ func ExpandLogSoftmax(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64) *
 //	%y = graph.reduce_max %yk {axes = [-1]} : (tensor<4x1xf32>) -> tensor<4xf32>
 func ExpandLogSumExp(b *ir.Builder, loc ir.Location, x *ir.Value, axis int64, keepdim bool) *ir.Value {
 	e := newEmitter(b, loc)
-	k := elemKind(x)
+	k := elemKindOf(x)
 	ck := computeKind(k)
 	ax := reductionAxis(x, axis)
 	xc := e.cast(x, ck)
@@ -358,7 +358,7 @@ func saturationBounds(target, ck ir.ElemKind) (lo, hiIn float64, exact bool) {
 func ExpandSaturatingCast(b *ir.Builder, loc ir.Location, x *ir.Value, to ir.Type) *ir.Value {
 	e := newEmitter(b, loc)
 	target, _ := ir.ElemOf(to)
-	ck := computeKind(elemKind(x))
+	ck := computeKind(elemKindOf(x))
 	xc := e.cast(x, ck)
 	lo, hiIn, exact := saturationBounds(target.Kind, ck)
 	n := e.sel(e.isNaN(xc), e.constant(ck, 0), xc)
@@ -385,8 +385,8 @@ func IsSaturatingCast(op *ir.Operation) bool {
 	if op.Name() != graph.OpCast || op.NumOperands() != 1 || op.NumResults() != 1 {
 		return false
 	}
-	target := elemKind(op.Result(0))
-	if !target.IsInt() || !elemKind(op.Operand(0)).IsFloat() {
+	target := elemKindOf(op.Result(0))
+	if !target.IsInt() || !elemKindOf(op.Operand(0)).IsFloat() {
 		return false
 	}
 	c, ok := graph.AsClamp(op.Operand(0).DefiningOp())
@@ -453,7 +453,7 @@ func (e *emitter) channelOperand(p, x *ir.Value, axis int64) *ir.Value {
 	for range trailing {
 		shape = append(shape, 1)
 	}
-	return result(graph.BuildReshape(e.b, e.loc, p, ir.TensorType{Shape: shape, Elem: pt.Elem}))
+	return builtValue(graph.BuildReshape(e.b, e.loc, p, ir.TensorType{Shape: shape, Elem: pt.Elem}))
 }
 
 // quantSide builds the parameters of one side of a conversion: the
@@ -476,7 +476,7 @@ func (e *emitter) quantSide(x *ir.Value, ck ir.ElemKind, scales, zeroPoints *ir.
 // tensor, or a per-tensor scale attribute that f32 cannot hold exactly.
 func quantComputeKind(vals []*ir.Value, scales ...float64) ir.ElemKind {
 	for _, v := range vals {
-		if v != nil && elemKind(v) == ir.F64 {
+		if v != nil && elemKindOf(v) == ir.F64 {
 			return ir.F64
 		}
 	}
@@ -571,7 +571,7 @@ func (e *emitter) roundQuotient(q, x *ir.Value, p *quantParam, ck ir.ElemKind) *
 // quantizeCore quantises x (already in its compute kind) to the result
 // type with parameters p, as graph.quantize defines it.
 func (e *emitter) quantizeCore(x *ir.Value, p *quantParam, resultType ir.TensorType) *ir.Value {
-	ck, k := elemKind(x), resultType.Elem.Kind
+	ck, k := elemKindOf(x), resultType.Elem.Kind
 	q := x
 	if !(p.perTensor && p.scaleValue == 1) {
 		q = e.div(x, p.scale)
@@ -583,7 +583,7 @@ func (e *emitter) quantizeCore(x *ir.Value, p *quantParam, resultType ir.TensorT
 			q = e.add(q, p.zero(e, ck))
 		}
 		lim := numeric.MaxFinite(k)
-		return result(graph.BuildCast(e.b, e.loc, e.clamp(q, -lim, lim), resultType))
+		return builtValue(graph.BuildCast(e.b, e.loc, e.clamp(q, -lim, lim), resultType))
 	}
 	var v *ir.Value
 	if p.perTensor && isPowerOfTwo(p.scaleValue) {
@@ -596,7 +596,7 @@ func (e *emitter) quantizeCore(x *ir.Value, p *quantParam, resultType ir.TensorT
 	}
 	v = e.sel(e.isNaN(q), p.zero(e, ck), v)
 	lo, hi := graph.QuantRange(k)
-	return result(graph.BuildCast(e.b, e.loc, e.clamp(v, float64(lo), float64(hi)), resultType))
+	return builtValue(graph.BuildCast(e.b, e.loc, e.clamp(v, float64(lo), float64(hi)), resultType))
 }
 
 // dequantizeCore returns (q - zero_point) * scale in compute kind ck, with
@@ -605,7 +605,7 @@ func (e *emitter) quantizeCore(x *ir.Value, p *quantParam, resultType ir.TensorT
 // exactly there, since f32 cannot hold every i32.
 func (e *emitter) dequantizeCore(x *ir.Value, p *quantParam, ck ir.ElemKind) *ir.Value {
 	var d *ir.Value
-	wide := elemKind(x) == ir.I32 && (p.perTensor || elemKind(p.zeroPoints).IsInt())
+	wide := elemKindOf(x) == ir.I32 && (p.perTensor || elemKindOf(p.zeroPoints).IsInt())
 	switch {
 	case !p.hasZero():
 		d = e.cast(x, ck)
@@ -670,7 +670,7 @@ func ExpandDequantize(b *ir.Builder, loc ir.Location, op *ir.Operation) *ir.Valu
 	e := newEmitter(b, loc)
 	dq := graph.DequantizeOp{Operation: op}
 	x := dq.Input()
-	rk := elemKind(dq.Output())
+	rk := elemKindOf(dq.Output())
 	ck := quantComputeKind([]*ir.Value{dq.Output(), dq.Scales()}, dq.Scale())
 	p := e.quantSide(x, ck, dq.Scales(), dq.ZeroPoints(), dq.Scale(), dq.ZeroPoint(), dq.Axis())
 	return e.cast(e.dequantizeCore(x, p, ck), rk)

@@ -511,3 +511,60 @@ func TestElementwiseEveryF16BF16(t *testing.T) {
 		}
 	}
 }
+
+// ---------------------------------------------------------------------------
+// What the expansions build, and their errors
+
+// numPrimitives are the ops an expansion may build: the primitive graph
+// ops of the kernel contract, and reshape for per-channel parameters.
+var numPrimitives = map[string]bool{
+	"graph.neg": true, "graph.abs": true, "graph.exp": true, "graph.exp2": true, "graph.log": true,
+	"graph.log1p": true, "graph.expm1": true, "graph.round": true, "graph.floor": true, "graph.add": true, "graph.sub": true,
+	"graph.mul": true, "graph.div": true, "graph.max": true, "graph.cmp": true, "graph.select": true,
+	"graph.clamp": true, "graph.cast": true, "graph.constant": true, "graph.reduce_sum": true,
+	"graph.reduce_max": true, "graph.reshape": true,
+	ir.ModuleOpName: true, ir.FuncOpName: true, ir.ReturnOpName: true,
+}
+
+func TestExpansionsBuildPrimitives(t *testing.T) {
+	for _, c := range numDiffCases {
+		for _, k := range c.kinds {
+			m := numParse(t, c.instantiate(c.semantic, k))
+			numLegalize(t, m, NumericsOptions{})
+			m.Walk(func(o *ir.Operation) bool {
+				assert.True(t, numPrimitives[o.Name()], "%s (%s): the expansion built %s", c.name, k, o.Name())
+				if o.Name() == "graph.reduce_sum" || o.Name() == "graph.reduce_max" {
+					axes, _ := o.Attr("axes").(ir.ArrayAttr).Int64s()
+					assert.Len(t, axes, 1, "%s: reductions are over one axis", c.name)
+				}
+				return true
+			})
+		}
+	}
+}
+
+// TestExpandNumericsOpErrors checks that a malformed op gives an error at
+// its location, not a panic, and that the pass reports it.
+func TestExpandNumericsOpErrors(t *testing.T) {
+	loc := ir.Location{File: "bad.tir", Line: 3, Col: 5}
+	ty := ir.Tensor(ir.F32Type, 4, 8)
+	fn := ir.NewFunc(ir.Location{File: "bad.tir", Line: 1, Col: 1}, "f", ir.FunctionType{Inputs: []ir.Type{ty}, Results: []ir.Type{ty}})
+	b := ir.NewBuilderAtEnd(fn.Body())
+	bad := b.Create("graph.softmax", loc, fn.Args(), []ir.Type{ty}, ir.Attrs("axis", ir.IntAttr{Value: 5, Type: ir.I64Type}))
+	b.Create(ir.ReturnOpName, loc, bad.Results(), nil, nil)
+	m := ir.NewModule(ir.Location{})
+	m.Body().Append(fn.Operation)
+
+	_, err := ExpandNumericsOp(ir.NewBuilderBefore(bad), bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bad.tir:3:5")
+	assert.Contains(t, err.Error(), "axis 5 is out of range for rank 2")
+
+	exp := ir.NewOperation("graph.exp", loc, fn.Args(), []ir.Type{ty}, nil, 0)
+	_, err = ExpandNumericsOp(b, exp)
+	assert.ErrorContains(t, err, "'graph.exp' op has no numerics expansion")
+	assert.False(t, IsNumericsComposite(exp))
+
+	err = LegalizeNumerics(m.Operation, numCtx(), NumericsOptions{})
+	assert.ErrorContains(t, err, "axis 5 is out of range")
+}

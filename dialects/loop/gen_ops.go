@@ -134,7 +134,7 @@ func AsKernel(op *ir.Operation) (KernelOp, bool) {
 	return KernelOp{op}, true
 }
 
-// Body returns region #0, body: the kernel's code.
+// Body returns region #0 (body): the kernel's code.
 func (op KernelOp) Body() *ir.Region {
 	return op.Region(0)
 }
@@ -255,7 +255,7 @@ func AsLaunch(op *ir.Operation) (LaunchOp, bool) {
 	return LaunchOp{op}, true
 }
 
-// Args returns operands #0 and on, args: buffers, then extents.
+// Args returns operands #0 onwards (args): buffers, then extents.
 func (op LaunchOp) Args() []*ir.Value {
 	return op.Operands()
 }
@@ -267,7 +267,6 @@ func (op LaunchOp) Kernel() string {
 }
 
 // BuildLaunch creates a loop.launch at b's insertion point.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildLaunch(b *ir.Builder, loc ir.Location, args []*ir.Value, kernel string) (LaunchOp, error) {
 	var attrs ir.AttrDict
@@ -329,12 +328,12 @@ func AsDim(op *ir.Operation) (DimOp, bool) {
 	return DimOp{op}, true
 }
 
-// Memref returns operand #0, memref.
+// Memref returns operand #0 (memref).
 func (op DimOp) Memref() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op DimOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -346,7 +345,6 @@ func (op DimOp) Axis() int64 {
 }
 
 // BuildDim creates a loop.dim at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildDim(b *ir.Builder, loc ir.Location, memref *ir.Value, axis int64) (DimOp, error) {
 	var attrs ir.AttrDict
@@ -409,12 +407,12 @@ func AsAllocDRAM(op *ir.Operation) (AllocDRAMOp, bool) {
 	return AllocDRAMOp{op}, true
 }
 
-// Extents returns operands #0 and on, extents: one per `?` of the result type.
+// Extents returns operands #0 onwards (extents): one per `?` of the result type.
 func (op AllocDRAMOp) Extents() []*ir.Value {
 	return op.Operands()
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op AllocDRAMOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -499,22 +497,22 @@ func AsParallel(op *ir.Operation) (ParallelOp, bool) {
 	return ParallelOp{op}, true
 }
 
-// Lower returns operand #0, lower: the first value of the induction variable.
+// Lower returns operand #0 (lower): the first value of the induction variable.
 func (op ParallelOp) Lower() *ir.Value {
 	return op.Operand(0)
 }
 
-// Upper returns operand #1, upper: the bound it stays below.
+// Upper returns operand #1 (upper): the bound it stays below.
 func (op ParallelOp) Upper() *ir.Value {
 	return op.Operand(1)
 }
 
-// Step returns operand #2, step: the increment, positive.
+// Step returns operand #2 (step): the increment, positive.
 func (op ParallelOp) Step() *ir.Value {
 	return op.Operand(2)
 }
 
-// Body returns region #0, body: one iteration.
+// Body returns region #0 (body): one iteration.
 func (op ParallelOp) Body() *ir.Region {
 	return op.Region(0)
 }
@@ -586,32 +584,32 @@ func AsFor(op *ir.Operation) (ForOp, bool) {
 	return ForOp{op}, true
 }
 
-// Lower returns operand #0, lower: the first value of the induction variable.
+// Lower returns operand #0 (lower): the first value of the induction variable.
 func (op ForOp) Lower() *ir.Value {
 	return op.Operand(0)
 }
 
-// Upper returns operand #1, upper: the bound it stays below.
+// Upper returns operand #1 (upper): the bound it stays below.
 func (op ForOp) Upper() *ir.Value {
 	return op.Operand(1)
 }
 
-// Step returns operand #2, step: the increment, positive.
+// Step returns operand #2 (step): the increment, positive.
 func (op ForOp) Step() *ir.Value {
 	return op.Operand(2)
 }
 
-// Inits returns operands #3 and on, inits: the initial carried values.
+// Inits returns operands #3 onwards (inits): the initial carried values.
 func (op ForOp) Inits() []*ir.Value {
 	return op.Operands()[3:]
 }
 
-// Values returns the results, values: the final carried values.
+// Values returns the results (values): the final carried values.
 func (op ForOp) Values() []*ir.Value {
 	return op.Results()
 }
 
-// Body returns region #0, body: one iteration.
+// Body returns region #0 (body): one iteration.
 func (op ForOp) Body() *ir.Region {
 	return op.Region(0)
 }
@@ -691,7 +689,7 @@ func AsYield(op *ir.Operation) (YieldOp, bool) {
 	return YieldOp{op}, true
 }
 
-// Values returns operands #0 and on, values.
+// Values returns operands #0 onwards (values).
 func (op YieldOp) Values() []*ir.Value {
 	return op.Operands()
 }
@@ -805,7 +803,7 @@ func AsAlloc(op *ir.Operation) (AllocOp, bool) {
 	return AllocOp{op}, true
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op AllocOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -873,17 +871,17 @@ func AsLoad(op *ir.Operation) (LoadOp, bool) {
 	return LoadOp{op}, true
 }
 
-// Memref returns operand #0, memref.
+// Memref returns operand #0 (memref).
 func (op LoadOp) Memref() *ir.Value {
 	return op.Operand(0)
 }
 
-// Indices returns operands #1 and on, indices.
+// Indices returns operands #1 onwards (indices).
 func (op LoadOp) Indices() []*ir.Value {
 	return op.Operands()[1:]
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LoadOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -951,17 +949,17 @@ func AsStore(op *ir.Operation) (StoreOp, bool) {
 	return StoreOp{op}, true
 }
 
-// Value returns operand #0, value.
+// Value returns operand #0 (value).
 func (op StoreOp) Value() *ir.Value {
 	return op.Operand(0)
 }
 
-// Memref returns operand #1, memref.
+// Memref returns operand #1 (memref).
 func (op StoreOp) Memref() *ir.Value {
 	return op.Operand(1)
 }
 
-// Indices returns operands #2 and on, indices.
+// Indices returns operands #2 onwards (indices).
 func (op StoreOp) Indices() []*ir.Value {
 	return op.Operands()[2:]
 }
@@ -1029,7 +1027,7 @@ func AsConst(op *ir.Operation) (ConstOp, bool) {
 	return ConstOp{op}, true
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ConstOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1041,7 +1039,6 @@ func (op ConstOp) Value() float64 {
 }
 
 // BuildConst creates a loop.const at b's insertion point.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildConst(b *ir.Builder, loc ir.Location, outputType ir.Type, value float64) (ConstOp, error) {
 	var attrs ir.AttrDict
@@ -1101,12 +1098,12 @@ func AsBroadcast(op *ir.Operation) (BroadcastOp, bool) {
 	return BroadcastOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op BroadcastOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op BroadcastOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1169,12 +1166,12 @@ func AsReduce(op *ir.Operation) (ReduceOp, bool) {
 	return ReduceOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReduceOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReduceOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1186,7 +1183,6 @@ func (op ReduceOp) Kind() string {
 }
 
 // BuildReduce creates a loop.reduce at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildReduce(b *ir.Builder, loc ir.Location, input *ir.Value, kind string) (ReduceOp, error) {
 	var attrs ir.AttrDict
@@ -1252,17 +1248,17 @@ func AsAddi(op *ir.Operation) (AddiOp, bool) {
 	return AddiOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op AddiOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op AddiOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op AddiOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1328,17 +1324,17 @@ func AsSubi(op *ir.Operation) (SubiOp, bool) {
 	return SubiOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op SubiOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op SubiOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SubiOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1404,17 +1400,17 @@ func AsMuli(op *ir.Operation) (MuliOp, bool) {
 	return MuliOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MuliOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MuliOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MuliOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1480,17 +1476,17 @@ func AsDivi(op *ir.Operation) (DiviOp, bool) {
 	return DiviOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op DiviOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op DiviOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op DiviOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1556,17 +1552,17 @@ func AsRemi(op *ir.Operation) (RemiOp, bool) {
 	return RemiOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op RemiOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op RemiOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op RemiOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1632,17 +1628,17 @@ func AsMini(op *ir.Operation) (MiniOp, bool) {
 	return MiniOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MiniOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MiniOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MiniOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1708,12 +1704,12 @@ func AsNeg(op *ir.Operation) (NegOp, bool) {
 	return NegOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op NegOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op NegOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1776,12 +1772,12 @@ func AsAbs(op *ir.Operation) (AbsOp, bool) {
 	return AbsOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op AbsOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op AbsOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1844,12 +1840,12 @@ func AsExp(op *ir.Operation) (ExpOp, bool) {
 	return ExpOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ExpOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ExpOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1912,12 +1908,12 @@ func AsExp2(op *ir.Operation) (Exp2Op, bool) {
 	return Exp2Op{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Exp2Op) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Exp2Op) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -1980,12 +1976,12 @@ func AsLog(op *ir.Operation) (LogOp, bool) {
 	return LogOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op LogOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op LogOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2048,12 +2044,12 @@ func AsLog2(op *ir.Operation) (Log2Op, bool) {
 	return Log2Op{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Log2Op) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Log2Op) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2116,12 +2112,12 @@ func AsLog1p(op *ir.Operation) (Log1pOp, bool) {
 	return Log1pOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Log1pOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Log1pOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2184,12 +2180,12 @@ func AsExpm1(op *ir.Operation) (Expm1Op, bool) {
 	return Expm1Op{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op Expm1Op) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op Expm1Op) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2252,12 +2248,12 @@ func AsSqrt(op *ir.Operation) (SqrtOp, bool) {
 	return SqrtOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SqrtOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SqrtOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2320,12 +2316,12 @@ func AsRsqrt(op *ir.Operation) (RsqrtOp, bool) {
 	return RsqrtOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op RsqrtOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op RsqrtOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2388,12 +2384,12 @@ func AsReciprocal(op *ir.Operation) (ReciprocalOp, bool) {
 	return ReciprocalOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReciprocalOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReciprocalOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2456,12 +2452,12 @@ func AsTanh(op *ir.Operation) (TanhOp, bool) {
 	return TanhOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op TanhOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op TanhOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2524,12 +2520,12 @@ func AsSigmoid(op *ir.Operation) (SigmoidOp, bool) {
 	return SigmoidOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SigmoidOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SigmoidOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2592,12 +2588,12 @@ func AsSilu(op *ir.Operation) (SiluOp, bool) {
 	return SiluOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SiluOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SiluOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2660,12 +2656,12 @@ func AsGelu(op *ir.Operation) (GeluOp, bool) {
 	return GeluOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op GeluOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op GeluOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2747,12 +2743,12 @@ func AsRelu(op *ir.Operation) (ReluOp, bool) {
 	return ReluOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op ReluOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op ReluOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2815,12 +2811,12 @@ func AsSin(op *ir.Operation) (SinOp, bool) {
 	return SinOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op SinOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SinOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2883,12 +2879,12 @@ func AsCos(op *ir.Operation) (CosOp, bool) {
 	return CosOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op CosOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CosOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -2951,12 +2947,12 @@ func AsFloor(op *ir.Operation) (FloorOp, bool) {
 	return FloorOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op FloorOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op FloorOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3019,12 +3015,12 @@ func AsCeil(op *ir.Operation) (CeilOp, bool) {
 	return CeilOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op CeilOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CeilOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3087,12 +3083,12 @@ func AsRound(op *ir.Operation) (RoundOp, bool) {
 	return RoundOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op RoundOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op RoundOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3155,17 +3151,17 @@ func AsAdd(op *ir.Operation) (AddOp, bool) {
 	return AddOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op AddOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op AddOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op AddOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3231,17 +3227,17 @@ func AsSub(op *ir.Operation) (SubOp, bool) {
 	return SubOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op SubOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op SubOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SubOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3307,17 +3303,17 @@ func AsMul(op *ir.Operation) (MulOp, bool) {
 	return MulOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MulOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MulOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MulOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3383,17 +3379,17 @@ func AsDiv(op *ir.Operation) (DivOp, bool) {
 	return DivOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op DivOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op DivOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op DivOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3459,17 +3455,17 @@ func AsMax(op *ir.Operation) (MaxOp, bool) {
 	return MaxOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MaxOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MaxOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MaxOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3535,17 +3531,17 @@ func AsMin(op *ir.Operation) (MinOp, bool) {
 	return MinOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op MinOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op MinOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op MinOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3611,17 +3607,17 @@ func AsPow(op *ir.Operation) (PowOp, bool) {
 	return PowOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op PowOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op PowOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op PowOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3687,22 +3683,22 @@ func AsFma(op *ir.Operation) (FmaOp, bool) {
 	return FmaOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op FmaOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op FmaOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Addend returns operand #2, addend.
+// Addend returns operand #2 (addend).
 func (op FmaOp) Addend() *ir.Value {
 	return op.Operand(2)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op FmaOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3771,17 +3767,17 @@ func AsCmp(op *ir.Operation) (CmpOp, bool) {
 	return CmpOp{op}, true
 }
 
-// Lhs returns operand #0, lhs.
+// Lhs returns operand #0 (lhs).
 func (op CmpOp) Lhs() *ir.Value {
 	return op.Operand(0)
 }
 
-// Rhs returns operand #1, rhs.
+// Rhs returns operand #1 (rhs).
 func (op CmpOp) Rhs() *ir.Value {
 	return op.Operand(1)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CmpOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3793,7 +3789,6 @@ func (op CmpOp) Predicate() string {
 }
 
 // BuildCmp creates a loop.cmp at b's insertion point and infers its result type.
-// Attributes equal to their defaults are left out.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildCmp(b *ir.Builder, loc ir.Location, lhs *ir.Value, rhs *ir.Value, predicate string) (CmpOp, error) {
 	var attrs ir.AttrDict
@@ -3862,22 +3857,22 @@ func AsSelect(op *ir.Operation) (SelectOp, bool) {
 	return SelectOp{op}, true
 }
 
-// Cond returns operand #0, cond.
+// Cond returns operand #0 (cond).
 func (op SelectOp) Cond() *ir.Value {
 	return op.Operand(0)
 }
 
-// OnTrue returns operand #1, on_true.
+// OnTrue returns operand #1 (on_true).
 func (op SelectOp) OnTrue() *ir.Value {
 	return op.Operand(1)
 }
 
-// OnFalse returns operand #2, on_false.
+// OnFalse returns operand #2 (on_false).
 func (op SelectOp) OnFalse() *ir.Value {
 	return op.Operand(2)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op SelectOp) Output() *ir.Value {
 	return op.Result(0)
 }
@@ -3946,12 +3941,12 @@ func AsCast(op *ir.Operation) (CastOp, bool) {
 	return CastOp{op}, true
 }
 
-// Input returns operand #0, input.
+// Input returns operand #0 (input).
 func (op CastOp) Input() *ir.Value {
 	return op.Operand(0)
 }
 
-// Output returns result #0, output.
+// Output returns result #0 (output).
 func (op CastOp) Output() *ir.Value {
 	return op.Result(0)
 }

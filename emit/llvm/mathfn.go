@@ -55,7 +55,7 @@ func (fe *fnEmitter) exp2(d value.Value, exact bool) value.Value {
 // expReduced computes e^d (2^d when base2) for double lanes holding f32
 // values:
 //
-//	c = clamp(d, lo, hi)                  NaN passes through
+//	c = clamp(d, -708, 89)                NaN passes through
 //	t = c*log2(e) + 1.5*2^52              rounds to the integer n in t's low bits
 //	r = c - n*ln2Hi - n*ln2Lo             (base 2: (c - n) * ln 2)
 //	e^r = 1 + r + r^2/2! + ... + r^11/11!
@@ -64,9 +64,12 @@ func (fe *fnEmitter) expReduced(d value.Value, base2 bool) value.Value {
 	b := fe.cur
 	t := d.Type()
 	it := withScalar(t, types.I64)
-	lo, hi := -104.0, 89.0 // e^-104 rounds to 0 in f32, e^89 to inf
+	// Below lo the result is 0 in f32 even after a product with the
+	// largest float (silu(x) = x * e^x), above hi it is inf; 2^n stays a
+	// normal double in between.
+	lo, hi := -708.0, 89.0
 	if base2 {
-		lo, hi = -151.0, 129.0
+		lo, hi = -1022.0, 129.0
 	}
 	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, d, fconst(t, hi)), fconst(t, hi), d)
 	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)

@@ -155,6 +155,10 @@ func graphKernel(op *ir.Operation, opts Options) (Kernel, error) {
 		}
 	} else {
 		k.Ops = []string{shortName(op.Name())}
+		if k.Kind == "row" {
+			// one reduction alone keeps nothing on chip between phases
+			k.Schedule = passes.ScheduleOnePass
+		}
 	}
 	seen := map[*ir.Value]bool{}
 	for _, v := range append(op.Operands(), extra...) {

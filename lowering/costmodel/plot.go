@@ -98,6 +98,7 @@ func WritePlot(w io.Writer, m Machine, title string, pts []PlotPoint, format str
 	// the upper left corner is above the memory roof, where nothing is drawn
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), -vg.Points(8)
+	p.Legend.Padding = vg.Points(3)
 
 	ridgeMark, err := plotter.NewScatter(plotter.XYs{lg(ridge, tflops(ridge))})
 	if err != nil {

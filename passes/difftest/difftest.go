@@ -52,15 +52,17 @@
 //     value into k).
 //  4. ref rounded to k is inf or NaN: after must be exactly that value.
 //
-// Under the legalized meaning (Options.Legalized, set whenever the
-// pipeline holds legalize-numerics) two more things hold:
+// Under the legalized meaning (Options.Legalized and
+// Options.SaturatingCasts, set whenever the pipeline holds
+// legalize-numerics) two more things hold:
 //
 //   - The original is first given the meaning legalize-numerics gives it:
 //     every unchecked float -> integer graph.cast (numeric.WrapInt, -1.0 to
 //     ui8 is 255) becomes the saturating conversion (numeric.SaturateInt:
 //     NaN to 0, out-of-range values to the range ends), built from
 //     cmp/select in f64 (see SaturateCasts). before and ref are evaluated
-//     on that program.
+//     on that program. legalize-numerics{keep-unchecked-casts=true} keeps
+//     the casts, and so does the comparison.
 //   - Where the original is not finite in its own precision and not even
 //     in float64 (exp(1e4) overflows f64 too), the exact value is out of
 //     reach of the interpreter. A finite after is then excused (counted in
@@ -79,6 +81,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
@@ -102,10 +105,15 @@ type Options struct {
 	// ULP overrides the bound of results of an element type, in ULPs of
 	// that type (|a - b| for integers).
 	ULP map[ir.ElemKind]float64
-	// Legalized compares against the legalized meaning of the original
-	// (saturating casts, overflow excuses). Check sets it when the
-	// pipeline holds legalize-numerics.
+	// Legalized compares against the legalized meaning of the original:
+	// results it overflowed even in float64 may be excused. Check sets it
+	// when the pipeline holds legalize-numerics.
 	Legalized bool
+	// SaturatingCasts gives the original's unchecked float -> integer
+	// casts the saturating meaning first (SaturateCasts). Check sets it
+	// when the pipeline holds legalize-numerics without
+	// keep-unchecked-casts.
+	SaturatingCasts bool
 	// MaxElements skips a function whose inputs hold more elements in
 	// all; default 1 << 16.
 	MaxElements int64
@@ -114,6 +122,11 @@ type Options struct {
 	MaxMismatches int
 	// Target is the machine passes compile for; default "cpu".
 	Target string
+	// KnownIssue, when set, names the known deviation a mismatch of the
+	// original function f belongs to, or returns "". Known mismatches are
+	// counted in Report.Known instead of failing the check; a test lists
+	// there what is reported but not fixed yet, as narrowly as it can.
+	KnownIssue func(f ir.Func, m *Mismatch) string
 }
 
 // Slack is the factor of the original's own error (rule 2 of the package
@@ -146,6 +159,9 @@ func (o Options) withDefaults(p ir.Pipeline) Options {
 	for _, e := range p {
 		if e.Info.Name == LegalizeNumerics {
 			o.Legalized = true
+			if !e.Options.Bool("keep-unchecked-casts") {
+				o.SaturatingCasts = true
+			}
 		}
 	}
 	return o
@@ -170,6 +186,8 @@ type Report struct {
 	// NumMismatches counts every mismatch; Mismatches keeps the first ones.
 	NumMismatches int
 	Mismatches    []Mismatch
+	// Known counts the mismatches Options.KnownIssue recognised, by issue.
+	Known map[string]int
 	// Skipped says which functions or input sets were not compared, and why
 	// (the original fails in the interpreter on them, or is too large).
 	Skipped []string
@@ -183,6 +201,14 @@ func (r *Report) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "pipeline %q: %d runs, %d elements, %d against the float64 reference, %d excused, %d mismatches\n",
 		r.Pipeline, r.Runs, r.Elements, r.Reference, r.Excused, r.NumMismatches)
+	issues := make([]string, 0, len(r.Known))
+	for issue := range r.Known {
+		issues = append(issues, issue)
+	}
+	sort.Strings(issues)
+	for _, issue := range issues {
+		fmt.Fprintf(&sb, "known issue %s: %d mismatches\n", issue, r.Known[issue])
+	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(&sb, "skipped: %s\n", s)
 	}
@@ -204,8 +230,9 @@ type Mismatch struct {
 	Func string
 	// Inputs names the input set: "random seed 2 scale 100", "extreme seed 1".
 	Inputs string
-	// Args are the input values, one line per argument.
-	Args []string
+	// Args are the input values, one line per argument; Values the inputs.
+	Args   []string
+	Values []*eval.Tensor
 	// Result is the result number and Index the element's index in it;
 	// Result is -1 for a mismatch of the whole function.
 	Result int
@@ -321,7 +348,7 @@ func Check(m ir.Module, pipeline string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	before := CloneModule(m)
-	if opts.Legalized {
+	if opts.SaturatingCasts {
 		if err := SaturateCasts(before); err != nil {
 			return nil, err
 		}
@@ -375,19 +402,27 @@ func (c *checker) bound(k ir.ElemKind) float64 {
 	return b
 }
 
-func (c *checker) addMismatch(m Mismatch) {
-	c.rep.NumMismatches++
-	if len(c.rep.Mismatches) < c.opts.MaxMismatches {
-		c.rep.Mismatches = append(c.rep.Mismatches, m)
-	}
+func (c *checker) mismatchFunc(f ir.Func, inputs string, args []*eval.Tensor, reason string) {
+	c.report(f, Mismatch{Func: f.SymName(), Inputs: inputs, Values: args, Result: -1, Reason: reason})
 }
 
-func (c *checker) mismatchFunc(f ir.Func, inputs string, args []*eval.Tensor, reason string) {
-	if len(c.rep.Mismatches) >= c.opts.MaxMismatches {
-		c.rep.NumMismatches++
-		return
+// report files a mismatch: as a known issue, or kept in full while there
+// is room.
+func (c *checker) report(f ir.Func, m Mismatch) {
+	if c.opts.KnownIssue != nil {
+		if issue := c.opts.KnownIssue(f, &m); issue != "" {
+			if c.rep.Known == nil {
+				c.rep.Known = map[string]int{}
+			}
+			c.rep.Known[issue]++
+			return
+		}
 	}
-	c.addMismatch(Mismatch{Func: f.SymName(), Inputs: inputs, Args: formatArgs(f, args), Result: -1, Reason: reason})
+	c.rep.NumMismatches++
+	if len(c.rep.Mismatches) < c.opts.MaxMismatches {
+		m.Args = formatArgs(f, m.Values)
+		c.rep.Mismatches = append(c.rep.Mismatches, m)
+	}
 }
 
 func (c *checker) skip(format string, args ...any) {
@@ -523,13 +558,13 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet) {
 			case excused:
 				c.rep.Excused++
 			case mismatch:
-				if len(c.rep.Mismatches) >= c.opts.MaxMismatches {
-					c.rep.NumMismatches++
+				if len(c.rep.Mismatches) >= c.opts.MaxMismatches && c.opts.KnownIssue == nil {
+					c.rep.NumMismatches++ // not kept: spare the reference
 					continue
 				}
 				rv, _ := ref.at(r, i)
-				c.addMismatch(Mismatch{
-					Func: f.SymName(), Inputs: set.name, Args: formatArgs(f, set.args),
+				c.report(f, Mismatch{
+					Func: f.SymName(), Inputs: set.name, Values: set.args,
 					Result: r, Index: unflatten(i, b.Shape), Elem: b.Elem,
 					Before: b.Data[i], After: a.Data[i], Ref: rv,
 					ULP: ulpDiff(b.Data[i], a.Data[i], b.Elem), Bound: j.bound, Reason: reason,

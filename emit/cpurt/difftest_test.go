@@ -1,0 +1,268 @@
+package cpurt_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
+	"github.com/tensorforge/tensorforge/emit/cpurt"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+	"github.com/tensorforge/tensorforge/ir/target"
+	_ "github.com/tensorforge/tensorforge/lowering"
+	"github.com/tensorforge/tensorforge/parser"
+	_ "github.com/tensorforge/tensorforge/passes"
+)
+
+// The differential tests compile graph programs through a pipeline down
+// to native code and compare what the program computes with two
+// references, on random inputs and on extreme ones (±0, ±inf, NaN,
+// ±88.73, ±1e30, subnormals, the range ends):
+//
+//   - the loop interpreter on the same lowered module: the native code
+//     must agree within nativeULPs (it rounds every op the same way; only
+//     exp, sigmoid and friends may differ by one rounding);
+//   - the graph interpreter on the program as written: within the bound of
+//     the lowering (sums over lanes), sumULPs of the result or of the
+//     largest result of the tensor. On extreme inputs, where a sum in
+//     another order may cancel differently, only the class of each value
+//     (NaN, +inf, -inf, finite) is compared, and only where the
+//     interpreter gives the same class in float32 and in float64.
+
+const (
+	nativeULPs = 1
+	sumULPs    = 8
+)
+
+// pipelines are the graph-level parts of -O2 and -O0 (the lowering
+// follows).
+var pipelines = map[string]string{
+	"O2": "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce",
+	"O0": "legalize-numerics,decompose",
+}
+
+// lowerTail finishes a pipeline: lower-to-loops, and sram-alloc when it
+// is registered.
+func lowerTail() string {
+	if ir.LookupPass("sram-alloc") != nil {
+		return "lower-to-loops,sram-alloc"
+	}
+	return "lower-to-loops"
+}
+
+// compile runs pipeline on src for the cpu target.
+func compile(src, pipeline string) (ir.Module, error) {
+	m, err := parser.Parse("input.tir", src)
+	if err != nil {
+		return ir.Module{}, err
+	}
+	if err := ir.Verify(m.Operation); err != nil {
+		return ir.Module{}, err
+	}
+	tg, _ := target.Lookup("cpu")
+	p, err := ir.ParsePipeline(pipeline)
+	if err != nil {
+		return ir.Module{}, err
+	}
+	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
+	if err := pm.Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg}); err != nil {
+		return ir.Module{}, err
+	}
+	return m, nil
+}
+
+// shrink makes an example small enough to interpret: the large extents
+// of its types become small ones.
+func shrink(src string) string {
+	sizes := map[string]string{"67108864": "512", "32768": "16", "28672": "96", "8192": "64", "4096": "32"}
+	re := regexp.MustCompile(`\b(67108864|32768|28672|8192|4096)\b`)
+	return re.ReplaceAllStringFunc(src, func(s string) string { return sizes[s] })
+}
+
+// diffProgram checks every function of src under one pipeline.
+func diffProgram(t *testing.T, name, src, level string) {
+	t.Helper()
+	orig, err := parser.Parse("input.tir", src)
+	require.NoError(t, err)
+	lowered, err := compile(src, pipelines[level]+","+lowerTail())
+	if err != nil {
+		t.Skipf("%s does not lower under %s: %v", name, level, firstLine(err.Error()))
+	}
+	for _, fn := range orig.Funcs() {
+		p, err := cpurt.Compile(lowered, fn.SymName())
+		require.NoError(t, err, "%s @%s (%s)", name, fn.SymName(), level)
+		for set := 0; set < 3; set++ {
+			var in []*geval.Tensor
+			extreme := set == 2
+			if extreme {
+				in, err = geval.ExtremeInputs(fn, int64(set))
+			} else {
+				in, err = geval.RandomInputs(fn, int64(set+1), 1, 5)
+			}
+			require.NoError(t, err)
+			what := fmt.Sprintf("%s @%s %s, input set %d", name, fn.SymName(), level, set)
+			got, err := p.Run(clone(in))
+			require.NoError(t, err, what)
+
+			loopWant, err := leval.Run(lowered, fn.SymName(), clone(in))
+			require.NoError(t, err, what)
+			require.Len(t, got, len(loopWant), what)
+			for r := range got {
+				compareNative(t, fmt.Sprintf("%s, result %d vs the loop interpreter", what, r), loopWant[r], got[r])
+			}
+
+			want, err := geval.Run(fn, clone(in), geval.Options{})
+			require.NoError(t, err, what)
+			want64, err := geval.Run(fn, clone(in), geval.Options{F64: true})
+			require.NoError(t, err, what)
+			for r := range got {
+				compareGraph(t, fmt.Sprintf("%s, result %d vs the graph interpreter", what, r), want[r], want64[r], got[r], extreme)
+			}
+		}
+		p.Close()
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func clone(ts []*geval.Tensor) []*geval.Tensor {
+	out := make([]*geval.Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = t.Clone()
+	}
+	return out
+}
+
+// compareNative holds native results to the loop interpreter's.
+func compareNative(t *testing.T, what string, want, got *geval.Tensor) {
+	t.Helper()
+	require.Equal(t, want.Shape, got.Shape, what)
+	var bad []string
+	for i := range want.Data {
+		if d := numeric.ULPDiff(want.Data[i], got.Data[i], want.Elem); d > nativeULPs && len(bad) < 6 {
+			bad = append(bad, fmt.Sprintf("[%d] want %v got %v (%v ULP)", i, want.Data[i], got.Data[i], d))
+		}
+	}
+	require.Empty(t, bad, "%s: %s", what, strings.Join(bad, "; "))
+}
+
+// class is NaN, +inf, -inf or finite.
+func class(v float64) int {
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case math.IsInf(v, 1):
+		return 1
+	case math.IsInf(v, -1):
+		return 2
+	}
+	return 3
+}
+
+// compareGraph holds native results to the graph interpreter's (want in
+// float32 steps, want64 in float64).
+func compareGraph(t *testing.T, what string, want, want64, got *geval.Tensor, extreme bool) {
+	t.Helper()
+	require.Equal(t, want.Shape, got.Shape, what)
+	scale := 0.0
+	for _, v := range want.Data {
+		if class(v) == 3 {
+			scale = max(scale, math.Abs(v))
+		}
+	}
+	var bad []string
+	for i := range want.Data {
+		w, g := want.Data[i], got.Data[i]
+		if extreme {
+			if class(w) == class(want64.Data[i]) && class(g) != class(w) && len(bad) < 6 {
+				bad = append(bad, fmt.Sprintf("[%d] want %v got %v", i, w, g))
+			}
+			continue
+		}
+		d := numeric.ULPDiff(w, g, want.Elem)
+		if d <= sumULPs || math.Abs(w-g) <= sumULPs*ulpAt(scale, want.Elem) {
+			continue
+		}
+		if len(bad) < 6 {
+			bad = append(bad, fmt.Sprintf("[%d] want %v got %v (%v ULP)", i, w, g, d))
+		}
+	}
+	require.Empty(t, bad, "%s: %s", what, strings.Join(bad, "; "))
+}
+
+// ulpAt is one ULP of kind k at magnitude x.
+func ulpAt(x float64, k ir.ElemKind) float64 {
+	if k.IsInt() {
+		return 1
+	}
+	if k == ir.F64 {
+		return math.Nextafter(x, math.Inf(1)) - x
+	}
+	r := numeric.RoundTo(x, k)
+	for s := math.Max(r, 1e-45) * 1e-9; s < 1e300; s *= 2 {
+		if u := numeric.RoundTo(r+s, k); u != r {
+			return u - r
+		}
+	}
+	return math.Inf(1)
+}
+
+// TestExamples compiles every example, shrunk, at -O2 and -O0.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.tir")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, level := range []string{"O2", "O0"} {
+			name := strings.TrimSuffix(filepath.Base(f), ".tir")
+			t.Run(name+"/"+level, func(t *testing.T) {
+				diffProgram(t, name, shrink(string(data)), level)
+			})
+		}
+	}
+}
+
+// TestLitInputs runs the inputs of the lowering and fusion lit tests: every
+// `// -----` part that parses and lowers.
+func TestLitInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles many programs")
+	}
+	var files []string
+	for _, dir := range []string{"lowering", "fusion"} {
+		fs, _ := filepath.Glob(filepath.Join("../../lit-tests", dir, "*.tir"))
+		files = append(files, fs...)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		t.Skip("no lit inputs yet")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for i, ch := range parser.SplitInput(string(data)) {
+			if strings.Contains(ch.Text, "expected-error") {
+				continue
+			}
+			name := strings.TrimSuffix(filepath.Base(f), ".tir") + "#" + strconv.Itoa(i)
+			t.Run(name, func(t *testing.T) { diffProgram(t, name, shrink(ch.Text), "O2") })
+		}
+	}
+}
