@@ -142,15 +142,21 @@ type Operation struct {
 // rejected by the verifier.
 func NewOperation(name string, loc Location, operands []*Value, resultTypes []Type, attrs AttrDict, numRegions int) *Operation {
 	op := &Operation{name: name, def: LookupOp(name), Loc: loc, Attrs: attrs}
+	// One allocation for all operand records and one for all results: ops
+	// are created by the million when parsing large programs.
 	op.operands = make([]*Operand, len(operands))
+	records := make([]Operand, len(operands))
 	for i, v := range operands {
-		o := &Operand{Owner: op, Index: i}
+		o := &records[i]
+		o.Owner, o.Index = op, i
 		o.Set(v)
 		op.operands[i] = o
 	}
 	op.results = make([]*Value, len(resultTypes))
+	values := make([]Value, len(resultTypes))
 	for i, t := range resultTypes {
-		op.results[i] = &Value{typ: t, def: op, index: i}
+		values[i] = Value{typ: t, def: op, index: i}
+		op.results[i] = &values[i]
 	}
 	for i := 0; i < numRegions; i++ {
 		op.regions = append(op.regions, &Region{parent: op})

@@ -169,7 +169,9 @@ func (p *Printer) printResults(op *Operation) {
 	if op.NumResults() == 0 {
 		return
 	}
-	name := p.define(op.Result(0))
+	// nameOf, not define: a use printed before this definition (invalid IR
+	// still prints) has already named the value.
+	name := p.nameOf(op.Result(0))
 	p.sb.WriteString("%" + name)
 	if op.NumResults() > 1 {
 		p.sb.WriteString(":" + strconv.Itoa(op.NumResults()))
@@ -203,7 +205,7 @@ func (p *Printer) printOp(op *Operation) {
 }
 
 func (p *Printer) printLoc(l Location) {
-	if p.opts.DebugInfo && l.Known() {
+	if p.opts.DebugInfo {
 		p.sb.WriteString(" " + l.String())
 	}
 }

@@ -14,12 +14,55 @@ type Type interface {
 	isType()
 }
 
-// TypeEqual reports whether two types are the same.
+// TypeEqual reports whether two types are the same. It compares
+// structurally: printing is never needed, so it is cheap in hot loops
+// (the verifier and the printer call it for every op).
 func TypeEqual(a, b Type) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
+	switch a := a.(type) {
+	case TensorType:
+		b, ok := b.(TensorType)
+		return ok && a.Elem == b.Elem && shapeEqual(a.Shape, b.Shape)
+	case ElemType:
+		b, ok := b.(ElemType)
+		return ok && a == b
+	case MemRefType:
+		b, ok := b.(MemRefType)
+		return ok && a.Elem == b.Elem && a.Space == b.Space && shapeEqual(a.Shape, b.Shape)
+	case VectorType:
+		b, ok := b.(VectorType)
+		return ok && a.Elem == b.Elem && shapeEqual(a.Shape, b.Shape)
+	case FunctionType:
+		b, ok := b.(FunctionType)
+		return ok && typeListEqual(a.Inputs, b.Inputs) && typeListEqual(a.Results, b.Results)
+	}
 	return a.String() == b.String()
+}
+
+func shapeEqual(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func typeListEqual(a, b []Type) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !TypeEqual(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // ---------------------------------------------------------------------------

@@ -95,6 +95,8 @@ func (k *kernelBuilder) product(b *ir.Builder, vs []*ir.Value) *ir.Value {
 		case isIndexConst(p, 1):
 			p = v
 		case isIndexConst(v, 1):
+		case constIndex(p) >= 0 && constIndex(v) >= 0:
+			p = k.index(constIndex(p) * constIndex(v))
 		default:
 			p = must(loop.BuildMuli(b, k.loc, p, v)).Output()
 		}
@@ -103,6 +105,15 @@ func (k *kernelBuilder) product(b *ir.Builder, vs []*ir.Value) *ir.Value {
 		return k.index(1)
 	}
 	return p
+}
+
+// constIndex returns the value of a non-negative index constant, or -1.
+func constIndex(v *ir.Value) int64 {
+	c, ok := loop.AsConst(v.DefiningOp())
+	if !ok || !ir.TypeEqual(v.Type(), ir.IndexType) || c.Value() < 0 {
+		return -1
+	}
+	return int64(c.Value())
 }
 
 // isIndexConst reports whether v is the index constant n.

@@ -135,7 +135,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	stores := make([][]int, info.NumPhases)
 	keeps := make([][]*ir.Value, info.NumPhases)
 	for i, op := range info.Ops {
-		if isRowReduction(op) {
+		if isRowReduction(op) && ev.varying[op.Operand(0)] {
 			reductions[info.Phases[i]] = append(reductions[info.Phases[i]], op)
 		}
 	}
@@ -145,8 +145,9 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 			stores[p] = append(stores[p], i)
 		}
 	}
+	var inPlace map[*ir.Value]*ir.Value
 	if info.Schedule != passes.ScheduleTwoPass {
-		keeps = ev.planKeptRows(reductions, stores, outs)
+		keeps, inPlace = ev.planKeptRows(reductions, stores, outs)
 	}
 
 	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
@@ -158,6 +159,10 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 			}
 			ev.phase = p
 			for _, v := range keeps[p] {
+				if w, ok := inPlace[v]; ok {
+					ev.cached[v] = ev.cached[w]
+					continue
+				}
 				buf := must(loop.BuildAlloc(b, k.loc, ir.MemRefType{Shape: []int64{c}, Elem: elemOf(v), Space: ir.SRAM})).Output()
 				buf.Name = "row"
 				ev.cached[v] = buf
@@ -181,8 +186,14 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 				for _, i := range stores[p] {
 					s.store(s.get(outs[i]), k.outs[i])
 				}
-				for _, v := range keeps[p] {
-					must(loop.BuildStore(s.b, k.loc, s.get(v), ev.cached[v], []*ir.Value{s.col}))
+				// every read of a kept row comes before the first store, so
+				// a row may take the place of one read here for the last time
+				kept := make([]*ir.Value, len(keeps[p]))
+				for j, v := range keeps[p] {
+					kept[j] = s.get(v)
+				}
+				for j, v := range keeps[p] {
+					must(loop.BuildStore(s.b, k.loc, kept[j], ev.cached[v], []*ir.Value{s.col}))
 				}
 				return next
 			})
@@ -212,10 +223,16 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 // read, a row it computed) is kept by that loop and read back here,
 // instead of being read from DRAM and recomputed again. Values only a
 // later loop needs are read there, once, from DRAM.
-func (ev *evaluator) planKeptRows(reductions [][]*ir.Operation, stores [][]int, outs []*ir.Value) [][]*ir.Value {
+//
+// A row stored by a loop that reads another kept row of the same type for
+// the last time takes that row's buffer (inPlace maps it to the row whose
+// buffer it takes): the loop reads element i of the old row before it
+// writes element i of the new one, so softmax's exp(x - max) replaces x.
+func (ev *evaluator) planKeptRows(reductions [][]*ir.Operation, stores [][]int, outs []*ir.Value) (keeps [][]*ir.Value, inPlace map[*ir.Value]*ir.Value) {
 	phases := len(reductions)
-	keeps := make([][]*ir.Value, phases)
+	keeps = make([][]*ir.Value, phases)
 	computedIn := map[*ir.Value]int{} // the first loop computing a value
+	lastRead := map[*ir.Value]int{}   // the last loop reading a kept row
 	for p := 0; p < phases; p++ {
 		needed := map[*ir.Value]bool{}
 		var order []*ir.Value
@@ -225,11 +242,13 @@ func (ev *evaluator) planKeptRows(reductions [][]*ir.Operation, stores [][]int, 
 				return
 			}
 			if _, kept := ev.keptFrom[v]; kept {
+				lastRead[v] = p
 				return
 			}
 			if q, ok := computedIn[v]; ok && q < p && ev.info.AccessOf(v) == passes.AccessFull {
 				ev.keptFrom[v] = q
 				keeps[q] = append(keeps[q], v)
+				lastRead[v] = p
 				return
 			}
 			needed[v] = true
@@ -252,5 +271,20 @@ func (ev *evaluator) planKeptRows(reductions [][]*ir.Operation, stores [][]int, 
 			}
 		}
 	}
-	return keeps
+	inPlace = map[*ir.Value]*ir.Value{}
+	taken := map[*ir.Value]bool{} // rows whose buffer is already taken
+	var all []*ir.Value
+	for q := range keeps {
+		for _, v := range keeps[q] {
+			for _, w := range all {
+				if !taken[w] && lastRead[w] == q && ir.TypeEqual(elemOf(w), elemOf(v)) {
+					taken[w] = true
+					inPlace[v] = w
+					break
+				}
+			}
+		}
+		all = append(all, keeps[q]...)
+	}
+	return keeps, inPlace
 }

@@ -175,7 +175,12 @@ func (g *genericKernel) slice(b *ir.Builder, op *ir.Operation, idx []*ir.Value) 
 // from the right: extent-1 dimensions read index 0, a `?` paired with a
 // static extent reads modulo its run-time extent.
 func (g *genericKernel) broadcastIndex(b *ir.Builder, v *ir.Value, idx []*ir.Value) []*ir.Value {
-	s := shapeOf(v)
+	return g.broadcastIndexOf(b, v, shapeOf(v), idx)
+}
+
+// broadcastIndexOf is broadcastIndex for the leading dimensions s of v
+// (matmul's batch dimensions).
+func (g *genericKernel) broadcastIndexOf(b *ir.Builder, v *ir.Value, s []int64, idx []*ir.Value) []*ir.Value {
 	off := len(idx) - len(s)
 	in := make([]*ir.Value, len(s))
 	for j, e := range s {
@@ -193,8 +198,11 @@ func (g *genericKernel) broadcastIndex(b *ir.Builder, v *ir.Value, idx []*ir.Val
 
 // linear returns the row-major offset of idx in extents ext.
 func (g *genericKernel) linear(b *ir.Builder, idx, ext []*ir.Value) *ir.Value {
-	l := g.k.index(0)
-	for d := range idx {
+	if len(idx) == 0 {
+		return g.k.index(0)
+	}
+	l := idx[0]
+	for d := 1; d < len(idx); d++ {
 		l = g.addi(b, g.muli(b, l, ext[d]), idx[d])
 	}
 	return l
@@ -229,8 +237,9 @@ func (g *genericKernel) reshape(b *ir.Builder, op *ir.Operation, out *ir.Value, 
 }
 
 // matmul: a serial loop over K accumulating lhs[..., m, k] * rhs[..., k, n]
-// with one rounding per step (loop.fma) in f32 (f64 for f64; the integer
-// type for integers), as the graph interpreter does.
+// in order, as the graph interpreter does: with loop.fma in f32 (the
+// product of two f32 values is exact, the sum rounds) and in integer
+// types, with a rounded product and a rounded sum in f64.
 func (g *genericKernel) matmul(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
 	mm := graph.MatMulOp{Operation: op}
 	lhs, rhs := mm.Lhs(), mm.Rhs()
@@ -240,9 +249,8 @@ func (g *genericKernel) matmul(b *ir.Builder, op *ir.Operation, idx []*ir.Value)
 	batch := idx[:n-2]
 	ls, rs := shapeOf(lhs), shapeOf(rhs)
 	kdim := ls[len(ls)-1]
-	li := g.broadcastIndex(b, lhs, append(slices.Clone(batch), idx[n-2], g.k.index(0)))
-	ri := g.broadcastIndex(b, rhs, append(slices.Clone(batch), g.k.index(0), idx[n-1]))
-	li, ri = li[:len(ls)-2], ri[:len(rs)-2]
+	li := g.broadcastIndexOf(b, lhs, ls[:len(ls)-2], batch)
+	ri := g.broadcastIndexOf(b, rhs, rs[:len(rs)-2], batch)
 	acc := must(loop.BuildFor(b, g.k.loc, g.k.index(0), g.k.index(kdim), g.k.index(1), []*ir.Value{g.k.constant(ce, 0)}, "serial", nil,
 		func(bb *ir.Builder, kk *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
 			kk.Name = "k"
@@ -255,6 +263,11 @@ func (g *genericKernel) matmul(b *ir.Builder, op *ir.Operation, idx []*ir.Value)
 			}
 			r := g.read(bb, rhs, rIdx)
 			a, r = g.cast(bb, a, ce), g.cast(bb, r, ce)
+			if ce.Kind == ir.F64 {
+				// f64 products round before the sum, as the graph interpreter's
+				p := must(loop.BuildMul(bb, g.k.loc, a, r)).Output()
+				return []*ir.Value{must(loop.BuildAdd(bb, g.k.loc, carried[0], p)).Output()}, nil
+			}
 			return []*ir.Value{must(loop.BuildFma(bb, g.k.loc, a, r, carried[0])).Output()}, nil
 		})).Values()[0]
 	acc.Name = "dot"

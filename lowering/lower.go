@@ -220,12 +220,12 @@ func (l *funcLowering) wrap(op *ir.Operation) {
 // absorbSplatConstants clones the splat constants a graph.fused reads into
 // its body, so they cost no buffer, and drops those operands.
 func (l *funcLowering) absorbSplatConstants(fused *ir.Operation) {
-	entry := fused.Region(0).Entry()
 	for i := fused.NumOperands() - 1; i >= 0; i-- {
 		c, ok := graph.AsConstant(fused.Operand(i).DefiningOp())
 		if !ok || !c.Value().IsSplat() {
 			continue
 		}
+		entry := fused.Region(0).Entry() // removeOperand replaces the block
 		arg := entry.Args[i]
 		if arg.HasUses() {
 			b := ir.NewBuilderAtEnd(entry)
@@ -330,9 +330,13 @@ func (l *funcLowering) rewrite() {
 	// directly: its first return position, unless it is an argument.
 	outputOf := map[*ir.Value]*ir.Value{}
 	for i, v := range ret.Operands() {
-		outs[i].Name = outputName(v, i)
-		if _, seen := outputOf[v]; !seen && v.DefiningOp() != nil {
+		_, seen := outputOf[v]
+		outs[i].Name = fmt.Sprintf("result%d", i)
+		if !seen && v.DefiningOp() != nil {
 			outputOf[v] = outs[i]
+			if v.Name != "" {
+				outs[i].Name = v.Name
+			}
 		}
 	}
 	// an output's extents are derived from the inputs when its kernel is
@@ -374,15 +378,6 @@ func (l *funcLowering) rewrite() {
 	}
 	l.fb.Insert(ir.NewOperation(ir.ReturnOpName, old.Loc, nil, nil, nil, 0))
 	old.Erase()
-}
-
-// outputName names the output argument of result i after the value
-// returned, or `result<i>`.
-func outputName(v *ir.Value, i int) string {
-	if v.Name != "" && v.DefiningOp() != nil {
-		return v.Name
-	}
-	return fmt.Sprintf("result%d", i)
 }
 
 // buffer returns the buffer holding the tensor v.

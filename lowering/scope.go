@@ -130,26 +130,42 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 		}
 		r := op.Result(0)
 		ev.valPhase[r] = info.Phases[i]
-		switch {
-		case isRowReduction(op):
+		if isRowReduction(op) {
 			ev.valPhase[r]++
-		case op.Name() == graph.OpConstant:
-		default:
-			for _, a := range op.Operands() {
-				if ev.varying[a] {
-					ev.varying[r] = true
-				}
-			}
 		}
+		// a value varies along the row when its shape does (a constant of
+		// the full shape included)
+		ev.varying[r] = ev.plan(r).varies()
 	}
 	return ev
 }
 
-// plan indexes the buffer of body value v as its access in the kernel says.
+// plan indexes the buffer of body value v as its access in the kernel
+// says. In a row kernel the classification decides (a [R, 1] value is
+// per-row even when rows have one element); in an element-wise kernel the
+// shape, aligned from the right.
 func (ev *evaluator) plan(v *ir.Value) accessPlan {
 	s := shapeOf(v)
-	fromLeft := ev.info.Kind == passes.KernelRow && ev.info.AccessOf(v) == passes.AccessPerRow && len(s) == len(ev.iter)-1
-	return planAccess(s, ev.iter, fromLeft)
+	p := planAccess(s, ev.iter, false)
+	if ev.info.Kind != passes.KernelRow {
+		return p
+	}
+	switch ev.info.AccessOf(v) {
+	case passes.AccessPerRow:
+		if len(s) == len(ev.iter)-1 {
+			return planAccess(s, ev.iter, true)
+		}
+		for j, k := range p.kinds {
+			if k == idxCol {
+				p.kinds[j] = idxZero
+			}
+		}
+	case passes.AccessScalar:
+		for j := range p.kinds {
+			p.kinds[j] = idxZero
+		}
+	}
+	return p
 }
 
 // yielded returns the values a graph.fused body yields.
@@ -230,6 +246,9 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(elemOf(v)))).Output()
 	case v.IsBlockArg():
 		x = s.load(v)
+	case isRowReduction(op) && !ev.varying[op.Operand(0)]:
+		// the reduction of a per-row value, over its dimension of extent 1
+		x = s.reduceOne(op, s.get(op.Operand(0)))
 	case isRowReduction(op):
 		fail(op, "is used before its row is reduced (internal error in lower-to-loops)")
 	default:
@@ -421,6 +440,18 @@ func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
 		}
 	}
 	return s.cast(s.op(name, cargs, cargs[0].Type(), attrs), res)
+}
+
+// reduceOne reduces one element x as a reduction from its identity does:
+// combine(identity, x), so a sum of -0 is +0 as the graph interpreter
+// computes it.
+func (s *scope) reduceOne(op *ir.Operation, x *ir.Value) *ir.Value {
+	kind := reduceKind(op)
+	res := elemOf(op.Result(0))
+	ce := computeElem(elemOf(x), res)
+	x = s.compute(x, ce)
+	id := s.ev.k.constant(x.Type(), identity(kind, ce))
+	return s.cast(s.op(combineOp(kind), []*ir.Value{id, x}, x.Type(), nil), res)
 }
 
 // identity is the start value of a reduction of kind over element e.

@@ -70,10 +70,6 @@ type parser struct {
 
 	// defsPerFunc estimates the values a function defines (-1: not yet)
 	defsPerFunc int
-
-	// sawForwardRef records whether a value was used before its definition
-	// (the printer names such values differently; see the round-trip tests)
-	sawForwardRef bool
 }
 
 func newParser(filename, src string, firstLine int) *parser {

@@ -28,6 +28,16 @@ type scope struct {
 	nested int
 	defs   []string
 	parent *scope
+	// recent holds the last definitions: most operands name a value
+	// defined a few ops before, and a look here is cheaper than a probe
+	// of a map of a million names.
+	recent     [8]recentDef
+	recentNext int
+}
+
+type recentDef struct {
+	name string
+	def  definition
 }
 
 // definition is a named group of values: one result, the results of a
@@ -102,6 +112,7 @@ func (p *parser) exitNestedRegion(mark int) {
 	}
 	s.defs = s.defs[:mark]
 	s.nested--
+	s.recent = [len(s.recent)]recentDef{} // it may hold names just dropped
 }
 
 func spellRef(name string, index int) string {
@@ -136,7 +147,10 @@ func (p *parser) define(name string, first *ir.Value, count int, pos lexer.Posit
 		}
 		p.failDiag(d)
 	}
-	s.names[name] = definition{first: first, count: count}
+	d := definition{first: first, count: count}
+	s.names[name] = d
+	s.recent[s.recentNext] = recentDef{name, d}
+	s.recentNext = (s.recentNext + 1) % len(s.recent)
 	if s.nested > 0 {
 		s.defs = append(s.defs, name)
 	}
@@ -172,10 +186,22 @@ func groupValue(first *ir.Value, i int) *ir.Value {
 	return first.DefiningOp().Result(first.ResultIndex() + i)
 }
 
+// lookup finds the definition of name.
+func (s *scope) lookup(name string) (definition, bool) {
+	for i := range s.recent {
+		if s.recent[i].name == name {
+			return s.recent[i].def, true
+		}
+	}
+	d, ok := s.names[name]
+	return d, ok
+}
+
 // use resolves an operand reference whose type is t.
 func (p *parser) use(ref operandRef, t ir.Type) *ir.Value {
 	s := p.scope
-	if d, ok := s.names[ref.name]; ok {
+	d, ok := s.lookup(ref.name)
+	if ok {
 		if ref.index >= d.count {
 			p.failAt(ref.tok.Pos, "'%s' refers to result #%d, but '%%%s' has %s", ref.tok.Value, ref.index, ref.name, plural(d.count, "value"))
 		}
@@ -199,6 +225,5 @@ func (p *parser) use(ref operandRef, t ir.Type) *ir.Value {
 		s.forward = make(map[string][]*forwardRef)
 	}
 	s.forward[ref.name] = append(s.forward[ref.name], &forwardRef{index: ref.index, value: ph, pos: ref.tok.Pos})
-	p.sawForwardRef = true
 	return ph
 }

@@ -22,7 +22,7 @@ import (
 // becomes one row kernel that reads x, w and z once and writes y once:
 //
 //	%y = graph.fused %x, %w, %z {kind = "row", row_len = 8192, schedule = "one-pass"} {
-//	^bb0(%x: tensor<4096x8192xbf16>, %w: tensor<8192xbf16>, %z: tensor<4096x8192xbf16>):
+//	^bb0(%x_1: tensor<4096x8192xbf16>, %w_1: tensor<8192xbf16>, %z_1: tensor<4096x8192xbf16>):
 //	  ... the decomposed rmsnorm, silu and mul ...
 //	  graph.yield %y : tensor<4096x8192xbf16>
 //	} : (tensor<4096x8192xbf16>, tensor<8192xbf16>, tensor<4096x8192xbf16>) -> tensor<4096x8192xbf16>
@@ -48,6 +48,9 @@ import (
 // With --remarks=fusion every decision is explained, including why a
 // producer and its consumer were not fused.
 func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
+	if opts.MaxOps <= 0 {
+		opts.MaxOps = DefaultMaxOps
+	}
 	Decompose(root)
 	var funcs []*ir.Operation
 	root.Walk(func(op *ir.Operation) bool {
@@ -79,7 +82,7 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 // FuseOptions tune Fuse.
 type FuseOptions struct {
 	// MaxOps bounds the number of ops of one kernel (cloned constants not
-	// counted).
+	// counted); 0 means DefaultMaxOps, 1 no fusion at all.
 	MaxOps int
 	// Target decides the schedule of row kernels; nil means ctx's target,
 	// or the cpu target.
@@ -753,7 +756,7 @@ func init() {
 		Name: "fuse", Title: "Fuse",
 		Summary: "group element-wise chains and row reductions into graph.fused kernels (decomposing composite ops first)",
 		Options: []ir.PassOption{
-			{Name: "max-ops", Kind: ir.OptInt, Default: fmt.Sprint(DefaultMaxOps), Help: "the largest number of ops in one kernel"},
+			{Name: "max-ops", Kind: ir.OptInt, Default: fmt.Sprint(DefaultMaxOps), Help: "the largest number of ops in one kernel (0: the default)"},
 		},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			maxOps := int(opts.Int("max-ops"))

@@ -3,4 +3,3 @@
 // pass is one file and registers itself with ir.RegisterPass, so that
 // pipelines (`--pass-pipeline=...`) and per-pass flags (`--cse`) find it.
 package passes
-

@@ -263,13 +263,17 @@ func planArena(f ir.Func, ctx *ir.PassContext) {
 		b.op.SetAttr("size", ir.IntAttr{Value: b.size, Type: ir.I64Type})
 	}
 	f.SetAttr("dram_arena_bytes", ir.IntAttr{Value: peak, Type: ir.I64Type})
-	if ctx != nil {
+	if ctx != nil && len(bufs)+dynamic > 0 {
 		total := int64(0)
 		for _, b := range bufs {
 			total += b.size
 		}
-		msg := fmt.Sprintf("function '%s' keeps %d intermediates in a DRAM arena of %d bytes (%d bytes without reuse)",
-			f.SymName(), len(bufs), peak, total)
+		noun := "intermediates"
+		if len(bufs) == 1 {
+			noun = "intermediate"
+		}
+		msg := fmt.Sprintf("function '%s' keeps %d %s in a DRAM arena of %d bytes (%d bytes without reuse)",
+			f.SymName(), len(bufs), noun, peak, total)
 		if len(bufs) > 0 {
 			msg += ": " + describe(bufs)
 		}

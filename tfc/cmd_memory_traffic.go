@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/lowering/costmodel"
 	"github.com/tensorforge/tensorforge/parser"
@@ -39,10 +40,10 @@ type trafficOptions struct {
 //	tfc memory-traffic FILE.tir [--target NAME] [compile flags]
 //
 // Both compile the program twice, with the pipeline the flags give
-// (default -O2) and with the same pipeline without fusion (`fuse` replaced
-// by `decompose`, so that every primitive op is a kernel of its own, as
-// -O0 runs it), and print the DRAM traffic of every kernel of both, from
-// the loop IR's buffers.
+// (default -O2) and with the same pipeline without fusion (withoutFusion:
+// every primitive op a kernel of its own, as -O0 runs it), and print the
+// DRAM traffic of every kernel of both, read off the loop IR's buffers (or
+// the graph IR when the pipeline does not lower).
 func memoryTrafficCommand(args []string, sio *stdio) int {
 	o := defaultCompileOptions()
 	o.defaultLevel = "O2"
@@ -120,8 +121,8 @@ func memoryTrafficCommand(args []string, sio *stdio) int {
 	writeTrafficSection(&out, "after fusion", after, afterKs)
 	b, a := costmodel.Sum(beforeKs).Bytes(), costmodel.Sum(afterKs).Bytes()
 	fmt.Fprintf(&out, "\ntotal: %d B before fusion, %d B after", b, a)
-	if a > 0 && b > 0 {
-		fmt.Fprintf(&out, ": %.3fx less DRAM traffic (after / before = %.3f)", float64(b)/float64(a), float64(a)/float64(b))
+	if a > 0 {
+		fmt.Fprintf(&out, ", before / after = %.3f", float64(b)/float64(a))
 	}
 	out.WriteString("\n")
 	if llama {
@@ -145,19 +146,26 @@ func writeTrafficSection(w io.Writer, title string, p ir.Pipeline, ks []costmode
 	costmodel.WriteTraffic(w, ks)
 }
 
-// withoutFusion is p with every `fuse` replaced by `decompose`: the same
-// program with every primitive op a kernel of its own. (fuse decomposes
-// composite ops before it groups them, and lower-to-loops needs them
-// decomposed.)
+// withoutFusion is p without `fuse`: the same program with every primitive
+// op a kernel of its own. fuse decomposes composite ops before it groups
+// them, and lower-to-loops needs them decomposed, so a `decompose` takes
+// the place of the first fuse unless one runs before it.
 func withoutFusion(p ir.Pipeline) ir.Pipeline {
 	var out ir.Pipeline
+	decomposed := false
 	for _, e := range p {
-		if e.Info.Name == "fuse" {
+		switch e.Info.Name {
+		case "decompose":
+			decomposed = true
+		case "fuse":
+			if decomposed {
+				continue
+			}
 			d, err := ir.NewPipelineEntry("decompose", "")
 			if err != nil {
 				panic("tfc: the decompose pass is not registered")
 			}
-			e = d
+			e, decomposed = d, true
 		}
 		out = append(out, e)
 	}
@@ -184,13 +192,21 @@ func (c *compiler) kernelsOf(file, src string, p ir.Pipeline, opts costmodel.Opt
 			break
 		}
 	}
-	if lowerAt < 0 {
+	if lowerAt < 0 && !hasLaunches(m) {
 		ks, err := costmodel.GraphKernels(m, opts)
 		return ks, reportCostError(err, file, src, sio)
 	}
 	loopKs, err := costmodel.LoopKernels(m, opts)
 	if err != nil {
 		return nil, reportCostError(err, file, src, sio)
+	}
+	if lowerAt < 0 {
+		// the input was loop IR already: what its kernels compute is gone
+		if needFLOPs {
+			return nil, reportCostError(ir.Errorf(ir.Location{File: file, Line: 1, Col: 1},
+				"the kernels of a program given as loop IR have no FLOP count: give its graph-level form"), file, src, sio)
+		}
+		return loopKs, exitOK
 	}
 	// the same program before lower-to-loops, without dumps or remarks:
 	// they were printed by the full compilation
@@ -214,6 +230,16 @@ func (c *compiler) kernelsOf(file, src string, p ir.Pipeline, opts costmodel.Opt
 		return nil, reportInternalError(sio, fmt.Sprintf("the cost model cannot match the lowered kernels with the graph ones: %v", err), "", "", "")
 	}
 	return loopKs, exitOK
+}
+
+// hasLaunches reports whether m holds lowered functions.
+func hasLaunches(m ir.Module) bool {
+	found := false
+	m.Walk(func(op *ir.Operation) bool {
+		found = found || op.Name() == loop.OpLaunch
+		return !found
+	})
+	return found
 }
 
 // compileText compiles one input given as text and prints its

@@ -16,7 +16,7 @@ import (
 
 // pipelineO2 is what -O2 runs once fusion and lowering are in it; the
 // tests name it so that their figures do not move with the default.
-const pipelineO2 = "canonicalize,cse,legalize-numerics,fuse,canonicalize,cse,dce,lower-to-loops"
+const pipelineO2 = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc"
 
 // totals reads the `total` rows of the before and after tables.
 func totals(t *testing.T, out string) (before, after int64) {
@@ -43,7 +43,7 @@ func TestMemoryTrafficLlamaChain(t *testing.T) {
 			assert.Contains(t, out, "\nafter fusion: 1 kernel, pipeline '"+pipelineO2+"'\n")
 			// op by op: the decomposed rmsnorm (12 kernels in all), each
 			// through DRAM; the figure is worked out in the cost model's tests
-			assert.Contains(t, out, "\nbefore fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops'\n")
+			assert.Contains(t, out, "\nbefore fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops,sram-alloc'\n")
 			assert.Equal(t, 50*S*D+32*S+10*D, before)
 		})
 	}
@@ -54,7 +54,7 @@ func TestMemoryTrafficLlamaChainTable(t *testing.T) {
 	require.Equal(t, exitOK, status, errOut)
 	assert.Equal(t, `DRAM traffic of y = silu(rmsnorm(x, w)) * z on cpu, x and z: 4096x8192xbf16, w: 8192xbf16
 
-before fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops'
+before fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops,sram-alloc'
 kernel            kind             read B  written B     total B  ops
 rms_silu_mul_k0   elementwise    67108864  134217728   201326592  cast
 rms_silu_mul_k1   elementwise   134217728  134217728   268435456  mul
@@ -70,18 +70,19 @@ rms_silu_mul_k10  elementwise    67108864   67108864   134217728  silu
 rms_silu_mul_k11  elementwise   134217728   67108864   201326592  mul
 total                           939638784  738295808  1677934592
 
-after fusion: 1 kernel, pipeline 'canonicalize,cse,legalize-numerics,fuse,canonicalize,cse,dce,lower-to-loops'
+after fusion: 1 kernel, pipeline 'canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc'
 kernel           kind             read B  written B    total B  ops
 rms_silu_mul_k0  row one-pass  134234112   67108864  201342976  cast, mul, reduce_sum, div, add, rsqrt, mul, cast, mul, cast, silu, mul
 total                          134234112   67108864  201342976
 
-total: 1677934592 B before fusion, 201342976 B after: 8.334x less DRAM traffic (after / before = 0.120)
+total: 1677934592 B before fusion, 201342976 B after, before / after = 8.334
 ideal: one read of x, w and z and one write of y = 201342976 B
 `, out)
 }
 
-// The default pipeline is -O2: once it fuses and lowers, the chain is one
-// kernel that moves the ideal bytes.
+// The default pipeline is -O2, which fuses the chain into one kernel that
+// moves the ideal bytes (counted on the graph IR until -O2 lowers, on the
+// loop IR after).
 func TestMemoryTrafficDefaultPipeline(t *testing.T) {
 	status, out, errOut := runTFC(t, nil, "", "memory-traffic", "--seq", "512", "--dim", "4096")
 	require.Equal(t, exitOK, status, errOut)
@@ -89,8 +90,8 @@ func TestMemoryTrafficDefaultPipeline(t *testing.T) {
 	require.True(t, ok)
 	assert.Contains(t, out, "\nafter fusion: ")
 	assert.Contains(t, out, "pipeline '"+o2.pipeline+"'\n")
-	if !strings.Contains(o2.pipeline, "fuse") || !strings.Contains(o2.pipeline, "lower-to-loops") {
-		t.Skipf("-O2 (%s) does not fuse and lower yet", o2.pipeline)
+	if !strings.Contains(o2.pipeline, "fuse") {
+		t.Skipf("-O2 (%s) does not fuse yet", o2.pipeline)
 	}
 	_, after := totals(t, out)
 	assert.Equal(t, int64(3*512*4096*2+4096*2), after)
@@ -141,7 +142,7 @@ kernel  kind          read B  written B  total B  ops
 f_k0    elementwise  1024000    1024000  2048000  exp, add
 total                1024000    1024000  2048000
 
-total: 5120000 B before fusion, 2048000 B after: 2.500x less DRAM traffic (after / before = 0.400)
+total: 5120000 B before fusion, 2048000 B after, before / after = 2.500
 `, out)
 
 	// a pipeline without fuse: before and after are the same program
@@ -214,4 +215,54 @@ func TestMemoryTrafficReportFile(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(data), "DRAM traffic of y = silu(rmsnorm(x, w)) * z on cpu"), string(data))
+}
+
+func TestWithoutFusion(t *testing.T) {
+	for in, want := range map[string]string{
+		"canonicalize,fuse,lower-to-loops":                    "canonicalize,decompose,lower-to-loops",
+		"legalize-numerics,decompose,fuse,cse,lower-to-loops": "legalize-numerics,decompose,cse,lower-to-loops",
+		"fuse{max-ops=8},fuse":                                "decompose",
+		"cse":                                                 "cse",
+	} {
+		p, err := ir.ParsePipeline(in)
+		require.NoError(t, err)
+		assert.Equal(t, want, withoutFusion(p).String(), in)
+	}
+}
+
+// "Before fusion" is what -O0 runs: every primitive op a kernel of its own,
+// a composite rmsnorm as the primitives decompose makes of it.
+func TestBeforeFusionIsWhatO0Runs(t *testing.T) {
+	o0, ok := lookupOptLevel("O0")
+	require.True(t, ok)
+	if !strings.Contains(o0.pipeline, "lower-to-loops") {
+		t.Skipf("-O0 (%s) does not lower yet", o0.pipeline)
+	}
+	status, out, errOut := runTFC(t, nil, "", "memory-traffic", "--seq", "64", "--dim", "1024", "--pass-pipeline="+pipelineO2)
+	require.Equal(t, exitOK, status, errOut)
+	before, _ := totals(t, out)
+	status, out, errOut = runTFC(t, nil, "", "memory-traffic", "--seq", "64", "--dim", "1024", "-O0")
+	require.Equal(t, exitOK, status, errOut)
+	o0Before, o0After := totals(t, out)
+	assert.Equal(t, o0Before, o0After, "-O0 does not fuse")
+	assert.Equal(t, before, o0After)
+	assert.Contains(t, out, "before fusion: 12 kernels")
+}
+
+// A program given as loop IR has its traffic, but no FLOP count.
+func TestCostOfLoopIR(t *testing.T) {
+	src := "func.func @f(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {\n" +
+		"  %y = graph.exp %x : tensor<8x64xf32>\n  return %y : tensor<8x64xf32>\n}\n"
+	status, lowered, errOut := runTFC(t, nil, src, "--pass-pipeline=fuse,lower-to-loops", "-")
+	require.Equal(t, exitOK, status, errOut)
+	require.Contains(t, lowered, "loop.launch")
+
+	status, out, errOut := runTFC(t, nil, lowered, "memory-traffic", "-", "--pass-pipeline=cse")
+	require.Equal(t, exitOK, status, errOut)
+	assert.Contains(t, out, "f_k0    elementwise    2048       2048     4096  -\n")
+
+	status, out, errOut = runTFC(t, nil, lowered, "roofline", "-", "--pass-pipeline=cse")
+	assert.Equal(t, exitFailure, status)
+	assert.Empty(t, out)
+	assert.Equal(t, "<stdin>:1:1: error: the kernels of a program given as loop IR have no FLOP count: give its graph-level form\nmodule {\n^\n", errOut)
 }

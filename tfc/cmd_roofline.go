@@ -18,7 +18,7 @@ func init() {
 	registerCommand(&command{
 		name:    "roofline",
 		usage:   "tfc roofline --hw NAME --flops F --bytes B | FILE.tir",
-		summary: "arithmetic intensity, ridge point, attainable throughput, bound and minimal time, per kernel with FILE.tir",
+		summary: "one kernel, or every kernel of FILE.tir, on a machine's roofline: intensity, ridge point, attainable throughput, bound, minimal time",
 		run:     rooflineCommand,
 	})
 }

@@ -166,7 +166,7 @@ func TestBuildFused(t *testing.T) {
 	tf := newTestFunc(tys("tensor<4x8xf32>", "tensor<8xf32>")...)
 	args := tf.fn.Args()
 	x, w := named(args[0], "x"), named(args[1], "w")
-	f, err := BuildFused(tf.builder(), loc, "row_reduction", []*ir.Value{x, w},
+	f, err := BuildFused(tf.builder(), loc, "row", []*ir.Value{x, w},
 		func(bb *ir.Builder, in []*ir.Value) ([]*ir.Value, error) {
 			n, err := BuildRMSNorm(bb, loc, named(in[0], "a"), named(in[1], "b"), 1e-5, -1)
 			if err != nil {
@@ -184,7 +184,7 @@ func TestBuildFused(t *testing.T) {
 		})
 	require.NoError(t, err)
 	f.SetAttr("max_ops", i64(64))
-	require.Equal(t, "row_reduction", f.Kind())
+	require.Equal(t, "row", f.Kind())
 	require.Len(t, f.Outputs(), 2)
 	require.Equal(t, []*ir.Value{x, w}, f.Inputs())
 	named(f.Result(0), "r")
@@ -192,12 +192,12 @@ func TestBuildFused(t *testing.T) {
 	requireVerifies(t, tf)
 	require.Equal(t, `module {
   func.func @f(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
-    %r:2 = graph.fused %x, %w {kind = "row_reduction", max_ops = 64} {
+    %r:2 = graph.fused %x, %w {kind = "row", max_ops = 64} {
     ^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
       %n = graph.rmsnorm %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
       %s = graph.silu %n : tensor<4x8xf32>
       %m = graph.reduce_max %n {axes = [1]} : (tensor<4x8xf32>) -> tensor<4xf32>
-      graph.yield %s, %m : (tensor<4x8xf32>, tensor<4xf32>) -> ()
+      graph.yield %s, %m : tensor<4x8xf32>, tensor<4xf32>
     } : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>)
     return %r#0, %r#1 : tensor<4x8xf32>, tensor<4xf32>
   }

@@ -5,7 +5,7 @@ import "github.com/tensorforge/tensorforge/ir"
 // This file holds the region ops the fusion pass produces, graph.fused
 // and graph.yield:
 //
-//	%r = graph.fused %x, %w {kind = "row_reduction"} {
+//	%r = graph.fused %x, %w {kind = "row"} {
 //	^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
 //	  %n = graph.rmsnorm %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
 //	  graph.yield %n : tensor<4x8xf32>

@@ -4516,7 +4516,7 @@ func verifyConstantOp(op *ir.Operation) error {
 
 // FusedOp is a graph.fused op: ops grouped into one kernel.
 //
-//	%r = graph.fused %x, %w {kind = "row_reduction"} {
+//	%r = graph.fused %x, %w {kind = "row"} {
 //	^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
 //	  %n = graph.rmsnorm %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
 //	  %s = graph.silu %n : tensor<4x8xf32>

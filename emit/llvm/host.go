@@ -41,6 +41,10 @@ func hostParams(args []*ir.Value) ([]*lir.Param, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := paramNames{}
+	for _, p := range params {
+		names[p.Name()] = true
+	}
 	for i, a := range args {
 		m, ok := a.Type().(ir.MemRefType)
 		if !ok {
@@ -48,7 +52,8 @@ func hostParams(args []*ir.Value) ([]*lir.Param, error) {
 		}
 		for d, n := range m.Shape {
 			if n == ir.Dynamic {
-				params = append(params, lir.NewParam(fmt.Sprintf("%s.d%d", params[i].Name(), d), types.I64))
+				name := names.unique(fmt.Sprintf("%s.d%d", params[i].Name(), d), len(params))
+				params = append(params, lir.NewParam(name, types.I64))
 			}
 		}
 	}

@@ -55,6 +55,7 @@ type kernel struct {
 // arguments i64.
 func kernelParams(args []*ir.Value) ([]*lir.Param, error) {
 	ps := make([]*lir.Param, len(args))
+	names := paramNames{}
 	for i, a := range args {
 		var t types.Type
 		switch at := a.Type().(type) {
@@ -71,13 +72,24 @@ func kernelParams(args []*ir.Value) ([]*lir.Param, error) {
 			}
 			t = vt
 		}
-		name := a.Name
-		if name == "" {
-			name = fmt.Sprintf("arg%d", i)
-		}
-		ps[i] = lir.NewParam(name, t)
+		ps[i] = lir.NewParam(names.unique(a.Name, i), t)
 	}
 	return ps, nil
+}
+
+// paramNames hands out distinct parameter names: the IR's value names
+// where they are free, `arg<i>` otherwise.
+type paramNames map[string]bool
+
+func (pn paramNames) unique(name string, i int) string {
+	if name == "" || pn[name] {
+		name = fmt.Sprintf("arg%d", i)
+	}
+	for pn[name] {
+		name += "_"
+	}
+	pn[name] = true
+	return name
 }
 
 func (me *moduleEmitter) declareKernel(k loop.KernelOp) error {

@@ -10,8 +10,8 @@
 //	loop.launch %x, %w, %z, %y {kernel = "rms_silu_mul_k0"} : (memref<4096x8192xbf16, dram>, ...) -> ()
 //	// reads 4096*8192*2 + 8192*2 + 4096*8192*2 bytes, writes 4096*8192*2
 //
-// except that a two-pass row kernel reads a full row again in its second
-// phase. Before lowering (a pipeline that stops at the graph level), each
+// except that a two-pass row kernel reads a full row again in each later
+// phase that loads it. Before lowering (a pipeline that stops at the graph level), each
 // `graph.fused` and each op left at the top level of a function is one
 // kernel that reads its operands and writes its results. LoopKernels and
 // GraphKernels compute the two; Pair joins them, kernel for kernel, so that
@@ -22,9 +22,12 @@
 // of a reduction, 2*M*N*K for a matmul, none for casts, constants and ops
 // that only move data.
 //
-// Roofline places a kernel on a machine's roofline: arithmetic intensity,
-// ridge point, attainable throughput, bound regime and the shortest time
-// the machine's DRAM bandwidth and peak compute allow. WritePlot draws it.
+// Machine.Place puts a kernel on a machine's roofline (MachineFor reads it
+// from the target table): arithmetic intensity, ridge point, attainable
+// throughput, bound regime and the shortest time the machine's DRAM
+// bandwidth and peak compute allow. WritePlot draws it; WriteTraffic,
+// WriteKernelRoofline and WriteRoofline print the reports of `tfc
+// memory-traffic` and `tfc roofline`.
 package costmodel
 
 import (
@@ -159,6 +162,9 @@ func shapeBytes(t ir.Type, dyn func(axis int) (int64, error)) ([]int64, int64, e
 			v, err := dyn(i)
 			if err != nil {
 				return nil, 0, err
+			}
+			if v < 0 {
+				return nil, 0, fmt.Errorf("%s has a negative extent (%d) at dimension %d", t, v, i)
 			}
 			shape[i] = v
 		}

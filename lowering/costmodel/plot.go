@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -116,24 +117,53 @@ func WritePlot(w io.Writer, m Machine, title string, pts []PlotPoint, format str
 	p.Add(ridgeMark, ridgeLabel)
 
 	if groups := groupPoints(pts); len(groups) > 0 {
-		var xys plotter.XYs
-		var labels []string
-		for _, g := range groups {
-			xys = append(xys, lg(g.x, tflops(g.x)))
-			labels = append(labels, g.label())
+		// Points sit on the roof. Below and to the right of a point is
+		// free; so is above and to the left of one on the memory roof, which
+		// rises to the right. A label goes below unless the point's left
+		// neighbour, less than a factor 3 away, has its label there.
+		var xys, below, above plotter.XYs
+		var belowText, aboveText []string
+		prevBelow := false
+		for i, g := range groups {
+			xy := lg(g.x, tflops(g.x))
+			xys = append(xys, xy)
+			if i > 0 && prevBelow && g.x < ridge && g.x < 3*groups[i-1].x {
+				above, aboveText = append(above, xy), append(aboveText, g.label())
+				prevBelow = false
+				continue
+			}
+			below, belowText = append(below, xy), append(belowText, g.label())
+			prevBelow = true
 		}
 		marks, err := plotter.NewScatter(xys)
 		if err != nil {
 			return err
 		}
 		marks.GlyphStyle = draw.GlyphStyle{Shape: draw.CircleGlyph{}, Radius: vg.Points(4), Color: color.RGBA{R: 44, G: 160, B: 44, A: 255}}
-		names, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-		if err != nil {
-			return err
-		}
-		names.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(-14)}
-		p.Add(marks, names)
+		p.Add(marks)
 		p.Legend.Add("kernels", marks)
+		for _, side := range []struct {
+			xys    plotter.XYs
+			text   []string
+			offset vg.Point
+			align  text.XAlignment
+		}{
+			{below, belowText, vg.Point{X: vg.Points(6), Y: vg.Points(-14)}, draw.XLeft},
+			{above, aboveText, vg.Point{X: vg.Points(-6), Y: vg.Points(5)}, draw.XRight},
+		} {
+			if len(side.xys) == 0 {
+				continue
+			}
+			names, err := plotter.NewLabels(plotter.XYLabels{XYs: side.xys, Labels: side.text})
+			if err != nil {
+				return err
+			}
+			names.Offset = side.offset
+			for i := range names.TextStyle {
+				names.TextStyle[i].XAlign = side.align
+			}
+			p.Add(names)
+		}
 	}
 
 	p.Title.Padding = vg.Points(6)

@@ -182,7 +182,7 @@ func TestLlamaChainTraffic(t *testing.T) {
 			S, D := size.seq, size.dim
 			src := llamaChain(S, D)
 
-			fused, err := LoopKernels(compile(t, src, "canonicalize,cse,legalize-numerics,fuse,canonicalize,cse,dce,lower-to-loops", "h100"), Options{})
+			fused, err := LoopKernels(compile(t, src, "canonicalize,cse,legalize-numerics,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc", "h100"), Options{})
 			require.NoError(t, err)
 			require.Len(t, fused, 1)
 			assert.Equal(t, 3*S*D*2+D*2, Sum(fused).Bytes())
@@ -190,7 +190,7 @@ func TestLlamaChainTraffic(t *testing.T) {
 			assert.Equal(t, S*D*2, fused[0].BytesWritten())
 
 			decomposed := compile(t, src, "canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce", "h100")
-			unfused, err := LoopKernels(compile(t, src, "canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops", "h100"), Options{})
+			unfused, err := LoopKernels(compile(t, src, "canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops,sram-alloc", "h100"), Options{})
 			require.NoError(t, err)
 			assert.Equal(t, opByOpBytes(t, decomposed), Sum(unfused).Bytes())
 			assert.Greater(t, Sum(unfused).Bytes(), Sum(fused).Bytes())

@@ -388,6 +388,70 @@ type checker struct {
 	passes   []string
 	rounding bool // some pass may change rounding: rules 2 to 4 apply
 	rep      *Report
+	// markedFuncs caches MarkOverflow's copies of the functions.
+	markedFuncs map[markedKey]ir.Func
+}
+
+type markedKey struct {
+	f      *ir.Operation
+	marker uint64 // bits of the marker, NaN included
+}
+
+// The markers that stand for an overflowed value in MarkOverflow's copies:
+// an element depends on an overflow if it differs between the copies with
+// markers A and B, or is NaN with marker NaN where it is not NaN
+// otherwise (a dominating term hides a finite marker: log(e^3 + e^40) and
+// log(e^-5 + e^40) are equal in float64).
+const markerA, markerB = 3.0, -5.0
+
+func (c *checker) marked(f ir.Func, marker float64) (ir.Func, error) {
+	key := markedKey{f.Operation, math.Float64bits(marker)}
+	if mf, ok := c.markedFuncs[key]; ok {
+		return mf, nil
+	}
+	mf, err := MarkOverflow(f, marker)
+	if err != nil {
+		return ir.Func{}, err
+	}
+	if c.markedFuncs == nil {
+		c.markedFuncs = map[markedKey]ir.Func{}
+	}
+	c.markedFuncs[key] = mf
+	return mf, nil
+}
+
+// overflowTaint tells which result elements of one evaluation depend on
+// an overflow: the runs of MarkOverflow's copies with the three markers,
+// and the unmarked results, each evaluated on first use.
+type overflowTaint struct {
+	a, b, nan, plain *lazy
+}
+
+// taint prepares the overflow taint of f on args, evaluated with opts;
+// plain holds the unmarked results of the same evaluation.
+func (c *checker) taint(f ir.Func, args []*eval.Tensor, opts eval.Options, plain *lazy) *overflowTaint {
+	marked := func(marker float64) *lazy {
+		return &lazy{run: func() ([]*eval.Tensor, error) {
+			mf, err := c.marked(f, marker)
+			if err != nil {
+				return nil, err
+			}
+			return eval.Run(mf, cloneAll(args), opts)
+		}}
+	}
+	return &overflowTaint{a: marked(markerA), b: marked(markerB), nan: marked(math.NaN()), plain: plain}
+}
+
+// at reports whether element i of result r depends on an overflow.
+func (t *overflowTaint) at(r, i int) bool {
+	if n, ok := t.nan.at(r, i); ok && math.IsNaN(n) {
+		if v, ok := t.plain.at(r, i); ok && !math.IsNaN(v) {
+			return true
+		}
+	}
+	x, ok1 := t.a.at(r, i)
+	y, ok2 := t.b.at(r, i)
+	return ok1 && ok2 && ulpDiff(x, y, ir.F64) != 0
 }
 
 // bound returns the ULP bound of results of kind k.
@@ -473,6 +537,7 @@ func (c *checker) checkFunc(f, g ir.Func) {
 		c.mismatchFunc(f, "", nil, fmt.Sprintf("the function type changed from %s to %s", f.Type(), g.Type()))
 		return
 	}
+	prec := Precision(f)
 	for _, set := range c.inputSets(f) {
 		n := int64(0)
 		for _, t := range set.args {
@@ -482,7 +547,7 @@ func (c *checker) checkFunc(f, g ir.Func) {
 			c.skip("@%s: its inputs hold %d elements, more than %d", f.SymName(), n, c.opts.MaxElements)
 			return
 		}
-		c.checkRun(f, g, set)
+		c.checkRun(f, g, set, prec)
 	}
 }
 
@@ -520,7 +585,7 @@ func (l *lazy) at(r, i int) (float64, bool) {
 	return outs[r].Data[i], true
 }
 
-func (c *checker) checkRun(f, g ir.Func, set inputSet) {
+func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 	before, err := eval.Run(f, cloneAll(set.args), eval.Options{})
 	if err != nil {
 		c.skip("@%s: %s: the original fails in the interpreter: %v", f.SymName(), set.name, err)
@@ -540,18 +605,31 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet) {
 	scrubbed := &lazy{run: func() ([]*eval.Tensor, error) {
 		return eval.Run(f, scrubNaN(set.args), eval.Options{F64: true})
 	}}
+	// where the original overflows in float64, and where both programs
+	// overflow in their own precision
+	taint64 := c.taint(f, set.args, eval.Options{F64: true}, ref)
+	base := func(ts []*eval.Tensor) *lazy { return &lazy{run: func() ([]*eval.Tensor, error) { return ts, nil }} }
+	taintBefore := c.taint(f, set.args, eval.Options{}, base(before))
+	taintAfter := c.taint(g, set.args, eval.Options{}, base(after))
 	for r := range before {
 		b, a := before[r], after[r]
 		if b.Elem != a.Elem || !sameShape(b.Shape, a.Shape) {
 			c.mismatchFunc(f, set.name, set.args, fmt.Sprintf("result #%d is %s before and %s after", r, b.Type(), a.Type()))
 			continue
 		}
-		j := judge{k: b.Elem, bound: c.bound(b.Elem), rounding: c.rounding, legalized: c.opts.Legalized}
+		k := b.Elem
+		if r < len(prec) {
+			k = prec[r]
+		}
+		j := judge{elem: b.Elem, k: k, bound: c.bound(k), rounding: c.rounding, legalized: c.opts.Legalized}
 		for i := range b.Data {
 			c.rep.Elements++
-			v, reason := j.element(b.Data[i], a.Data[i],
-				func() (float64, bool) { return ref.at(r, i) },
-				func() (float64, bool) { return scrubbed.at(r, i) })
+			v, reason := j.element(b.Data[i], a.Data[i], evidence{
+				ref:       func() (float64, bool) { return ref.at(r, i) },
+				scrubbed:  func() (float64, bool) { return scrubbed.at(r, i) },
+				tainted:   func() bool { return taint64.at(r, i) },
+				overflows: func() bool { return taintBefore.at(r, i) && taintAfter.at(r, i) },
+			})
 			switch v {
 			case viaReference:
 				c.rep.Reference++

@@ -25,6 +25,10 @@ const (
 // judge applies the comparison rules of the package documentation to the
 // elements of one result.
 type judge struct {
+	// elem is the result's element type; k is the kind distances are
+	// measured in: elem for integers, for floats the narrowest float type
+	// the result's computation rounds to (Precision).
+	elem      ir.ElemKind
 	k         ir.ElemKind
 	bound     float64
 	rounding  bool // the pipeline may change rounding: rules 2 to 4 apply
@@ -75,11 +79,34 @@ func Distance(a, b float64, k ir.ElemKind) float64 {
 
 func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 
-// element judges one element. ref and scrubbed return the float64
-// reference of the original on the same inputs and on the inputs with
-// NaN replaced by 0; they are evaluated only when needed, and report
-// false when the interpreter failed.
-func (j judge) element(before, after float64, ref, scrubbed func() (float64, bool)) (verdict, string) {
+// evidence is what the rules may consult about one element beyond the
+// two results; each is evaluated only when a rule needs it.
+type evidence struct {
+	// ref is the float64 reference of the original; false if the
+	// interpreter failed.
+	ref func() (float64, bool)
+	// scrubbed is ref on the inputs with every NaN replaced by 0.
+	scrubbed func() (float64, bool)
+	// tainted reports whether the element depends on a value the
+	// original overflows to even in float64 (MarkOverflow).
+	tainted func() bool
+	// overflows reports whether the element depends on an overflow in
+	// its own precision in both the original and the transformed program.
+	overflows func() bool
+}
+
+// unverifiable reports whether no reference can judge the element: the
+// original overflows on the way to it even in float64 (legalized meaning
+// only), or both programs overflow on the way to it in their own
+// precision, so that neither is near the exact value; a pass is not
+// required to remove every overflow, only the ones it rewrites.
+func (j judge) unverifiable(ev evidence) bool {
+	return (j.legalized && ev.tainted()) || ev.overflows()
+}
+
+// element judges one element.
+func (j judge) element(before, after float64, ev evidence) (verdict, string) {
+	ref, scrubbed := ev.ref, ev.scrubbed
 	dist := ulpDiff
 	if j.rounding {
 		dist = Distance
@@ -89,6 +116,9 @@ func (j judge) element(before, after float64, ref, scrubbed func() (float64, boo
 		return same, ""
 	}
 	off := fmt.Sprintf("differs from the original by %g ULP (bound %g)", d, j.bound)
+	if j.k != j.elem {
+		off = fmt.Sprintf("differs from the original by %g ULP of %s, the narrowest type it is computed in (bound %g)", d, j.k, j.bound)
+	}
 	if !j.rounding {
 		return mismatch, off
 	}
@@ -101,14 +131,20 @@ func (j judge) element(before, after float64, ref, scrubbed func() (float64, boo
 		if errA <= j.bound+Slack*errB {
 			return viaReference, ""
 		}
+		if j.unverifiable(ev) {
+			return excused, ""
+		}
 		return mismatch, fmt.Sprintf("%s, and from the float64 reference by %g (the original by %g)", off, errA, errB)
 	}
-	rk := numeric.RoundTo(r, j.k)
+	rk := numeric.RoundTo(r, j.elem)
 	switch {
 	case finite(before) && finite(rk):
 		errB, errA := dist(before, r, j.k), dist(after, r, j.k)
 		if errA <= j.bound+Slack*errB {
 			return viaReference, ""
+		}
+		if j.unverifiable(ev) {
+			return excused, ""
 		}
 		return mismatch, fmt.Sprintf("%s, and from the float64 reference by %g ULP (the original by %g ULP)", off, errA, errB)
 	case finite(rk):
@@ -118,6 +154,9 @@ func (j judge) element(before, after float64, ref, scrubbed func() (float64, boo
 		if errA <= j.bound+0.5 {
 			return viaReference, ""
 		}
+		if j.unverifiable(ev) {
+			return excused, ""
+		}
 		return mismatch, fmt.Sprintf("%s; the original is %g where the exact value is %g, and the transformed one is %g ULP from it",
 			off, before, r, errA)
 	}
@@ -125,21 +164,77 @@ func (j judge) element(before, after float64, ref, scrubbed func() (float64, boo
 	if dist(after, rk, j.k) == 0 {
 		return viaReference, ""
 	}
-	if j.legalized && !finite(r) && !finite(before) && !math.IsNaN(after) {
-		if math.IsInf(r, 0) && finite(after) && math.Signbit(r) == math.Signbit(after) {
-			return excused, ""
+	if j.unverifiable(ev) || j.legalized && nanOfItsOwn(before, after, r, ev) {
+		return excused, ""
+	}
+	if j.legalized && math.IsNaN(r) && !math.IsNaN(after) {
+		if s, ok := scrubbed(); ok && finite(s) {
+			return mismatch, off + "; the original is NaN because an input is NaN, and the transformed program does not propagate it"
 		}
-		if math.IsNaN(r) {
-			s, ok := scrubbed()
-			switch {
-			case ok && math.IsNaN(s):
-				return excused, ""
-			case ok && math.IsInf(s, 0) && math.Signbit(s) == math.Signbit(after):
-				return excused, ""
-			case ok && finite(s):
-				return mismatch, off + "; the original is NaN because an input is NaN, and the transformed program does not propagate it"
+	}
+	return mismatch, fmt.Sprintf("%s; the exact value is %g (%g in %s)", off, r, rk, j.elem)
+}
+
+// mantissaBits orders the float kinds by precision.
+var mantissaBits = map[ir.ElemKind]int{
+	ir.F64: 52, ir.F32: 23, ir.F16: 10, ir.BF16: 7, ir.F8E4M3FN: 3, ir.F8E5M2: 2,
+}
+
+// Precision returns, for each result of f, the kind its error is measured
+// in: for a float result, the narrowest float type that an op on the way
+// to it rounds to (function arguments and constants are exact and do not
+// count). An f64 result cast from an f32 computation is only as accurate
+// as f32 (a rewrite that moves the f32 value by one ULP moves the f64
+// result by 2^29 of its ULPs), and an f32 result of a bf16 intermediate
+// only as accurate as bf16. Integer results keep their own type.
+func Precision(f ir.Func) []ir.ElemKind {
+	ret := f.Return()
+	if ret == nil {
+		return nil
+	}
+	memo := map[*ir.Value]ir.ElemKind{}
+	var narrowest func(v *ir.Value) ir.ElemKind // ir.F64 when nothing narrower
+	narrowest = func(v *ir.Value) ir.ElemKind {
+		if k, ok := memo[v]; ok {
+			return k
+		}
+		memo[v] = ir.F64 // cycles cannot occur in verified IR; stop anyway
+		k := ir.F64
+		op := v.DefiningOp()
+		if op != nil && !op.HasTrait(ir.ConstantLike) {
+			if e, ok := ir.ElemOf(v.Type()); ok && e.Kind.IsFloat() {
+				k = e.Kind
+			}
+			for _, o := range op.Operands() {
+				if n := narrowest(o); mantissaBits[n] < mantissaBits[k] {
+					k = n
+				}
+			}
+		}
+		memo[v] = k
+		return k
+	}
+	out := make([]ir.ElemKind, ret.NumOperands())
+	for i, v := range ret.Operands() {
+		e, _ := ir.ElemOf(v.Type())
+		out[i] = e.Kind
+		if e.Kind.IsFloat() {
+			if n := narrowest(v); mantissaBits[n] < mantissaBits[e.Kind] {
+				out[i] = n
 			}
 		}
 	}
-	return mismatch, fmt.Sprintf("%s; the exact value is %g (%g in %s)", off, r, rk, j.k)
+	return out
+}
+
+// nanOfItsOwn reports whether the original is NaN from its own
+// arithmetic (still NaN with the NaN inputs replaced by 0: inf - inf,
+// 0 / 0 after exp underflows) where the transformed program computes a
+// number or an infinity.
+func nanOfItsOwn(before, after, r float64, ev evidence) bool {
+	if math.IsNaN(r) && math.IsNaN(before) && !math.IsNaN(after) {
+		s, ok := ev.scrubbed()
+		return ok && math.IsNaN(s)
+	}
+	return false
 }

@@ -463,8 +463,8 @@ var ops = []ods.OpDecl{
 		Name: "fused", Summary: "ops grouped into one kernel",
 		Description: "Made by the fusion pass: its body computes the results from the block arguments, " +
 			"which stand for the operands, and yields them. `kind` says what the fusion built " +
-			"(for example `\"elementwise\"` or `\"row_reduction\"`); the pass may record more attributes.",
-		Example: `%r = graph.fused %x, %w {kind = "row_reduction"} {
+			"(for example `\"elementwise\"` or `\"row\"`); the pass may record more attributes.",
+		Example: `%r = graph.fused %x, %w {kind = "row"} {
 ^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
   %n = graph.rmsnorm %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %s = graph.silu %n : tensor<4x8xf32>

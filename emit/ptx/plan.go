@@ -1,0 +1,575 @@
+package ptx
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file decides, before any instruction is written, how a kernel
+// maps onto CTAs: flat or groups, the group size, which threads loops
+// are unrolled, which sram buffers live in registers and where the rest
+// sits in shared memory.
+
+const (
+	// flatBlock is the CTA size of flat kernels.
+	flatBlock = 256
+	// targetIters is the iterations of a threads loop each thread should
+	// get: four 16-byte loads in flight per thread and input.
+	targetIters = 4
+	// maxUnroll bounds the copies of an unrolled threads loop.
+	maxUnroll = 16
+	// regBudget bounds the registers per thread holding sram buffers.
+	regBudget = 64
+	// groupsBlock is the CTA size when groups are smaller than a warp.
+	groupsBlock = 256
+)
+
+// plan is the mapping of one kernel onto the GPU.
+type plan struct {
+	flat  bool
+	block int // threads per CTA
+
+	// groups form
+	group, rows  int                         // G threads per instance, R instances per CTA
+	loops        map[*ir.Operation]*loopPlan // threads loops
+	promoted     map[*ir.Operation]bool      // loop.alloc ops held in registers
+	allocOffset  map[*ir.Operation]int64     // shared offset of the others in the group's sram
+	groupBytes   int64                       // sram of one group, 16-byte aligned
+	redOff       int64                       // cross-warp scratch
+	redBytes     int64                       //
+	shared       int64                       // dynamic shared memory per CTA
+	barrierAfter map[*ir.Operation]bool      // ops after which shared sram must be synchronised
+
+	// flat form
+	phases      []*flatPhase
+	distributed map[*ir.Operation]bool
+	rowWork     bool // the grid body has per-instance stores
+}
+
+// loopPlan is how one threads loop runs.
+type loopPlan struct {
+	trip   int64 // iterations; -1 when dynamic
+	unroll int   // copies of the body; 0: a loop at run time
+	guard  bool  // whether some copies run past the end in some lanes
+}
+
+// flatPhase is one loop of a flat kernel.
+type flatPhase struct {
+	loop                *ir.Operation
+	group, rows, unroll int
+	trip                int64
+	guard               bool // some lanes of some copies run past the end
+	nested              bool // the body has loops of its own
+}
+
+func makePlan(ke *kernelEmitter) *plan {
+	pl := &plan{
+		loops: map[*ir.Operation]*loopPlan{}, promoted: map[*ir.Operation]bool{},
+		allocOffset: map[*ir.Operation]int64{}, barrierAfter: map[*ir.Operation]bool{},
+		distributed: map[*ir.Operation]bool{},
+	}
+	gb := ke.grid.Body().Entry()
+	if gb == nil {
+		ke.fail(ke.grid.Operation, "has no body")
+	}
+	if pl.tryFlat(ke, gb) {
+		return pl
+	}
+	pl.planGroups(ke, gb)
+	return pl
+}
+
+// staticIndex evaluates an index value defined by constants and index
+// arithmetic on them.
+func staticIndex(v *ir.Value) (int64, bool) {
+	op := v.DefiningOp()
+	if op == nil {
+		return 0, false
+	}
+	if c, ok := loop.AsConst(op); ok {
+		return int64(c.Value()), true
+	}
+	switch op.Name() {
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+	default:
+		return 0, false
+	}
+	x, ok1 := staticIndex(op.Operand(0))
+	y, ok2 := staticIndex(op.Operand(1))
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	switch op.Name() {
+	case loop.OpAddi:
+		return x + y, true
+	case loop.OpSubi:
+		return x - y, true
+	case loop.OpMuli:
+		return x * y, true
+	case loop.OpMini:
+		return min(x, y), true
+	}
+	if y == 0 {
+		return 0, false
+	}
+	if op.Name() == loop.OpDivi {
+		return x / y, true
+	}
+	return x % y, true
+}
+
+// staticTrip is the trip count of a loop with constant bounds, or -1.
+func staticTrip(f loop.ForOp) int64 {
+	lb, ok1 := staticIndex(f.Lower())
+	ub, ok2 := staticIndex(f.Upper())
+	st, ok3 := staticIndex(f.Step())
+	if !ok1 || !ok2 || !ok3 || st <= 0 {
+		return -1
+	}
+	return ceilDiv(ub-lb, st)
+}
+
+// hasNested reports whether a loop body holds ops with regions.
+func hasNested(op *ir.Operation) bool {
+	nested := false
+	for o := op.Region(0).Entry().First(); o != nil; o = o.Next() {
+		if o.NumRegions() > 0 {
+			nested = true
+		}
+	}
+	return nested
+}
+
+// containsThreads reports whether op holds a threads loop.
+func containsThreads(op *ir.Operation) bool {
+	found := false
+	op.Walk(func(o *ir.Operation) bool {
+		if o != op {
+			if f, ok := loop.AsFor(o); ok && f.Dist() == "threads" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// boundsInKernel reports whether a loop's bounds are computed before the
+// grid, so that its trip count is one for every instance.
+func boundsInKernel(ke *kernelEmitter, f loop.ForOp) bool {
+	for _, v := range []*ir.Value{f.Lower(), f.Upper(), f.Step()} {
+		if v.OwnerBlock() != ke.body {
+			return false
+		}
+	}
+	return true
+}
+
+// memorySets collects the buffers op (and what it holds) loads and stores.
+func memorySets(op *ir.Operation, loads, stores map[*ir.Value]bool) {
+	op.Walk(func(o *ir.Operation) bool {
+		if l, ok := loop.AsLoad(o); ok {
+			loads[l.Memref()] = true
+		}
+		if s, ok := loop.AsStore(o); ok {
+			stores[s.Memref()] = true
+		}
+		return true
+	})
+}
+
+// tryFlat plans a flat kernel: element-wise and generic kernels whose
+// loops at grid level carry nothing, that read no buffer they write and
+// use no sram. It reports false, planning nothing, otherwise.
+func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
+	kind := ke.k.Kind()
+	if kind != "elementwise" && kind != "generic" {
+		return false
+	}
+	ok := true
+	ke.grid.Operation.Walk(func(o *ir.Operation) bool {
+		if o.Name() == loop.OpAlloc {
+			ok = false
+		}
+		return ok
+	})
+	if !ok {
+		return false
+	}
+	var dist []*ir.Operation
+	for op := gb.First(); op != nil; op = op.Next() {
+		f, isFor := loop.AsFor(op)
+		if !isFor {
+			continue
+		}
+		threads := f.Dist() == "threads"
+		switch {
+		case threads && len(f.Values()) == 0 && boundsInKernel(ke, f) && !containsThreads(op):
+			dist = append(dist, op)
+		case !threads && kind == "generic" && len(f.Values()) == 0 && boundsInKernel(ke, f) && !containsThreads(op):
+			// thread per output: the iterations of these loops write
+			// distinct elements (lower-to-loops builds them so)
+			dist = append(dist, op)
+		case threads || containsThreads(op):
+			return false
+		}
+	}
+	isDist := map[*ir.Operation]bool{}
+	for _, d := range dist {
+		isDist[d] = true
+	}
+	// a distributed loop may read only what a tile recomputes
+	for _, d := range dist {
+		d.Walk(func(o *ir.Operation) bool {
+			for _, v := range o.Operands() {
+				if def := v.DefiningOp(); def != nil && def.Block() == gb && !isRowValueOp(def) {
+					ok = false
+				}
+			}
+			return ok
+		})
+	}
+	if !ok {
+		return false
+	}
+	loads, stores := map[*ir.Value]bool{}, map[*ir.Value]bool{}
+	rowLoads, rowStores := map[*ir.Value]bool{}, map[*ir.Value]bool{}
+	rowWork := false
+	for op := gb.First(); op != nil; op = op.Next() {
+		if isDist[op] {
+			memorySets(op, loads, stores)
+			continue
+		}
+		memorySets(op, rowLoads, rowStores)
+	}
+	for b := range rowStores {
+		rowWork = true
+		if loads[b] || stores[b] || rowLoads[b] {
+			return false
+		}
+	}
+	for b := range stores {
+		if loads[b] || rowLoads[b] {
+			return false
+		}
+	}
+	pl.flat = true
+	pl.block = flatBlock
+	pl.rowWork = rowWork
+	for _, d := range dist {
+		pl.distributed[d] = true
+		f := loop.ForOp{Operation: d}
+		ph := &flatPhase{loop: d, trip: staticTrip(f), nested: hasNested(d)}
+		switch {
+		case ph.trip >= 0 && ph.trip <= flatBlock/2:
+			ph.group = int(pow2Ceil(max(ph.trip, 1)))
+			ph.rows = flatBlock / ph.group
+			ph.unroll = 1
+			ph.guard = int64(ph.group) != ph.trip
+		default:
+			ph.group, ph.rows = flatBlock, 1
+			ph.unroll = targetIters
+			if ph.nested {
+				ph.unroll = 1
+			} else if ph.trip >= 0 {
+				ph.unroll = int(min(int64(targetIters), ceilDiv(ph.trip, flatBlock)))
+			}
+			ph.guard = !(ph.trip >= 0 && ph.trip%int64(ph.group*ph.unroll) == 0)
+		}
+		pl.phases = append(pl.phases, ph)
+	}
+	return true
+}
+
+// threadsLoops lists the threads loops in the grid body, in order.
+func threadsLoops(gb *ir.Block) []*ir.Operation {
+	var out []*ir.Operation
+	for op := gb.First(); op != nil; op = op.Next() {
+		op.Walk(func(o *ir.Operation) bool {
+			if f, ok := loop.AsFor(o); ok && f.Dist() == "threads" {
+				out = append(out, o)
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// planGroups plans the groups form.
+func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
+	tls := threadsLoops(gb)
+	maxTrip, dynamic := int64(0), false
+	for _, op := range tls {
+		t := staticTrip(loop.ForOp{Operation: op})
+		if t < 0 {
+			dynamic = true
+		}
+		maxTrip = max(maxTrip, t)
+	}
+	var allocs []*ir.Operation
+	ke.grid.Operation.Walk(func(o *ir.Operation) bool {
+		if o.Name() == loop.OpAlloc {
+			allocs = append(allocs, o)
+		}
+		return true
+	})
+	switch {
+	case len(tls) == 0:
+		pl.group = 1
+	case dynamic:
+		pl.group = 256
+	default:
+		pl.group = int(min(1024, pow2Ceil(ceilDiv(maxTrip, targetIters))))
+	}
+	for {
+		pl.planLoops(tls)
+		if pl.promotion(allocs, false) || pl.group >= 1024 || len(tls) == 0 || dynamic {
+			pl.promotion(allocs, true)
+			break
+		}
+		pl.group *= 2
+	}
+	pl.rows = 1
+	if pl.group < 32 {
+		pl.rows = groupsBlock / pl.group
+	}
+	pl.block = pl.group * pl.rows
+
+	// shared memory: the group's sram buffers that stay there, then the
+	// scratch of the cross-warp combine
+	next := int64(0)
+	for _, al := range allocs {
+		if pl.promoted[al] {
+			continue
+		}
+		m := al.Result(0).Type().(ir.MemRefType)
+		size, ok := ir.ByteSizeOf(m)
+		if !ok {
+			ke.fail(al, "allocates %s, which has no static size", m)
+		}
+		off, hasOff := loop.AllocOp{Operation: al}.Offset()
+		if !hasOff {
+			off = alignUp(next, 16)
+		}
+		pl.allocOffset[al] = off
+		next = max(next, off+size)
+		pl.groupBytes = alignUp(max(pl.groupBytes, off+size), 16)
+	}
+	for _, op := range tls {
+		f := loop.ForOp{Operation: op}
+		if pl.group > 32 && len(f.Values()) > 0 {
+			var bytes int64
+			for j, r := range f.Values() {
+				n := int64(lanesOf(r.Type()))
+				if preReducible(r, f.Combine()[j]) {
+					n = 1
+				}
+				bytes += n * slotBytes(elemKindOf(r.Type())) * int64(pl.group/32)
+			}
+			pl.redBytes = max(pl.redBytes, bytes)
+		}
+		if pl.writesSharedSram(op) {
+			pl.barrierAfter[op] = true
+		}
+	}
+	for op := gb.First(); op != nil; op = op.Next() {
+		if s, ok := loop.AsStore(op); ok && pl.isSharedSram(s.Memref()) {
+			pl.barrierAfter[op] = true
+		}
+	}
+	pl.redOff = int64(pl.rows) * pl.groupBytes
+	pl.shared = pl.redOff + pl.redBytes
+	if pl.shared > maxSharedBytes {
+		ke.fail(ke.k.Operation, "needs %d bytes of shared memory per CTA (%d instance(s) of %d bytes of sram, %d of scratch); sm_90 allows %d",
+			pl.shared, pl.rows, pl.groupBytes, pl.redBytes, maxSharedBytes)
+	}
+}
+
+// planLoops decides how each threads loop runs for the current group size.
+func (pl *plan) planLoops(tls []*ir.Operation) {
+	for _, op := range tls {
+		lp := &loopPlan{trip: staticTrip(loop.ForOp{Operation: op})}
+		if lp.trip >= 0 && !hasNested(op) {
+			t := ceilDiv(lp.trip, int64(pl.group))
+			if t <= maxUnroll {
+				lp.unroll = int(t)
+				lp.guard = lp.trip%int64(pl.group) != 0
+			}
+		}
+		pl.loops[op] = lp
+	}
+}
+
+// promotion decides which sram buffers live in registers: those whose
+// every access is by the thread that wrote the element, in unrolled
+// threads loops of one iteration space, at the lanes of the loop's own
+// induction variable. It reports whether all candidates fit the register
+// budget; with commit it records the choice (all candidates when they
+// fit, else as many as fit, in order).
+func (pl *plan) promotion(allocs []*ir.Operation, commit bool) bool {
+	var total int64
+	for _, al := range allocs {
+		regs, ok := pl.promotable(al)
+		if !ok {
+			continue
+		}
+		if commit && total+regs <= regBudget {
+			pl.promoted[al] = true
+		}
+		total += regs
+	}
+	return total <= regBudget
+}
+
+// promotable reports whether an alloc can live in registers, and how
+// many per thread it takes.
+func (pl *plan) promotable(al *ir.Operation) (int64, bool) {
+	buf := al.Result(0)
+	m, ok := buf.Type().(ir.MemRefType)
+	if !ok || len(m.Shape) != 1 {
+		return 0, false
+	}
+	var space *loopPlan
+	var lb, ub, st int64
+	lanes := 0
+	for _, user := range buf.Users() {
+		var idx []*ir.Value
+		var access ir.Type
+		switch {
+		case user.Name() == loop.OpLoad && user.Operand(0) == buf:
+			l := loop.LoadOp{Operation: user}
+			idx, access = l.Indices(), l.Output().Type()
+		case user.Name() == loop.OpStore && user.Operand(1) == buf && user.Operand(0) != buf:
+			s := loop.StoreOp{Operation: user}
+			idx, access = s.Indices(), s.Value().Type()
+		default:
+			return 0, false
+		}
+		parent := user.Block().ParentOp()
+		f, isFor := loop.AsFor(parent)
+		if !isFor || f.Dist() != "threads" {
+			return 0, false
+		}
+		lp := pl.loops[parent]
+		if lp == nil || lp.unroll == 0 || len(idx) != 1 || idx[0] != f.Body().Entry().Args[0] {
+			return 0, false
+		}
+		l, _ := staticIndex(f.Lower())
+		u, _ := staticIndex(f.Upper())
+		s, _ := staticIndex(f.Step())
+		w := lanesOf(access)
+		if int64(w) != s {
+			return 0, false
+		}
+		if space == nil {
+			space, lb, ub, st, lanes = lp, l, u, s, w
+		} else if l != lb || u != ub || s != st || w != lanes {
+			return 0, false
+		}
+	}
+	if space == nil {
+		return 0, false
+	}
+	per := int64(1)
+	if m.Elem.Kind.ByteSize() == 8 {
+		per = 2
+	}
+	return int64(space.unroll) * int64(lanes) * per, true
+}
+
+// isSharedSram reports whether buf is an sram buffer kept in shared memory.
+func (pl *plan) isSharedSram(buf *ir.Value) bool {
+	op := buf.DefiningOp()
+	return op != nil && op.Name() == loop.OpAlloc && !pl.promoted[op]
+}
+
+// writesSharedSram reports whether op stores to an sram buffer in shared
+// memory.
+func (pl *plan) writesSharedSram(op *ir.Operation) bool {
+	found := false
+	op.Walk(func(o *ir.Operation) bool {
+		if s, ok := loop.AsStore(o); ok && pl.isSharedSram(s.Memref()) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// preReducible reports whether a threads loop result is only reduced
+// over its lanes with its own combining kind: its lanes can then be
+// combined in the thread first, and one scalar across threads.
+func preReducible(r *ir.Value, kind string) bool {
+	if lanesOf(r.Type()) <= 1 || !r.HasUses() {
+		return false
+	}
+	for _, u := range r.Users() {
+		red, ok := loop.AsReduce(u)
+		if !ok || red.Kind() != kind {
+			return false
+		}
+	}
+	return true
+}
+
+// slotBytes is the bytes of one value in the cross-warp scratch.
+func slotBytes(k ir.ElemKind) int64 {
+	if k.ByteSize() == 8 {
+		return 8
+	}
+	return 4
+}
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// describe says in a few lines what the plan is, for the kernel's
+// comment.
+func (pl *plan) describe() []string {
+	if pl.flat {
+		var out []string
+		out = append(out, fmt.Sprintf("Flat: CTAs of %d threads take tiles in a grid-stride loop.", pl.block))
+		for i, ph := range pl.phases {
+			if ph.rows > 1 {
+				out = append(out, fmt.Sprintf("Loop %d: a tile is %d instances x %d iterations, a thread each.", i, ph.rows, ph.group))
+			} else {
+				out = append(out, fmt.Sprintf("Loop %d: a tile is %d consecutive iterations of one instance, %d per thread.", i, ph.group*ph.unroll, ph.unroll))
+			}
+		}
+		if pl.rowWork {
+			out = append(out, "Per-instance stores: one thread per instance.")
+		}
+		return out
+	}
+	out := []string{fmt.Sprintf("Groups: %d thread(s) per instance, %d instance(s) per CTA of %d threads.", pl.group, pl.rows, pl.block)}
+	var regs, shared []string
+	for al := range pl.promoted {
+		regs = append(regs, allocName(al))
+	}
+	for al := range pl.allocOffset {
+		shared = append(shared, fmt.Sprintf("%s at %d", allocName(al), pl.allocOffset[al]))
+	}
+	sort.Strings(regs)
+	sort.Strings(shared)
+	if len(regs) > 0 {
+		out = append(out, "Sram in registers: "+strings.Join(regs, ", ")+".")
+	}
+	if len(shared) > 0 {
+		out = append(out, fmt.Sprintf("Sram in shared memory (%d bytes per instance): %s.", pl.groupBytes, strings.Join(shared, ", ")))
+	}
+	if pl.redBytes > 0 {
+		out = append(out, fmt.Sprintf("Cross-warp combine: %d bytes of shared memory at %d.", pl.redBytes, pl.redOff))
+	}
+	return out
+}
+
+// allocName names an sram buffer for comments.
+func allocName(al *ir.Operation) string {
+	if n := al.Result(0).Name; n != "" {
+		return "%" + n
+	}
+	return al.Result(0).Type().String()
+}

@@ -1,0 +1,286 @@
+// Package triton translates a lowered module (the loop dialect) into a
+// Python module of Triton kernels and the torch functions that launch
+// them, what `tfc --emit=triton -o mod.py` writes:
+//
+//	import torch
+//	import triton
+//	import triton.language as tl
+//
+//	CONFIGS = {"rms_k0": {"BLOCK": 8192, "ROWS": 1, "num_warps": 16}}
+//
+//	@triton.jit
+//	def rms_k0(x, w, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+//	    ...
+//
+//	def rms(x, w):
+//	    ...
+//	    y = torch.empty((x_d0, 8192), dtype=torch.bfloat16, device=dev)
+//	    rms_k0[grid](x, w, y, x_d0, x_d0, BLOCK=..., ROWS=..., num_warps=...)
+//	    return y
+//
+// Every loop.kernel becomes one @triton.jit function (kernel.go, in one
+// of the forms plan.go chooses), every func.func a launcher of the same
+// name taking CUDA tensors in argument order and returning its results
+// (launcher.go). The text is deterministic: the same module gives the
+// same bytes.
+package triton
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// Options adjust the header of the module.
+type Options struct {
+	// Source names the program the module was compiled from ("" for none).
+	Source string
+	// Target names the machine it was compiled for ("" for none).
+	Target string
+}
+
+// Emit translates a lowered module into the text of a Python module.
+// Problems (an op of the graph dialect left, a shape of loop IR the
+// emitter does not know) are errors located at the op.
+func Emit(m ir.Module, opts Options) (text string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			text, err = "", ir.Errorf(m.Loc, "internal error in the Triton emitter: %v", r)
+		}
+	}()
+	if m.Operation == nil {
+		return "", fmt.Errorf("no module to emit")
+	}
+	me := &moduleEmitter{names: newNamer(append([]string{"_tensor"}, helperNames...)...), uses: map[string]bool{},
+		kernelNames: map[string]string{}, plans: map[string]*kernelPlan{}, kernelOps: map[string]loop.KernelOp{}}
+	var kernels []loop.KernelOp
+	var funcs []ir.Func
+	for op := m.Body().First(); op != nil; op = op.Next() {
+		if k, ok := loop.AsKernel(op); ok {
+			kernels = append(kernels, k)
+			continue
+		}
+		if op.Name() == ir.FuncOpName {
+			funcs = append(funcs, ir.Func{Operation: op})
+			continue
+		}
+		return "", ir.OpError(op, "cannot be translated to Triton: only func.func and loop.kernel may appear at module level")
+	}
+	// functions keep their names (they are the module's interface),
+	// kernels take what is left
+	funcNames := make([]string, len(funcs))
+	for i, f := range funcs {
+		funcNames[i] = me.names.fresh(f.SymName())
+	}
+	for _, k := range kernels {
+		sym := k.SymName()
+		if _, dup := me.kernelNames[sym]; dup {
+			return "", ir.OpError(k.Operation, "defines kernel '%s' a second time", sym)
+		}
+		me.kernelNames[sym] = me.names.fresh(sym)
+		me.kernelOps[sym] = k
+	}
+	var kernelTexts []string
+	var configs []string
+	for _, k := range kernels {
+		p, err := plan(k)
+		if err != nil {
+			return "", err
+		}
+		name := me.kernelNames[k.SymName()]
+		me.plans[k.SymName()] = p
+		ke := newKernelEmitter(k, name, p, me.uses)
+		t, err := ke.emit()
+		if err != nil {
+			return "", err
+		}
+		kernelTexts = append(kernelTexts, t)
+		var entries []string
+		for _, e := range p.configDict() {
+			entries = append(entries, fmt.Sprintf("%q: %d", e.key, e.value))
+		}
+		configs = append(configs, fmt.Sprintf("    %q: {%s},\n", name, strings.Join(entries, ", ")))
+	}
+	var launchers []string
+	for i, f := range funcs {
+		t, err := me.emitLauncher(f, funcNames[i])
+		if err != nil {
+			return "", err
+		}
+		launchers = append(launchers, t)
+	}
+
+	var sb strings.Builder
+	sb.WriteString(header(opts))
+	sb.WriteString("import torch\nimport triton\nimport triton.language as tl\n")
+	if me.usesLibdevice(kernelTexts) {
+		sb.WriteString("from triton.language.extra import libdevice\n")
+	}
+	sb.WriteString("\n" + configsComment)
+	sb.WriteString("CONFIGS = {\n")
+	for _, c := range configs {
+		sb.WriteString(c)
+	}
+	sb.WriteString("}\n")
+	for _, h := range me.helpers() {
+		sb.WriteString("\n\n" + helperSource[h])
+	}
+	for _, t := range kernelTexts {
+		sb.WriteString("\n\n" + t)
+	}
+	if len(funcs) > 0 {
+		sb.WriteString("\n\n" + tensorCheckSource)
+	}
+	for _, t := range launchers {
+		sb.WriteString("\n\n" + t)
+	}
+	return sb.String(), nil
+}
+
+// moduleEmitter holds the state of one Emit.
+type moduleEmitter struct {
+	names       *namer
+	uses        map[string]bool // helpers called by the kernels
+	kernelNames map[string]string
+	kernelOps   map[string]loop.KernelOp
+	plans       map[string]*kernelPlan
+}
+
+func header(opts Options) string {
+	from := ""
+	if opts.Source != "" {
+		from = " from " + opts.Source
+	}
+	on := ""
+	if opts.Target != "" {
+		on = " for " + opts.Target
+	}
+	return fmt.Sprintf(`# Triton kernels and their launchers, compiled by tfc --emit=triton%s%s.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+`, from, on)
+}
+
+const configsComment = `# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+`
+
+func (me *moduleEmitter) usesLibdevice(kernelTexts []string) bool {
+	for _, t := range kernelTexts {
+		if strings.Contains(t, "libdevice.") {
+			return true
+		}
+	}
+	for _, h := range me.helpers() {
+		if strings.Contains(helperSource[h], "libdevice.") {
+			return true
+		}
+	}
+	return false
+}
+
+// helpers lists the helpers the kernels call and those they call, in
+// helperNames order.
+func (me *moduleEmitter) helpers() []string {
+	used := map[string]bool{}
+	var add func(h string)
+	add = func(h string) {
+		if used[h] {
+			return
+		}
+		used[h] = true
+		for _, d := range helperDeps[h] {
+			add(d)
+		}
+	}
+	var keys []string
+	for h := range me.uses {
+		keys = append(keys, h)
+	}
+	sort.Strings(keys)
+	for _, h := range keys {
+		add(h)
+	}
+	var out []string
+	for _, h := range helperNames {
+		if used[h] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// helperNames are the @triton.jit helpers the kernels may call.
+var helperNames = []string{"_max_nan", "_min_nan", "_relu", "_silu", "_sigmoid_f64", "_silu_f64", "_gelu", "_gelu_tanh", "_gelu_tanh_f64"}
+
+var helperDeps = map[string][]string{
+	"_silu_f64":      {"_sigmoid_f64"},
+	"_gelu_tanh_f64": {"_sigmoid_f64"},
+}
+
+var helperSource = map[string]string{
+	"_max_nan": `@triton.jit
+def _max_nan(a, b):
+    # the larger, NaN if either is NaN (tl.max and tl.maximum drop NaN by default)
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+`,
+	"_min_nan": `@triton.jit
+def _min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+`,
+	"_relu": `@triton.jit
+def _relu(x):
+    return tl.maximum(x, tl.zeros_like(x), propagate_nan=tl.PropagateNan.ALL)
+`,
+	"_silu": `@triton.jit
+def _silu(x):
+    # x * sigmoid(x), with its limit 0 at -inf, where the product is -inf * 0
+    return tl.where(x == -float("inf"), 0.0, x * tl.sigmoid(x))
+`,
+	"_sigmoid_f64": `@triton.jit
+def _sigmoid_f64(x):
+    return 1.0 / (1.0 + libdevice.exp(-x))
+`,
+	"_silu_f64": `@triton.jit
+def _silu_f64(x):
+    return tl.where(x == -float("inf"), 0.0, x * _sigmoid_f64(x))
+`,
+	"_gelu": `@triton.jit
+def _gelu(x):
+    # x * Phi(x) = x / 2 * erfc(-x / sqrt(2))
+    return tl.where(x == -float("inf"), 0.0, 0.5 * x * libdevice.erfc(-0.7071067811865476 * x))
+`,
+	"_gelu_tanh": `@triton.jit
+def _gelu_tanh(x):
+    # x * sigmoid(2u), u = sqrt(2 / pi) * (x + 0.044715 x^3): the tanh form
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return tl.where(x == -float("inf"), 0.0, x * tl.sigmoid(2.0 * u))
+`,
+	"_gelu_tanh_f64": `@triton.jit
+def _gelu_tanh_f64(x):
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return tl.where(x == -float("inf"), 0.0, x * _sigmoid_f64(2.0 * u))
+`,
+}
+
+// tensorCheckSource checks and prepares one argument of a launcher.
+const tensorCheckSource = `def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+`

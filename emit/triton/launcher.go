@@ -1,0 +1,398 @@
+package triton
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// ---------------------------------------------------------------------------
+// Launchers
+//
+// A lowered function
+//
+//	func.func @f(%x: memref<?x64xf32, dram>, %y: memref<?x64xf32, dram>) attributes {num_results = 1} {
+//	  %x_d0 = loop.dim %x {axis = 0} : (memref<?x64xf32, dram>) -> index
+//	  loop.launch %x, %y, %x_d0, %x_d0 {kernel = "f_k0"} : (...) -> ()
+//	  return
+//	}
+//
+// becomes the Python function
+//
+//	def f(x):
+//	    x = _tensor("f", "x", x, torch.float32, (None, 64))
+//	    dev = x.device
+//	    x_d0 = x.shape[0]
+//	    y = torch.empty((x_d0, 64), dtype=torch.float32, device=dev)
+//	    cfg = CONFIGS["f_k0"]
+//	    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+//	    if grid[0] > 0:
+//	        f_k0[grid](x, y, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+//	    return y
+//
+// taking the inputs, allocating each output with the extents its first
+// launch passes (and each intermediate where loop.alloc_dram says), and
+// computing every kernel's grid from the extents it is launched with.
+
+// launcher holds the state of one launcher.
+type launcher struct {
+	me    *moduleEmitter
+	fn    ir.Func
+	name  string
+	w     *pyWriter
+	names *namer
+	env   map[*ir.Value]string
+	// allocated marks the buffers that exist (inputs, allocated outputs and
+	// intermediates).
+	allocated map[*ir.Value]bool
+	dev       string
+}
+
+func (me *moduleEmitter) emitLauncher(f ir.Func, name string) (string, error) {
+	body := f.Body()
+	if body == nil {
+		return "", ir.OpError(f.Operation, "has no body to translate")
+	}
+	nres, ok := f.Attr("num_results").(ir.IntAttr)
+	args := body.Args
+	if !ok || nres.Value < 0 || int(nres.Value) > len(args) {
+		return "", ir.OpError(f.Operation, "cannot be translated to Triton: it is not lowered to loops (no num_results attribute)")
+	}
+	reserved := []string{"_tensor", "dev", "cfg", "grid", "total"}
+	for _, n := range me.kernelNames {
+		reserved = append(reserved, n)
+	}
+	sort.Strings(reserved)
+	l := &launcher{me: me, fn: f, name: name, w: &pyWriter{}, names: newNamer(append(reserved, helperNames...)...),
+		env: map[*ir.Value]string{}, allocated: map[*ir.Value]bool{}}
+	nin := len(args) - int(nres.Value)
+	var params, sigIn, sigOut []string
+	for i, a := range args {
+		m, ok := a.Type().(ir.MemRefType)
+		if !ok {
+			return "", ir.OpError(f.Operation, "cannot be translated to Triton: argument %d is %s, not a buffer", i, a.Type())
+		}
+		want := a.Name
+		if want == "" {
+			want = fmt.Sprintf("arg%d", i)
+			if i >= nin {
+				want = fmt.Sprintf("result%d", i-nin)
+			}
+		}
+		n := l.names.fresh(want)
+		l.env[a] = n
+		spec := describeBuffer(m)
+		if i < nin {
+			params = append(params, n)
+			sigIn = append(sigIn, n+": "+spec)
+		} else {
+			sigOut = append(sigOut, spec)
+		}
+	}
+	out := strings.Join(sigOut, ", ")
+	if len(sigOut) != 1 {
+		out = "(" + out + ")"
+	}
+	w := l.w
+	w.line(fmt.Sprintf(`"""%s(%s) -> %s"""`, name, strings.Join(sigIn, ", "), out))
+	for _, a := range args[:nin] {
+		m := a.Type().(ir.MemRefType)
+		dt, err := torchType(m.Elem.Kind)
+		if err != nil {
+			return "", ir.OpError(f.Operation, "cannot be translated to Triton: %v", err)
+		}
+		w.line(fmt.Sprintf("%s = _tensor(%q, %q, %s, %s, %s)", l.env[a], name, l.env[a], l.env[a], dt, shapeTuple(m.Shape, nil)))
+		l.allocated[a] = true
+	}
+	l.dev = "dev"
+	if nin > 0 {
+		w.assign(l.dev, l.env[args[0]]+".device")
+	} else {
+		w.assign(l.dev, `torch.device("cuda")`)
+	}
+
+	for op := body.First(); op != nil; op = op.Next() {
+		if err := l.emitOp(op); err != nil {
+			return "", err
+		}
+	}
+	for _, a := range args[nin:] {
+		if !l.allocated[a] {
+			return "", ir.OpError(f.Operation, "cannot be translated to Triton: result buffer %%%s is never written by a launch", a.Name)
+		}
+	}
+	results := make([]string, 0, len(args)-nin)
+	for _, a := range args[nin:] {
+		results = append(results, l.env[a])
+	}
+	switch len(results) {
+	case 0:
+		w.line("return None")
+	case 1:
+		w.line("return " + results[0])
+	default:
+		w.line("return (" + strings.Join(results, ", ") + ")")
+	}
+	w.prune()
+	return fmt.Sprintf("def %s(%s):\n%s", name, strings.Join(params, ", "), w.render(1)), nil
+}
+
+// describeBuffer spells a buffer type for the docstring: bf16[?, 8192].
+func describeBuffer(m ir.MemRefType) string {
+	dims := make([]string, len(m.Shape))
+	for i, n := range m.Shape {
+		if n == ir.Dynamic {
+			dims[i] = "?"
+		} else {
+			dims[i] = strconv.FormatInt(n, 10)
+		}
+	}
+	return m.Elem.Kind.String() + "[" + strings.Join(dims, ", ") + "]"
+}
+
+// shapeTuple spells a shape as a Python tuple: static extents as numbers,
+// dynamic ones from ext (None where ext is nil).
+func shapeTuple(shape []int64, ext []string) string {
+	parts := make([]string, len(shape))
+	next := 0
+	for i, n := range shape {
+		switch {
+		case n != ir.Dynamic:
+			parts[i] = strconv.FormatInt(n, 10)
+		case ext == nil:
+			parts[i] = "None"
+		default:
+			parts[i] = ext[next]
+			next++
+		}
+	}
+	if len(parts) == 1 {
+		return "(" + parts[0] + ",)"
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func (l *launcher) ref(v *ir.Value) string {
+	if s, ok := l.env[v]; ok {
+		return s
+	}
+	if c, kind, ok := constOf(v); ok {
+		return pyLiteral(c, kind)
+	}
+	return "undefined_" + sanitize(v.Name)
+}
+
+func (l *launcher) emitOp(op *ir.Operation) error {
+	w := l.w
+	bad := func(format string, args ...any) error {
+		return ir.OpError(op, "cannot be translated to Triton: "+format, args...)
+	}
+	switch op.Name() {
+	case loop.OpConst, ir.ReturnOpName:
+		return nil
+	case loop.OpDim:
+		d, _ := loop.AsDim(op)
+		if !l.allocated[d.Memref()] {
+			return bad("asks for an extent of a result before any launch writes it")
+		}
+		name := l.names.fresh(d.Output().Name)
+		w.assign(name, fmt.Sprintf("%s.shape[%d]", l.ref(d.Memref()), d.Axis()))
+		l.env[d.Output()] = name
+		return nil
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		name := l.names.fresh(op.Result(0).Name)
+		w.assign(name, hostIndexExpr(op.Name(), l.ref(op.Operand(0)), l.ref(op.Operand(1))))
+		l.env[op.Result(0)] = name
+		return nil
+	case loop.OpAllocDRAM:
+		a, _ := loop.AsAllocDRAM(op)
+		m := a.Output().Type().(ir.MemRefType)
+		var ext []string
+		for _, e := range a.Extents() {
+			ext = append(ext, l.ref(e))
+		}
+		name := l.names.fresh(a.Output().Name)
+		if err := l.allocate(op, name, m, ext); err != nil {
+			return err
+		}
+		l.env[a.Output()] = name
+		l.allocated[a.Output()] = true
+		return nil
+	case loop.OpLaunch:
+		return l.emitLaunch(op)
+	}
+	return bad("is not an op a lowered function holds")
+}
+
+// allocate writes `name = torch.empty(shape, dtype=..., device=dev)`.
+func (l *launcher) allocate(op *ir.Operation, name string, m ir.MemRefType, ext []string) error {
+	dt, err := torchType(m.Elem.Kind)
+	if err != nil {
+		return ir.OpError(op, "cannot be translated to Triton: %v", err)
+	}
+	l.w.assign(name, fmt.Sprintf("torch.empty(%s, dtype=%s, device=%s)", shapeTuple(m.Shape, ext), dt, l.dev))
+	return nil
+}
+
+// hostIndexExpr spells index arithmetic in Python (on extents, which are
+// not negative, so // and % agree with the loop dialect's truncation).
+func hostIndexExpr(name, a, b string) string {
+	switch name {
+	case loop.OpAddi:
+		return a + " + " + b
+	case loop.OpSubi:
+		return a + " - " + b
+	case loop.OpMuli:
+		return a + " * " + b
+	case loop.OpDivi:
+		return a + " // " + b
+	case loop.OpRemi:
+		return a + " % " + b
+	}
+	return "min(" + a + ", " + b + ")"
+}
+
+// emitLaunch writes one kernel launch, allocating the function's outputs
+// it writes first.
+func (l *launcher) emitLaunch(op *ir.Operation) error {
+	lo, _ := loop.AsLaunch(op)
+	sym := lo.Kernel()
+	kname, ok := l.me.kernelNames[sym]
+	if !ok {
+		return ir.OpError(op, "launches '%s', which is not a kernel of the module", sym)
+	}
+	k := l.me.kernelOps[sym]
+	p := l.me.plans[sym]
+	kargs := k.Body().Entry().Args
+	operands := lo.Args()
+	if len(operands) != len(kargs) {
+		return ir.OpError(op, "passes %d operands to kernel '%s', which takes %d", len(operands), sym, len(kargs))
+	}
+	nbuf := int(k.NumInputs() + k.NumOutputs())
+	// outputs of the function this launch writes first
+	next := nbuf
+	for _, buf := range operands[:nbuf] {
+		m, ok := buf.Type().(ir.MemRefType)
+		if !ok {
+			return ir.OpError(op, "passes %s where kernel '%s' takes a buffer", buf.Type(), sym)
+		}
+		var ext []string
+		for _, n := range m.Shape {
+			if n == ir.Dynamic {
+				ext = append(ext, l.ref(operands[next]))
+				next++
+			}
+		}
+		if l.allocated[buf] {
+			continue
+		}
+		if !buf.IsBlockArg() || buf.OwnerBlock() != l.fn.Body() {
+			return ir.OpError(op, "passes a buffer that is neither an argument nor allocated before")
+		}
+		if err := l.allocate(op, l.env[buf], m, ext); err != nil {
+			return err
+		}
+		l.allocated[buf] = true
+	}
+
+	// the grid, from the extents the kernel is launched with
+	hostArgs := map[*ir.Value]string{}
+	var call []string
+	for i, a := range kargs {
+		hostArgs[a] = l.ref(operands[i])
+		call = append(call, l.ref(operands[i]))
+	}
+	g := p.grid
+	host := func(v *ir.Value) (string, error) { return hostExpr(v, hostArgs, k) }
+	ub, err := host(g.Upper())
+	if err != nil {
+		return err
+	}
+	var programs string
+	// the number of rows (elements of a flat kernel): a literal when static
+	count := ub
+	w := l.w
+	w.assign("cfg", fmt.Sprintf("CONFIGS[%q]", kname))
+	consts := []string{`BLOCK=cfg["BLOCK"]`}
+	switch {
+	case p.mode == modeFlat:
+		cols, err := host(p.cols)
+		if err != nil {
+			return err
+		}
+		total := cols
+		if !(isIndexConst(g.Upper(), 1) && isIndexConst(g.Lower(), 0)) {
+			total = mulExpr(ub, cols)
+		}
+		w.assign("total", total)
+		count = total
+		programs = `triton.cdiv(total, cfg["BLOCK"])`
+		consts = append(consts, `WIDE=total + cfg["BLOCK"] >= 2**31`)
+	case p.twoD:
+		programs = fmt.Sprintf(`triton.cdiv(%s, cfg["ROWS"])`, ub)
+		consts = append(consts, `ROWS=cfg["ROWS"]`)
+	default:
+		lb, err := host(g.Lower())
+		if err != nil {
+			return err
+		}
+		step, err := host(g.Step())
+		if err != nil {
+			return err
+		}
+		programs = ub
+		if lb != "0" {
+			programs = "(" + ub + " - " + lb + ")"
+		}
+		if step != "1" {
+			programs = "triton.cdiv(" + programs + ", " + step + ")"
+		}
+	}
+	consts = append(consts, `num_warps=cfg["num_warps"]`)
+	w.assign("grid", "("+programs+",)")
+	launch := fmt.Sprintf("%s[grid](%s)", kname, strings.Join(append(call, consts...), ", "))
+	if n, err := strconv.ParseInt(count, 10, 64); err == nil && n > 0 {
+		w.line(launch)
+		return nil
+	}
+	// an empty grid is not a launch CUDA accepts
+	w.open("if grid[0] > 0:")
+	w.line(launch)
+	w.close()
+	return nil
+}
+
+// hostExpr spells index value v of kernel k, computed before its grid, in
+// terms of the launch's operands.
+func hostExpr(v *ir.Value, args map[*ir.Value]string, k loop.KernelOp) (string, error) {
+	if s, ok := args[v]; ok {
+		return s, nil
+	}
+	if c, kind, ok := constOf(v); ok {
+		return pyLiteral(c, kind), nil
+	}
+	op := v.DefiningOp()
+	if op == nil {
+		return "", ir.OpError(k.Operation, "cannot be translated to Triton: its grid depends on a value of the grid")
+	}
+	switch op.Name() {
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		a, err := hostExpr(op.Operand(0), args, k)
+		if err != nil {
+			return "", err
+		}
+		b, err := hostExpr(op.Operand(1), args, k)
+		if err != nil {
+			return "", err
+		}
+		if op.Name() == loop.OpMuli {
+			return mulExpr(a, b), nil
+		}
+		return "(" + hostIndexExpr(op.Name(), a, b) + ")", nil
+	}
+	return "", ir.OpError(op, "cannot be translated to Triton: the kernel's grid depends on it, and the launcher computes only index arithmetic")
+}

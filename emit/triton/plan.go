@@ -1,0 +1,335 @@
+package triton
+
+import (
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file decides the shape of each Triton kernel: which of the three
+// forms it takes and its launch configuration (BLOCK, ROWS, num_warps).
+//
+//   - flat: an element-wise kernel runs on a 1-D grid over all its
+//     elements, BLOCK at a time, whatever its rank: the row and column of
+//     an element are offs // C and offs % C, and an operand that has the
+//     shape of the result is read at offs itself.
+//   - rows, one block: a row kernel whose rows fit one block keeps a whole
+//     row (or ROWS rows, [ROWS, BLOCK]) in registers: every threads loop of
+//     the loop IR becomes the same straight-line code over
+//     cols = tl.arange(0, BLOCK), a reduction is one tl.sum / tl.reduce,
+//     and the sram row buffer of a one-pass kernel is the register tensor
+//     phase 1 computed.
+//   - rows, looped: rows longer than one block (and generic kernels) run
+//     each loop of the loop IR as a Python loop over chunks of BLOCK,
+//     carrying [BLOCK] partial results; a row kept in sram by a one-pass
+//     kernel is read from DRAM again (and recomputed) by the later loops,
+//     which is the two-pass schedule.
+
+// Block and warp choices.
+const (
+	// maxOneBlock is the longest row kept in registers: 32768 elements,
+	// 32 per thread at 32 warps, the bound Liger-Kernel and Unsloth use
+	// (with f32 values, 128 KiB of the 256 KiB register file of an SM).
+	maxOneBlock = 32768
+	// rowsTarget is the number of elements a program of short rows covers
+	// ([ROWS, BLOCK] with ROWS * BLOCK about rowsTarget).
+	rowsTarget = 4096
+	// maxRows bounds ROWS.
+	maxRows = 64
+	// flatBlock is the elements of one program of a flat kernel: 16 per
+	// thread at 8 warps, four 16-byte loads of f32 per operand.
+	flatBlock = 4096
+	flatWarps = 8
+	// loopedBlock is the chunk of a looped row kernel.
+	loopedBlock = 4096
+	loopedWarps = 8
+	// genericBlock is the chunk of the loops of generic kernels
+	// (transpose, matmul, ...), correct rather than fast.
+	genericBlock = 256
+	genericWarps = 4
+)
+
+// warpsFor is Liger-Kernel's choice of warps for a block of n elements:
+// 4, 8 from 2048, 16 from 8192, 32 from 32768.
+func warpsFor(n int64) int64 {
+	switch {
+	case n >= 32768:
+		return 32
+	case n >= 8192:
+		return 16
+	case n >= 2048:
+		return 8
+	}
+	return 4
+}
+
+// kernelMode is the form of a kernel.
+type kernelMode uint8
+
+const (
+	modeFlat kernelMode = iota
+	modeRows
+)
+
+// kernelPlan is what planning decides about a kernel.
+type kernelPlan struct {
+	mode kernelMode
+	// twoD: [ROWS, BLOCK] tensors, ROWS rows per program (row kernels of
+	// one block).
+	twoD bool
+	// oneBlock: every threads loop is one block of BLOCK >= rowLen.
+	oneBlock bool
+	rowLen   int64
+	block    int64
+	rows     int64
+	warps    int64
+
+	grid loop.ParallelOp
+	// cols is the extent of the rows of a flat kernel (the bound of its
+	// threads loops).
+	cols *ir.Value
+	// tails are the scalar loops after a vector loop (dynamic rows), which
+	// a flat kernel's masked block already covers.
+	tails map[*ir.Operation]bool
+	// vectorized are the serial loops run as blocks (the loop over the
+	// last output dimension of a generic kernel).
+	vectorized map[*ir.Operation]bool
+}
+
+// configDict is the CONFIGS entry of the plan: the launch parameters a
+// user may change. BLOCK of a one-block kernel is fixed (the row must fit).
+func (p *kernelPlan) configDict() []configEntry {
+	out := []configEntry{{"BLOCK", p.block}}
+	if p.twoD {
+		out = append(out, configEntry{"ROWS", p.rows})
+	}
+	return append(out, configEntry{"num_warps", p.warps})
+}
+
+type configEntry struct {
+	key   string
+	value int64
+}
+
+// plan classifies the loops of kernel k and chooses its form.
+func plan(k loop.KernelOp) (*kernelPlan, error) {
+	body := k.Body().Entry()
+	p := &kernelPlan{tails: map[*ir.Operation]bool{}, vectorized: map[*ir.Operation]bool{}}
+	var grids []*ir.Operation
+	for op := body.First(); op != nil; op = op.Next() {
+		if op.Name() == loop.OpParallel {
+			grids = append(grids, op)
+		}
+	}
+	if len(grids) != 1 {
+		return nil, ir.OpError(k.Operation, "has %d loop.parallel in its body; the Triton emitter needs exactly one, the launch grid", len(grids))
+	}
+	g, _ := loop.AsParallel(grids[0])
+	p.grid = g
+	gridBody := g.Body().Entry()
+
+	// the loops of the grid
+	var threads []loop.ForOp
+	serialInGrid := false
+	var check func(b *ir.Block, inThreads bool) error
+	check = func(b *ir.Block, inThreads bool) error {
+		for op := b.First(); op != nil; op = op.Next() {
+			switch op.Name() {
+			case loop.OpParallel:
+				return ir.OpError(op, "is nested in the launch grid; a kernel has one grid")
+			case loop.OpFor:
+				f, _ := loop.AsFor(op)
+				if f.Dist() == "threads" {
+					if inThreads {
+						return ir.OpError(op, "is a threads loop nested in a threads loop")
+					}
+					if b != gridBody {
+						return ir.OpError(op, "is a threads loop that is not directly in the launch grid")
+					}
+					threads = append(threads, f)
+					if err := check(f.Body().Entry(), true); err != nil {
+						return err
+					}
+					continue
+				}
+				if b == gridBody && len(f.Inits()) == 0 && storesFollow(f) {
+					p.vectorized[op] = true
+				}
+				serialInGrid = true
+				if err := check(f.Body().Entry(), inThreads); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := check(gridBody, false); err != nil {
+		return nil, err
+	}
+
+	if k.Kind() == "elementwise" && !serialInGrid && planFlat(p, threads) {
+		p.mode = modeFlat
+		p.block, p.warps = flatBlock, flatWarps
+		return p, nil
+	}
+	p.mode = modeRows
+	if len(p.vectorized) > 0 || k.Kind() == "generic" {
+		p.block, p.warps = genericBlock, genericWarps
+		return p, nil
+	}
+	if c, ok := oneBlockRow(threads); ok {
+		p.oneBlock = true
+		p.rowLen = c
+		p.block = nextPow2(c)
+		p.twoD = k.Kind() == "row" && isIndexConst(g.Lower(), 0) && isIndexConst(g.Step(), 1)
+		p.rows = 1
+		if p.twoD && p.block < rowsTarget {
+			p.rows = min(rowsTarget/p.block, maxRows)
+		}
+		p.warps = warpsFor(p.rows * p.block)
+		return p, nil
+	}
+	p.block, p.warps = loopedBlock, loopedWarps
+	if c, ok := staticRow(threads); ok && nextPow2(c) < loopedBlock {
+		p.block = nextPow2(c)
+	}
+	return p, nil
+}
+
+// storesFollow reports whether every store in the serial loop f writes
+// at an address that depends on f's induction variable, so iterations
+// write different elements and may run at the same time.
+func storesFollow(f loop.ForOp) bool {
+	iv := f.Body().Entry().Args[0]
+	ok := true
+	f.Operation.Walk(func(op *ir.Operation) bool {
+		if s, isStore := loop.AsStore(op); isStore {
+			dep := false
+			for _, x := range s.Indices() {
+				if dependsOn(x, iv) {
+					dep = true
+				}
+			}
+			if !dep {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// dependsOn reports whether index value x is computed from v.
+func dependsOn(x, v *ir.Value) bool {
+	if x == v {
+		return true
+	}
+	op := x.DefiningOp()
+	if op == nil || op.NumRegions() > 0 {
+		return false
+	}
+	for _, a := range op.Operands() {
+		if dependsOn(a, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// planFlat checks that an element-wise kernel's threads loops all walk
+// the same row [0, C), C defined outside the grid, either in one loop or
+// as a vector loop over [0, C - C mod W) and its scalar tail over
+// [C - C mod W, C), and records C and the tails.
+func planFlat(p *kernelPlan, threads []loop.ForOp) bool {
+	if len(threads) == 0 {
+		return false
+	}
+	var c *ir.Value
+	for i, f := range threads {
+		if len(f.Inits()) > 0 {
+			return false
+		}
+		ub := f.Upper()
+		if i > 0 && f.Lower() == threads[i-1].Upper() && isVectorEnd(threads[i-1].Upper(), ub) {
+			p.tails[f.Operation] = true
+			continue
+		}
+		if !isIndexConst(f.Lower(), 0) {
+			return false
+		}
+		if isVectorEnd(ub, nil) {
+			ub = ub.DefiningOp().Operand(0)
+		}
+		if c == nil {
+			c = ub
+		}
+		if ub != c && !sameConst(ub, c) {
+			return false
+		}
+	}
+	if c.DefiningOp() != nil && p.grid.Operation.IsAncestor(c.DefiningOp()) {
+		return false
+	}
+	p.cols = c
+	return true
+}
+
+// isVectorEnd reports whether end is `C - C mod W`, the end of the vector
+// part of a row of dynamic length C (of c when c is not nil).
+func isVectorEnd(end, c *ir.Value) bool {
+	sub, ok := loop.AsSubi(end.DefiningOp())
+	if !ok {
+		return false
+	}
+	rem, ok := loop.AsRemi(sub.Rhs().DefiningOp())
+	if !ok || rem.Lhs() != sub.Lhs() {
+		return false
+	}
+	return c == nil || sub.Lhs() == c
+}
+
+// oneBlockRow returns the row length when every threads loop walks
+// [0, C) for the same static C and a block of next_power_of_2(C) fits.
+func oneBlockRow(threads []loop.ForOp) (int64, bool) {
+	c, ok := staticRow(threads)
+	if !ok || c < 1 || nextPow2(c) > maxOneBlock {
+		return 0, false
+	}
+	return c, true
+}
+
+// staticRow returns C when every threads loop walks [0, C) for the same
+// static C.
+func staticRow(threads []loop.ForOp) (int64, bool) {
+	if len(threads) == 0 {
+		return 0, false
+	}
+	var c int64 = -1
+	for _, f := range threads {
+		ub, ok := indexConst(f.Upper())
+		if !ok || !isIndexConst(f.Lower(), 0) || (c >= 0 && ub != c) {
+			return 0, false
+		}
+		c = ub
+	}
+	return c, true
+}
+
+// indexConst returns the value of an integer or index constant.
+func indexConst(v *ir.Value) (int64, bool) {
+	c, ok := loop.AsConst(v.DefiningOp())
+	if !ok || !elemKind(v.Type()).IsInt() {
+		return 0, false
+	}
+	return int64(c.Value()), true
+}
+
+func isIndexConst(v *ir.Value, n int64) bool {
+	c, ok := indexConst(v)
+	return ok && c == n
+}
+
+func sameConst(a, b *ir.Value) bool {
+	x, ok1 := indexConst(a)
+	y, ok2 := indexConst(b)
+	return ok1 && ok2 && x == y
+}

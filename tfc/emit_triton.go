@@ -1,0 +1,38 @@
+package main
+
+import (
+	"io"
+	"path/filepath"
+
+	tritonemit "github.com/tensorforge/tensorforge/emit/triton"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
+)
+
+func init() {
+	registerEmitter(&emitter{
+		kind:         "triton",
+		summary:      "a Python module of @triton.jit kernels and torch launchers, one per function (CUDA targets)",
+		defaultLevel: "O2",
+		emit: func(req *emitRequest) error {
+			if req.Target.Family != target.CUDA {
+				return ir.Errorf(ir.Location{}, "--emit=triton generates CUDA kernels; it needs a CUDA target (--target=h100 or --target=h200), not '%s'", req.Target.Name)
+			}
+			// a pipeline that stopped at the graph level (-O2, -O0) is
+			// lowered the way the CPU backend lowers it
+			if err := lowerForCPU(req.Module, req.Target); err != nil {
+				return err
+			}
+			source := ""
+			if loc := req.Module.Loc; loc.Known() {
+				source = filepath.Base(loc.File)
+			}
+			text, err := tritonemit.Emit(req.Module, tritonemit.Options{Source: source, Target: req.Target.Name})
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(req.Out, text)
+			return err
+		},
+	})
+}
