@@ -26,6 +26,8 @@ import (
 
 	// The dialects and passes register their ops and passes from init.
 	_ "github.com/tensorforge/tensorforge/dialects/graph"
+	_ "github.com/tensorforge/tensorforge/dialects/loop"
+	_ "github.com/tensorforge/tensorforge/lowering"
 	_ "github.com/tensorforge/tensorforge/passes"
 )
 

@@ -198,7 +198,9 @@ func TestCompileInputForOtherCommands(t *testing.T) {
 	m, status := c.compileInput([]string{path}, sio)
 	require.Equal(t, exitOK, status, errOut.String())
 	require.NotNil(t, m.Operation)
-	assert.Equal(t, 1, strings.Count(m.String(), "graph.exp"), "O2 ran cse")
+	// -O2 merged the two identical exps (cse) and lowered the result to one kernel
+	assert.Equal(t, 1, strings.Count(m.String(), "loop.exp"), "O2 ran cse and lowering")
+	assert.Equal(t, 1, strings.Count(m.String(), "loop.kernel"), "O2 fused into one kernel")
 
 	m, status = c.compileInput([]string{path + ".missing"}, sio)
 	assert.Equal(t, exitFailure, status)

@@ -12,8 +12,8 @@ type optLevel struct {
 // optLevels is the one table of named pipelines; `tfc passes` prints it.
 // A level lists only passes that exist: the pipeline grows as passes do.
 var optLevels = []optLevel{
-	{flag: "O0", pipeline: "legalize-numerics", summary: "legalise and lower without fusion"},
-	{flag: "O2", pipeline: "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce", summary: "the full default pipeline"},
+	{flag: "O0", pipeline: "legalize-numerics,decompose,lower-to-loops,sram-alloc", summary: "legalise and lower without fusion"},
+	{flag: "O2", pipeline: "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc", summary: "the full default pipeline"},
 }
 
 // lookupOptLevel finds a level by its flag name ("O2").

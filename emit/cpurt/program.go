@@ -32,14 +32,22 @@ import (
 	"github.com/tensorforge/tensorforge/ir/numeric"
 )
 
-// Program is a compiled function, ready to run. It lives in a temporary
-// directory until Close.
+// Module is a compiled module: a native program that can run any of the
+// module's functions. It lives in a temporary directory until Close.
+type Module struct {
+	dir   string
+	exe   string
+	funcs []*Program
+}
+
+// Program is one function of a compiled module, ready to run.
 type Program struct {
-	dir  string
-	exe  string
-	fn   ir.Func
-	ins  []ir.MemRefType
-	outs []ir.MemRefType
+	mod   *Module
+	owns  bool // Close closes the module too (Compile)
+	index int  // in the harness's table of entry points
+	fn    ir.Func
+	ins   []ir.MemRefType
+	outs  []ir.MemRefType
 	// Threads, when positive, sets TF_NUM_THREADS for the runs.
 	Threads int
 }
@@ -58,13 +66,32 @@ func Compile(m ir.Module, fn string) (*Program, error) {
 
 // CompileWith is Compile with options.
 func CompileWith(m ir.Module, fn string, opts Options) (*Program, error) {
-	f, ok := m.Lookup(fn)
-	if !ok {
+	if _, ok := m.Lookup(fn); !ok {
 		return nil, fmt.Errorf("no function @%s in the module", fn)
 	}
-	p := &Program{fn: f}
-	if err := p.readSignature(); err != nil {
+	mod, err := CompileModule(m, opts)
+	if err != nil {
 		return nil, err
+	}
+	p, err := mod.Func(fn)
+	if err != nil {
+		mod.Close()
+		return nil, err
+	}
+	p.owns = true
+	return p, nil
+}
+
+// CompileModule builds every function of a lowered module into one native
+// program; Func picks the one to run.
+func CompileModule(m ir.Module, opts Options) (*Module, error) {
+	mod := &Module{}
+	for i, f := range m.Funcs() {
+		p := &Program{mod: mod, index: i, fn: f}
+		if err := p.readSignature(); err != nil {
+			return nil, err
+		}
+		mod.funcs = append(mod.funcs, p)
 	}
 	tc := opts.Toolchain
 	if tc == nil {
@@ -73,7 +100,7 @@ func CompileWith(m ir.Module, fn string, opts Options) (*Program, error) {
 			return nil, err
 		}
 	}
-	text, err := llvmemit.EmitText(m, llvmemit.Options{Entry: fn})
+	text, err := llvmemit.EmitText(m, llvmemit.Options{Entries: true})
 	if err != nil {
 		return nil, err
 	}
@@ -81,24 +108,43 @@ func CompileWith(m ir.Module, fn string, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.dir = dir
+	mod.dir = dir
 	exe, err := tc.build(dir, text)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	p.exe = exe
-	return p, nil
+	mod.exe = exe
+	return mod, nil
+}
+
+// Func returns the compiled function called name.
+func (mod *Module) Func(name string) (*Program, error) {
+	for _, p := range mod.funcs {
+		if p.fn.SymName() == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("no function @%s in the compiled module", name)
 }
 
 // Close removes the program's files.
-func (p *Program) Close() error {
-	if p.dir == "" {
+func (mod *Module) Close() error {
+	if mod.dir == "" {
 		return nil
 	}
-	err := os.RemoveAll(p.dir)
-	p.dir = ""
+	err := os.RemoveAll(mod.dir)
+	mod.dir = ""
 	return err
+}
+
+// Close releases a program made by Compile (its whole module); for a
+// function of CompileModule it does nothing.
+func (p *Program) Close() error {
+	if p.owns {
+		return p.mod.Close()
+	}
+	return nil
 }
 
 // readSignature splits the function's buffer arguments into inputs and
@@ -147,7 +193,8 @@ func (p *Program) Time(inputs []*eval.Tensor, runs int) ([]time.Duration, []*eva
 }
 
 func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.Duration, error) {
-	if p.dir == "" {
+	dir := p.mod.dir
+	if dir == "" {
 		return nil, nil, fmt.Errorf("the program is closed")
 	}
 	if len(inputs) != len(p.ins) {
@@ -155,7 +202,7 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 	}
 	inShapes := make([][]int64, len(inputs))
 	var manifest strings.Builder
-	fmt.Fprintf(&manifest, "runs %d\n", runs)
+	fmt.Fprintf(&manifest, "entry %d\nruns %d\n", p.index, runs)
 	var files []string
 	defer func() {
 		for _, f := range files {
@@ -175,7 +222,7 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 		if err != nil {
 			return nil, nil, fmt.Errorf("input #%d (%s): %v", i, argName(p.fn, i), err)
 		}
-		path := filepath.Join(p.dir, fmt.Sprintf("in%d.bin", i))
+		path := filepath.Join(dir, fmt.Sprintf("in%d.bin", i))
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return nil, nil, err
 		}
@@ -202,17 +249,17 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 	outPaths := make([]string, len(p.outs))
 	for i, m := range p.outs {
 		n, _ := ir.NumElements(outShapes[i])
-		outPaths[i] = filepath.Join(p.dir, fmt.Sprintf("out%d.bin", i))
+		outPaths[i] = filepath.Join(dir, fmt.Sprintf("out%d.bin", i))
 		files = append(files, outPaths[i])
 		fmt.Fprintf(&manifest, "out %d %s\n", n*m.Elem.Kind.ByteSize(), outPaths[i])
 	}
-	mpath := filepath.Join(p.dir, "manifest.txt")
+	mpath := filepath.Join(dir, "manifest.txt")
 	if err := os.WriteFile(mpath, []byte(manifest.String()), 0o644); err != nil {
 		return nil, nil, err
 	}
 	files = append(files, mpath)
 
-	cmd := exec.Command(p.exe, mpath)
+	cmd := exec.Command(p.mod.exe, mpath)
 	cmd.Env = os.Environ()
 	if p.Threads > 0 {
 		cmd.Env = append(cmd.Env, "TF_NUM_THREADS="+strconv.Itoa(p.Threads))

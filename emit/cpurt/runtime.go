@@ -157,9 +157,11 @@ __attribute__((weak)) uint16_t __gnu_f2h_ieee(float f) {
 `
 
 // harnessC is the generic main of a compiled program. It reads a
-// manifest naming the runs, the extents and one raw binary file per
-// buffer (inputs, then outputs), calls tf_entry, and writes the outputs:
+// manifest naming the function (an index into tf_entries), the runs, the
+// extents and one raw binary file per buffer (inputs, then outputs), calls
+// the function, and writes the outputs:
 //
+//	entry 0
 //	runs 3
 //	ext 8
 //	in 2048 /tmp/x/in0.bin
@@ -175,7 +177,9 @@ const harnessC = `// TensorForge program harness.
 #include <string.h>
 #include <time.h>
 
-extern void tf_entry(void **buffers, int64_t *extents);
+typedef void (*tf_entry_fn)(void **buffers, int64_t *extents);
+extern const tf_entry_fn tf_entries[];
+extern const int32_t tf_num_entries;
 extern void *tf_alloc(int64_t bytes);
 
 #define TF_MAX 4096
@@ -197,13 +201,20 @@ int main(int argc, char **argv) {
   static char *outPaths[TF_MAX];
   static int outIndex[TF_MAX];
   int nbuf = 0, next = 0, nout = 0;
-  long runs = 1;
+  long runs = 1, entry = 0;
   char line[8192];
   while (fgets(line, sizeof line, m)) {
     line[strcspn(line, "\n")] = 0;
     long long v;
     int off = 0;
     if (sscanf(line, "runs %ld", &runs) == 1) continue;
+    if (sscanf(line, "entry %ld", &entry) == 1) {
+      if (entry < 0 || entry >= tf_num_entries) {
+        fprintf(stderr, "error: no entry point %ld (the program has %d)\n", entry, (int)tf_num_entries);
+        return 2;
+      }
+      continue;
+    }
     if (sscanf(line, "ext %lld", &v) == 1) {
       if (next >= TF_MAX) return 2;
       exts[next++] = v;
@@ -233,11 +244,11 @@ int main(int argc, char **argv) {
     nbuf++;
   }
   fclose(m);
-  tf_entry(bufs, exts);
+  tf_entries[entry](bufs, exts);
   for (long r = 1; r < runs; r++) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    tf_entry(bufs, exts);
+    tf_entries[entry](bufs, exts);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long long ns = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
     printf("time_ns %lld\n", ns);

@@ -15,14 +15,17 @@ import (
 
 // Options adjust what Emit produces.
 type Options struct {
-	// Entry names a func.func of the module that also gets the uniform
-	// entry point a generic harness calls,
+	// Entries gives every func.func @f a uniform entry point a generic
+	// harness calls,
 	//
-	//	void @tf_entry(i8** %buffers, i64* %extents)
+	//	void @f.entry(i8** %buffers, i64* %extents)
 	//
-	// buffers in argument order, then the extents of their `?` dimensions.
-	// "" emits none.
-	Entry string
+	// (buffers in argument order, then the extents of their `?`
+	// dimensions), and lists them in module order in
+	//
+	//	@tf_entries = constant [N x void (i8**, i64*)*] [...]
+	//	@tf_num_entries = constant i32 N
+	Entries bool
 }
 
 // The runtime the emitted code calls (runtime.c in package cpurt):
@@ -34,7 +37,8 @@ const (
 	ParallelForName = "tf_parallel_for"
 	AllocName       = "tf_alloc"
 	FreeName        = "tf_free"
-	EntryName       = "tf_entry"
+	EntriesName     = "tf_entries"
+	NumEntriesName  = "tf_num_entries"
 )
 
 // Emit translates a lowered module: every loop.kernel and every func.func
@@ -82,19 +86,18 @@ func Emit(m ir.Module, opts Options) (out *lir.Module, err error) {
 			return nil, err
 		}
 	}
-	entryFound := opts.Entry == ""
+	var entries []*lir.Func
 	for _, f := range funcs {
 		hf, err := me.defineHostFunc(f)
 		if err != nil {
 			return nil, err
 		}
-		if f.SymName() == opts.Entry {
-			entryFound = true
-			me.defineEntry(f, hf)
+		if opts.Entries {
+			entries = append(entries, me.defineEntry(f, hf))
 		}
 	}
-	if !entryFound {
-		return nil, ir.Errorf(m.Loc, "no function @%s in the module", opts.Entry)
+	if opts.Entries {
+		me.entryTable(entries)
 	}
 	me.sortDeclarations()
 	return me.out, nil

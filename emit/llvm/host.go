@@ -217,10 +217,13 @@ func (fe *fnEmitter) emitAllocDRAM(op *ir.Operation, arena value.Value) (value.V
 	return raw, true, nil
 }
 
-// defineEntry emits `void @tf_entry(i8** %buffers, i64* %extents)`, which
+// entryType is the type of an entry point: void (i8**, i64*).
+var entryType = types.NewFunc(types.Void, types.NewPointer(types.I8Ptr), types.NewPointer(types.I64))
+
+// defineEntry emits `void @f.entry(i8** %buffers, i64* %extents)`, which
 // unpacks the two arrays and calls the host function hf.
-func (me *moduleEmitter) defineEntry(f ir.Func, hf *lir.Func) {
-	fn := me.out.NewFunc(EntryName, types.Void,
+func (me *moduleEmitter) defineEntry(f ir.Func, hf *lir.Func) *lir.Func {
+	fn := me.out.NewFunc(f.SymName()+".entry", types.Void,
 		lir.NewParam("buffers", types.NewPointer(types.I8Ptr)), lir.NewParam("extents", types.NewPointer(types.I64)))
 	nounwind(fn)
 	b := fn.NewBlock("entry")
@@ -245,4 +248,18 @@ func (me *moduleEmitter) defineEntry(f ir.Func, hf *lir.Func) {
 	}
 	b.NewCall(hf, args...)
 	b.NewRet(nil)
+	return fn
+}
+
+// entryTable emits the table of entry points and its length.
+func (me *moduleEmitter) entryTable(entries []*lir.Func) {
+	pt := types.NewPointer(entryType)
+	elems := make([]constant.Constant, len(entries))
+	for i, e := range entries {
+		elems[i] = e
+	}
+	table := me.out.NewGlobalDef(EntriesName, constant.NewArray(types.NewArray(uint64(len(entries)), pt), elems...))
+	table.Immutable = true
+	n := me.out.NewGlobalDef(NumEntriesName, constant.NewInt(types.I32, int64(len(entries))))
+	n.Immutable = true
 }

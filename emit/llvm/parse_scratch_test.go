@@ -18,7 +18,7 @@ func TestScratchParse(t *testing.T) {
 	if err := ir.Verify(m.Operation); err != nil {
 		t.Fatal(err)
 	}
-	s, err := EmitText(m, Options{Entry: "rms"})
+	s, err := EmitText(m, Options{Entries: true})
 	if err != nil {
 		t.Fatal(err)
 	}

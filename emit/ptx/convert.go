@@ -1,7 +1,6 @@
 package ptx
 
 import (
-	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
 )

@@ -219,8 +219,27 @@ func (ke *kernelEmitter) emit() {
 		ke.ixs[arg] = ixv{reg: p, has: true}
 		ke.mults[arg] = 1
 	}
+	var ext []ixv
+	for _, arg := range ke.body.Args[nbuf:] {
+		ext = append(ext, ke.ixs[arg])
+	}
+	a.comment("strides of the buffers")
 	for _, arg := range ke.body.Args[:nbuf] {
-		ke.bindDRAM(arg)
+		m, ok := arg.Type().(ir.MemRefType)
+		if !ok {
+			ke.fail(ke.k.Operation, "has a buffer argument of type %s", arg.Type())
+		}
+		n := 0
+		for _, d := range m.Shape {
+			if d == ir.Dynamic {
+				n++
+			}
+		}
+		if n > len(ext) {
+			ke.fail(ke.k.Operation, "has fewer extent arguments than dynamic dimensions")
+		}
+		ke.bindDRAM(arg, ext[:n])
+		ext = ext[n:]
 	}
 	ke.threadCoordinates()
 	for op := ke.body.First(); op != nil && op != ke.grid.Operation; op = op.Next() {
@@ -343,9 +362,9 @@ func (ke *kernelEmitter) emitGroups() {
 		a.ins("mov.b64", k, ctaid)
 		a.ins("mov.b64", stride, nctaid)
 	}
-	last := ke.a.reg(rB64)
+	var last opnd
 	if pl.rows > 1 {
-		a.ins("add.s64", last, nreg, intImm(-1, rB64))
+		last = ke.b64("add.s64", nreg, intImm(-1, rB64))
 	}
 	round, done := a.newLabel(), a.newLabel()
 	a.comment("rounds: %d instance(s) of the grid per CTA, %d thread(s) each", pl.rows, pl.group)

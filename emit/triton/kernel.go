@@ -80,8 +80,11 @@ type kernelEmitter struct {
 	level     map[*ir.Value]level
 	// rowDep marks the values computed from the grid's induction variable.
 	rowDep  map[*ir.Value]bool
-	emitted   map[*ir.Operation]bool
-	scratch   map[*ir.Value]*scratchRow
+	emitted map[*ir.Operation]bool
+	scratch map[*ir.Value]*scratchRow
+	// scratchAt is the row each sram load reads: the last store before it
+	// (a buffer may be stored again by a later loop).
+	scratchAt map[*ir.Operation]*scratchRow
 	// loads caches the loads of the current straight-line scope by
 	// address, so a row read twice is read once.
 	loads map[string]string
@@ -101,7 +104,7 @@ func newKernelEmitter(k loop.KernelOp, name string, p *kernelPlan, uses map[stri
 	return &kernelEmitter{
 		op: k, name: name, plan: p, body: k.Body().Entry(), w: &pyWriter{}, names: newNamer(helperNames...),
 		uses: uses, extents: map[*ir.Value][]string{}, env: map[*ir.Value]string{}, subst: map[*ir.Value]string{},
-		level: map[*ir.Value]level{}, rowDep: map[*ir.Value]bool{}, emitted: map[*ir.Operation]bool{}, scratch: map[*ir.Value]*scratchRow{},
+		level: map[*ir.Value]level{}, rowDep: map[*ir.Value]bool{}, emitted: map[*ir.Operation]bool{}, scratch: map[*ir.Value]*scratchRow{}, scratchAt: map[*ir.Operation]*scratchRow{},
 		loads: map[string]string{}, reduced: map[*ir.Value]string{},
 	}
 }
@@ -906,7 +909,11 @@ func (k *kernelEmitter) loadScratch(op *ir.Operation, ld loop.LoadOp) error {
 	if _, err := scratchIndex(op, ld.Indices()); err != nil {
 		return err
 	}
-	row := k.scratch[ld.Memref()]
+	row, ok := k.scratchAt[op]
+	if !ok {
+		row = k.scratch[ld.Memref()]
+		k.scratchAt[op] = row
+	}
 	if row == nil {
 		return kernelError(op, "reads an sram buffer before any loop stores it")
 	}

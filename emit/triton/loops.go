@@ -113,8 +113,30 @@ func (k *kernelEmitter) fullOf(v *ir.Value, l level) (string, error) {
 	return k.ref(v), nil
 }
 
+// checkVectorStep checks that a threads loop steps by the width of the
+// vectors it reads and writes (1 for scalars): its iterations then cover
+// every element of [lower, upper), as the lanes of a block do.
+func checkVectorStep(f loop.ForOp) error {
+	width := int64(1)
+	f.Operation.Walk(func(op *ir.Operation) bool {
+		for _, v := range append(op.Operands(), op.Results()...) {
+			if vt, ok := v.Type().(ir.VectorType); ok && len(vt.Shape) == 1 {
+				width = max(width, vt.Shape[0])
+			}
+		}
+		return true
+	})
+	if step, ok := indexConst(f.Step()); !ok || step != width {
+		return kernelError(f.Operation, "is a threads loop whose step is not the width of its vectors (%d)", width)
+	}
+	return nil
+}
+
 // emitOneBlock translates a threads loop that is one block.
 func (k *kernelEmitter) emitOneBlock(f loop.ForOp) error {
+	if err := checkVectorStep(f); err != nil {
+		return err
+	}
 	kinds, err := combineKinds(f)
 	if err != nil {
 		return err
@@ -219,8 +241,15 @@ func (k *kernelEmitter) emitLooped(f loop.ForOp, threads bool) error {
 	entry := f.Body().Entry()
 	iv := entry.Args[0]
 	lb, ub := k.ref(f.Lower()), k.ref(f.Upper())
+	// a threads loop steps by its vector width over consecutive elements,
+	// which the lanes of a block are already; a serial loop's step is the
+	// distance between the elements it visits
 	stride, chunk := "", "BLOCK"
-	if !isIndexConst(f.Step(), 1) {
+	if threads {
+		if err := checkVectorStep(f); err != nil {
+			return err
+		}
+	} else if !isIndexConst(f.Step(), 1) {
 		stride = " * " + k.ref(f.Step())
 		chunk = "BLOCK" + stride
 	}

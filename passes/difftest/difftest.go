@@ -22,59 +22,67 @@
 //
 // The original is evaluated in its own precision (before) and, when an
 // element needs it, in float64 (ref: eval.Options{F64: true}, the exact
-// value the bounds are measured against); the transformed program is
-// evaluated in its own precision (after). An element of element type k
-// with bound b (Options.ULP[k], else DefaultULP of the pipeline) is
-// accepted when
+// value as far as float64 knows it); the transformed program is evaluated
+// in its own precision (after). An element with bound b (Options.ULP,
+// else DefaultULP of the pipeline) is accepted when
 //
-//  1. ULPDiff(after, before, k) <= b: the pass changed it by at most the
-//     bound (NaN matches only NaN, an infinity only the same infinity,
-//     -0 matches +0). Passes that keep rounding exactly (canonicalize,
-//     cse, dce: ChangesRounding is false) are held to this rule alone,
-//     with b = 0.
+//  1. dist(after, before) <= b: the pass changed it by at most the bound
+//     (NaN matches only NaN, an infinity only the same infinity, -0
+//     matches +0). Passes that keep every bit (canonicalize, cse, dce:
+//     ChangesRounding is false) are held to this rule alone, with b = 0
+//     and dist = numeric.ULPDiff in the result type.
 //
 // For pipelines that may change rounding (legalize-numerics, decompose,
-// fuse), where rule 1 fails the element is held to the float64 reference
-// of the original instead:
+// fuse), dist is Distance in the kind Precision gives the result (ULPs of
+// the narrowest float type the computation rounds to, absolute below
+// Floor), and where rule 1 fails the element is held to the float64
+// reference of the original instead:
 //
-//  2. before and ref (rounded to k) finite: ULPDiff(after, ref) <=
-//     b + Slack*ULPDiff(before, ref). The original is itself off the exact
-//     value where the program is ill-conditioned (cancellation, sin of a
-//     large value, a comparison of nearly equal values); a rewrite that
-//     rounds one step differently moves the result by as much again, so
-//     the transformed program must be about as close to the exact value as
-//     the original, not close to the original's rounding errors. Integer
-//     results use |after - ref| and |before - ref| alike.
-//  3. before is inf or NaN but ref, rounded to k, is finite: the original
-//     overflowed (or hit inf - inf) in its own precision although the
-//     exact result is representable, which is what legalize-numerics
-//     repairs. ULPDiff(after, ref) <= b + 0.5 (0.5 for rounding the exact
-//     value into k).
-//  4. ref rounded to k is inf or NaN: after must be exactly that value.
+//  2. before and ref (rounded to the result type) finite:
+//     dist(after, ref) <= b + Slack*dist(before, ref). The original is
+//     itself off the exact value where the program is ill-conditioned
+//     (cancellation, sin of a large value, a comparison of nearly equal
+//     values); a rewrite that rounds one step differently moves the result
+//     by as much again, so the transformed program must be about as close
+//     to the exact value as the original. Integer results use
+//     |after - ref| and |before - ref|.
+//  3. before is inf or NaN but ref, rounded to the result type, is
+//     finite: the original overflowed (or hit inf - inf) in its own
+//     precision although the exact result is representable, which is what
+//     legalize-numerics repairs: dist(after, ref) <= b + 0.5 (0.5 for
+//     rounding the exact value into the type).
+//  4. ref rounded to the result type is inf or NaN: after must be exactly
+//     that value.
 //
-// Under the legalized meaning (Options.Legalized and
-// Options.SaturatingCasts, set whenever the pipeline holds
-// legalize-numerics) two more things hold:
+// An element no reference can judge is excused instead, counted in
+// Report.Excused and never dropped silently:
 //
-//   - The original is first given the meaning legalize-numerics gives it:
-//     every unchecked float -> integer graph.cast (numeric.WrapInt, -1.0 to
-//     ui8 is 255) becomes the saturating conversion (numeric.SaturateInt:
-//     NaN to 0, out-of-range values to the range ends), built from
-//     cmp/select in f64 (see SaturateCasts). before and ref are evaluated
-//     on that program. legalize-numerics{keep-unchecked-casts=true} keeps
-//     the casts, and so does the comparison.
-//   - Where the original is not finite in its own precision and not even
-//     in float64 (exp(1e4) overflows f64 too), the exact value is out of
-//     reach of the interpreter. A finite after is then excused (counted in
-//     Report.Excused, never silently) if it is plausible: for ref = ±inf
-//     it has the same sign; for ref = NaN the NaN must come from the
-//     program's own arithmetic (the element is still not finite when the
-//     NaN inputs are replaced by 0), not from a NaN input, which the
-//     transformed program must still propagate.
+//   - both programs overflow (or underflow to 0) in their own precision on
+//     the way to it (MarkOverflow): a pass is not required to remove every
+//     overflow, only those it rewrites;
+//   - under the legalized meaning, the original overflows or underflows on
+//     the way to it even in float64 (exp(1e4), exp(-1e30)): then neither
+//     the original nor its reference says anything about the exact value,
+//     which legalize-numerics may compute (pow(-1, log2(2^x + 2^y)) is 1
+//     when the sum overflows and NaN when the logarithm is exact);
+//   - under the legalized meaning, the original is NaN from its own
+//     arithmetic (still NaN with every NaN input replaced by 0: inf - inf,
+//     0 / 0) where the transformed program computes a number. A NaN that
+//     comes from a NaN input must still come out NaN.
+//
+// The legalized meaning (Options.Legalized and Options.SaturatingCasts,
+// set whenever the pipeline holds legalize-numerics) also gives the
+// original, before it is evaluated, the meaning legalize-numerics gives
+// its casts: every unchecked float -> integer graph.cast (numeric.WrapInt,
+// -1.0 to ui8 is 255) becomes the saturating conversion
+// (numeric.SaturateInt: NaN to 0, out-of-range values to the range ends),
+// built from cmp/select in f64 (SaturateCasts).
+// legalize-numerics{keep-unchecked-casts=true} keeps the casts, and so
+// does the comparison.
 //
 // Slack is 2. Mismatches are reported with the function, the inputs (all
 // argument values), the result element and its index, before, after and
-// ref, and the ULP distance.
+// ref, and the distance.
 package difftest
 
 import (

@@ -77,9 +77,11 @@ var overflowing = map[string]bool{
 // an underflow the original may turn into a pole later (log(0) = -inf)
 // and a rewrite may avoid. A sum that cancels to 0 is exact and is not
 // one.
+// The value says whether a 0 is exact when an operand is 0 (0 * x,
+// pow(0, y), a cast of 0); exp, exp2 and softmax are never 0 exactly.
 var underflowing = map[string]bool{
-	graph.OpExp: true, graph.OpExp2: true, graph.OpPow: true, graph.OpMul: true, graph.OpCast: true,
-	graph.OpSoftmax: true, // whose entries far below the row maximum underflow
+	graph.OpExp: false, graph.OpExp2: false, graph.OpPow: true, graph.OpMul: true, graph.OpCast: true,
+	graph.OpSoftmax: false, // whose entries far below the row maximum underflow
 }
 
 func floatKind(v *ir.Value) (ir.ElemKind, bool) {
@@ -90,7 +92,8 @@ func floatKind(v *ir.Value) (ir.ElemKind, bool) {
 // markable reports whether op can overflow and its operands line up with
 // its result (element-wise ops and reductions), with one float result.
 func markable(op *ir.Operation) bool {
-	if !overflowing[op.Name()] && !underflowing[op.Name()] || op.NumResults() != 1 {
+	_, under := underflowing[op.Name()]
+	if !overflowing[op.Name()] && !under || op.NumResults() != 1 {
 		return false
 	}
 	_, ok := floatKind(op.Result(0))
@@ -148,9 +151,12 @@ func markOp(op *ir.Operation, marker float64) (err error) {
 		nonzero = and(nonzero, cmp(mag, scalar(k, 0), "gt"))
 	}
 	mask := and(cmp(absR, scalar(rk, math.Inf(1)), "eq"), finite)
-	if underflowing[op.Name()] {
-		under := and(cmp(absR, scalar(rk, 0), "eq"), and(finite, nonzero))
-		mask = sel(mask, trueV, under)
+	if zeroIsExact, ok := underflowing[op.Name()]; ok {
+		cond := finite
+		if zeroIsExact {
+			cond = and(finite, nonzero)
+		}
+		mask = sel(mask, trueV, and(cmp(absR, scalar(rk, 0), "eq"), cond))
 	}
 	marked := sel(mask, scalar(rk, marker), r)
 	if err != nil {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Compiles every workload of bench/gpu/workloads for the H200, where Go is:
+#
+#   bench/gpu/out/<name>.py      the Triton module (tfc --emit=triton --target=h200)
+#   bench/gpu/out/<name>.ptx/    the PTX kernels and launcher, once tfc has --emit=ptx
+#   bench/gpu/out/predicted.json the DRAM bytes `tfc memory-traffic` predicts for
+#                                every measured shape (after fusion)
+#
+# The GPU machine has no Go: commit bench/gpu/out and run bench/gpu/run.py there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=bench/gpu/out
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tfc="$work/tfc"
+go build -o "$tfc" ./tfc
+
+# a PTX emitter is used when this tfc has one
+ptx=no
+if "$tfc" --emit=ptx --target=h200 -o "$work/probe" bench/gpu/workloads/logaddexp.tir 2>/dev/null; then
+  ptx=yes
+fi
+
+for f in bench/gpu/workloads/*.tir; do
+  name=$(basename "$f" .tir)
+  "$tfc" --emit=triton --target=h200 "$f" -o "$out/$name.py"
+  python3 -m py_compile "$out/$name.py"
+  if [ "$ptx" = yes ]; then
+    rm -rf "$out/$name.ptx"
+    "$tfc" --emit=ptx --target=h200 "$f" -o "$out/$name.ptx"
+  fi
+  echo "$out/$name.py"
+done
+rm -rf "$out/__pycache__"
+
+# workload (as run.py names it), file, extent of its '?' dimension
+shapes="
+add_rmsnorm_4096x8192 add_rmsnorm_8192 4096
+add_rmsnorm_16384x8192 add_rmsnorm_8192 16384
+add_rmsnorm_4096x5120 add_rmsnorm_5120 4096
+add_rmsnorm_4096x14336 add_rmsnorm_14336 4096
+rms_silu_mul_4096x8192 rms_silu_mul_8192 4096
+rms_silu_mul_16384x8192 rms_silu_mul_8192 16384
+rms_silu_mul_4096x5120 rms_silu_mul_5120 4096
+rms_silu_mul_4096x14336 rms_silu_mul_14336 4096
+swiglu_4096x28672 swiglu_28672 4096
+softmax_32768x4096 softmax_4096 32768
+logsumexp_32768x4096 logsumexp_4096 32768
+logaddexp_64M logaddexp 67108864
+quantize_64M quantize 67108864
+"
+for t in 1 32; do
+  for d in 8192 5120 14336; do
+    shapes="$shapes
+decode_add_rmsnorm_${t}x$d add_rmsnorm_$d $t
+decode_rms_silu_mul_${t}x$d rms_silu_mul_$d $t"
+  done
+done
+
+{
+  echo "{"
+  sep=""
+  while read -r name file extent; do
+    [ -n "$name" ] || continue
+    bytes=$("$tfc" memory-traffic "bench/gpu/workloads/$file.tir" --target=h200 --dynamic-extent="$extent" |
+      sed -n 's/^total: [0-9]* B before fusion, \([0-9]*\) B after.*/\1/p')
+    [ -n "$bytes" ] || { echo "build.sh: no prediction for $name" >&2; exit 1; }
+    printf '%s  "%s": %s' "$sep" "$name" "$bytes"
+    sep=$',\n'
+  done <<<"$shapes"
+  printf '\n}\n'
+} >"$out/predicted.json"
+echo "$out/predicted.json"

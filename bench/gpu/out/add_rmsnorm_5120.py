@@ -1,0 +1,79 @@
+# Triton kernels and their launchers, compiled by tfc --emit=triton from add_rmsnorm_5120.tir for h200.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+import torch
+import triton
+import triton.language as tl
+
+# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+CONFIGS = {
+    "add_rmsnorm_k0": {"BLOCK": 8192, "ROWS": 1, "num_warps": 16},
+}
+
+
+@triton.jit
+def add_rmsnorm_k0(x, r, w, h, n, x_d0, r_d0, h_d0, n_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 5120 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r_1 = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r_1 < h_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    cmask = cols < 5120
+    bmask = rmask & cmask
+    x_1 = tl.load(x + (r_1 * 5120) + cols, mask=bmask, eviction_policy="evict_first")
+    r_2 = tl.load(r + (r_1 * 5120) + cols, mask=bmask, eviction_policy="evict_first")
+    w_1 = tl.load(w + cols, mask=cmask, eviction_policy="evict_last")
+    acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t0 = x_1.to(tl.float32)
+    t1 = r_2.to(tl.float32)
+    t2 = t0 + t1
+    t3 = t2.to(tl.bfloat16)
+    t4 = t3.to(tl.float32)
+    t5 = t4 * t4
+    t6 = acc + t5
+    tl.store(h + (r_1 * 5120) + cols, t3, mask=bmask)
+    acc_1 = tl.sum(tl.where(cmask, t6, acc), axis=1, keep_dims=True)
+    t7 = acc_1 / 5120.0
+    t8 = t7 + 9.999999747378752e-06
+    t9 = tl.rsqrt(t8)
+    t10 = t4 * t9
+    t11 = w_1.to(tl.float32)
+    t12 = t10 * t11
+    t13 = t12.to(tl.bfloat16)
+    tl.store(n + (r_1 * 5120) + cols, t13, mask=bmask)
+
+
+def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+
+
+def add_rmsnorm(x, r, w):
+    """add_rmsnorm(x: bf16[?, 5120], r: bf16[?, 5120], w: bf16[5120]) -> (bf16[?, 5120], bf16[?, 5120])"""
+    x = _tensor("add_rmsnorm", "x", x, torch.bfloat16, (None, 5120))
+    r = _tensor("add_rmsnorm", "r", r, torch.bfloat16, (None, 5120))
+    w = _tensor("add_rmsnorm", "w", w, torch.bfloat16, (5120,))
+    dev = x.device
+    x_d0 = x.shape[0]
+    r_d0 = r.shape[0]
+    h = torch.empty((x_d0, 5120), dtype=torch.bfloat16, device=dev)
+    n = torch.empty((x_d0, 5120), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["add_rmsnorm_k0"]
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        add_rmsnorm_k0[grid](x, r, w, h, n, x_d0, r_d0, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return (h, n)

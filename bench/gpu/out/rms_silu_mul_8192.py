@@ -1,0 +1,84 @@
+# Triton kernels and their launchers, compiled by tfc --emit=triton from rms_silu_mul_8192.tir for h200.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+import torch
+import triton
+import triton.language as tl
+
+# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+CONFIGS = {
+    "rms_silu_mul_k0": {"BLOCK": 8192, "ROWS": 1, "num_warps": 16},
+}
+
+
+@triton.jit
+def _silu(x):
+    # x * sigmoid(x), with its limit 0 at -inf, where the product is -inf * 0
+    return tl.where(x == -float("inf"), 0.0, x * tl.sigmoid(x))
+
+
+@triton.jit
+def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 8192 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < y_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    x_1 = tl.load(x + (r * 8192) + cols, mask=rmask, eviction_policy="evict_first")
+    w_1 = tl.load(w + cols, eviction_policy="evict_last")
+    z_1 = tl.load(z + (r * 8192) + cols, mask=rmask, eviction_policy="evict_first")
+    acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t0 = x_1.to(tl.float32)
+    t1 = t0 * t0
+    t2 = acc + t1
+    acc_1 = tl.sum(t2, axis=1, keep_dims=True)
+    t3 = acc_1 * 0.0001220703125
+    t4 = t3 + 9.999999747378752e-06
+    t5 = tl.rsqrt(t4)
+    t6 = t0 * t5
+    t7 = w_1.to(tl.float32)
+    t8 = t6 * t7
+    t9 = t8.to(tl.bfloat16)
+    t10 = t9.to(tl.float32)
+    t11 = _silu(t10)
+    t12 = t11.to(tl.bfloat16)
+    t13 = t12.to(tl.float32)
+    t14 = z_1.to(tl.float32)
+    t15 = t13 * t14
+    t16 = t15.to(tl.bfloat16)
+    tl.store(y + (r * 8192) + cols, t16, mask=rmask)
+
+
+def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+
+
+def rms_silu_mul(x, w, z):
+    """rms_silu_mul(x: bf16[?, 8192], w: bf16[8192], z: bf16[?, 8192]) -> bf16[?, 8192]"""
+    x = _tensor("rms_silu_mul", "x", x, torch.bfloat16, (None, 8192))
+    w = _tensor("rms_silu_mul", "w", w, torch.bfloat16, (8192,))
+    z = _tensor("rms_silu_mul", "z", z, torch.bfloat16, (None, 8192))
+    dev = x.device
+    x_d0 = x.shape[0]
+    z_d0 = z.shape[0]
+    y = torch.empty((x_d0, 8192), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["rms_silu_mul_k0"]
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        rms_silu_mul_k0[grid](x, w, z, y, x_d0, z_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return y

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/tensorforge/tensorforge/emit/ptx"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
+)
+
+// The PTX emitter writes two files per function into the `-o` directory:
+//
+//	tfc --emit=ptx --target=h200 -o out/ model.tir
+//	out/rms_silu_mul.ptx   the kernels, for ptxas -arch=sm_90
+//	out/rms_silu_mul.py    rms_silu_mul(*args) on CUDA tensors
+//
+// A pipeline that stops at the graph level is finished here with the
+// lowering the CPU backend uses (decompose, lower-to-loops, sram-alloc),
+// for the CUDA target named, or for the h200 when the target is not a
+// CUDA one.
+func init() {
+	registerEmitter(&emitter{
+		kind:         "ptx",
+		summary:      "PTX for sm_90 and a Python launcher per function, in the directory -o names",
+		defaultLevel: "O2",
+		outputDir:    true,
+		emit: func(req *emitRequest) error {
+			t := req.Target
+			if t == nil || t.Family != target.CUDA {
+				h200, err := target.Lookup("h200")
+				if err != nil {
+					return err
+				}
+				if !isLowered(req.Module) {
+					name := "cpu"
+					if t != nil {
+						name = t.Name
+					}
+					req.Diags.Emit(ir.SevWarning, req.Module.Loc, "--emit=ptx for target '%s': lowering for h200 (name a CUDA target with --target=h200 or h100)", name)
+				}
+				t = h200
+			}
+			if err := lowerForCPU(req.Module, t); err != nil {
+				return err
+			}
+			_, err := ptx.WriteDir(req.Module, req.OutPath)
+			return err
+		},
+	})
+}
