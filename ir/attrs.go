@@ -57,6 +57,13 @@ func (a FloatAttr) String() string {
 // kind k: the shortest decimal that round-trips, always with a '.' or an
 // exponent, and `inf`, `-inf`, `nan` for the specials.
 func FormatFloat(v float64, k ElemKind) string {
+	bits := 64
+	if k != F64 && k != InvalidElem {
+		bits = 32
+		// a finite double beyond the float32 range becomes an infinity
+		// here, so the specials are told apart after the conversion
+		v = float64(float32(v))
+	}
 	switch {
 	case math.IsNaN(v):
 		return "nan"
@@ -64,11 +71,6 @@ func FormatFloat(v float64, k ElemKind) string {
 		return "inf"
 	case math.IsInf(v, -1):
 		return "-inf"
-	}
-	bits := 64
-	if k != F64 && k != InvalidElem {
-		bits = 32
-		v = float64(float32(v))
 	}
 	if v == 0 {
 		if math.Signbit(v) {

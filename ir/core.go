@@ -76,12 +76,19 @@ func (v *Value) Users() []*Operation {
 }
 
 // ReplaceAllUsesWith makes every user of v use w instead.
+// The uses keep their order, after those w already has; moving them all
+// at once keeps this linear in the number of uses.
 func (v *Value) ReplaceAllUsesWith(w *Value) {
 	if v == w {
 		return
 	}
-	for len(v.uses) > 0 {
-		v.uses[len(v.uses)-1].Set(w)
+	uses := v.uses
+	v.uses = nil
+	for _, o := range uses {
+		o.value = w
+	}
+	if w != nil {
+		w.uses = append(w.uses, uses...)
 	}
 }
 
@@ -329,12 +336,18 @@ func (op *Operation) dropAllReferences() {
 
 // MoveBefore moves op (detaching it if needed) right before other.
 func (op *Operation) MoveBefore(other *Operation) {
+	if op == other {
+		return
+	}
 	op.Remove()
 	other.block.insertBefore(op, other)
 }
 
 // MoveAfter moves op right after other.
 func (op *Operation) MoveAfter(other *Operation) {
+	if op == other {
+		return
+	}
 	op.Remove()
 	other.block.insertAfter(op, other)
 }
@@ -455,6 +468,9 @@ func (b *Block) Append(op *Operation) {
 
 // InsertBefore inserts op before pos (which must be in b); a nil pos appends.
 func (b *Block) InsertBefore(op, pos *Operation) {
+	if op == pos {
+		return
+	}
 	if op.block != nil {
 		op.Remove()
 	}
@@ -549,8 +565,11 @@ func (m Mapping) Lookup(v *Value) *Value {
 }
 
 // Clone deep-copies op (and its regions), remapping operands through m and
-// recording the clone's results in m.
+// recording the clone's results in m. A nil m maps nothing.
 func (op *Operation) Clone(m Mapping) *Operation {
+	if m == nil {
+		m = Mapping{}
+	}
 	operands := make([]*Value, len(op.operands))
 	for i, o := range op.operands {
 		operands[i] = m.Lookup(o.value)

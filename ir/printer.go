@@ -26,6 +26,7 @@ type Printer struct {
 type nameScope struct {
 	values map[*Value]string
 	blocks map[*Block]string
+	labels map[string]bool // block labels in use
 	used   map[string]bool
 	next   int
 	nextBB int
@@ -62,12 +63,19 @@ func (p *Printer) writeIndent() {
 }
 
 func (p *Printer) pushScope() {
-	p.scopes = append(p.scopes, &nameScope{values: map[*Value]string{}, blocks: map[*Block]string{}, used: map[string]bool{}})
+	p.scopes = append(p.scopes, &nameScope{values: map[*Value]string{}, blocks: map[*Block]string{}, labels: map[string]bool{}, used: map[string]bool{}})
 }
 
 func (p *Printer) popScope() { p.scopes = p.scopes[:len(p.scopes)-1] }
 
-func (p *Printer) scope() *nameScope { return p.scopes[len(p.scopes)-1] }
+// scope returns the innermost naming scope; a printer used through
+// ValueRef before any PrintOp gets its outermost scope here.
+func (p *Printer) scope() *nameScope {
+	if len(p.scopes) == 0 {
+		p.pushScope()
+	}
+	return p.scopes[len(p.scopes)-1]
+}
 
 // nameOf names a value on first sight (definitions come before uses in a
 // valid program; an invalid one still prints).
@@ -150,17 +158,15 @@ func (p *Printer) blockLabel(b *Block) string {
 	}
 	l := "bb" + strconv.Itoa(s.nextBB)
 	s.nextBB++
-	if b.Label != "" {
-		dup := false
-		for _, other := range s.blocks {
-			if other == b.Label {
-				dup = true
-			}
-		}
-		if !dup {
-			l = b.Label
-		}
+	if b.Label != "" && isValueName(b.Label) && !s.labels[b.Label] {
+		l = b.Label
 	}
+	// a generated label may already be a block's own: ^bb1, then ^bb1 again
+	for s.labels[l] {
+		l = "bb" + strconv.Itoa(s.nextBB)
+		s.nextBB++
+	}
+	s.labels[l] = true
 	s.blocks[b] = l
 	return l
 }
@@ -184,19 +190,23 @@ func (p *Printer) printResults(op *Operation) {
 }
 
 func (p *Printer) printOp(op *Operation) {
-	if !p.opts.Generic {
+	generic := p.opts.Generic
+	if !generic {
 		switch op.Name() {
 		case ModuleOpName:
-			p.printModule(op)
-			return
+			if p.printModule(op) {
+				return
+			}
+			generic = true // the parser reads `module` only in its own form
 		case FuncOpName:
 			if p.printFunc(op) {
 				return
 			}
+			generic = true
 		}
 	}
 	p.printResults(op)
-	if p.opts.Generic {
+	if generic {
 		p.printGeneric(op)
 	} else {
 		p.printCustom(op)
@@ -210,7 +220,12 @@ func (p *Printer) printLoc(l Location) {
 	}
 }
 
-func (p *Printer) printModule(op *Operation) {
+// printModule prints `module @m attributes {...} {...}`; it returns false
+// for a malformed module, which then prints generically.
+func (p *Printer) printModule(op *Operation) bool {
+	if op.NumRegions() != 1 || len(op.Region(0).Blocks) != 1 {
+		return false
+	}
 	p.sb.WriteString("module")
 	if name, ok := op.Attr("sym_name").(StringAttr); ok {
 		p.sb.WriteString(" @" + string(name))
@@ -229,6 +244,7 @@ func (p *Printer) printModule(op *Operation) {
 	p.writeIndent()
 	p.sb.WriteString("}")
 	p.printLoc(op.Loc)
+	return true
 }
 
 // printFunc prints `func.func @f(%a: T) -> T {...}`; it returns false for a
@@ -251,13 +267,13 @@ func (p *Printer) printFunc(op *Operation) bool {
 		if i > 0 {
 			p.sb.WriteString(", ")
 		}
-		p.sb.WriteString("%" + p.define(a) + ": " + a.Type().String())
+		p.sb.WriteString("%" + p.define(a) + ": " + typeString(a.Type()))
 	}
 	p.sb.WriteString(")")
 	switch len(ft.Results) {
 	case 0:
 	case 1:
-		p.sb.WriteString(" -> " + ft.Results[0].String())
+		p.sb.WriteString(" -> " + typeString(ft.Results[0]))
 	default:
 		p.sb.WriteString(" -> (")
 		writeTypeListTo(&p.sb, ft.Results)
@@ -418,7 +434,7 @@ func (p *Printer) printRegion(r *Region) {
 					if i > 0 {
 						p.sb.WriteString(", ")
 					}
-					p.sb.WriteString("%" + p.define(a) + ": " + a.Type().String())
+					p.sb.WriteString("%" + p.define(a) + ": " + typeString(a.Type()))
 				}
 				p.sb.WriteString(")")
 			}

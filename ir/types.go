@@ -248,7 +248,12 @@ const (
 
 var memSpaceNames = [...]string{DRAM: "dram", SRAM: "sram", Reg: "reg"}
 
-func (m MemSpace) String() string { return memSpaceNames[m] }
+func (m MemSpace) String() string {
+	if int(m) < len(memSpaceNames) {
+		return memSpaceNames[m]
+	}
+	return fmt.Sprintf("<space %d>", m)
+}
 
 // ParseMemSpace maps `dram`, `sram` or `reg` to a memory space.
 func ParseMemSpace(s string) (MemSpace, bool) {
@@ -312,7 +317,7 @@ func (t FunctionType) String() string {
 	sb.WriteString(") -> ")
 	if len(t.Results) == 1 {
 		if _, isFn := t.Results[0].(FunctionType); !isFn {
-			sb.WriteString(t.Results[0].String())
+			sb.WriteString(typeString(t.Results[0]))
 			return sb.String()
 		}
 	}
@@ -327,8 +332,17 @@ func writeTypeList(sb *strings.Builder, ts []Type) {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		sb.WriteString(t.String())
+		sb.WriteString(typeString(t))
 	}
+}
+
+// typeString spells t, and a missing type as MLIR does: invalid IR (an
+// op with a null operand) must still print.
+func typeString(t Type) string {
+	if t == nil {
+		return "<<NULL TYPE>>"
+	}
+	return t.String()
 }
 
 // ---------------------------------------------------------------------------
@@ -369,12 +383,21 @@ func HasDynamicDim(shape []int64) bool {
 // NumElements returns the element count of a static shape; ok is false when
 // a dimension is dynamic or the product overflows int64.
 func NumElements(shape []int64) (n int64, ok bool) {
-	n = 1
+	zero := false
 	for _, d := range shape {
 		if d < 0 {
 			return 0, false
 		}
-		if d != 0 && n > math.MaxInt64/d {
+		zero = zero || d == 0
+	}
+	if zero {
+		// 0x2^62x2^62 holds no element; the product must not be taken
+		// as overflowing on the way.
+		return 0, true
+	}
+	n = 1
+	for _, d := range shape {
+		if n > math.MaxInt64/d {
 			return 0, false
 		}
 		n *= d
@@ -390,7 +413,7 @@ func ByteSizeOf(t ShapedType) (int64, bool) {
 		return 0, false
 	}
 	b := t.GetElem().Kind.ByteSize()
-	if n != 0 && n > math.MaxInt64/b {
+	if b != 0 && n > math.MaxInt64/b {
 		return 0, false
 	}
 	return n * b, true

@@ -155,9 +155,11 @@ func checkDominance(user *Operation, idx int, val *Value) error {
 			if val.def == nil {
 				return nil
 			}
-			if val.def == anc {
+			if val.def == anc && anc != user {
 				return OpError(user, "operand #%d is defined by its own enclosing op", idx)
 			}
+			// an op that uses its own result falls through: it is not
+			// before itself
 			if val.def.IsBeforeInBlock(anc) {
 				return nil
 			}

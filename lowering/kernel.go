@@ -154,11 +154,11 @@ func (k *kernelBuilder) splitRow(b *ir.Builder, r *ir.Value, ext []*ir.Value) []
 }
 
 // vectorWidth is the lanes of a vector access: the target's vector bytes
-// over the largest element of the kernel's buffers, halved until it
-// divides the row length n (when static).
-func (k *kernelBuilder) vectorWidth(n int64) int64 {
+// over the largest element of the buffers accessed along the row (vecs),
+// halved until it divides the row length n (when static).
+func (k *kernelBuilder) vectorWidth(n int64, vecs []*ir.Value) int64 {
 	largest := int64(1)
-	for _, buf := range append(append([]*ir.Value(nil), k.ins...), k.outs...) {
+	for _, buf := range vecs {
 		largest = max(largest, buf.Type().(ir.MemRefType).Elem.Kind.ByteSize())
 	}
 	w := max(int64(k.target.VectorBytes)/largest, 1)

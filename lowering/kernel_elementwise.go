@@ -38,7 +38,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	width := int64(1)
 	if n > 0 {
 		leadExt, cols = ext[:n-1], ext[n-1]
-		width = k.vectorWidth(info.Shape[n-1])
+		width = k.vectorWidth(info.Shape[n-1], ev.alongRow())
 	}
 	k.setAttr("vector_width", intAttr(width))
 	rows := k.product(k.kb, leadExt)
@@ -112,7 +112,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	ev := newEvaluator(k, fused, info)
 	n := len(info.Shape)
 	c := info.RowLen
-	width := k.vectorWidth(c)
+	width := k.vectorWidth(c, ev.alongRow())
 	k.setAttr("row_len", intAttr(c))
 	k.setAttr("schedule", ir.StringAttr(info.Schedule))
 	k.setAttr("vector_width", intAttr(width))

@@ -76,9 +76,10 @@ func LowerToLoops(m ir.Module, t *target.Target) error {
 	return nil
 }
 
-// isGraphFunc reports whether f takes and returns tensors (and has a body).
+// isGraphFunc reports whether f takes and returns tensors (and has a body);
+// a lowered function records num_results.
 func isGraphFunc(f ir.Func) bool {
-	if f.Body() == nil {
+	if f.Body() == nil || f.Attr("num_results") != nil {
 		return false
 	}
 	ft := f.Type()
@@ -192,23 +193,11 @@ func (l *funcLowering) prepare() {
 	}
 }
 
-// wrap replaces op (a constant) by a one-op graph.fused computing it.
+// wrap replaces a top-level constant by a one-op graph.fused computing it.
 func (l *funcLowering) wrap(op *ir.Operation) {
-	var inputs []*ir.Value
-	for _, v := range op.Operands() {
-		if !slices.Contains(inputs, v) {
-			inputs = append(inputs, v)
-		}
-	}
 	b := ir.NewBuilderBefore(op)
-	var inner *ir.Operation
-	fused := must(graph.BuildFused(b, op.Loc, "generic", inputs, func(bb *ir.Builder, args []*ir.Value) ([]*ir.Value, error) {
-		m := ir.Mapping{}
-		for i, v := range inputs {
-			m[v] = args[i]
-		}
-		inner = bb.Insert(op.Clone(m))
-		return inner.Results(), nil
+	fused := must(graph.BuildFused(b, op.Loc, "generic", nil, func(bb *ir.Builder, _ []*ir.Value) ([]*ir.Value, error) {
+		return bb.Insert(op.Clone(ir.Mapping{})).Results(), nil
 	}))
 	for i, r := range op.Results() {
 		r.ReplaceAllUsesWith(fused.Result(i))

@@ -140,6 +140,18 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 	return ev
 }
 
+// alongRow returns the kernel's buffers accessed along the row (with
+// vectors), inputs then outputs.
+func (ev *evaluator) alongRow() []*ir.Value {
+	var out []*ir.Value
+	for _, buf := range append(append([]*ir.Value(nil), ev.k.ins...), ev.k.outs...) {
+		if ev.plans[buf].varies() {
+			out = append(out, buf)
+		}
+	}
+	return out
+}
+
 // plan indexes the buffer of body value v as its access in the kernel
 // says. In a row kernel the classification decides (a [R, 1] value is
 // per-row even when rows have one element); in an element-wise kernel the

@@ -52,8 +52,8 @@ func init() {
 	ir.RegisterPass(&ir.PassInfo{
 		Name: "sram-alloc", Title: "SRAMAlloc",
 		Summary: "assign loop.alloc offsets per kernel with liveness-based reuse, check them against the scratchpad, and plan the DRAM arena of intermediates",
-		Options: []ir.PassOption{{Name: "capacity", Kind: ir.OptBytes, Default: "",
-			Help: "scratchpad bytes of one program instance (default: the target's)"}},
+		Options: []ir.PassOption{{Name: "capacity", Kind: ir.OptBytes, Default: "target",
+			Help: "scratchpad bytes of one program instance, such as 228KiB (default: the target's scratchpad)"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
 				a := SRAMAlloc{Align: 16, Capacity: 1 << 62, CapacityFrom: "no target"}

@@ -2,6 +2,7 @@
 # Compiles every workload of bench/gpu/workloads for the H200, where Go is:
 #
 #   bench/gpu/out/<name>.py      the Triton module (tfc --emit=triton --target=h200)
+#   bench/gpu/out/selftest_*.py  the same for the programs of selftest.py
 #   bench/gpu/out/<name>.ptx/    the PTX kernels and launcher, once tfc has --emit=ptx
 #   bench/gpu/out/predicted.json the DRAM bytes `tfc memory-traffic` predicts for
 #                                every measured shape (after fusion)
@@ -16,6 +17,11 @@ trap 'rm -rf "$work"' EXIT
 tfc="$work/tfc"
 go build -o "$tfc" ./tfc
 
+# check that a module is valid Python (without writing bytecode beside it)
+check() {
+  python3 -c 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")' "$1"
+}
+
 # a PTX emitter is used when this tfc has one
 ptx=no
 if "$tfc" --emit=ptx --target=h200 -o "$work/probe" bench/gpu/workloads/logaddexp.tir 2>/dev/null; then
@@ -25,14 +31,20 @@ fi
 for f in bench/gpu/workloads/*.tir; do
   name=$(basename "$f" .tir)
   "$tfc" --emit=triton --target=h200 "$f" -o "$out/$name.py"
-  python3 -m py_compile "$out/$name.py"
+  check "$out/$name.py"
   if [ "$ptx" = yes ]; then
     rm -rf "$out/$name.ptx"
     "$tfc" --emit=ptx --target=h200 "$f" -o "$out/$name.ptx"
   fi
   echo "$out/$name.py"
 done
-rm -rf "$out/__pycache__"
+# the programs of selftest.py
+for f in bench/gpu/selftest/*.tir; do
+  name=selftest_$(basename "$f" .tir)
+  "$tfc" --emit=triton --target=h200 "$f" -o "$out/$name.py"
+  check "$out/$name.py"
+  echo "$out/$name.py"
+done
 
 # workload (as run.py names it), file, extent of its '?' dimension
 shapes="

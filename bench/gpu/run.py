@@ -139,6 +139,7 @@ TOLERANCE = {
     torch.bfloat16: (2.0**-6, 2.0**-8),
     torch.float32: (2.0**-17, 2.0**-17),
     torch.uint8: (0.0, 0.0),
+    torch.float64: (2.0**-40, 2.0**-40),
 }
 
 
@@ -468,7 +469,19 @@ def main():
     copy = measure_copy()
     print(f"{torch.cuda.get_device_name()}: torch {torch.__version__}, triton {triton.__version__}; "
           f"copy 1 GiB {copy['TBs']:.2f} TB/s", flush=True)
-    records = []
+    out = args.out or os.environ.get("OUT") or MODULES
+    os.makedirs(out, exist_ok=True)
+    result = {
+        "commit": args.commit,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "copy_1GiB": copy,
+        "quick": args.quick,
+        "workloads": [],
+    }
+    records = result["workloads"]
     for w in selected(args):
         t0 = time.time()
         try:
@@ -484,23 +497,12 @@ def main():
                   f"{rec['eager_ms'] * 1e3:.1f} us, compile {c * 1e3 if c else float('nan'):.1f} us "
                   f"({rec['seconds']:.0f} s)", flush=True)
         torch.cuda.empty_cache()
+        # written after every workload, so that a run cut short keeps what it measured
+        result["seconds"] = time.time() - start
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump(result, f, indent=1)
 
     print_table(records, copy)
-    result = {
-        "commit": args.commit,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "copy_1GiB": copy,
-        "quick": args.quick,
-        "seconds": time.time() - start,
-        "workloads": records,
-    }
-    out = args.out or os.environ.get("OUT") or MODULES
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(result, f, indent=1)
     print(f"\n{len(records)} workloads in {result['seconds']:.0f} s; results in {os.path.join(out, 'results.json')}")
     return 0 if all("error" not in r and r.get("ok") for r in records) else 1
 

@@ -30,6 +30,28 @@ type opCase struct {
 	graphOp string
 	// skip, when set, excludes inputs where the reference itself is off
 	skip func(in []float64) bool
+	// narrow, when set, casts the op's f32 result to this narrow float
+	// type before the store (the fast forms of the transcendentals)
+	narrow ir.ElemKind
+	// n is the element count (default opLen)
+	n int
+	// values, when set, is the input of a one-operand case (n of them)
+	values []float64
+}
+
+// stored is the element type the case stores.
+func (c opCase) stored() ir.ElemKind {
+	if c.narrow != ir.InvalidElem {
+		return c.narrow
+	}
+	return c.out
+}
+
+func (c opCase) length() int {
+	if c.n > 0 {
+		return c.n
+	}
+	return opLen
 }
 
 const opLen = 128
@@ -42,21 +64,22 @@ func typeOf(k ir.ElemKind, w int) string {
 	return fmt.Sprintf("vector<%dx%s>", w, k)
 }
 
-// kernelText is a kernel applying c to opLen elements, w lanes at a time.
+// kernelText is a kernel applying c to its elements, w lanes at a time.
 func kernelText(name string, c opCase, w int) string {
 	var sb strings.Builder
+	n := c.length()
 	step := max(w, 1)
 	fmt.Fprintf(&sb, "loop.kernel {kind = \"elementwise\", num_inputs = %d, num_outputs = 1, sym_name = %q} {\n^bb0(", len(c.in), name)
 	for i, k := range c.in {
-		fmt.Fprintf(&sb, "%%a%d: memref<%dx%s, dram>, ", i, opLen, k)
+		fmt.Fprintf(&sb, "%%a%d: memref<%dx%s, dram>, ", i, n, k)
 	}
-	fmt.Fprintf(&sb, "%%y: memref<%dx%s, dram>):\n", opLen, c.out)
+	fmt.Fprintf(&sb, "%%y: memref<%dx%s, dram>):\n", n, c.stored())
 	fmt.Fprintf(&sb, "  %%c0 = loop.const {value = 0} : index\n  %%c1 = loop.const {value = 1} : index\n")
-	fmt.Fprintf(&sb, "  %%cn = loop.const {value = %d} : index\n  %%cw = loop.const {value = %d} : index\n", opLen/step, step)
+	fmt.Fprintf(&sb, "  %%cn = loop.const {value = %d} : index\n  %%cw = loop.const {value = %d} : index\n", n/step, step)
 	sb.WriteString("  loop.parallel %c0, %cn, %c1 {dist = \"grid\"} {\n  ^bb0(%i: index):\n    %o = loop.muli %i, %cw : index\n")
 	var vals, types []string
 	for i, k := range c.in {
-		fmt.Fprintf(&sb, "    %%v%d = loop.load %%a%d, %%o : (memref<%dx%s, dram>, index) -> %s\n", i, i, opLen, k, typeOf(k, w))
+		fmt.Fprintf(&sb, "    %%v%d = loop.load %%a%d, %%o : (memref<%dx%s, dram>, index) -> %s\n", i, i, n, k, typeOf(k, w))
 		vals = append(vals, fmt.Sprintf("%%v%d", i))
 		types = append(types, typeOf(k, w))
 	}
@@ -66,21 +89,28 @@ func kernelText(name string, c opCase, w int) string {
 		attrs = " " + c.attrs
 	}
 	fmt.Fprintf(&sb, "    %%r = loop.%s %s%s : (%s) -> %s\n", c.op, strings.Join(vals, ", "), attrs, strings.Join(types, ", "), rt)
-	fmt.Fprintf(&sb, "    loop.store %%r, %%y, %%o : (%s, memref<%dx%s, dram>, index) -> ()\n", rt, opLen, c.out)
+	res := "%r"
+	if c.narrow != ir.InvalidElem {
+		st := typeOf(c.narrow, w)
+		fmt.Fprintf(&sb, "    %%s = loop.cast %%r : (%s) -> %s\n", rt, st)
+		res, rt = "%s", st
+	}
+	fmt.Fprintf(&sb, "    loop.store %s, %%y, %%o : (%s, memref<%dx%s, dram>, index) -> ()\n", res, rt, n, c.stored())
 	sb.WriteString("    loop.yield\n  } : (index, index, index) -> ()\n  loop.return\n}\n")
 	return sb.String()
 }
 
 // refText is the graph function computing c.
 func refText(c opCase) string {
+	n := c.length()
 	var args, ins, vals []string
 	for i, k := range c.in {
-		t := fmt.Sprintf("tensor<%dx%s>", opLen, k)
+		t := fmt.Sprintf("tensor<%dx%s>", n, k)
 		args = append(args, fmt.Sprintf("%%a%d: %s", i, t))
 		ins = append(ins, t)
 		vals = append(vals, fmt.Sprintf("%%a%d", i))
 	}
-	rt := fmt.Sprintf("tensor<%dx%s>", opLen, c.out)
+	rt := fmt.Sprintf("tensor<%dx%s>", n, c.out)
 	name := c.op
 	if c.graphOp != "" {
 		name = c.graphOp
@@ -89,8 +119,15 @@ func refText(c opCase) string {
 	if c.attrs != "" {
 		attrs = " " + c.attrs
 	}
-	return fmt.Sprintf("func.func @ref(%s) -> %s {\n  %%r = graph.%s %s%s : (%s) -> %s\n  return %%r : %s\n}\n",
-		strings.Join(args, ", "), rt, name, strings.Join(vals, ", "), attrs, strings.Join(ins, ", "), rt, rt)
+	body := fmt.Sprintf("  %%r = graph.%s %s%s : (%s) -> %s\n", name, strings.Join(vals, ", "), attrs, strings.Join(ins, ", "), rt)
+	res, st := "%r", rt
+	if c.narrow != ir.InvalidElem {
+		st = fmt.Sprintf("tensor<%dx%s>", n, c.narrow)
+		body += fmt.Sprintf("  %%s = graph.cast %%r : (%s) -> %s\n", rt, st)
+		res = "%s"
+	}
+	return fmt.Sprintf("func.func @ref(%s) -> %s {\n%s  return %s : %s\n}\n",
+		strings.Join(args, ", "), st, body, res, st)
 }
 
 // checkOps compiles every case, scalar and 8 lanes wide, into one program
@@ -113,9 +150,12 @@ func checkOps(t *testing.T, cases []opCase) {
 		fn := refMod.Funcs()[0]
 		for wi, w := range []int{0, 8} {
 			var inputs []*eval.Tensor
-			if wi == 0 {
+			switch {
+			case c.values != nil:
+				inputs = []*eval.Tensor{{Shape: []int64{int64(c.length())}, Elem: c.in[0], Data: append([]float64(nil), c.values...)}}
+			case wi == 0:
 				inputs, err = eval.ExtremeInputs(fn, int64(ci))
-			} else {
+			default:
 				inputs, err = eval.RandomInputs(fn, int64(ci), 4, 1)
 			}
 			require.NoError(t, err)
@@ -127,13 +167,13 @@ func checkOps(t *testing.T, cases []opCase) {
 			var ops, tys []string
 			for i, k := range c.in {
 				a := fmt.Sprintf("%%%s_a%d", name, i)
-				ty := fmt.Sprintf("memref<%dx%s, dram>", opLen, k)
+				ty := fmt.Sprintf("memref<%dx%s, dram>", c.length(), k)
 				fmt.Fprintf(&fargs, "%s: %s, ", a, ty)
 				ops = append(ops, a)
 				tys = append(tys, ty)
 			}
 			y := fmt.Sprintf("%%%s_y", name)
-			yt := fmt.Sprintf("memref<%dx%s, dram>", opLen, c.out)
+			yt := fmt.Sprintf("memref<%dx%s, dram>", c.length(), c.stored())
 			outs = append(outs, fmt.Sprintf("%s: %s", y, yt))
 			fmt.Fprintf(&launches, "  loop.launch %s, %s {kernel = %q} : (%s, %s) -> ()\n", strings.Join(ops, ", "), y, name, strings.Join(tys, ", "), yt)
 			jobs = append(jobs, job{c: c, w: w, inputs: inputs, want: want[0]})
@@ -165,7 +205,7 @@ func checkOps(t *testing.T, cases []opCase) {
 			if j.c.skip != nil && j.c.skip(in) {
 				continue
 			}
-			if d := numeric.ULPDiff(w, g, j.c.out); d > j.c.ulps {
+			if d := numeric.ULPDiff(w, g, j.c.stored()); d > j.c.ulps {
 				t.Errorf("%s %v -> %s (width %d): f%v = %v, want %v (%v ULP)", j.c.op, j.c.in, j.c.out, j.w, in, g, w, d)
 				if failures++; failures > 40 {
 					t.FailNow()
@@ -252,6 +292,38 @@ func TestBinaryOps(t *testing.T) {
 	}
 	for _, k := range []ir.ElemKind{ir.BF16, ir.F16, ir.F8E4M3FN, ir.UI8} {
 		cases = append(cases, opCase{op: "select", in: []ir.ElemKind{ir.I1, k, k}, out: k})
+	}
+	checkOps(t, cases)
+}
+
+// TestFastTranscendentals checks the f32 forms used for results that are
+// only stored in a narrow float type, within 1 ULP of that type.
+func TestFastTranscendentals(t *testing.T) {
+	var cases []opCase
+	for _, nk := range []ir.ElemKind{ir.BF16, ir.F16} {
+		for _, op := range []string{"exp", "exp2", "sigmoid", "silu"} {
+			cases = append(cases, opCase{op: op, in: []ir.ElemKind{ir.F32}, out: ir.F32, narrow: nk, ulps: 1})
+		}
+		cases = append(cases, opCase{op: "gelu", attrs: `{approximate = "tanh"}`, in: []ir.ElemKind{ir.F32}, out: ir.F32, narrow: nk, ulps: 1})
+	}
+	checkOps(t, cases)
+}
+
+// TestFastTranscendentalsEveryValue runs the fast forms on every bf16 and
+// every f16 value and counts the results one ULP off.
+func TestFastTranscendentalsEveryValue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every 16-bit value")
+	}
+	var cases []opCase
+	for _, nk := range []ir.ElemKind{ir.BF16, ir.F16} {
+		values := make([]float64, 1<<16)
+		for b := range values {
+			values[b], _ = numeric.FromBits(uint64(b), nk)
+		}
+		for _, op := range []string{"exp", "sigmoid", "silu"} {
+			cases = append(cases, opCase{op: op, in: []ir.ElemKind{ir.F32}, out: ir.F32, narrow: nk, ulps: 1, n: 1 << 16, values: values})
+		}
 	}
 	checkOps(t, cases)
 }

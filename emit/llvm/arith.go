@@ -405,6 +405,25 @@ func (fe *fnEmitter) emitUnary(op *ir.Operation) error {
 		fe.vals[op.Result(0)] = r
 		return nil
 	}
+	if k == ir.F32 && onlyNarrowed(op.Result(0)) {
+		var r value.Value
+		switch {
+		case op.Name() == loop.OpExp:
+			r = fe.expFast(x, false)
+		case op.Name() == loop.OpExp2:
+			r = fe.expFast(x, true)
+		case op.Name() == loop.OpSigmoid:
+			r = fe.sigmoidFast(x)
+		case op.Name() == loop.OpSilu:
+			r = fe.siluFast(x)
+		case op.Name() == loop.OpGelu && loop.GeluOp{Operation: op}.Approximate() == "tanh":
+			r = fe.geluTanhFast(x)
+		}
+		if r != nil {
+			fe.vals[op.Result(0)] = r
+			return nil
+		}
+	}
 	var r value.Value
 	switch op.Name() {
 	case loop.OpNeg:

@@ -76,8 +76,9 @@ func (me *moduleEmitter) defineHostFunc(f ir.Func) (*lir.Func, error) {
 		return nil, ir.OpError(f.Operation, "%v", err)
 	}
 
-	// The arena of the static intermediates.
-	var arenaBytes int64
+	// The arena of the static intermediates: sram-alloc records its size;
+	// without it, the end of the furthest buffer.
+	arenaBytes, _ := ir.AttrAsInt(f.Attr("dram_arena_bytes"))
 	for op := body.First(); op != nil; op = op.Next() {
 		if a, ok := loop.AsAllocDRAM(op); ok {
 			off, hasOff := a.Offset()

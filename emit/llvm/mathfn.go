@@ -6,6 +6,9 @@ import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
 )
 
 // The transcendental functions. The reference interpreter evaluates them
@@ -147,4 +150,110 @@ func (fe *fnEmitter) atNegInf(d, r value.Value) value.Value {
 	t := d.Type()
 	b := fe.cur
 	return b.NewSelect(b.NewFCmp(enum.FPredOEQ, d, fconst(t, math.Inf(-1))), fconst(t, negZero), r)
+}
+
+// ---------------------------------------------------------------------------
+// Fast f32 forms
+//
+// A result that is only ever rounded to f16, bf16 or f8 (the loop value is
+// used by nothing but loop.cast to those) does not need f64 lanes: an f32
+// error of a few ULPs is 2^-10 to 2^-20 of an ULP of the stored type, so
+// the stored value is the interpreter's except where the exact result lies
+// within a few f32 ULPs of a rounding midpoint of the narrow type, and there
+// it is one ULP off. These forms work on float lanes, twice as many per
+// register:
+//
+//	e^x: Cody-Waite reduction with ln 2 = 0.693359375 - 2.12194440e-4,
+//	     Cephes' degree-7 polynomial (about 1 ULP of f32), 2^n applied in
+//	     two halves so results down to the f32 subnormals are rounded once.
+
+// onlyNarrowed reports whether every use of v is a loop.cast to a float
+// type narrower than f32.
+func onlyNarrowed(v *ir.Value) bool {
+	if !v.HasUses() {
+		return false
+	}
+	for _, u := range v.Uses() {
+		if u.Owner.Name() != loop.OpCast {
+			return false
+		}
+		switch elemKind(u.Owner.Result(0).Type()) {
+		case ir.F16, ir.BF16, ir.F8E4M3FN, ir.F8E5M2:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Cephes expf: ln 2 in two parts and the polynomial of e^r - 1 - r.
+const (
+	expfC1 = 0.693359375
+	expfC2 = -2.12194440e-4
+	// 1.5 * 2^23 rounds a float to an integer when added
+	roundShiftF = 12582912.0
+)
+
+var expfPoly = []float64{1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}
+
+// expFast is e^x (2^x when base2) on float lanes.
+func (fe *fnEmitter) expFast(x value.Value, base2 bool) value.Value {
+	b := fe.cur
+	t := x.Type()
+	it := withScalar(t, types.I32)
+	lo, hi := -104.0, 89.0
+	if base2 {
+		lo, hi = -150.0, 129.0
+	}
+	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, x, fconst(t, hi)), fconst(t, hi), x)
+	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)
+	var tt, r value.Value
+	if base2 {
+		tt = b.NewFAdd(c, fconst(t, roundShiftF))
+		n := b.NewFSub(tt, fconst(t, roundShiftF))
+		r = b.NewFMul(b.NewFSub(c, n), fconst(t, math.Ln2))
+	} else {
+		tt = b.NewFAdd(b.NewFMul(c, fconst(t, math.Log2E)), fconst(t, roundShiftF))
+		n := b.NewFSub(tt, fconst(t, roundShiftF))
+		r = b.NewFSub(c, b.NewFMul(n, fconst(t, expfC1)))
+		r = b.NewFSub(r, b.NewFMul(n, fconst(t, expfC2)))
+	}
+	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
+	var p value.Value = fconst(t, expfPoly[0])
+	for _, k := range expfPoly[1:] {
+		p = b.NewCall(fmuladd, p, r, fconst(t, k))
+	}
+	// e^r = 1 + r + r^2 * p
+	p = b.NewFAdd(b.NewCall(fmuladd, b.NewFMul(r, r), p, r), fconst(t, 1))
+	n := b.NewSub(b.NewBitCast(tt, it), iconst(it, int64(math.Float32bits(roundShiftF))))
+	n1 := b.NewAShr(n, iconst(it, 1))
+	n2 := b.NewSub(n, n1)
+	scale := func(k value.Value) value.Value {
+		return b.NewBitCast(b.NewShl(b.NewAdd(k, iconst(it, 127)), iconst(it, 23)), t)
+	}
+	return b.NewFMul(b.NewFMul(p, scale(n1)), scale(n2))
+}
+
+// sigmoidFast, siluFast and geluTanhFast are sigmoid, silu and the tanh
+// form of gelu on float lanes, with expFast.
+func (fe *fnEmitter) sigmoidFast(x value.Value) value.Value {
+	t := x.Type()
+	e := fe.expFast(fe.cur.NewFNeg(fe.call1("llvm.fabs", x)), false)
+	b := fe.cur
+	num := b.NewSelect(b.NewFCmp(enum.FPredOGE, x, fconst(t, 0)), fconst(t, 1), e)
+	return b.NewFDiv(num, b.NewFAdd(fconst(t, 1), e))
+}
+
+func (fe *fnEmitter) siluFast(x value.Value) value.Value {
+	s := fe.sigmoidFast(x)
+	return fe.atNegInf(x, fe.cur.NewFMul(x, s))
+}
+
+func (fe *fnEmitter) geluTanhFast(x value.Value) value.Value {
+	t := x.Type()
+	b := fe.cur
+	x3 := b.NewFMul(b.NewFMul(b.NewFMul(fconst(t, 0.044715), x), x), x)
+	u := b.NewFMul(fconst(t, math.Sqrt(2/math.Pi)), b.NewFAdd(x, x3))
+	s := fe.sigmoidFast(fe.cur.NewFMul(fconst(t, 2), u))
+	return fe.atNegInf(x, fe.cur.NewFMul(x, s))
 }

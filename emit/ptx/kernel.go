@@ -92,6 +92,7 @@ type kernelEmitter struct {
 
 	preReduced map[*ir.Operation][]opnd
 	hoisted    map[*ir.Operation]addr
+	precision  map[*ir.Value]int // memo of precisionNeeded
 
 	// addresses computed in the scopes being emitted, to reuse them
 	addrCache map[string]opnd
@@ -223,7 +224,6 @@ func (ke *kernelEmitter) emit() {
 	for _, arg := range ke.body.Args[nbuf:] {
 		ext = append(ext, ke.ixs[arg])
 	}
-	a.comment("strides of the buffers")
 	for _, arg := range ke.body.Args[:nbuf] {
 		m, ok := arg.Type().(ir.MemRefType)
 		if !ok {
@@ -698,12 +698,15 @@ func (ke *kernelEmitter) ixScale(x ixv, c int64) ixv {
 	case c == 1:
 		return x
 	}
-	r := ke.a.reg(rB64)
-	if c > 0 && c&(c-1) == 0 {
-		ke.a.ins("shl.b64", r, x.reg, intImm(int64(log2(int(c))), rB32))
-	} else {
-		ke.a.ins("mul.lo.s64", r, x.reg, intImm(c, rB64))
-	}
+	r := ke.cached(fmt.Sprintf("scale %s %d", x.reg.s, c), func() opnd {
+		r := ke.a.reg(rB64)
+		if c > 0 && c&(c-1) == 0 {
+			ke.a.ins("shl.b64", r, x.reg, intImm(int64(log2(int(c))), rB32))
+		} else {
+			ke.a.ins("mul.lo.s64", r, x.reg, intImm(c, rB64))
+		}
+		return r
+	})
 	return ixv{reg: r, has: true, off: x.off * c}
 }
 

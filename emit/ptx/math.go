@@ -57,6 +57,9 @@ func (ke *kernelEmitter) unaryF32(op *ir.Operation, x opnd) opnd {
 	case loop.OpAbs:
 		return ke.f32("abs.f32", x)
 	case loop.OpExp:
+		if ke.precisionNeeded(op.Result(0)) <= fastBits {
+			return ke.expFastF32(x)
+		}
 		return ke.expF32(x, nil)
 	case loop.OpExp2:
 		return ke.f32("ex2.approx.f32", x)
@@ -75,14 +78,17 @@ func (ke *kernelEmitter) unaryF32(op *ir.Operation, x opnd) opnd {
 	case loop.OpReciprocal:
 		return ke.f32("rcp.rn.f32", x)
 	case loop.OpTanh:
+		if ke.precisionNeeded(op.Result(0)) <= tanhApproxBits {
+			return ke.f32("tanh.approx.f32", x)
+		}
 		return ke.tanhF32(x)
 	case loop.OpSigmoid:
-		return ke.sigmoidF32(x, false)
+		return ke.sigmoidF32(x, false, ke.precisionNeeded(op.Result(0)) <= fastBits)
 	case loop.OpSilu:
-		return ke.sigmoidF32(x, true)
+		return ke.sigmoidF32(x, true, ke.precisionNeeded(op.Result(0)) <= fastBits)
 	case loop.OpGelu:
 		if a, _ := op.Attr("approximate").(ir.StringAttr); a == "tanh" {
-			return ke.geluTanhF32(x)
+			return ke.geluTanhF32(x, ke.precisionNeeded(op.Result(0)) <= fastBits)
 		}
 		return ke.geluErfF32(x)
 	case loop.OpRelu:
@@ -137,6 +143,65 @@ func (ke *kernelEmitter) expF32(hi opnd, lo *opnd) opnd {
 	r = ke.f32("mul.rn.f32", r, fb(log2e))
 	p := ke.f32("ex2.approx.f32", r)
 	return ke.scale2F32(p, j)
+}
+
+// expFastF32 is ex2.approx(x log2 e): the rounding of the product is
+// |x| 2^-24 relative at most (2^-17.5 below overflow), which a result
+// rounded to bf16 or f16 does not see (docs/ptx.md).
+func (ke *kernelEmitter) expFastF32(x opnd) opnd {
+	t := ke.f32("mul.rn.f32", x, fb(log2e))
+	return ke.f32("ex2.approx.f32", t)
+}
+
+// fastBits is the most significand bits (after the leading one) a
+// result of the fast forms may be rounded to: f16's 10. tanhApproxBits
+// is bf16's 7, for tanh.approx.f32 (relative error 2^-11).
+const (
+	fastBits       = 10
+	tanhApproxBits = 7
+)
+
+// precisionNeeded is the significand bits the uses of an f32 value keep:
+// 7 when every path from it ends in a cast to bf16, 10 for f16, 3 and 2
+// for f8, 23 when some use keeps f32 (or more). Paths may go through ops
+// that keep relative errors relative (mul, div, neg, abs, max, min,
+// select, broadcast), not through add or sub, which can cancel.
+func (ke *kernelEmitter) precisionNeeded(v *ir.Value) int {
+	if ke.precision == nil {
+		ke.precision = map[*ir.Value]int{}
+	}
+	if b, ok := ke.precision[v]; ok {
+		return b
+	}
+	need := 0
+	if !v.HasUses() {
+		need = 23
+	}
+	for _, u := range v.Users() {
+		b := 23
+		switch u.Name() {
+		case loop.OpCast:
+			switch elemKindOf(u.Result(0).Type()) {
+			case ir.BF16:
+				b = 7
+			case ir.F16:
+				b = 10
+			case ir.F8E4M3FN:
+				b = 3
+			case ir.F8E5M2:
+				b = 2
+			}
+		case loop.OpMul, loop.OpDiv, loop.OpNeg, loop.OpAbs, loop.OpMax, loop.OpMin, loop.OpBroadcast:
+			b = ke.precisionNeeded(u.Result(0))
+		case loop.OpSelect:
+			if u.Operand(0) != v {
+				b = ke.precisionNeeded(u.Result(0))
+			}
+		}
+		need = max(need, b)
+	}
+	ke.precision[v] = need
+	return need
 }
 
 // scale2F32 is p * 2^j for an integral j in [-160, 160], as two exact
@@ -428,16 +493,22 @@ func (ke *kernelEmitter) tanhF32(x opnd) opnd {
 // sigmoid, silu, gelu
 
 // sigmoidF32 is 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) below, one exp of
-// -|x| for both (x times that for silu, which is -0 at -inf).
-func (ke *kernelEmitter) sigmoidF32(x opnd, silu bool) opnd {
+// -|x| for both (x times that for silu, which is -0 at -inf); fast, the
+// exp and the division are the approximate ones.
+func (ke *kernelEmitter) sigmoidF32(x opnd, silu, fast bool) opnd {
 	ax := ke.f32("abs.f32", x)
 	nax := ke.f32("neg.f32", ax)
-	e := ke.expF32(nax, nil)
-	return ke.logisticF32(x, x, e, silu)
+	var e opnd
+	if fast {
+		e = ke.expFastF32(nax)
+	} else {
+		e = ke.expF32(nax, nil)
+	}
+	return ke.logisticF32(x, x, e, silu, fast)
 }
 
 // logisticF32 is the sigmoid of z (or x times it) from e = e^-|z|.
-func (ke *kernelEmitter) logisticF32(x, z, e opnd, timesX bool) opnd {
+func (ke *kernelEmitter) logisticF32(x, z, e opnd, timesX, fast bool) opnd {
 	d := ke.f32("add.rn.f32", e, fv(1))
 	pos := ke.pred("setp.ge.f32", z, fv(0))
 	var num opnd
@@ -447,7 +518,11 @@ func (ke *kernelEmitter) logisticF32(x, z, e opnd, timesX bool) opnd {
 	} else {
 		num = ke.selF32(pos, fv(1), e)
 	}
-	y := ke.f32("div.rn.f32", num, d)
+	div := "div.rn.f32"
+	if fast {
+		div = "div.full.f32"
+	}
+	y := ke.f32(div, num, d)
 	if timesX {
 		minf := ke.pred("setp.eq.f32", x, f32NegInf)
 		y = ke.selF32(minf, f32NegZ, y)
@@ -466,7 +541,18 @@ func (ke *kernelEmitter) splitF64(d opnd) (hi, lo opnd) {
 // geluTanhF32 is x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): 2u
 // is formed in f64 and kept as an f32 pair, so that e^-|2u| is accurate
 // in the tail, where x times it is tiny.
-func (ke *kernelEmitter) geluTanhF32(x opnd) opnd {
+func (ke *kernelEmitter) geluTanhF32(x opnd, fast bool) opnd {
+	if fast {
+		x2 := ke.f32("mul.rn.f32", x, x)
+		in := ke.f32("fma.rn.f32", x2, fv(0.044715), fv(1))
+		in = ke.f32("mul.rn.f32", in, x)
+		z := ke.f32("mul.rn.f32", in, fv(2*math.Sqrt(2/math.Pi)))
+		az := ke.f32("abs.f32", z)
+		e := ke.expFastF32(ke.f32("neg.f32", az))
+		y := ke.logisticF32(x, z, e, true, true)
+		nan := ke.pred("setp.nan.f32", x, x)
+		return ke.selF32(nan, x, y)
+	}
 	xc := ke.f32("max.f32", x, fv(-20))
 	xc = ke.f32("min.f32", xc, fv(20))
 	xd := ke.f64("cvt.f64.f32", xc)
@@ -481,7 +567,7 @@ func (ke *kernelEmitter) geluTanhF32(x opnd) opnd {
 	nzl := ke.f32("neg.f32", zl)
 	lo := ke.selF32(pos, nzl, zl) // -|z| = -|zh| - sign(z) zl
 	e := ke.expF32(nazh, &lo)
-	y := ke.logisticF32(xc, zh, e, true)
+	y := ke.logisticF32(xc, zh, e, true, false)
 	big := ke.pred("setp.gt.f32", x, fv(20))
 	y = ke.selF32(big, x, y)
 	small := ke.pred("setp.lt.f32", x, fv(-20))

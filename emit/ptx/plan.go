@@ -22,11 +22,13 @@ const (
 	targetIters = 4
 	// maxUnroll bounds the copies of an unrolled threads loop.
 	maxUnroll = 16
-	// regBudget bounds the registers per thread holding sram buffers.
-	regBudget = 64
 	// groupsBlock is the CTA size when groups are smaller than a warp.
 	groupsBlock = 256
 )
+
+// regBudget bounds the registers per thread holding sram buffers (a
+// variable so that tests can send every buffer to shared memory).
+var regBudget int64 = 64
 
 // plan is the mapping of one kernel onto the GPU.
 type plan struct {
@@ -162,11 +164,20 @@ func containsThreads(op *ir.Operation) bool {
 // grid, so that its trip count is one for every instance.
 func boundsInKernel(ke *kernelEmitter, f loop.ForOp) bool {
 	for _, v := range []*ir.Value{f.Lower(), f.Upper(), f.Step()} {
-		if v.OwnerBlock() != ke.body {
+		if valueBlock(v) != ke.body {
 			return false
 		}
 	}
 	return true
+}
+
+// valueBlock is the block defining v: its owner for a block argument,
+// its op's block for a result.
+func valueBlock(v *ir.Value) *ir.Block {
+	if d := v.DefiningOp(); d != nil {
+		return d.Block()
+	}
+	return v.OwnerBlock()
 }
 
 // memorySets collects the buffers op (and what it holds) loads and stores.
@@ -327,7 +338,9 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 	}
 	for {
 		pl.planLoops(tls)
-		if pl.promotion(allocs, false) || pl.group >= 1024 || len(tls) == 0 || dynamic {
+		// more threads per instance hold fewer registers each, down to one
+		// iteration per thread
+		if pl.promotion(allocs, false) || pl.group >= 1024 || len(tls) == 0 || dynamic || maxTrip <= int64(pl.group) {
 			pl.promotion(allocs, true)
 			break
 		}

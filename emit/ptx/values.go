@@ -400,6 +400,9 @@ func (ke *kernelEmitter) unaryLane(op *ir.Operation, k ir.ElemKind, x opnd) opnd
 // binaryLane computes a binary op on one lane.
 func (ke *kernelEmitter) binaryLane(op *ir.Operation, name string, k ir.ElemKind, x, y opnd) opnd {
 	// immediates go in the second operand only
+	if x.imm && !y.imm && commutative(name) {
+		x, y = y, x
+	}
 	x = ke.reg(x)
 	switch {
 	case k == ir.I1:
@@ -415,6 +418,10 @@ func (ke *kernelEmitter) binaryLane(op *ir.Operation, name string, k ir.ElemKind
 		case loop.OpMul:
 			return ke.f32("mul.rn.f32", x, y)
 		case loop.OpDiv:
+			if ke.precisionNeeded(op.Result(0)) <= fastBits && op.Name() == loop.OpDiv {
+				// 2 ULP of f32 across the full range, unseen after rounding
+				return ke.f32("div.full.f32", x, y)
+			}
 			return ke.f32("div.rn.f32", x, y)
 		case loop.OpMax:
 			return ke.f32("max.NaN.f32", x, y)
@@ -540,4 +547,13 @@ func (ke *kernelEmitter) selectLane(k ir.ElemKind, c, x, y opnd) opnd {
 		return ke.f32("selp.f32", x, y, c)
 	}
 	return ke.f64("selp.f64", x, y, c)
+}
+
+// commutative reports whether a binary op's operands may be swapped.
+func commutative(name string) bool {
+	switch name {
+	case loop.OpAdd, loop.OpMul, loop.OpMax, loop.OpMin:
+		return true
+	}
+	return false
 }

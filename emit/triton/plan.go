@@ -24,39 +24,43 @@ import (
 //     kernel is read from DRAM again (and recomputed) by the later loops,
 //     which is the two-pass schedule.
 
-// Block and warp choices.
+// Block and warp choices, measured on the H200 (bench/gpu/run.py --tune,
+// docs/triton.md has the figures).
 const (
 	// maxOneBlock is the longest row kept in registers: 32768 elements,
-	// 32 per thread at 32 warps, the bound Liger-Kernel and Unsloth use
-	// (with f32 values, 128 KiB of the 256 KiB register file of an SM).
+	// the bound Liger-Kernel and Unsloth use (with f32 values, 128 KiB of
+	// the 256 KiB register file of an SM).
 	maxOneBlock = 32768
 	// rowsTarget is the number of elements a program of short rows covers
 	// ([ROWS, BLOCK] with ROWS * BLOCK about rowsTarget).
 	rowsTarget = 4096
 	// maxRows bounds ROWS.
 	maxRows = 64
-	// flatBlock is the elements of one program of a flat kernel: 16 per
-	// thread at 8 warps, four 16-byte loads of f32 per operand.
-	flatBlock = 4096
-	flatWarps = 8
+	// flatBlock is the elements of one program of a flat kernel: 8 per
+	// thread at 4 warps, as Inductor's pointwise kernels; every choice from
+	// 1024 to 8192 elements and 4 to 16 warps came within 2% of the copy
+	// bandwidth on logaddexp, quantize and SwiGLU.
+	flatBlock = 1024
+	flatWarps = 4
 	// loopedBlock is the chunk of a looped row kernel.
 	loopedBlock = 4096
-	loopedWarps = 8
 	// genericBlock is the chunk of the loops of generic kernels
 	// (transpose, matmul, ...), correct rather than fast.
 	genericBlock = 256
 	genericWarps = 4
 )
 
-// warpsFor is Liger-Kernel's choice of warps for a block of n elements:
-// 4, 8 from 2048, 16 from 8192, 32 from 32768.
-func warpsFor(n int64) int64 {
+// rowWarps is the number of warps of a row program of n elements (ROWS *
+// BLOCK): 4 up to 4096, 8 up to 16384, 16 for 32768, so that each thread
+// holds 32 to 64 elements. Liger-Kernel's rule (8 from 2048, 16 from 8192,
+// 32 from 32768: 8 to 32 per thread) left the RMSNorm -> SiLU -> Mul chain
+// at 0.7x of this choice on rows of 5120 and 14336, where the kernel keeps
+// three rows (x in f32, the weight, z) in registers across the reduction.
+func rowWarps(n int64) int64 {
 	switch {
 	case n >= 32768:
-		return 32
-	case n >= 8192:
 		return 16
-	case n >= 2048:
+	case n >= 8192:
 		return 8
 	}
 	return 4
@@ -185,13 +189,14 @@ func plan(k loop.KernelOp) (*kernelPlan, error) {
 		if p.twoD && p.block < rowsTarget {
 			p.rows = min(rowsTarget/p.block, maxRows)
 		}
-		p.warps = warpsFor(p.rows * p.block)
+		p.warps = rowWarps(p.rows * p.block)
 		return p, nil
 	}
-	p.block, p.warps = loopedBlock, loopedWarps
+	p.block = loopedBlock
 	if c, ok := staticRow(threads); ok && nextPow2(c) < loopedBlock {
 		p.block = nextPow2(c)
 	}
+	p.warps = rowWarps(p.block)
 	return p, nil
 }
 

@@ -39,18 +39,22 @@
 // reference of the original instead:
 //
 //  2. before and ref (rounded to the result type) finite:
-//     dist(after, ref) <= b + Slack*dist(before, ref). The original is
-//     itself off the exact value where the program is ill-conditioned
-//     (cancellation, sin of a large value, a comparison of nearly equal
-//     values); a rewrite that rounds one step differently moves the result
-//     by as much again, so the transformed program must be about as close
-//     to the exact value as the original. Integer results use
-//     |after - ref| and |before - ref|.
+//     dist(after, ref) <= b + Slack*max(dist(before, ref), spread). The
+//     original is itself off the exact value where the program is
+//     ill-conditioned (cancellation, sin of a large value, pow with a
+//     large exponent, a comparison of nearly equal values), and a rewrite
+//     that rounds one step differently moves the result by as much
+//     again: the transformed program must be about as close to the exact
+//     value as the original could be. dist(before, ref) is one sample of
+//     that and may be lucky; spread measures it, as the largest distance
+//     from ref of the float64 evaluations of PerturbRounding's copies
+//     (every rounding step moved by one ULP up, down, or alternately).
+//     Integer results use |after - ref| and the like.
 //  3. before is inf or NaN but ref, rounded to the result type, is
 //     finite: the original overflowed (or hit inf - inf) in its own
 //     precision although the exact result is representable, which is what
-//     legalize-numerics repairs: dist(after, ref) <= b + 0.5 (0.5 for
-//     rounding the exact value into the type).
+//     legalize-numerics repairs: dist(after, ref) <= b + 0.5 +
+//     Slack*spread (0.5 for rounding the exact value into the type).
 //  4. ref rounded to the result type is inf or NaN: after must be exactly
 //     that value.
 //
@@ -110,12 +114,14 @@ type Options struct {
 	// DynExtent is the extent of `?` dimensions in random inputs; default
 	// eval.ExtremeDynExtent (16), the extent of extreme inputs.
 	DynExtent int64
-	// ULP overrides the bound of results of an element type, in ULPs of
-	// that type (|a - b| for integers).
+	// ULP overrides the bound of results measured in an element type (the
+	// kind Precision gives a result), in ULPs of that type (|a - b| for
+	// integers).
 	ULP map[ir.ElemKind]float64
 	// Legalized compares against the legalized meaning of the original:
-	// results it overflowed even in float64 may be excused. Check sets it
-	// when the pipeline holds legalize-numerics.
+	// elements that depend on an overflow even in float64, and NaNs the
+	// original makes of its own, are excused. Check sets it when the
+	// pipeline holds legalize-numerics.
 	Legalized bool
 	// SaturatingCasts gives the original's unchecked float -> integer
 	// casts the saturating meaning first (SaturateCasts). Check sets it
@@ -362,8 +368,7 @@ func Check(m ir.Module, pipeline string, opts Options) (*Report, error) {
 		}
 	}
 	c := &checker{
-		opts:     opts,
-		rounding: false,
+		opts: opts,
 		rep: &Report{
 			Pipeline: p.String(),
 			Before:   ir.Print(m.Operation, ir.PrintOptions{}),
@@ -371,13 +376,8 @@ func Check(m ir.Module, pipeline string, opts Options) (*Report, error) {
 		},
 	}
 	for _, e := range p {
-		if ChangesRounding(e.Info.Name) {
-			c.rounding = true
-		}
-	}
-	c.passes = make([]string, len(p))
-	for i, e := range p {
-		c.passes[i] = e.Info.Name
+		c.passes = append(c.passes, e.Info.Name)
+		c.rounding = c.rounding || ChangesRounding(e.Info.Name)
 	}
 	for _, f := range before.Funcs() {
 		g, ok := after.Lookup(f.SymName())
@@ -396,28 +396,54 @@ type checker struct {
 	passes   []string
 	rounding bool // some pass may change rounding: rules 2 to 4 apply
 	rep      *Report
-	// markedFuncs caches MarkOverflow's copies of the functions.
+	// markedFuncs caches the marked copies of the functions.
 	markedFuncs map[markedKey]ir.Func
 }
 
 type markedKey struct {
 	f      *ir.Operation
 	marker uint64 // bits of the marker, NaN included
+	mark   markKind
 }
 
-// The markers that stand for an overflowed value in MarkOverflow's copies:
-// an element depends on an overflow if it differs between the copies with
+// markKind says which fragile values a marked copy replaces.
+type markKind uint8
+
+const (
+	markOverflows markKind = iota
+	markDiscontinuities
+	perturbUp   // PerturbRounding, every step up
+	perturbDown // every step down
+	perturbAlt  // alternately up and down
+)
+
+// The markers that stand for a fragile value in the marked copies: an
+// element depends on a fragile value if it differs between the copies with
 // markers A and B, or is NaN with marker NaN where it is not NaN
 // otherwise (a dominating term hides a finite marker: log(e^3 + e^40) and
 // log(e^-5 + e^40) are equal in float64).
 const markerA, markerB = 3.0, -5.0
 
-func (c *checker) marked(f ir.Func, marker float64) (ir.Func, error) {
-	key := markedKey{f.Operation, math.Float64bits(marker)}
+func (c *checker) marked(f ir.Func, marker float64, kind markKind) (ir.Func, error) {
+	key := markedKey{f.Operation, math.Float64bits(marker), kind}
 	if mf, ok := c.markedFuncs[key]; ok {
 		return mf, nil
 	}
-	mf, err := MarkOverflow(f, marker)
+	var mf ir.Func
+	var err error
+	switch kind {
+	case markOverflows:
+		mf, err = MarkOverflow(f, marker)
+	case markDiscontinuities:
+		mf, err = MarkDiscontinuities(f, marker)
+	default:
+		mf, err = PerturbRounding(f, func(i int) float64 {
+			if kind == perturbDown || kind == perturbAlt && i%2 == 1 {
+				return -1
+			}
+			return 1
+		})
+	}
 	if err != nil {
 		return ir.Func{}, err
 	}
@@ -428,30 +454,30 @@ func (c *checker) marked(f ir.Func, marker float64) (ir.Func, error) {
 	return mf, nil
 }
 
-// overflowTaint tells which result elements of one evaluation depend on
-// an overflow: the runs of MarkOverflow's copies with the three markers,
+// taint tells which result elements of one evaluation depend on a
+// fragile value: the runs of the marked copies with the three markers,
 // and the unmarked results, each evaluated on first use.
-type overflowTaint struct {
+type taint struct {
 	a, b, nan, plain *lazy
 }
 
-// taint prepares the overflow taint of f on args, evaluated with opts;
-// plain holds the unmarked results of the same evaluation.
-func (c *checker) taint(f ir.Func, args []*eval.Tensor, opts eval.Options, plain *lazy) *overflowTaint {
+// taint prepares the taint of f on args, evaluated with opts; plain holds
+// the unmarked results of the same evaluation.
+func (c *checker) taint(f ir.Func, args []*eval.Tensor, opts eval.Options, plain *lazy, kind markKind) *taint {
 	marked := func(marker float64) *lazy {
 		return &lazy{run: func() ([]*eval.Tensor, error) {
-			mf, err := c.marked(f, marker)
+			mf, err := c.marked(f, marker, kind)
 			if err != nil {
 				return nil, err
 			}
 			return eval.Run(mf, cloneAll(args), opts)
 		}}
 	}
-	return &overflowTaint{a: marked(markerA), b: marked(markerB), nan: marked(math.NaN()), plain: plain}
+	return &taint{a: marked(markerA), b: marked(markerB), nan: marked(math.NaN()), plain: plain}
 }
 
-// at reports whether element i of result r depends on an overflow.
-func (t *overflowTaint) at(r, i int) bool {
+// at reports whether element i of result r depends on a fragile value.
+func (t *taint) at(r, i int) bool {
 	if n, ok := t.nan.at(r, i); ok && math.IsNaN(n) {
 		if v, ok := t.plain.at(r, i); ok && !math.IsNaN(v) {
 			return true
@@ -613,12 +639,24 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 	scrubbed := &lazy{run: func() ([]*eval.Tensor, error) {
 		return eval.Run(f, scrubNaN(set.args), eval.Options{F64: true})
 	}}
-	// where the original overflows in float64, and where both programs
-	// overflow in their own precision
-	taint64 := c.taint(f, set.args, eval.Options{F64: true}, ref)
+	// where the original overflows in float64, where both programs
+	// overflow in their own precision, and where the original takes a
+	// step next to a discontinuity
 	base := func(ts []*eval.Tensor) *lazy { return &lazy{run: func() ([]*eval.Tensor, error) { return ts, nil }} }
-	taintBefore := c.taint(f, set.args, eval.Options{}, base(before))
-	taintAfter := c.taint(g, set.args, eval.Options{}, base(after))
+	overflow64 := c.taint(f, set.args, eval.Options{F64: true}, ref, markOverflows)
+	overflowBefore := c.taint(f, set.args, eval.Options{}, base(before), markOverflows)
+	overflowAfter := c.taint(g, set.args, eval.Options{}, base(after), markOverflows)
+	discontinuous := c.taint(f, set.args, eval.Options{}, base(before), markDiscontinuities)
+	var perturbed []*lazy
+	for _, kind := range []markKind{perturbUp, perturbDown, perturbAlt} {
+		perturbed = append(perturbed, &lazy{run: func() ([]*eval.Tensor, error) {
+			pf, err := c.marked(f, 0, kind)
+			if err != nil {
+				return nil, err
+			}
+			return eval.Run(pf, cloneAll(set.args), eval.Options{F64: true})
+		}})
+	}
 	for r := range before {
 		b, a := before[r], after[r]
 		if b.Elem != a.Elem || !sameShape(b.Shape, a.Shape) {
@@ -633,10 +671,20 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 		for i := range b.Data {
 			c.rep.Elements++
 			v, reason := j.element(b.Data[i], a.Data[i], evidence{
-				ref:       func() (float64, bool) { return ref.at(r, i) },
-				scrubbed:  func() (float64, bool) { return scrubbed.at(r, i) },
-				tainted:   func() bool { return taint64.at(r, i) },
-				overflows: func() bool { return taintBefore.at(r, i) && taintAfter.at(r, i) },
+				ref:           func() (float64, bool) { return ref.at(r, i) },
+				scrubbed:      func() (float64, bool) { return scrubbed.at(r, i) },
+				tainted:       func() bool { return overflow64.at(r, i) },
+				overflows:     func() bool { return overflowBefore.at(r, i) && overflowAfter.at(r, i) },
+				discontinuous: func() bool { return discontinuous.at(r, i) },
+				perturbed: func() []float64 {
+					var vs []float64
+					for _, p := range perturbed {
+						if v, ok := p.at(r, i); ok {
+							vs = append(vs, v)
+						}
+					}
+					return vs
+				},
 			})
 			switch v {
 			case viaReference:

@@ -204,6 +204,8 @@ const (
 	noTaint = iota
 	f64Overflow
 	bothOverflow
+	nearDiscontinuity
+	sensitive
 )
 
 func TestJudge(t *testing.T) {
@@ -221,7 +223,7 @@ func TestJudge(t *testing.T) {
 		j              judge
 		before, after  float64
 		ref, scrubbed  func() (float64, bool)
-		taint          int // noTaint, f64Overflow or bothOverflow
+		taint          int // noTaint, f64Overflow, bothOverflow, nearDiscontinuity or sensitive
 		want           verdict
 		reasonContains string
 		refUnused      bool
@@ -236,6 +238,8 @@ func TestJudge(t *testing.T) {
 		{"below 1, in units of 2^-23", numerics, 1e-3, 1e-3 + 5*one, refOf(1e-3), noRef, noTaint, mismatch, "by 5 ULP", false},
 		{"ill-conditioned original", numerics, 1, 1 + 30*one, refOf(1 + 20*one), noRef, noTaint, viaReference, "", false},
 		{"farther than the original", numerics, 1, 1 + 80*one, refOf(1 + 20*one), noRef, noTaint, mismatch, "from the float64 reference by 60 ULP", false},
+		{"a lucky original, a sensitive program", numerics, 1, 1 + 30*one, refOf(1), noRef, sensitive, viaReference, "", false},
+		{"a lucky original, an insensitive program", numerics, 1, 1 + 30*one, refOf(1), noRef, noTaint, mismatch, "", false},
 		{"overflow repaired", numerics, inf, 100, refOf(100), noRef, noTaint, viaReference, "", false},
 		{"overflow repaired badly", numerics, inf, 90, refOf(100), noRef, noTaint, mismatch, "the exact value is 100", false},
 		{"NaN where the exact value is finite", numerics, 1, nan, refOf(1 + 200*one), noRef, noTaint, mismatch, "", false},
@@ -244,6 +248,7 @@ func TestJudge(t *testing.T) {
 		{"f64 overflow on the way, not legalized", numerics, 1, nan, refOf(1), noRef, f64Overflow, mismatch, "", false},
 		{"f64 overflow of the result, legalized", legal, inf, 1e30, refOf(inf), noRef, f64Overflow, excused, "", false},
 		{"both programs overflow in f32", numerics, inf, 168, refOf(270), noRef, bothOverflow, excused, "", false},
+		{"next to a discontinuity", numerics, 0, 1, refOf(0), noRef, nearDiscontinuity, excused, "", false},
 		{"only the transformed program overflows", numerics, 270, inf, refOf(270), noRef, noTaint, mismatch, "", false},
 		{"NaN from the program's arithmetic", legal, nan, 0.5, refOf(nan), refOf(nan), noTaint, excused, "", false},
 		{"NaN from a NaN input", legal, nan, 0.5, refOf(nan), refOf(0.25), noTaint, mismatch, "an input is NaN", false},
@@ -256,10 +261,17 @@ func TestJudge(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			refUsed := false
 			ev := evidence{
-				ref:       func() (float64, bool) { refUsed = true; return tt.ref() },
-				scrubbed:  tt.scrubbed,
-				tainted:   func() bool { return tt.taint == f64Overflow },
-				overflows: func() bool { return tt.taint == bothOverflow },
+				ref:           func() (float64, bool) { refUsed = true; return tt.ref() },
+				scrubbed:      tt.scrubbed,
+				tainted:       func() bool { return tt.taint == f64Overflow },
+				overflows:     func() bool { return tt.taint == bothOverflow },
+				discontinuous: func() bool { return tt.taint == nearDiscontinuity },
+				perturbed: func() []float64 {
+					if tt.taint == sensitive {
+						return []float64{1 - 3*one, 1 + 20*one} // one-ULP steps move the result by up to 20 ULP
+					}
+					return nil
+				},
 			}
 			v, reason := tt.j.element(tt.before, tt.after, ev)
 			assert.Equal(t, tt.want, v, reason)
@@ -281,6 +293,55 @@ func TestDistance(t *testing.T) {
 	assert.Equal(t, 1.0, Floor(ir.F32))
 	assert.Equal(t, 0x1p-16, Floor(ir.BF16))
 	assert.Equal(t, 0x1p-13, Floor(ir.F16))
+}
+
+func TestMarkDiscontinuities(t *testing.T) {
+	m := parse(t, `func.func @f(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>, tensor<4xi8>, tensor<4xf32>) {
+  %c = graph.ceil %x : tensor<4xf32>
+  %l = graph.cmp %x, %y {predicate = "lt"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %i = graph.cast %x : (tensor<4xf32>) -> tensor<4xi8>
+  %r = graph.round %x : tensor<4xf32>
+  return %c, %l, %i, %r : tensor<4xf32>, tensor<4xi1>, tensor<4xi8>, tensor<4xf32>
+}
+`)
+	f, _ := m.Lookup("f")
+	a, err := MarkDiscontinuities(f, -5)
+	require.NoError(t, err)
+	require.NoError(t, ir.Verify(a.Operation), ir.Print(a.Operation, ir.PrintOptions{}))
+	x, err := eval.TensorOf(ir.F32, []int64{4}, []float64{2.0000002, 2.3, 1e-30, 3.5})
+	require.NoError(t, err)
+	y, err := eval.TensorOf(ir.F32, []int64{4}, []float64{2, 7, 0, -3.5})
+	require.NoError(t, err)
+	out, err := eval.Run(a, []*eval.Tensor{x, y}, eval.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []float64{-5, 3, -5, 4}, out[0].Data, "ceil next to an integer is marked")
+	assert.Equal(t, []float64{0, 1, 0, 0}, out[1].Data, "cmp of nearly equal values is marked (false for a negative marker)")
+	assert.Equal(t, []float64{5, 2, 5, 3}, out[2].Data, "casts to integers next to an integer are marked")
+	assert.Equal(t, []float64{2, 2, 0, -5}, out[3].Data, "round next to a half-integer is marked")
+}
+
+func TestPerturbRounding(t *testing.T) {
+	m := parse(t, `func.func @f(%x: tensor<2xf16>) -> tensor<2xf16> {
+  %e = graph.exp %x : tensor<2xf16>
+  %n = graph.neg %e : tensor<2xf16>
+  %s = graph.sub %n, %x : tensor<2xf16>
+  return %s : tensor<2xf16>
+}
+`)
+	f, _ := m.Lookup("f")
+	up, err := PerturbRounding(f, func(int) float64 { return 1 })
+	require.NoError(t, err)
+	require.NoError(t, ir.Verify(up.Operation))
+	text := ir.Print(up.Operation, ir.PrintOptions{})
+	assert.Equal(t, 2, strings.Count(text, "graph.mul"), "exp and sub round; neg does not:\n%s", text)
+	assert.Contains(t, text, "dense<1.0009766> : tensor<f16>")
+	x, err := eval.TensorOf(ir.F16, []int64{2}, []float64{0, 1})
+	require.NoError(t, err)
+	out, err := eval.Run(up, []*eval.Tensor{x}, eval.Options{F64: true})
+	require.NoError(t, err)
+	u := 1 + 0x1p-10
+	assert.InDelta(t, -u*u, out[0].Data[0], 1e-15)
+	assert.InDelta(t, (-math.E*u-1)*u, out[0].Data[1], 1e-12)
 }
 
 func TestPrecision(t *testing.T) {

@@ -93,15 +93,37 @@ type evidence struct {
 	// overflows reports whether the element depends on an overflow in
 	// its own precision in both the original and the transformed program.
 	overflows func() bool
+	// discontinuous reports whether the element depends on a step the
+	// original takes next to a discontinuity (MarkDiscontinuities).
+	discontinuous func() bool
+	// perturbed returns the element in float64 evaluations of the
+	// original with every rounding step moved by one ULP
+	// (PerturbRounding).
+	perturbed func() []float64
+}
+
+// spread is how far one-ULP steps move the original from ref: the
+// original's sensitivity to rounding at this element.
+func (j judge) spread(r float64, ev evidence, dist func(a, b float64, k ir.ElemKind) float64) float64 {
+	s := 0.0
+	for _, p := range ev.perturbed() {
+		if d := dist(p, r, j.k); d > s {
+			s = d
+		}
+	}
+	return s
 }
 
 // unverifiable reports whether no reference can judge the element: the
 // original overflows on the way to it even in float64 (legalized meaning
-// only), or both programs overflow on the way to it in their own
-// precision, so that neither is near the exact value; a pass is not
-// required to remove every overflow, only the ones it rewrites.
+// only); both programs overflow on the way to it in their own precision,
+// so that neither is near the exact value (a pass is not required to
+// remove every overflow, only the ones it rewrites); or the original
+// takes a step next to a discontinuity (ceil, round, cmp...), where a
+// difference of one rounding, or one float64 cannot see, changes the
+// outcome.
 func (j judge) unverifiable(ev evidence) bool {
-	return (j.legalized && ev.tainted()) || ev.overflows()
+	return (j.legalized && ev.tainted()) || ev.overflows() || ev.discontinuous()
 }
 
 // element judges one element.
@@ -128,7 +150,7 @@ func (j judge) element(before, after float64, ev evidence) (verdict, string) {
 	}
 	if !j.k.IsFloat() {
 		errB, errA := math.Abs(before-r), math.Abs(after-r)
-		if errA <= j.bound+Slack*errB {
+		if errA <= j.bound+Slack*errB || errA <= j.bound+Slack*j.spread(r, ev, dist) {
 			return viaReference, ""
 		}
 		if j.unverifiable(ev) {
@@ -140,7 +162,7 @@ func (j judge) element(before, after float64, ev evidence) (verdict, string) {
 	switch {
 	case finite(before) && finite(rk):
 		errB, errA := dist(before, r, j.k), dist(after, r, j.k)
-		if errA <= j.bound+Slack*errB {
+		if errA <= j.bound+Slack*errB || errA <= j.bound+Slack*j.spread(r, ev, dist) {
 			return viaReference, ""
 		}
 		if j.unverifiable(ev) {
@@ -151,7 +173,7 @@ func (j judge) element(before, after float64, ev evidence) (verdict, string) {
 		// The original overflowed in its own precision; the exact value is
 		// representable.
 		errA := dist(after, r, j.k)
-		if errA <= j.bound+0.5 {
+		if errA <= j.bound+0.5+Slack*j.spread(r, ev, dist) {
 			return viaReference, ""
 		}
 		if j.unverifiable(ev) {

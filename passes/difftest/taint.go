@@ -8,25 +8,31 @@ import (
 	"github.com/tensorforge/tensorforge/ir"
 )
 
-// Overflow taint: which result elements of the original depend on a value
-// that overflowed (or underflowed to 0) even in float64: exp(1e4),
-// pow(10, 1e30), exp(-1e30). There the
-// original's value, and its float64 reference, say nothing about the
-// exact result: pow(-1, log2(2^x + 2^y)) is 1 when the sum overflows to
-// inf and NaN when legalize-numerics computes the logarithm exactly.
+// Taint: which result elements depend on a value no reference can vouch
+// for. Two kinds of value are fragile:
 //
-// MarkOverflow builds a copy of the function in which every overflow is
-// replaced by a marker value; an element is tainted when the copies with
-// two different markers disagree on it, or the copy with marker NaN makes
-// it NaN: when it depends on an overflowed value. Only the creation of an infinity from finite operands
-// is an overflow: an infinite input that propagates is not.
+//   - an overflow (or an underflow to 0): exp(1e4) is inf even in float64,
+//     and from there neither the original nor its float64 reference says
+//     anything about the exact result: pow(-1, log2(2^x + 2^y)) is 1 when
+//     the sum overflows to inf and NaN when legalize-numerics computes the
+//     logarithm exactly;
+//   - a step taken next to a discontinuity: ceil(log(e^a + e^b)) is 0 when
+//     b = -inf and a = 1e-45 rounds exp(a) to 1, and 1 when the logarithm
+//     is computed as a + log1p(...), which is exact; float64 rounds the
+//     same way, so only a discontinuity of the op reveals it.
+//
+// MarkOverflow and MarkDiscontinuities build copies of a function in which
+// every fragile value is replaced by a marker; an element is tainted when
+// the copies with two different markers disagree on it, or the copy with
+// marker NaN makes it NaN where it is not otherwise: when it depends on a
+// fragile value.
 
 // MarkOverflow returns a detached copy of f in which the result of every
 // op that can overflow (exp, exp2, expm1, pow, mul, add, sub, cast,
 // reduce_sum, reduce_mean; graph.fused bodies included) that is ±inf
 // while the operands it is computed from are finite, or that underflows
-// (exp, exp2, pow, mul, cast, softmax: 0 from finite non-zero operands),
-// is replaced by marker:
+// (exp, exp2, pow, mul, cast, softmax: 0 from finite operands, non-zero
+// ones for those where 0 is exact then), is replaced by marker:
 //
 //	%e = graph.exp %x : tensor<4xf32>
 //
@@ -38,29 +44,65 @@ import (
 //	%ax = graph.abs %x : tensor<4xf32>
 //	%fin = graph.cmp %ax, %cinf {predicate = "lt"} : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
 //	%m = graph.select %inf, %fin, %false : (tensor<4xi1>, tensor<4xi1>, tensor<i1>) -> tensor<4xi1>
+//	...                                  // or exp underflowed: %a == 0 and %fin
 //	%e = graph.select %m, %cmarker, %e0 : (tensor<4xi1>, tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
 //
 // For a reduction the operands' finiteness is reduce_max(abs(x)) over the
-// same axes.
+// same axes. Only the creation of an infinity (or a 0) from finite
+// operands counts: an infinite input that propagates does not, nor does a
+// pole (log(0), 1/0), whose infinity is exact.
 func MarkOverflow(f ir.Func, marker float64) (ir.Func, error) {
+	return markEach(f, marker, func(op *ir.Operation) bool {
+		_, under := underflowing[op.Name()]
+		return (overflowing[op.Name()] || under) && op.NumResults() == 1 && isFloat(op.Result(0))
+	}, markOverflow)
+}
+
+// MarkDiscontinuities returns a detached copy of f in which the result of
+// every op whose input lies next to one of its discontinuities, within
+// 2^-10 of its magnitude (at least 1), is replaced by marker: ceil and
+// floor near an integer, round near a half-integer, a float -> integer
+// cast near an integer, quantize (per tensor) where x / scale is near a
+// half-integer, cmp with nearly equal operands. A rewrite that rounds an
+// earlier step differently may land on the other side; so may the exact
+// value, which float64 does not always resolve. Integer and i1 results
+// take the marker's sign (markers 3 and 5 for integers, true for a
+// positive marker); a NaN marker leaves them alone.
+func MarkDiscontinuities(f ir.Func, marker float64) (ir.Func, error) {
+	return markEach(f, marker, func(op *ir.Operation) bool {
+		switch op.Name() {
+		case graph.OpCeil, graph.OpFloor, graph.OpRound:
+			return true
+		case graph.OpCmp:
+			return isFloat(op.Operand(0))
+		case graph.OpCast:
+			return isFloat(op.Operand(0)) && !isFloat(op.Result(0))
+		case graph.OpQuantize:
+			return op.NumOperands() == 1
+		}
+		return false
+	}, markDiscontinuity)
+}
+
+// markEach copies f and applies mark to every op that select accepts.
+func markEach(f ir.Func, marker float64, selectOp func(*ir.Operation) bool,
+	mark func(m *marking, op *ir.Operation) *ir.Value) (ir.Func, error) {
 	c := ir.Func{Operation: f.Operation.Clone(ir.Mapping{})}
 	var ops []*ir.Operation
 	c.Walk(func(op *ir.Operation) bool {
-		if markable(op) {
+		if op.Dialect() == "graph" && op.NumResults() == 1 && selectOp(op) {
 			ops = append(ops, op)
 		}
 		return true
 	})
 	for _, op := range ops {
-		if err := markOp(op, marker); err != nil {
-			return ir.Func{}, fmt.Errorf("difftest: marking overflow of %s: %w", op.Name(), err)
+		m := &marking{b: ir.NewBuilderBefore(op.Next()), loc: op.Loc}
+		mask := mark(m, op)
+		if err := m.replace(op.Result(0), mask, marker); err != nil {
+			return ir.Func{}, fmt.Errorf("difftest: marking %s: %w", op.Name(), err)
 		}
 	}
 	return c, nil
-}
-
-var reductions = map[string]bool{
-	graph.OpReduceSum: true, graph.OpReduceMax: true, graph.OpReduceMin: true, graph.OpReduceMean: true,
 }
 
 // overflowing lists the ops whose result can overflow while the exact
@@ -72,16 +114,24 @@ var overflowing = map[string]bool{
 	graph.OpReduceSum: true, graph.OpReduceMean: true,
 }
 
-// underflowing lists the ops whose result can round to 0 while the
-// exact value is not (exp(-1e30), 1e-30 * 1e-30, a cast of 1e-10 to f16):
-// an underflow the original may turn into a pole later (log(0) = -inf)
-// and a rewrite may avoid. A sum that cancels to 0 is exact and is not
-// one.
-// The value says whether a 0 is exact when an operand is 0 (0 * x,
+// underflowing lists the ops whose result can round to 0 while the exact
+// value is not (exp(-1e30), 1e-30 * 1e-30, a cast of 1e-10 to f16): an
+// underflow the original may turn into a pole later (log(0) = -inf) and a
+// rewrite may avoid. A sum that cancels to 0 is exact and is not one. The
+// value says whether a 0 is exact when an operand is 0 (0 * x,
 // pow(0, y), a cast of 0); exp, exp2 and softmax are never 0 exactly.
 var underflowing = map[string]bool{
 	graph.OpExp: false, graph.OpExp2: false, graph.OpPow: true, graph.OpMul: true, graph.OpCast: true,
 	graph.OpSoftmax: false, // whose entries far below the row maximum underflow
+}
+
+var reductions = map[string]bool{
+	graph.OpReduceSum: true, graph.OpReduceMax: true, graph.OpReduceMin: true, graph.OpReduceMean: true,
+}
+
+func isFloat(v *ir.Value) bool {
+	_, ok := floatKind(v)
+	return ok
 }
 
 func floatKind(v *ir.Value) (ir.ElemKind, bool) {
@@ -89,84 +139,72 @@ func floatKind(v *ir.Value) (ir.ElemKind, bool) {
 	return t.Elem.Kind, ok && t.Elem.Kind.IsFloat()
 }
 
-// markable reports whether op can overflow and its operands line up with
-// its result (element-wise ops and reductions), with one float result.
-func markable(op *ir.Operation) bool {
-	_, under := underflowing[op.Name()]
-	if !overflowing[op.Name()] && !under || op.NumResults() != 1 {
-		return false
-	}
-	_, ok := floatKind(op.Result(0))
-	return ok
+func kindOf(v *ir.Value) ir.ElemKind {
+	e, _ := ir.ElemOf(v.Type())
+	return e.Kind
 }
 
-func markOp(op *ir.Operation, marker float64) (err error) {
-	b := ir.NewBuilderBefore(op.Next())
-	loc := op.Loc
-	must := func(v *ir.Value, e error) *ir.Value {
-		if e != nil && err == nil {
-			err = e
-		}
-		return v
-	}
-	build := func(f func() (*ir.Value, error)) *ir.Value {
-		if err != nil {
-			return nil
-		}
-		return must(f())
-	}
-	scalar := func(k ir.ElemKind, v float64) *ir.Value {
-		return build(func() (*ir.Value, error) {
-			return firstResult(graph.BuildConstant(b, loc, ir.DenseAttr{Type: ir.Tensor(ir.ElemType{Kind: k}), Values: []float64{v}}))
-		})
-	}
-	abs := func(v *ir.Value) *ir.Value {
-		return build(func() (*ir.Value, error) { return firstResult(graph.BuildAbs(b, loc, v)) })
-	}
-	cmp := func(x, y *ir.Value, pred string) *ir.Value {
-		return build(func() (*ir.Value, error) { return firstResult(graph.BuildCmp(b, loc, x, y, pred)) })
-	}
-	sel := func(c, x, y *ir.Value) *ir.Value {
-		return build(func() (*ir.Value, error) { return firstResult(graph.BuildSelect(b, loc, c, x, y)) })
-	}
-
+// markOverflow returns the mask of the elements of op's result that
+// overflowed or underflowed.
+func markOverflow(m *marking, op *ir.Operation) *ir.Value {
 	r := op.Result(0)
-	rk, _ := floatKind(r)
-	absR := abs(r)
-	trueV, falseV := scalar(ir.I1, 1), scalar(ir.I1, 0)
-	and := func(x, y *ir.Value) *ir.Value { return sel(x, y, falseV) }
-	finite, nonzero := trueV, trueV
+	rk := kindOf(r)
+	absR := m.abs(r)
+	finite, nonzero := m.scalar(ir.I1, 1), m.scalar(ir.I1, 1)
 	axes, keepdim := reductionAttrs(op)
 	for _, o := range op.Operands() {
 		k, ok := floatKind(o)
 		if !ok {
 			continue
 		}
-		mag := abs(o)
+		mag := m.abs(o)
 		if reductions[op.Name()] {
-			elems := mag
-			mag = build(func() (*ir.Value, error) { return firstResult(graph.BuildReduceMax(b, loc, elems, axes, keepdim)) })
+			mag = m.reduceMax(mag, axes, keepdim)
 		}
-		finite = and(finite, cmp(mag, scalar(k, math.Inf(1)), "lt"))
-		nonzero = and(nonzero, cmp(mag, scalar(k, 0), "gt"))
+		finite = m.and(finite, m.cmp(mag, m.scalar(k, math.Inf(1)), "lt"))
+		nonzero = m.and(nonzero, m.cmp(mag, m.scalar(k, 0), "gt"))
 	}
-	mask := and(cmp(absR, scalar(rk, math.Inf(1)), "eq"), finite)
+	mask := m.and(m.cmp(absR, m.scalar(rk, math.Inf(1)), "eq"), finite)
 	if zeroIsExact, ok := underflowing[op.Name()]; ok {
 		cond := finite
 		if zeroIsExact {
-			cond = and(finite, nonzero)
+			cond = m.and(finite, nonzero)
 		}
-		mask = sel(mask, trueV, and(cmp(absR, scalar(rk, 0), "eq"), cond))
+		mask = m.or(mask, m.and(m.cmp(absR, m.scalar(rk, 0), "eq"), cond))
 	}
-	marked := sel(mask, scalar(rk, marker), r)
-	if err != nil {
-		return err
+	return mask
+}
+
+// discontinuityTolerance is how near a discontinuity, relative to the
+// magnitude (at least 1), an input counts as next to it.
+const discontinuityTolerance = 0x1p-10
+
+// markDiscontinuity returns the mask of the elements of op's result whose
+// input lies next to a discontinuity of op.
+func markDiscontinuity(m *marking, op *ir.Operation) *ir.Value {
+	x := op.Operand(0)
+	k := kindOf(x)
+	// near reports |a - b| <= tol * max(|a|, |b|, 1)
+	near := func(a, b *ir.Value) *ir.Value {
+		scale := m.max(m.max(m.abs(a), m.abs(b)), m.scalar(k, 1))
+		return m.cmp(m.abs(m.sub(a, b)), m.mul(scale, m.scalar(k, discontinuityTolerance)), "le")
 	}
-	r.ReplaceAllUsesWith(marked)
-	// the marking itself reads the unmarked value
-	absR.DefiningOp().SetOperand(0, r)
-	marked.DefiningOp().SetOperand(2, r)
-	return nil
+	half := func(v *ir.Value) *ir.Value { return m.add(m.floor(v), m.scalar(k, 0.5)) }
+	switch op.Name() {
+	case graph.OpCmp:
+		return near(x, op.Operand(1))
+	case graph.OpRound:
+		return near(x, half(x))
+	case graph.OpQuantize:
+		scale, _ := ir.AttrAsFloat(op.Attr("scale"))
+		if scale == 0 {
+			scale = 1
+		}
+		q := m.div(x, m.scalar(k, scale))
+		return near(q, half(q))
+	}
+	// ceil, floor, casts to integers: at the integers
+	return near(x, m.round(x))
 }
 
 // reductionAttrs reads `axes` and `keepdim` of a reduction.
@@ -179,9 +217,173 @@ func reductionAttrs(op *ir.Operation) ([]int64, bool) {
 	return axes, bool(keep)
 }
 
+// marking builds the ops that mark one op's result. The first builder
+// error is kept and every later step is skipped.
+type marking struct {
+	b       *ir.Builder
+	loc     ir.Location
+	err     error
+	created []*ir.Operation
+}
+
+func (m *marking) val(build func() (*ir.Value, error)) *ir.Value {
+	if m.err != nil {
+		return nil
+	}
+	v, err := build()
+	if err != nil {
+		m.err = err
+		return nil
+	}
+	m.created = append(m.created, v.DefiningOp())
+	return v
+}
+
 func firstResult[T interface{ Result(int) *ir.Value }](op T, err error) (*ir.Value, error) {
 	if err != nil {
 		return nil, err
 	}
 	return op.Result(0), nil
+}
+
+func (m *marking) scalar(k ir.ElemKind, v float64) *ir.Value {
+	return m.val(func() (*ir.Value, error) {
+		return firstResult(graph.BuildConstant(m.b, m.loc, ir.DenseAttr{Type: ir.Tensor(ir.ElemType{Kind: k}), Values: []float64{v}}))
+	})
+}
+
+func (m *marking) abs(v *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildAbs(m.b, m.loc, v)) })
+}
+
+func (m *marking) floor(v *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildFloor(m.b, m.loc, v)) })
+}
+
+func (m *marking) round(v *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildRound(m.b, m.loc, v)) })
+}
+
+func (m *marking) add(x, y *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildAdd(m.b, m.loc, x, y)) })
+}
+
+func (m *marking) sub(x, y *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildSub(m.b, m.loc, x, y)) })
+}
+
+func (m *marking) mul(x, y *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildMul(m.b, m.loc, x, y)) })
+}
+
+func (m *marking) div(x, y *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildDiv(m.b, m.loc, x, y)) })
+}
+
+func (m *marking) max(x, y *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildMax(m.b, m.loc, x, y)) })
+}
+
+func (m *marking) cmp(x, y *ir.Value, pred string) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildCmp(m.b, m.loc, x, y, pred)) })
+}
+
+func (m *marking) sel(c, x, y *ir.Value) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildSelect(m.b, m.loc, c, x, y)) })
+}
+
+func (m *marking) reduceMax(x *ir.Value, axes []int64, keepdim bool) *ir.Value {
+	return m.val(func() (*ir.Value, error) { return firstResult(graph.BuildReduceMax(m.b, m.loc, x, axes, keepdim)) })
+}
+
+func (m *marking) and(x, y *ir.Value) *ir.Value { return m.sel(x, y, m.scalar(ir.I1, 0)) }
+
+func (m *marking) or(x, y *ir.Value) *ir.Value { return m.sel(x, m.scalar(ir.I1, 1), y) }
+
+// replace makes every use of r, except the marking's own, read
+// select(mask, marker, r). Integer and i1 results take a marker of the
+// marker's sign; NaN leaves them alone.
+func (m *marking) replace(r, mask *ir.Value, marker float64) error {
+	k := kindOf(r)
+	if !k.IsFloat() {
+		switch {
+		case math.IsNaN(marker):
+			return m.err
+		case k == ir.I1:
+			marker = map[bool]float64{true: 1, false: 0}[marker > 0]
+		case marker > 0:
+			marker = 3
+		default:
+			marker = 5
+		}
+	}
+	marked := m.sel(mask, m.scalar(k, marker), r)
+	if m.err != nil {
+		return m.err
+	}
+	own := map[*ir.Operation]bool{}
+	for _, op := range m.created {
+		own[op] = true
+	}
+	for _, u := range append([]*ir.Operand(nil), r.Uses()...) {
+		if !own[u.Owner] {
+			u.Set(marked)
+		}
+	}
+	return nil
+}
+
+// exactOps compute their results without rounding: moving data, choosing
+// among operands, or rounding to an integer, which every float type holds.
+var exactOps = map[string]bool{
+	graph.OpConstant: true, graph.OpReshape: true, graph.OpTranspose: true, graph.OpBroadcastTo: true,
+	graph.OpSlice: true, graph.OpConcat: true, graph.OpSelect: true, graph.OpMax: true, graph.OpMin: true,
+	graph.OpAbs: true, graph.OpNeg: true, graph.OpRelu: true, graph.OpClamp: true,
+	graph.OpFloor: true, graph.OpCeil: true, graph.OpRound: true, graph.OpReduceMax: true, graph.OpReduceMin: true,
+}
+
+// PerturbRounding returns a detached copy of f in which the float result
+// of every op that rounds is multiplied by 1 ± one ULP (at 1) of its type,
+// the sign of op number i (in walk order) being sign(i):
+//
+//	%e = graph.exp %x : tensor<4xf16>
+//
+// becomes
+//
+//	%e0 = graph.exp %x : tensor<4xf16>
+//	%u = graph.constant dense<1.0009766> : tensor<f16>
+//	%e = graph.mul %e0, %u : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
+//
+// Evaluated in float64, it shows how far the program's results move when
+// every step rounds by about one ULP more or less, which is what a
+// rewrite that rounds one step differently may do: the conditioning of the
+// computation, as Monte Carlo arithmetic estimates it.
+func PerturbRounding(f ir.Func, sign func(i int) float64) (ir.Func, error) {
+	c := ir.Func{Operation: f.Operation.Clone(ir.Mapping{})}
+	var ops []*ir.Operation
+	c.Walk(func(op *ir.Operation) bool {
+		if op.Dialect() == "graph" && op.NumResults() == 1 && op.NumRegions() == 0 && !exactOps[op.Name()] && isFloat(op.Result(0)) {
+			ops = append(ops, op)
+		}
+		return true
+	})
+	for i, op := range ops {
+		r := op.Result(0)
+		k := kindOf(r)
+		m := &marking{b: ir.NewBuilderBefore(op.Next()), loc: op.Loc}
+		ulp := 1.0
+		if bits, ok := mantissaBits[k]; ok {
+			ulp = math.Ldexp(1, -bits)
+		}
+		scaled := m.mul(r, m.scalar(k, 1+sign(i)*ulp))
+		if m.err != nil {
+			return ir.Func{}, fmt.Errorf("difftest: perturbing %s: %w", op.Name(), m.err)
+		}
+		for _, u := range append([]*ir.Operand(nil), r.Uses()...) {
+			if u.Owner != scaled.DefiningOp() {
+				u.Set(scaled)
+			}
+		}
+	}
+	return c, nil
 }

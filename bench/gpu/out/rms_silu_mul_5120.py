@@ -12,7 +12,7 @@ import triton.language as tl
 # kernel that keeps its rows in one block is next_power_of_2(row length)
 # and must stay at least the row length.
 CONFIGS = {
-    "rms_silu_mul_k0": {"BLOCK": 8192, "ROWS": 1, "num_warps": 16},
+    "rms_silu_mul_k0": {"BLOCK": 8192, "ROWS": 1, "num_warps": 8},
 }
 
 

@@ -12,7 +12,7 @@ import triton.language as tl
 # kernel that keeps its rows in one block is next_power_of_2(row length)
 # and must stay at least the row length.
 CONFIGS = {
-    "softmax_k0": {"BLOCK": 4096, "ROWS": 1, "num_warps": 8},
+    "softmax_k0": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
 }
 
 

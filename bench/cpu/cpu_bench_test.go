@@ -1,0 +1,212 @@
+// Package cpu measures the CPU backend on the memory-bound chains fusion is
+// for: RMSNorm -> SiLU -> Mul, residual add + RMSNorm, and softmax, in bf16
+// and f32. In one run it compiles each program through tfc's pipeline and
+// LLVM to native code three ways and times them on every core:
+//
+//   - fused: -O2, one row kernel per chain;
+//   - unfused: -O0, one kernel per op, intermediates through memory;
+//   - copy: a STREAM-style copy moving the same bytes (read + written) as
+//     the fused kernel, compiled the same way (-O2, one copy kernel).
+//
+// It prints the effective bandwidth of each (the bytes the chain must move
+// at least, over the median time) and the ratios fused / copy and
+// -O0 time / -O2 time.
+//
+//	go test ./bench/cpu -run XXX -bench . -benchtime 1x -timeout 60m
+//
+// TFC_BENCH_ROWS and TFC_BENCH_COLS set the shape (default 4096x8192),
+// TFC_BENCH_RUNS the timed runs per program (default 10), TF_NUM_THREADS
+// the threads. bench/cpu/run.sh runs it and keeps the table.
+package cpu
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/emit/cpurt"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
+	_ "github.com/tensorforge/tensorforge/lowering"
+	"github.com/tensorforge/tensorforge/parser"
+	_ "github.com/tensorforge/tensorforge/passes"
+)
+
+// The pipelines of -O2 and -O0 (tfc's pipelines.go).
+const (
+	pipelineO2 = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc"
+	pipelineO0 = "legalize-numerics,decompose,lower-to-loops,sram-alloc"
+)
+
+// chain is one benchmarked program.
+type chain struct {
+	name string
+	// src is the function for R rows of C elements of type T.
+	src func(r, c int, t string) string
+	// traffic is the bytes a fused kernel moves, in units of R*C
+	// elements (rms_silu_mul reads x and z and writes y: 3); the weight
+	// (C elements) is added.
+	traffic int
+	weight  bool
+}
+
+var chains = []chain{
+	{name: "rmsnorm->silu->mul", traffic: 3, weight: true, src: func(r, c int, t string) string {
+		return fmt.Sprintf(`func.func @f(%%x: tensor<%[1]dx%[2]dx%[3]s>, %%w: tensor<%[2]dx%[3]s>, %%z: tensor<%[1]dx%[2]dx%[3]s>) -> tensor<%[1]dx%[2]dx%[3]s> {
+  %%n = graph.rmsnorm %%x, %%w {eps = 1.0e-05 : f32} : (tensor<%[1]dx%[2]dx%[3]s>, tensor<%[2]dx%[3]s>) -> tensor<%[1]dx%[2]dx%[3]s>
+  %%s = graph.silu %%n : tensor<%[1]dx%[2]dx%[3]s>
+  %%y = graph.mul %%s, %%z : tensor<%[1]dx%[2]dx%[3]s>
+  return %%y : tensor<%[1]dx%[2]dx%[3]s>
+}
+`, r, c, t)
+	}},
+	{name: "add+rmsnorm", traffic: 4, weight: true, src: func(r, c int, t string) string {
+		return fmt.Sprintf(`func.func @f(%%x: tensor<%[1]dx%[2]dx%[3]s>, %%r: tensor<%[1]dx%[2]dx%[3]s>, %%w: tensor<%[2]dx%[3]s>) -> (tensor<%[1]dx%[2]dx%[3]s>, tensor<%[1]dx%[2]dx%[3]s>) {
+  %%h = graph.add %%x, %%r : tensor<%[1]dx%[2]dx%[3]s>
+  %%n = graph.rmsnorm %%h, %%w {eps = 1.0e-05 : f32} : (tensor<%[1]dx%[2]dx%[3]s>, tensor<%[2]dx%[3]s>) -> tensor<%[1]dx%[2]dx%[3]s>
+  return %%h, %%n : tensor<%[1]dx%[2]dx%[3]s>, tensor<%[1]dx%[2]dx%[3]s>
+}
+`, r, c, t)
+	}},
+	{name: "softmax", traffic: 2, src: func(r, c int, t string) string {
+		return fmt.Sprintf(`func.func @f(%%x: tensor<%[1]dx%[2]dx%[3]s>) -> tensor<%[1]dx%[2]dx%[3]s> {
+  %%y = graph.softmax %%x {axis = -1} : tensor<%[1]dx%[2]dx%[3]s>
+  return %%y : tensor<%[1]dx%[2]dx%[3]s>
+}
+`, r, c, t)
+	}},
+}
+
+// copySrc copies R rows of K elements: a kernel that reads and writes 2*R*K.
+func copySrc(r, k int, t string) string {
+	return fmt.Sprintf("func.func @f(%%x: tensor<%[1]dx%[2]dx%[3]s>) -> tensor<%[1]dx%[2]dx%[3]s> {\n  return %%x : tensor<%[1]dx%[2]dx%[3]s>\n}\n", r, k, t)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// compileProgram compiles src with pipeline to a native program of @f.
+func compileProgram(b *testing.B, src, pipeline string) *cpurt.Program {
+	b.Helper()
+	m, err := parser.Parse("bench.tir", src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ir.Verify(m.Operation); err != nil {
+		b.Fatal(err)
+	}
+	t, _ := target.Lookup("cpu")
+	p, err := ir.ParsePipeline(pipeline)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
+	if err := pm.Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: t}); err != nil {
+		b.Fatal(err)
+	}
+	prog, err := cpurt.Compile(m, "f")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return prog
+}
+
+// median times prog on inputs.
+func median(b *testing.B, prog *cpurt.Program, inputs []*eval.Tensor, runs int) time.Duration {
+	b.Helper()
+	times, _, err := prog.Time(inputs, runs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(times) == 0 {
+		b.Fatal("no timings")
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
+}
+
+// inputsOf makes random inputs for @f of src.
+func inputsOf(b *testing.B, src string) []*eval.Tensor {
+	b.Helper()
+	m, err := parser.Parse("bench.tir", src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := eval.RandomInputs(m.Funcs()[0], 1, 1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return in
+}
+
+type row struct {
+	chain, dtype            string
+	bytes, copyBytes        int64
+	fused, unfused, copyDur time.Duration
+}
+
+func gbps(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
+
+// BenchmarkFusedKernels prints the table of the package comment.
+func BenchmarkFusedKernels(b *testing.B) {
+	rows, cols := envInt("TFC_BENCH_ROWS", 4096), envInt("TFC_BENCH_COLS", 8192)
+	runs := envInt("TFC_BENCH_RUNS", 10)
+	var results []row
+	for i := 0; i < b.N; i++ {
+		results = results[:0]
+		for _, c := range chains {
+			for _, dtype := range []string{"bf16", "f32"} {
+				size := int64(2)
+				if dtype == "f32" {
+					size = 4
+				}
+				src := c.src(rows, cols, dtype)
+				in := inputsOf(b, src)
+				r := row{chain: c.name, dtype: dtype, bytes: int64(c.traffic) * int64(rows) * int64(cols) * size}
+				if c.weight {
+					r.bytes += int64(cols) * size
+				}
+				fused := compileProgram(b, src, pipelineO2)
+				r.fused = median(b, fused, in, runs)
+				fused.Close()
+				unfused := compileProgram(b, src, pipelineO0)
+				r.unfused = median(b, unfused, in, runs)
+				unfused.Close()
+				// the copy moves traffic/2 elements per row each way
+				k := c.traffic * cols / 2
+				csrc := copySrc(rows, k, dtype)
+				cp := compileProgram(b, csrc, pipelineO2)
+				r.copyDur = median(b, cp, inputsOf(b, csrc), runs)
+				cp.Close()
+				r.copyBytes = 2 * int64(rows) * int64(k) * size
+				results = append(results, r)
+				b.ReportMetric(gbps(r.bytes, r.fused), strings.ReplaceAll(c.name, ">", "")+"_"+dtype+"_GB/s")
+			}
+		}
+	}
+	threads := os.Getenv("TF_NUM_THREADS")
+	if threads == "" {
+		threads = "all"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nCPU backend, %dx%d, median of %d runs, threads: %s\n", rows, cols, runs, threads)
+	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "chain\tdtype\tMB moved\tfused -O2 GB/s\tunfused -O0 GB/s\tcopy GB/s\tfused/copy\t-O0/-O2 time\t")
+	for _, r := range results {
+		fused, copied := gbps(r.bytes, r.fused), gbps(r.copyBytes, r.copyDur)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.2fx\t\n", r.chain, r.dtype, float64(r.bytes)/1e6,
+			fused, gbps(r.bytes, r.unfused), copied, 100*fused/copied, r.unfused.Seconds()/r.fused.Seconds())
+	}
+	tw.Flush()
+	fmt.Print(sb.String())
+}

@@ -1,0 +1,266 @@
+# Triton kernels and their launchers, compiled by tfc --emit=triton from elementwise.tir for h200.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+CONFIGS = {
+    "dyn_bcast_k0": {"BLOCK": 1024, "num_warps": 4},
+    "rank3_k0": {"BLOCK": 1024, "num_warps": 4},
+    "ints_k0": {"BLOCK": 1024, "num_warps": 4},
+    "f64_k0": {"BLOCK": 1024, "num_warps": 4},
+    "unary_k0": {"BLOCK": 1024, "num_warps": 4},
+}
+
+
+@triton.jit
+def _sigmoid_f64(x):
+    return 1.0 / (1.0 + libdevice.exp(-x))
+
+
+@triton.jit
+def _silu_f64(x):
+    return tl.where(x == -float("inf"), 0.0, x * _sigmoid_f64(x))
+
+
+@triton.jit
+def _gelu(x):
+    # x * Phi(x) = x / 2 * erfc(-x / sqrt(2))
+    return tl.where(x == -float("inf"), 0.0, 0.5 * x * libdevice.erfc(-0.7071067811865476 * x))
+
+
+@triton.jit
+def _gelu_tanh(x):
+    # x * sigmoid(2u), u = sqrt(2 / pi) * (x + 0.044715 x^3): the tanh form
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return tl.where(x == -float("inf"), 0.0, x * tl.sigmoid(2.0 * u))
+
+
+@triton.jit
+def dyn_bcast_k0(x, b, c, y, x_d0, x_d1, b_d0, c_d0, y_d0, y_d1, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    total = (y_d0 * y_d1)
+    emask = offs < total
+    r = offs // y_d1
+    i = offs % y_d1
+    x_1 = tl.load(x + offs, mask=emask)
+    b_1 = tl.load(b + i, mask=emask)
+    c_1 = tl.load(c + r, mask=emask)
+    t1 = x_1 + b_1
+    t2 = t1 * c_1
+    tl.store(y + offs, t2, mask=emask)
+
+
+@triton.jit
+def rank3_k0(x, s, y, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    total = 768
+    emask = offs < total
+    r = offs // 32
+    t1 = r % 6
+    x_1 = tl.load(x + offs, mask=emask)
+    s_1 = tl.load(s + t1, mask=emask)
+    t2 = x_1 * s_1
+    tl.store(y + offs, t2, mask=emask)
+
+
+@triton.jit
+def ints_k0(a, b, r, q, c, a_d0, b_d0, r_d0, q_d0, c_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    total = r_d0
+    emask = offs < total
+    a_1 = tl.load(a + offs, mask=emask)
+    b_1 = tl.load(b + offs, mask=emask)
+    t1 = a_1 + b_1
+    t2 = tl.maximum(t1, b_1)
+    t3 = -t2
+    t4 = tl.maximum(t3, tl.full([], 0, tl.int32))
+    tl.store(r + offs, t4, mask=emask)
+    t5 = t1.to(tl.int8)
+    tl.store(q + offs, t5, mask=emask)
+    t6 = a_1 < b_1
+    tl.store(c + offs, t6, mask=emask)
+
+
+@triton.jit
+def f64_k0(x, y, x_d0, y_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    total = y_d0
+    emask = offs < total
+    x_1 = tl.load(x + offs, mask=emask)
+    t1 = libdevice.exp(x_1)
+    t2 = _sigmoid_f64(t1)
+    t3 = _silu_f64(t2)
+    tl.store(y + offs, t3, mask=emask)
+
+
+@triton.jit
+def unary_k0(x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, a_d0, exp_d0, log_d0, l1p_d0, em1_d0, sq_d0, rs_d0, th_d0, sg_d0, ge_d0, gt_d0, sn_d0, rd_d0, fl_d0, pw_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    total = a_d0
+    emask = offs < total
+    x_1 = tl.load(x + offs, mask=emask)
+    t1 = tl.abs(x_1)
+    tl.store(a + offs, t1, mask=emask)
+    t2 = tl.exp(x_1)
+    tl.store(exp + offs, t2, mask=emask)
+    t3 = tl.log(t1)
+    tl.store(log + offs, t3, mask=emask)
+    t4 = libdevice.log1p(t1)
+    tl.store(l1p + offs, t4, mask=emask)
+    t5 = libdevice.expm1(x_1)
+    tl.store(em1 + offs, t5, mask=emask)
+    t6 = tl.sqrt_rn(t1)
+    tl.store(sq + offs, t6, mask=emask)
+    t7 = tl.rsqrt(t1)
+    tl.store(rs + offs, t7, mask=emask)
+    t8 = libdevice.tanh(x_1)
+    tl.store(th + offs, t8, mask=emask)
+    t9 = tl.sigmoid(x_1)
+    tl.store(sg + offs, t9, mask=emask)
+    t10 = _gelu(x_1)
+    tl.store(ge + offs, t10, mask=emask)
+    t11 = _gelu_tanh(x_1)
+    tl.store(gt + offs, t11, mask=emask)
+    t12 = libdevice.sin(x_1)
+    tl.store(sn + offs, t12, mask=emask)
+    t13 = libdevice.rint(x_1)
+    tl.store(rd + offs, t13, mask=emask)
+    t14 = tl.floor(x_1)
+    tl.store(fl + offs, t14, mask=emask)
+    t15 = libdevice.pow(t1, x_1)
+    tl.store(pw + offs, t15, mask=emask)
+
+
+def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+
+
+def dyn_bcast(x, b, c):
+    """dyn_bcast(x: f32[?, ?], b: f32[?], c: f32[?, 1]) -> f32[?, ?]"""
+    x = _tensor("dyn_bcast", "x", x, torch.float32, (None, None))
+    b = _tensor("dyn_bcast", "b", b, torch.float32, (None,))
+    c = _tensor("dyn_bcast", "c", c, torch.float32, (None, 1))
+    dev = x.device
+    x_d0 = x.shape[0]
+    x_d1 = x.shape[1]
+    b_d0 = b.shape[0]
+    c_d0 = c.shape[0]
+    y = torch.empty((x_d0, x_d1), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["dyn_bcast_k0"]
+    total = (x_d0 * x_d1)
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    if grid[0] > 0:
+        dyn_bcast_k0[grid](x, b, c, y, x_d0, x_d1, b_d0, c_d0, x_d0, x_d1, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+    return y
+
+
+def rank3(x, s):
+    """rank3(x: f32[4, 6, 32], s: f32[6, 1]) -> f32[4, 6, 32]"""
+    x = _tensor("rank3", "x", x, torch.float32, (4, 6, 32))
+    s = _tensor("rank3", "s", s, torch.float32, (6, 1))
+    dev = x.device
+    y = torch.empty((4, 6, 32), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["rank3_k0"]
+    total = 768
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    rank3_k0[grid](x, s, y, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+    return y
+
+
+def ints(a, b):
+    """ints(a: i32[?], b: i32[?]) -> (i32[?], i8[?], i1[?])"""
+    a = _tensor("ints", "a", a, torch.int32, (None,))
+    b = _tensor("ints", "b", b, torch.int32, (None,))
+    dev = a.device
+    a_d0 = a.shape[0]
+    b_d0 = b.shape[0]
+    r = torch.empty((a_d0,), dtype=torch.int32, device=dev)
+    q = torch.empty((a_d0,), dtype=torch.int8, device=dev)
+    c = torch.empty((a_d0,), dtype=torch.bool, device=dev)
+    cfg = CONFIGS["ints_k0"]
+    total = a_d0
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    if grid[0] > 0:
+        ints_k0[grid](a, b, r, q, c, a_d0, b_d0, a_d0, a_d0, a_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+    return (r, q, c)
+
+
+def f64(x):
+    """f64(x: f64[?]) -> f64[?]"""
+    x = _tensor("f64", "x", x, torch.float64, (None,))
+    dev = x.device
+    x_d0 = x.shape[0]
+    y = torch.empty((x_d0,), dtype=torch.float64, device=dev)
+    cfg = CONFIGS["f64_k0"]
+    total = x_d0
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    if grid[0] > 0:
+        f64_k0[grid](x, y, x_d0, x_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+    return y
+
+
+def unary(x):
+    """unary(x: f32[?]) -> (f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?], f32[?])"""
+    x = _tensor("unary", "x", x, torch.float32, (None,))
+    dev = x.device
+    x_d0 = x.shape[0]
+    a = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    exp = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    log = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    l1p = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    em1 = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    sq = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    rs = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    th = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    sg = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    ge = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    gt = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    sn = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    rd = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    fl = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    pw = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["unary_k0"]
+    total = x_d0
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    if grid[0] > 0:
+        unary_k0[grid](x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+    return (exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, a)

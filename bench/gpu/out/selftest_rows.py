@@ -1,0 +1,238 @@
+# Triton kernels and their launchers, compiled by tfc --emit=triton from rows.tir for h200.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+import torch
+import triton
+import triton.language as tl
+
+# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+CONFIGS = {
+    "short_rows_k0": {"BLOCK": 64, "ROWS": 64, "num_warps": 4},
+    "masked_rows_k0": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
+    "long_rows_k0": {"BLOCK": 4096, "num_warps": 4},
+    "two_pass_k0": {"BLOCK": 4096, "num_warps": 4},
+    "row_min_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
+}
+
+
+@triton.jit
+def _max_nan(a, b):
+    # the larger, NaN if either is NaN (tl.max and tl.maximum drop NaN by default)
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def short_rows_k0(x, w, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 64 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < y_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    x_1 = tl.load(x + (r * 64) + cols, mask=rmask, eviction_policy="evict_first")
+    w_1 = tl.load(w + cols, eviction_policy="evict_last")
+    acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t0 = x_1 * x_1
+    t1 = acc + t0
+    acc_1 = tl.sum(t1, axis=1, keep_dims=True)
+    t2 = acc_1 * 0.015625
+    t3 = t2 + 9.999999747378752e-06
+    t4 = tl.rsqrt(t3)
+    t5 = x_1 * t4
+    t6 = t5 * w_1
+    tl.store(y + (r * 64) + cols, t6, mask=rmask)
+
+
+@triton.jit
+def masked_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 3000 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < p_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    cmask = cols < 3000
+    bmask = rmask & cmask
+    x_1 = tl.load(x + (r * 3000) + cols, mask=bmask, eviction_policy="evict_first")
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t0 = x_1.to(tl.float32)
+    t1 = _max_nan(acc, t0)
+    acc_1 = tl.reduce(tl.where(cmask, t1, acc), 1, _max_nan, keep_dims=True)
+    acc_2 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t2 = t0 - acc_1
+    t3 = tl.exp(t2)
+    t4 = acc_2 + t3
+    acc_3 = tl.sum(tl.where(cmask, t4, acc_2), axis=1, keep_dims=True)
+    t5 = t3 / acc_3
+    t6 = t5.to(tl.bfloat16)
+    tl.store(p + (r * 3000) + cols, t6, mask=bmask)
+
+
+@triton.jit
+def long_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
+    # row, one-pass: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    for c0 in range(0, 40000, BLOCK):
+        i = c0 + tl.arange(0, BLOCK)
+        cmask = i < 40000
+        x_1 = tl.load(x + (r * 40000) + i, mask=cmask)
+        t0 = _max_nan(acc, x_1)
+        acc = tl.where(cmask, t0, acc)
+    acc_1 = tl.reduce(acc, 0, _max_nan)
+    acc_2 = tl.full((BLOCK,), 0.0, tl.float32)
+    for c0_1 in range(0, 40000, BLOCK):
+        i_1 = c0_1 + tl.arange(0, BLOCK)
+        cmask_1 = i_1 < 40000
+        x_2 = tl.load(x + (r * 40000) + i_1, mask=cmask_1)
+        t1 = x_2 - acc_1
+        t2 = tl.exp(t1)
+        t3 = acc_2 + t2
+        acc_2 = tl.where(cmask_1, t3, acc_2)
+    acc_3 = tl.sum(acc_2, axis=0)
+    for c0_2 in range(0, 40000, BLOCK):
+        i_2 = c0_2 + tl.arange(0, BLOCK)
+        cmask_2 = i_2 < 40000
+        x_3 = tl.load(x + (r * 40000) + i_2, mask=cmask_2)
+        t4 = x_3 - acc_1
+        t5 = tl.exp(t4)
+        t6 = t5 / acc_3
+        tl.store(p + (r * 40000) + i_2, t6, mask=cmask_2)
+
+
+@triton.jit
+def two_pass_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
+    # row, two-pass: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    for c0 in range(0, 65536, BLOCK):
+        i = c0 + tl.arange(0, BLOCK)
+        cmask = i < 65536
+        x_1 = tl.load(x + (r * 65536) + i, mask=cmask)
+        t0 = _max_nan(acc, x_1)
+        acc = tl.where(cmask, t0, acc)
+    acc_1 = tl.reduce(acc, 0, _max_nan)
+    acc_2 = tl.full((BLOCK,), 0.0, tl.float32)
+    for c0_1 in range(0, 65536, BLOCK):
+        i_1 = c0_1 + tl.arange(0, BLOCK)
+        cmask_1 = i_1 < 65536
+        x_2 = tl.load(x + (r * 65536) + i_1, mask=cmask_1)
+        t1 = x_2 - acc_1
+        t2 = tl.exp(t1)
+        t3 = acc_2 + t2
+        acc_2 = tl.where(cmask_1, t3, acc_2)
+    acc_3 = tl.sum(acc_2, axis=0)
+    for c0_2 in range(0, 65536, BLOCK):
+        i_2 = c0_2 + tl.arange(0, BLOCK)
+        cmask_2 = i_2 < 65536
+        x_3 = tl.load(x + (r * 65536) + i_2, mask=cmask_2)
+        t4 = x_3 - acc_1
+        t5 = tl.exp(t4)
+        t6 = t5 / acc_3
+        tl.store(p + (r * 65536) + i_2, t6, mask=cmask_2)
+
+
+@triton.jit
+def row_min_k0(x, m, x_d0, m_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 100 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < m_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    cmask = cols < 100
+    bmask = rmask & cmask
+    x_1 = tl.load(x + (r * 100) + cols, mask=bmask, eviction_policy="evict_first")
+    acc = tl.full((ROWS, BLOCK), 2147483647, tl.int32)
+    t0 = tl.minimum(acc, x_1)
+    acc_1 = tl.reduce(tl.where(cmask, t0, acc), 1, _min_nan, keep_dims=True)
+    tl.store(m + r, acc_1, mask=rmask)
+
+
+def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+
+
+def short_rows(x, w):
+    """short_rows(x: f32[?, 64], w: f32[64]) -> f32[?, 64]"""
+    x = _tensor("short_rows", "x", x, torch.float32, (None, 64))
+    w = _tensor("short_rows", "w", w, torch.float32, (64,))
+    dev = x.device
+    x_d0 = x.shape[0]
+    y = torch.empty((x_d0, 64), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["short_rows_k0"]
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        short_rows_k0[grid](x, w, y, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return y
+
+
+def masked_rows(x):
+    """masked_rows(x: bf16[?, 3000]) -> bf16[?, 3000]"""
+    x = _tensor("masked_rows", "x", x, torch.bfloat16, (None, 3000))
+    dev = x.device
+    x_d0 = x.shape[0]
+    p = torch.empty((x_d0, 3000), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["masked_rows_k0"]
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        masked_rows_k0[grid](x, p, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return p
+
+
+def long_rows(x):
+    """long_rows(x: f32[?, 40000]) -> f32[?, 40000]"""
+    x = _tensor("long_rows", "x", x, torch.float32, (None, 40000))
+    dev = x.device
+    x_d0 = x.shape[0]
+    p = torch.empty((x_d0, 40000), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["long_rows_k0"]
+    grid = (x_d0,)
+    if grid[0] > 0:
+        long_rows_k0[grid](x, p, x_d0, x_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return p
+
+
+def two_pass(x):
+    """two_pass(x: f32[?, 65536]) -> f32[?, 65536]"""
+    x = _tensor("two_pass", "x", x, torch.float32, (None, 65536))
+    dev = x.device
+    x_d0 = x.shape[0]
+    p = torch.empty((x_d0, 65536), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["two_pass_k0"]
+    grid = (x_d0,)
+    if grid[0] > 0:
+        two_pass_k0[grid](x, p, x_d0, x_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return p
+
+
+def row_min(x):
+    """row_min(x: i32[?, 100]) -> i32[?]"""
+    x = _tensor("row_min", "x", x, torch.int32, (None, 100))
+    dev = x.device
+    x_d0 = x.shape[0]
+    m = torch.empty((x_d0,), dtype=torch.int32, device=dev)
+    cfg = CONFIGS["row_min_k0"]
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        row_min_k0[grid](x, m, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return m

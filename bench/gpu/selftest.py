@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Checks the Triton emitter's other kernel shapes on the GPU.
+
+    python3 bench/gpu/selftest.py
+
+The programs of bench/gpu/selftest/*.tir (compiled by build.sh into
+bench/gpu/out/selftest_<name>.py) cover what the benchmark workloads do not:
+generic kernels (transpose, matmul, a reduction over the first axis,
+concat, slice, broadcast_to, reshape), rows of several per program, rows
+masked in a block, rows longer than a block (with the kept row recomputed)
+and rows read twice, integer and f64 arithmetic, dynamic extents with
+broadcast operands, and every unary op. Each output is compared with a
+PyTorch reference (float64 where the arithmetic matters) with run.py's
+tolerances; each test runs in its own try/except. Exit status 1 if any
+fails.
+"""
+import os
+import sys
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run  # noqa: E402  (tolerances, loading, comparison)
+
+DEV = "cuda"
+f32, bf16, f64, i32 = torch.float32, torch.bfloat16, torch.float64, torch.int32
+
+
+def rn(*shape, dtype=f32, scale=1.0):
+    return (torch.randn(*shape, device=DEV) * scale).to(dtype)
+
+
+def ri(*shape):
+    return torch.randint(-1000, 1000, shape, device=DEV, dtype=i32)
+
+
+def softmax64(x):
+    return torch.softmax(x.double(), -1)
+
+
+def rms64(x, w):
+    x, w = x.double(), w.double()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+
+
+def exact(*refs):
+    return refs
+
+
+def unary_refs(x):
+    x = x.double()
+    a = x.abs()
+    return (x.exp(), a.log(), a.log1p(), x.expm1(), a.sqrt(), a.rsqrt(), x.tanh(), x.sigmoid(), F.gelu(x),
+            F.gelu(x, approximate="tanh"), x.sin(), torch.round(x), x.floor(), a.pow(x), a)
+
+
+def ints_refs(a, b):
+    s = a + b
+    m = torch.maximum(s, b)
+    return (torch.relu(-m), s.to(torch.int8), a < b)
+
+
+# (module, function, inputs, reference of the inputs)
+TESTS = [
+    ("generic", "transpose", lambda: (rn(37, 64),), lambda x: (x.t(),)),
+    ("generic", "matmul", lambda: (rn(19, 32, dtype=bf16), rn(32, 48, dtype=bf16)),
+     lambda a, b: (a.double() @ b.double(),)),
+    ("generic", "colsum", lambda: (rn(8, 300),), lambda x: (x.double().sum(0),)),
+    ("generic", "concat", lambda: (rn(16, 8), rn(16, 3)), lambda a, b: (torch.cat([a, b], 1),)),
+    ("generic", "slice_bcast", lambda: (rn(16, 8), rn(1, 5)), lambda x, v: (x[2:6, 1:6], v.expand(3, 5))),
+    ("generic", "reshape", lambda: (rn(6, 8),), lambda x: (x.reshape(4, 12),)),
+    ("rows", "short_rows", lambda: (rn(1000, 64), rn(64)), lambda x, w: (rms64(x, w),)),
+    ("rows", "masked_rows", lambda: (rn(37, 3000, dtype=bf16, scale=5.0),), lambda x: (softmax64(x),)),
+    ("rows", "long_rows", lambda: (rn(5, 40000, scale=5.0),), lambda x: (softmax64(x),)),
+    ("rows", "two_pass", lambda: (rn(3, 65536, scale=5.0),), lambda x: (softmax64(x),)),
+    ("rows", "row_min", lambda: (ri(50, 100),), lambda x: (x.min(-1).values,)),
+    ("elementwise", "dyn_bcast", lambda: (rn(33, 1000), rn(1000), rn(33, 1)),
+     lambda x, b, c: ((x.double() + b.double()) * c.double(),)),
+    ("elementwise", "rank3", lambda: (rn(4, 6, 32), rn(6, 1)), lambda x, s: (x.double() * s.double(),)),
+    ("elementwise", "ints", lambda: (ri(1000), ri(1000)), ints_refs),
+    ("elementwise", "f64", lambda: (rn(1000, dtype=f64),), lambda x: (F.silu(torch.sigmoid(torch.exp(x))),)),
+    ("elementwise", "unary", lambda: (rn(4096, scale=3.0),), unary_refs),
+]
+
+
+def main():
+    failed = 0
+    torch.manual_seed(0)
+    for module, func, make, ref in TESTS:
+        name = f"{module}.{func}"
+        try:
+            fn = getattr(run.load("selftest_" + module), func)
+            inputs = make()
+            outs = run.as_tuple(fn(*inputs))
+            refs = ref(*inputs)
+            bad = []
+            for i, (o, r) in enumerate(zip(outs, refs)):
+                if o.dtype in run.TOLERANCE:
+                    c = run.compare(o, r)
+                    if not c["ok"]:
+                        bad.append(f"output {i}: {c['violations']} of {c['elements']} beyond tolerance, "
+                                   f"max error {c['max_err']:.3g}, non-finite match {c['nonfinite_match']}")
+                elif not torch.equal(o.cpu(), r.to(o.dtype).cpu()):
+                    bad.append(f"output {i} ({o.dtype}) differs from the reference")
+            if len(outs) != len(refs):
+                bad.append(f"{len(outs)} outputs, expected {len(refs)}")
+            print(f"{name:28s} {'ok' if not bad else 'WRONG'}", flush=True)
+            for b in bad:
+                print("    " + b)
+            failed += bool(bad)
+        except Exception:
+            failed += 1
+            print(f"{name:28s} FAILED\n{traceback.format_exc()}", flush=True)
+    print(f"{len(TESTS) - failed} of {len(TESTS)} passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
