@@ -46,8 +46,12 @@ type FloatAttr struct {
 
 func (FloatAttr) isAttr() {}
 func (a FloatAttr) String() string {
-	s := FormatFloat(a.Value, a.Type.Kind)
-	if a.Type.Kind != F32 && a.Type.Kind != InvalidElem {
+	k := a.Type.Kind
+	if k == InvalidElem {
+		k = F32 // printed without a type, it reads back as f32
+	}
+	s := FormatFloat(a.Value, k)
+	if k != F32 {
 		s += " : " + a.Type.String()
 	}
 	return s
@@ -113,11 +117,13 @@ func (StringAttr) isAttr()          {}
 func (a StringAttr) String() string { return Quote(string(a)) }
 
 // Quote writes s as a .tir string literal with \" \\ \n \t escapes.
+// Bytes are copied as they are, so a string that is not valid UTF-8 reads
+// back unchanged.
 func Quote(s string) string {
 	var sb strings.Builder
 	sb.WriteByte('"')
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
 		case '"':
 			sb.WriteString(`\"`)
 		case '\\':
@@ -127,7 +133,7 @@ func Quote(s string) string {
 		case '\t':
 			sb.WriteString(`\t`)
 		default:
-			sb.WriteRune(r)
+			sb.WriteByte(c)
 		}
 	}
 	sb.WriteByte('"')

@@ -63,8 +63,8 @@ func TestFormatFloat(t *testing.T) {
 func TestFormatFloatRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	var f64s []float64
-	f64s = append(f64s, 0, math.Copysign(0, -1), 1, -1, 0.1, 1.0/3, math.Pi, 1e-4, 9.999999e-5, 1e16, 1e16 - 2,
-		math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 2.2250738585072014e-308, 1<<53 + 1, math.Inf(1), math.Inf(-1))
+	f64s = append(f64s, 0, math.Copysign(0, -1), 1, -1, 0.1, 1.0/3, math.Pi, 1e-4, 9.999999e-5, 1e16, 1e16-2,
+		math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 2.2250738585072014e-308, 1<<53+1, math.Inf(1), math.Inf(-1))
 	for range 2000 {
 		f64s = append(f64s, math.Float64frombits(r.Uint64()))
 	}
@@ -131,6 +131,9 @@ func TestScalarAttrStrings(t *testing.T) {
 		{ir.IntAttr{Value: -12, Type: ir.I32Type}, "-12 : i32"},
 		{ir.IntAttr{Value: 255, Type: ir.UI8Type}, "255 : ui8"},
 		{ir.FloatAttr{Value: 1e-5}, "1.0e-05"},
+		// an untyped float is an f32: it prints what f32 holds
+		{ir.FloatAttr{Value: 1.0000000001}, "1.0"},
+		{ir.FloatAttr{Value: 1.0000000001, Type: ir.F64Type}, "1.0000000001 : f64"},
 		{ir.FloatAttr{Value: 1e-5, Type: ir.F32Type}, "1.0e-05"},
 		{ir.FloatAttr{Value: 0.5, Type: ir.F64Type}, "0.5 : f64"},
 		{ir.FloatAttr{Value: 0.1, Type: ir.F64Type}, "0.1 : f64"},
@@ -194,7 +197,7 @@ func TestDenseAttrLiteral(t *testing.T) {
 	}{
 		{"splat f32", ir.Tensor(ir.F32Type, 4, 8), []float64{0.5}, "0.5"},
 		{"rank 0", ir.Tensor(ir.F32Type), []float64{-2}, "-2.0"},
-		{"vector", ir.Tensor(ir.F32Type, 3), []float64{1, 2.5, -0.0}, "[1.0, 2.5, 0.0]"},
+		{"vector", ir.Tensor(ir.F32Type, 3), []float64{1, 2.5, math.Copysign(0, -1)}, "[1.0, 2.5, -0.0]"},
 		{"matrix", ir.Tensor(ir.F32Type, 2, 3), seq(6), "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"},
 		{"rank 3", ir.Tensor(ir.I32Type, 2, 2, 2), seq(8), "[[[1, 2], [3, 4]], [[5, 6], [7, 8]]]"},
 		{"size-1 dims", ir.Tensor(ir.I64Type, 1, 2, 1), seq(2), "[[[1], [2]]]"},
@@ -303,9 +306,15 @@ func TestQuote(t *testing.T) {
 		{"a\tb", `"a\tb"`},
 		{"ünï ☃", `"ünï ☃"`},
 		{`\"`, `"\\\""`},
+		{"bad \xff byte", "\"bad \xff byte\""},
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, ir.Quote(tc.in), "Quote(%q)", tc.in)
+	}
+	// every quoted string parses back to itself
+	for _, tc := range tests {
+		m := parse(t, "test.op {s = "+ir.Quote(tc.in)+"}\n")
+		assert.Equal(t, ir.StringAttr(tc.in), m.Body().First().Attr("s"), "Quote(%q)", tc.in)
 	}
 }
 

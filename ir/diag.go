@@ -17,6 +17,9 @@ const (
 )
 
 func (s Severity) String() string {
+	if s > SevRemark {
+		return fmt.Sprintf("severity(%d)", s)
+	}
 	return [...]string{"error", "warning", "note", "remark"}[s]
 }
 
@@ -147,10 +150,12 @@ func (sm *SourceManager) render(sb *strings.Builder, d *Diagnostic) {
 	if col < 0 {
 		col = 0
 	}
-	// keep tabs so the caret lines up under the column
+	// Columns count bytes. The pad has one character per character of the
+	// line before the column, not per byte, and keeps tabs, so the caret
+	// lines up under the column.
 	pad := make([]byte, 0, col)
-	for i := 0; i < col && i < len(line); i++ {
-		if line[i] == '\t' {
+	for _, r := range line[:min(col, len(line))] {
+		if r == '\t' {
 			pad = append(pad, '\t')
 		} else {
 			pad = append(pad, ' ')

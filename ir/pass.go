@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tensorforge/tensorforge/ir/target"
 )
@@ -128,7 +129,8 @@ func ParseByteSize(s string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || f*mult > 1<<62 {
+	// !(f >= 0) also rejects "nan", which ParseFloat accepts
+	if err != nil || !(f >= 0) || f*mult > 1<<62 {
 		return 0, fmt.Errorf("'%s' is not a byte size (examples: 4096, 228KiB, 1.5MiB)", s)
 	}
 	return int64(f * mult), nil
@@ -216,7 +218,8 @@ func ParsePipeline(text string) (Pipeline, error) {
 		return nil, err
 	}
 	if pp.i < len(pp.s) {
-		return nil, pp.errorf(pp.i, "unexpected '%c' in pass pipeline", pp.s[pp.i])
+		r, _ := utf8.DecodeRuneInString(pp.s[pp.i:])
+		return nil, pp.errorf(pp.i, "unexpected '%c' in pass pipeline", r)
 	}
 	return out, nil
 }
@@ -450,6 +453,7 @@ func (e *InternalError) Error() string {
 // carries its diagnostics. A panic becomes an *InternalError.
 func (pm *PassManager) Run(m Module, ctx *PassContext) (err error) {
 	total := time.Now()
+	pm.timings = pm.timings[:0] // the report covers this run only
 	for i, e := range pm.Pipeline {
 		title := e.Info.Title
 		if title == "" {

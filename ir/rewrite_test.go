@@ -374,3 +374,47 @@ func TestSortPatternsAndDeadness(t *testing.T) {
 	assert.False(t, ir.IsTriviallyDead(ops[2]), "used")
 	assert.False(t, ir.IsTriviallyDead(ops[3]), "terminator")
 }
+
+// TestErasedOpsAreNotVisited erases an op that is still on the worklist:
+// the driver must not hand it to a pattern.
+func TestErasedOpsAreNotVisited(t *testing.T) {
+	m := parse(t, dedent(`
+		func.func @f(%x: f32) {
+		  test.op %x {killer = true} : f32
+		  %v = test.op %x {victim = true} : f32
+		  test.container {
+		    test.op %x {victim = true} : f32
+		  }
+		  return
+		}
+		`))
+	var visited []string
+	killer := ir.PatternFunc("Killer", opTest, func(op *ir.Operation, rw *ir.Rewriter) bool {
+		if op.Attr("killer") == nil {
+			return false
+		}
+		for o := op.Next(); o != nil; o = o.Next() {
+			if o.Attr("victim") != nil || o.Name() == opContainer {
+				defer rw.EraseOp(o)
+			}
+		}
+		rw.ModifyInPlace(op, func() { op.Attrs.Delete("killer") })
+		return true
+	})
+	spy := ir.PatternFunc("Spy", "", func(op *ir.Operation, rw *ir.Rewriter) bool {
+		if op.Attr("victim") != nil {
+			visited = append(visited, op.Name())
+		}
+		return false
+	})
+	ir.ApplyPatternsGreedily(m.Operation, []ir.Pattern{killer, spy}, ir.GreedyConfig{})
+	assert.Empty(t, visited)
+	assert.Equal(t, dedent(`
+		module {
+		  func.func @f(%x: f32) {
+		    test.op %x : f32
+		    return
+		  }
+		}
+		`), printIR(m))
+}

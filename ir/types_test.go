@@ -118,9 +118,9 @@ func TestParseElemKind(t *testing.T) {
 
 func TestElemKindProperties(t *testing.T) {
 	tests := []struct {
-		kind                      ir.ElemKind
-		bits                      int
-		bytes                     int64
+		kind                     ir.ElemKind
+		bits                     int
+		bytes                    int64
 		isFloat, isInt, unsigned bool
 	}{
 		{ir.F64, 64, 8, true, false, false},

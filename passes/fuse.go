@@ -52,6 +52,9 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 		opts.MaxOps = DefaultMaxOps
 	}
 	Decompose(root)
+	// A kernel exists to write results: ops nobody reads would form groups
+	// without outputs, so they go first.
+	DCE(root)
 	var funcs []*ir.Operation
 	root.Walk(func(op *ir.Operation) bool {
 		if op.Name() == ir.FuncOpName {

@@ -72,7 +72,7 @@ type overflowCase struct {
 	naive, opForm string
 	// scaleOf is the magnitude errors are counted in ULPs of, after
 	// docs/numerics.md; bound the ULPs allowed for f32 and for f16/bf16.
-	scale            func(y float64, in []float64) float64
+	scale             func(y float64, in []float64) float64
 	boundF32, bound16 float64
 }
 
@@ -504,4 +504,3 @@ func formatRow(vs []float64) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
-

@@ -21,7 +21,8 @@ $OUT/results.json (or --out DIR, or bench/gpu/out/results.json).
 --quick skips torch.compile's max-autotune mode; --only runs the named
 workloads (a comma list; a name ending in '*' is a prefix); --tune also
 times every kernel under other launch configurations (ROWS, num_warps,
-BLOCK) and reports the best.
+BLOCK) and reports the best; --modules DIR loads the modules from DIR
+(another build to compare).
 """
 import argparse
 import datetime
@@ -276,7 +277,7 @@ def load(module):
 
 
 def bench(fn, decode):
-    return do_bench(fn, warmup=25, rep=100 if decode else 200, return_mode="median")
+    return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
 def tb_per_s(nbytes, ms):
@@ -457,7 +458,11 @@ def main():
     ap.add_argument("--only", help="comma list of workloads (NAME or PREFIX*)")
     ap.add_argument("--tune", action="store_true", help="also time other launch configurations of our kernels")
     ap.add_argument("--out", help="directory for results.json (default $OUT, else bench/gpu/out)")
+    ap.add_argument("--modules", help="directory of the compiled modules (default bench/gpu/out)")
     args = ap.parse_args()
+    global MODULES
+    if args.modules:
+        MODULES = os.path.abspath(args.modules)
 
     start = time.time()
     torch.manual_seed(0)

@@ -30,7 +30,7 @@ f32, bf16, f64, i32 = torch.float32, torch.bfloat16, torch.float64, torch.int32
 
 
 def rn(*shape, dtype=f32, scale=1.0):
-    return (torch.randn(*shape, device=DEV) * scale).to(dtype)
+    return (torch.randn(shape, device=DEV) * scale).to(dtype)
 
 
 def ri(*shape):
@@ -72,6 +72,10 @@ TESTS = [
     ("generic", "concat", lambda: (rn(16, 8), rn(16, 3)), lambda a, b: (torch.cat([a, b], 1),)),
     ("generic", "slice_bcast", lambda: (rn(16, 8), rn(1, 5)), lambda x, v: (x[2:6, 1:6], v.expand(3, 5))),
     ("generic", "reshape", lambda: (rn(6, 8),), lambda x: (x.reshape(4, 12),)),
+    ("generic", "dense_const", lambda: (rn(9, 4),),
+     lambda x: (x + torch.tensor([1.0, 2.0, 3.0, 4.0], device=DEV),)),
+    ("generic", "scalars", lambda: (rn(), rn()), lambda x, y: (x.double() * y.double(),)),
+    ("generic", "twice", lambda: (rn(8),), lambda x: (x, x)),
     ("rows", "short_rows", lambda: (rn(1000, 64), rn(64)), lambda x, w: (rms64(x, w),)),
     ("rows", "masked_rows", lambda: (rn(37, 3000, dtype=bf16, scale=5.0),), lambda x: (softmax64(x),)),
     ("rows", "long_rows", lambda: (rn(5, 40000, scale=5.0),), lambda x: (softmax64(x),)),
@@ -86,35 +90,47 @@ TESTS = [
 ]
 
 
+def check(module, func, make, ref):
+    """Runs one test; returns its problems (none when it passes)."""
+    fn = getattr(run.load("selftest_" + module), func)
+    inputs = make()
+    outs = run.as_tuple(fn(*inputs))
+    refs = ref(*inputs)
+    bad = []
+    if len(outs) != len(refs):
+        bad.append(f"{len(outs)} outputs, expected {len(refs)}")
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        if o.dtype in run.TOLERANCE:
+            c = run.compare(o, r)
+            if not c["ok"]:
+                bad.append(f"output {i}: {c['violations']} of {c['elements']} beyond tolerance, "
+                           f"max error {c['max_err']:.3g}, non-finite match {c['nonfinite_match']}")
+        elif not torch.equal(o.cpu(), r.to(o.dtype).cpu()):
+            bad.append(f"output {i} ({o.dtype}) differs from the reference")
+    return bad
+
+
 def main():
+    # every test as emitted, then the element-wise ones again with the
+    # 64-bit indexing of flat kernels forced on (WIDE_FROM = 0)
+    runs = [(t, "") for t in TESTS] + [(t, " (64-bit)") for t in TESTS if t[0] == "elementwise"]
     failed = 0
     torch.manual_seed(0)
-    for module, func, make, ref in TESTS:
-        name = f"{module}.{func}"
+    for (module, func, make, ref), variant in runs:
+        name = f"{module}.{func}{variant}"
+        mod = run.load("selftest_" + module)
+        if hasattr(mod, "WIDE_FROM"):
+            mod.WIDE_FROM = 0 if variant else 2**31
         try:
-            fn = getattr(run.load("selftest_" + module), func)
-            inputs = make()
-            outs = run.as_tuple(fn(*inputs))
-            refs = ref(*inputs)
-            bad = []
-            for i, (o, r) in enumerate(zip(outs, refs)):
-                if o.dtype in run.TOLERANCE:
-                    c = run.compare(o, r)
-                    if not c["ok"]:
-                        bad.append(f"output {i}: {c['violations']} of {c['elements']} beyond tolerance, "
-                                   f"max error {c['max_err']:.3g}, non-finite match {c['nonfinite_match']}")
-                elif not torch.equal(o.cpu(), r.to(o.dtype).cpu()):
-                    bad.append(f"output {i} ({o.dtype}) differs from the reference")
-            if len(outs) != len(refs):
-                bad.append(f"{len(outs)} outputs, expected {len(refs)}")
-            print(f"{name:28s} {'ok' if not bad else 'WRONG'}", flush=True)
+            bad = check(module, func, make, ref)
+            print(f"{name:32s} {'ok' if not bad else 'WRONG'}", flush=True)
             for b in bad:
                 print("    " + b)
             failed += bool(bad)
         except Exception:
             failed += 1
-            print(f"{name:28s} FAILED\n{traceback.format_exc()}", flush=True)
-    print(f"{len(TESTS) - failed} of {len(TESTS)} passed")
+            print(f"{name:32s} FAILED\n{traceback.format_exc()}", flush=True)
+    print(f"{len(runs) - failed} of {len(runs)} passed")
     return 1 if failed else 0
 
 

@@ -65,6 +65,11 @@ func (me *moduleEmitter) defineHostFunc(f ir.Func) (*lir.Func, error) {
 	if body == nil {
 		return nil, ir.OpError(f.Operation, "has no body")
 	}
+	for i, a := range body.Args {
+		if _, isTensor := a.Type().(ir.TensorType); isTensor {
+			return nil, ir.OpError(f.Operation, "@%s is not lowered to the loop dialect: argument #%d is '%s' (run lower-to-loops first)", f.SymName(), i, a.Type())
+		}
+	}
 	params, err := hostParams(body.Args)
 	if err != nil {
 		return nil, ir.OpError(f.Operation, "%v", err)

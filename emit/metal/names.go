@@ -29,7 +29,7 @@ var reserved = strings.Fields(`
 	INFINITY NAN mem_flags as_type min max abs
 	simd_sum simd_max simd_min simd_any threadgroup_barrier
 	gid lid simd_lane simd_id tg_size ngroups tid nthreads nthr worker chunk chunks instances
-	l q sram partial main
+	l q sg sram partial main
 `)
 
 func newNamer(extra ...string) *namer {
@@ -43,7 +43,7 @@ func newNamer(extra ...string) *namer {
 	return n
 }
 
-// fresh returns base made a valid identifier, with a suffix _2, _3, ...
+// fresh returns base made a valid identifier, with a suffix _1, _2, ...
 // if it is taken; names starting with tf_ or partial are the emitter's.
 func (n *namer) fresh(base string) string {
 	base = sanitize(base)
@@ -51,7 +51,7 @@ func (n *namer) fresh(base string) string {
 		base = "v_" + base
 	}
 	name := base
-	for i := 2; n.used[name]; i++ {
+	for i := 1; n.used[name]; i++ {
 		name = base + "_" + strconv.Itoa(i)
 	}
 	n.used[name] = true

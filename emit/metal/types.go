@@ -147,22 +147,3 @@ func floatLiteral(v float64) string {
 	}
 	return s + "f"
 }
-
-// identityLiteral is the start value of a combine of kind over k.
-func identityLiteral(kind string, k ir.ElemKind) string {
-	switch kind {
-	case "max":
-		if k.IsInt() {
-			lo, _ := k.IntRange()
-			return literal(k, float64(lo))
-		}
-		return "-INFINITY"
-	case "min":
-		if k.IsInt() {
-			_, hi := k.IntRange()
-			return literal(k, float64(hi))
-		}
-		return "INFINITY"
-	}
-	return literal(k, 0)
-}

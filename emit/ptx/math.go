@@ -130,7 +130,11 @@ const (
 // The product r * log2 e is rounded to 2^-25 absolute at most, which is
 // below 0.7 ULP of the result; ex2.approx adds 2 ULP. 2^j is applied as
 // two exact powers of two, so results in the subnormal range round once.
-func (ke *kernelEmitter) expF32(hi opnd, lo *opnd) opnd {
+func (ke *kernelEmitter) expF32(hi opnd, lo *opnd) opnd { return ke.expF32Scaled(hi, lo, 0) }
+
+// expF32Scaled is e^(hi + lo) * 2^bias, for a bias that keeps results of
+// e^x that would be subnormal normal instead (silu multiplies them by x).
+func (ke *kernelEmitter) expF32Scaled(hi opnd, lo *opnd, bias int) opnd {
 	t := ke.f32("mul.rn.f32", hi, fb(log2e))
 	j := ke.f32("cvt.rni.f32.f32", t)
 	j = ke.f32("max.f32", j, fv(-160))
@@ -142,7 +146,26 @@ func (ke *kernelEmitter) expF32(hi opnd, lo *opnd) opnd {
 	}
 	r = ke.f32("mul.rn.f32", r, fb(log2e))
 	p := ke.f32("ex2.approx.f32", r)
+	if bias != 0 {
+		j = ke.f32("add.rn.f32", j, fv(float64(bias)))
+	}
 	return ke.scale2F32(p, j)
+}
+
+// divRefined is x / d for a normal d (a denominator of the sequences
+// here, like 1 + e^-|x|): the correctly rounded reciprocal, the quotient,
+// and one correction with the exact residual x - q d, which gives the
+// correctly rounded quotient but in rare cases. Unlike div.rn.f32 it has
+// no slow path for a zero or tiny x. Where the correction is NaN (x
+// infinite) the product stands.
+func (ke *kernelEmitter) divRefined(x, d opnd) opnd {
+	r := ke.f32("rcp.rn.f32", d)
+	q := ke.f32("mul.rn.f32", ke.reg(x), r)
+	nq := ke.f32("neg.f32", q)
+	res := ke.f32("fma.rn.f32", nq, d, x)
+	q1 := ke.f32("fma.rn.f32", res, r, q)
+	nan := ke.pred("setp.nan.f32", q1, q1)
+	return ke.selF32(nan, q, q1)
 }
 
 // expFastF32 is ex2.approx(x log2 e): the rounding of the product is
@@ -256,7 +279,10 @@ func (ke *kernelEmitter) logParts(x opnd) (f, k opnd) {
 // log(1+f) = f - hfsq + s*(hfsq + R).
 func (ke *kernelEmitter) logSeries(f opnd) (s, hfsq, r opnd) {
 	d := ke.f32("add.rn.f32", f, fv(2))
-	s = ke.f32("div.rn.f32", f, d)
+	// s enters only the correction s*(hfsq + R), of the order of f^3: an
+	// error of 2 ULP in s does not reach the result, and div.full has no
+	// slow path for f = 0
+	s = ke.f32("div.full.f32", f, d)
 	z := ke.f32("mul.rn.f32", s, s)
 	w := ke.f32("mul.rn.f32", z, z)
 	t1 := ke.f32("fma.rn.f32", w, logLg4, logLg2)
@@ -340,7 +366,7 @@ func (ke *kernelEmitter) log1pF32(x opnd) opnd {
 	c2 = ke.f32("sub.rn.f32", x, c2) // x - (u - 1)
 	k2 := ke.pred("setp.ge.s32", kb, i32(2))
 	c := ke.selF32(k2, c1, c2)
-	c = ke.f32("div.rn.f32", c, u)
+	c = ke.f32("div.full.f32", c, u) // a correction below one ULP of the result
 	k25 := ke.pred("setp.lt.s32", kb, i32(25))
 	c = ke.selF32(k25, c, fv(0))
 	iu = ke.b32("and.b32", iu, i32(0x007fffff))
@@ -397,7 +423,7 @@ func (ke *kernelEmitter) expm1F32(x opnd) opnd {
 	num := ke.f32("sub.rn.f32", r1, t)
 	nr := ke.f32("neg.f32", r)
 	den := ke.f32("fma.rn.f32", nr, t, fv(6))
-	e := ke.f32("div.rn.f32", num, den)
+	e := ke.f32("div.full.f32", num, den) // a correction term, as in log
 	e = ke.f32("mul.rn.f32", hxs, e)
 	// k == 0: r - (r*e - hxs)
 	nhxs := ke.f32("neg.f32", hxs)
@@ -471,9 +497,9 @@ func (ke *kernelEmitter) tanhF32(x opnd) opnd {
 	arg := ke.selF32(mid, up, down)
 	e := ke.expm1F32(arg)
 	d := ke.f32("add.rn.f32", e, fv(2))
-	q := ke.f32("div.rn.f32", fv(2), d)
+	q := ke.divRefined(fv(2), d)
 	tb := ke.f32("sub.rn.f32", fv(1), q)
-	tm := ke.f32("div.rn.f32", e, d)
+	tm := ke.divRefined(e, d)
 	ts := ke.f32("neg.f32", tm)
 	t := ke.selF32(mid, tm, ts)
 	t = ke.selF32(big, tb, t)
@@ -498,13 +524,24 @@ func (ke *kernelEmitter) tanhF32(x opnd) opnd {
 func (ke *kernelEmitter) sigmoidF32(x opnd, silu, fast bool) opnd {
 	ax := ke.f32("abs.f32", x)
 	nax := ke.f32("neg.f32", ax)
-	var e opnd
 	if fast {
-		e = ke.expFastF32(nax)
-	} else {
-		e = ke.expF32(nax, nil)
+		return ke.logisticF32(x, x, ke.expFastF32(nax), silu, true)
 	}
-	return ke.logisticF32(x, x, e, silu, fast)
+	if !silu {
+		return ke.logisticF32(x, x, ke.expF32(nax, nil), false, false)
+	}
+	// silu: x e^x for x < 0 is representable where e^x alone is subnormal
+	// or zero (x down to -104): e^x is formed times 2^64, multiplied by x,
+	// and scaled back once
+	es := ke.expF32Scaled(nax, nil, 64)
+	e := ke.f32("mul.rn.f32", es, fv(math.Ldexp(1, -64)))
+	d := ke.f32("add.rn.f32", e, fv(1))
+	xe := ke.f32("mul.rn.f32", x, es)
+	xe = ke.f32("mul.rn.f32", xe, fv(math.Ldexp(1, -64)))
+	pos := ke.pred("setp.ge.f32", x, fv(0))
+	y := ke.divRefined(ke.selF32(pos, x, xe), d)
+	minf := ke.pred("setp.eq.f32", x, f32NegInf)
+	return ke.selF32(minf, f32NegZ, y)
 }
 
 // logisticF32 is the sigmoid of z (or x times it) from e = e^-|z|.
@@ -518,11 +555,12 @@ func (ke *kernelEmitter) logisticF32(x, z, e opnd, timesX, fast bool) opnd {
 	} else {
 		num = ke.selF32(pos, fv(1), e)
 	}
-	div := "div.rn.f32"
+	var y opnd
 	if fast {
-		div = "div.full.f32"
+		y = ke.f32("div.full.f32", num, d)
+	} else {
+		y = ke.divRefined(num, d)
 	}
-	y := ke.f32(div, num, d)
 	if timesX {
 		minf := ke.pred("setp.eq.f32", x, f32NegInf)
 		y = ke.selF32(minf, f32NegZ, y)
@@ -618,7 +656,7 @@ func (ke *kernelEmitter) geluErfF32(x opnd) opnd {
 	z := ke.f32("mul.rn.f32", a, a)
 	rr := ke.horner(z, erfPP)
 	ss := ke.hornerOne(z, erfQQ)
-	yq := ke.f32("div.rn.f32", rr, ss)
+	yq := ke.divRefined(rr, ss)
 	ay := ke.f32("mul.rn.f32", a, yq)
 	e1 := ke.f32("add.rn.f32", a, ay)
 	e1 = ke.f32("sub.rn.f32", fv(1), e1) // a < 1/4: 1 - (a + a y)
@@ -631,7 +669,7 @@ func (ke *kernelEmitter) geluErfF32(x opnd) opnd {
 	s1 := ke.f32("sub.rn.f32", a, fv(1))
 	pp := ke.horner(s1, erfPA)
 	qq := ke.hornerOne(s1, erfQA)
-	pq := ke.f32("div.rn.f32", pp, qq)
+	pq := ke.divRefined(pp, qq)
 	eMid := ke.f32("sub.rn.f32", fv(1-float64(math.Float32frombits(erfX))), pq)
 	// 1.25 <= a: W = e^(-a^2 - 0.5625 + R/S) / sqrt 2, E = W sqrt 2 / a
 	s := ke.f32("mul.rn.f32", a, a)
@@ -641,8 +679,12 @@ func (ke *kernelEmitter) geluErfF32(x opnd) opnd {
 	rb := ke.horner(s, erfRB)
 	sb := ke.hornerOne(s, erfSB)
 	near := ke.pred("setp.lt.f32", a, fb(0x4036db6e)) // 1/0.35
-	rs := ke.f32("div.rn.f32", ke.selF32(near, ra, rb), ke.selF32(near, sa, sb))
-	xd := ke.f64("cvt.f64.f32", x)
+	rs := ke.divRefined(ke.selF32(near, ra, rb), ke.selF32(near, sa, sb))
+	// past |x| = 40 the tail is below the smallest subnormal: clamped, the
+	// exponent stays finite
+	xc := ke.f32("max.f32", x, fv(-40))
+	xc = ke.f32("min.f32", xc, fv(40))
+	xd := ke.f64("cvt.f64.f32", xc)
 	q := ke.f64("mul.rn.f64", xd, xd)
 	q = ke.f64("fma.rn.f64", q, dv(-0.5), dv(-0.5625)) // -a^2 - 0.5625, exact
 	qh, ql := ke.splitF64(q)

@@ -402,13 +402,24 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 	}
 }
 
-// planLoops decides how each threads loop runs for the current group size.
+// regsPerThread is what a thread of a CTA of block threads may hold
+// (65536 registers per SM, 255 at most per thread), halved: the other
+// half is the working set of the arithmetic.
+func regsPerThread(block int) int64 {
+	return min(255, 65536/int64(max(block, groupsBlock))) / 2
+}
+
+// planLoops decides how each threads loop runs for the current group
+// size: unrolled when its copies' lanes fit the registers of a thread.
 func (pl *plan) planLoops(tls []*ir.Operation) {
+	avail := regsPerThread(pl.group)
 	for _, op := range tls {
-		lp := &loopPlan{trip: staticTrip(loop.ForOp{Operation: op})}
+		f := loop.ForOp{Operation: op}
+		lp := &loopPlan{trip: staticTrip(f)}
 		if lp.trip >= 0 && !hasNested(op) {
 			t := ceilDiv(lp.trip, int64(pl.group))
-			if t <= maxUnroll {
+			step, _ := staticIndex(f.Step())
+			if t <= maxUnroll && t*max(step, 1) <= avail {
 				lp.unroll = int(t)
 				lp.guard = lp.trip%int64(pl.group) != 0
 			}
@@ -424,18 +435,19 @@ func (pl *plan) planLoops(tls []*ir.Operation) {
 // budget; with commit it records the choice (all candidates when they
 // fit, else as many as fit, in order).
 func (pl *plan) promotion(allocs []*ir.Operation, commit bool) bool {
+	budget := min(regBudget, regsPerThread(pl.group))
 	var total int64
 	for _, al := range allocs {
 		regs, ok := pl.promotable(al)
 		if !ok {
 			continue
 		}
-		if commit && total+regs <= regBudget {
+		if commit && total+regs <= budget {
 			pl.promoted[al] = true
 		}
 		total += regs
 	}
-	return total <= regBudget
+	return total <= budget
 }
 
 // promotable reports whether an alloc can live in registers, and how

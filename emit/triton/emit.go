@@ -125,6 +125,9 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 		sb.WriteString(c)
 	}
 	sb.WriteString("}\n")
+	if me.hasFlat() {
+		sb.WriteString("\n# Flat kernels index their elements in 64 bits from this many on.\nWIDE_FROM = 2**31\n")
+	}
 	for _, h := range me.helpers() {
 		sb.WriteString("\n\n" + helperSource[h])
 	}
@@ -147,6 +150,16 @@ type moduleEmitter struct {
 	kernelNames map[string]string
 	kernelOps   map[string]loop.KernelOp
 	plans       map[string]*kernelPlan
+}
+
+// hasFlat reports whether a kernel of the module is flat.
+func (me *moduleEmitter) hasFlat() bool {
+	for _, p := range me.plans {
+		if p.mode == modeFlat {
+			return true
+		}
+	}
+	return false
 }
 
 func header(opts Options) string {

@@ -88,8 +88,9 @@ type kernelEmitter struct {
 	// loads caches the loads of the current straight-line scope by
 	// address, so a row read twice is read once.
 	loads map[string]string
-	// offs is the name of the flat offsets of a flat kernel.
-	offs string
+	// offs is the name of the flat offsets of a flat kernel, total the
+	// parameter holding its number of elements.
+	offs, total string
 	// reduced maps each result of a threads loop to its combine kind.
 	reduced map[*ir.Value]string
 	blk     *blockCtx
@@ -146,7 +147,7 @@ func (k *kernelEmitter) emit() (string, error) {
 	consts := []string{"BLOCK: tl.constexpr"}
 	switch {
 	case p.mode == modeFlat:
-		consts = append(consts, "WIDE: tl.constexpr")
+		consts = []string{k.total, "BLOCK: tl.constexpr", "WIDE: tl.constexpr"}
 	case p.twoD:
 		consts = append(consts, "ROWS: tl.constexpr")
 	}
@@ -172,8 +173,20 @@ func (k *kernelEmitter) describe() string {
 		return fmt.Sprintf("%s: rows of %d in one block, one row per program", kind, p.rowLen)
 	case len(p.vectorized) > 0:
 		return kind + ": one program per output row, BLOCK elements at a time"
+	case hasThreadsLoop(p):
+		return kind + ": one program per row, loops over BLOCK-element chunks"
 	}
-	return kind + ": one program per row, loops over BLOCK-element chunks"
+	return kind + ": one program per grid iteration, scalar code"
+}
+
+// hasThreadsLoop reports whether the grid holds a threads loop.
+func hasThreadsLoop(p *kernelPlan) bool {
+	for op := p.grid.Body().Entry().First(); op != nil; op = op.Next() {
+		if f, ok := loop.AsFor(op); ok && f.Dist() == "threads" {
+			return true
+		}
+	}
+	return false
 }
 
 // bindParams names the kernel's parameters and records the spelling of
@@ -216,6 +229,11 @@ func (k *kernelEmitter) bindParams() error {
 	}
 	if next != len(args) {
 		return kernelError(k.op.Operation, "has %d arguments; its buffers need %d", len(args), next)
+	}
+	if k.plan.mode == modeFlat {
+		// the launcher passes the number of elements, as a Python int that
+		// Triton makes 64-bit when it must be
+		k.total = k.names.fresh("total")
 	}
 	return nil
 }
@@ -360,12 +378,7 @@ func (k *kernelEmitter) prologue() error {
 		w.assign(offs, pid+" * BLOCK + tl.arange(0, BLOCK)")
 		cols := k.ref(p.cols)
 		oneRow := isIndexConst(g.Upper(), 1) && isIndexConst(g.Lower(), 0)
-		total := cols
-		if !oneRow {
-			total = mul(k.ref(g.Upper()), cols)
-		}
-		totalName := k.names.fresh("total")
-		w.assign(totalName, total)
+		totalName := k.total
 		mask := k.names.fresh("emask")
 		w.assign(mask, offs+" < "+totalName)
 		col := offs
@@ -468,7 +481,7 @@ func (k *kernelEmitter) hoistLoads() error {
 			}
 			hoistable := true
 			for _, x := range ld.Indices() {
-				if !k.pureIndex(x, f.Operation) {
+				if !k.pureIndex(x) {
 					hoistable = false
 				}
 			}
@@ -490,7 +503,7 @@ func (k *kernelEmitter) hoistLoads() error {
 
 // pureIndex reports whether index value x is computed by index arithmetic
 // from arguments, constants and induction variables bound already.
-func (k *kernelEmitter) pureIndex(x *ir.Value, loopOp *ir.Operation) bool {
+func (k *kernelEmitter) pureIndex(x *ir.Value) bool {
 	op := x.DefiningOp()
 	if op == nil {
 		_, bound := k.env[x]
@@ -501,7 +514,7 @@ func (k *kernelEmitter) pureIndex(x *ir.Value, loopOp *ir.Operation) bool {
 		return true
 	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
 		for _, a := range op.Operands() {
-			if !k.pureIndex(a, loopOp) {
+			if !k.pureIndex(a) {
 				return false
 			}
 		}
@@ -772,9 +785,6 @@ func mulExpr(a, e string) string {
 	return "(" + a + " * " + e + ")"
 }
 
-// mul is `a * b` for two index expressions.
-func mul(a, b string) string { return mulExpr(a, b) }
-
 // join joins the terms that are not the literal 0 with op.
 func join(op string, terms ...string) string {
 	var keep []string
@@ -832,9 +842,6 @@ func (k *kernelEmitter) emitLoad(op *ir.Operation) error {
 	if m := k.maskFor(l); m != "" {
 		args += ", mask=" + m
 	}
-	if hint := k.evictionHint(l); hint != "" {
-		args += `, eviction_policy="` + hint + `"`
-	}
 	if name, ok := k.loads[args]; ok {
 		k.bind(ld.Output(), name)
 		return nil
@@ -844,19 +851,6 @@ func (k *kernelEmitter) emitLoad(op *ir.Operation) error {
 	k.loads[args] = name
 	k.bind(ld.Output(), name)
 	return nil
-}
-
-// evictionHint marks, in a one-block row kernel, the rows read once as
-// the first to leave L2 and a row every program reads (a weight) as the
-// last, as Inductor does.
-func (k *kernelEmitter) evictionHint(a access) string {
-	if !k.plan.oneBlock || a.level != lvBlock {
-		return ""
-	}
-	if a.row {
-		return "evict_first"
-	}
-	return "evict_last"
 }
 
 func (k *kernelEmitter) emitStore(op *ir.Operation) error {

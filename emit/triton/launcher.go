@@ -320,6 +320,7 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 	consts := []string{`BLOCK=cfg["BLOCK"]`}
 	switch {
 	case p.mode == modeFlat:
+		call = append(call, "total")
 		cols, err := host(p.cols)
 		if err != nil {
 			return err
@@ -331,7 +332,7 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 		w.assign("total", total)
 		count = total
 		programs = `triton.cdiv(total, cfg["BLOCK"])`
-		consts = append(consts, `WIDE=total + cfg["BLOCK"] >= 2**31`)
+		consts = append(consts, `WIDE=total + cfg["BLOCK"] > WIDE_FROM`)
 	case p.twoD:
 		programs = fmt.Sprintf(`triton.cdiv(%s, cfg["ROWS"])`, ub)
 		consts = append(consts, `ROWS=cfg["ROWS"]`)

@@ -15,7 +15,7 @@ var reservedNames = strings.Fields(`
 	while with yield match case type
 	torch triton tl libdevice float int range len tuple isinstance any all zip print
 	mask other axis keep_dims eviction_policy propagate_nan dtype device num_warps
-	BLOCK ROWS WIDE CONFIGS`)
+	BLOCK ROWS WIDE WIDE_FROM CONFIGS`)
 
 // namer hands out Python identifiers, unique within one scope (a kernel,
 // a launcher, the module): a wanted name is sanitized and, when taken,

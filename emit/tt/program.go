@@ -1,6 +1,7 @@
 package tt
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -78,13 +79,53 @@ type Launch struct {
 }
 
 // Expr is an extent: a constant, an axis of a buffer, or an operation on
-// extents ("mul", "add", "sub", "div", "rem", "min").
+// extents ("mul", "add", "sub", "div", "rem", "min"). In JSON a constant
+// is a number, an axis {"buffer": "x", "axis": 0}, an operation
+// {"op": "mul", "args": [...]}.
 type Expr struct {
-	Const  *int64 `json:"const,omitempty"`
+	Const  *int64
+	Buffer string
+	Axis   int
+	Op     string
+	Args   []Expr
+}
+
+// exprJSON is the JSON object form of a non-constant Expr.
+type exprJSON struct {
 	Buffer string `json:"buffer,omitempty"`
-	Axis   int    `json:"axis,omitempty"`
+	Axis   *int   `json:"axis,omitempty"`
 	Op     string `json:"op,omitempty"`
 	Args   []Expr `json:"args,omitempty"`
+}
+
+// MarshalJSON writes a constant as a number, anything else as an object.
+func (e Expr) MarshalJSON() ([]byte, error) {
+	if e.Const != nil {
+		return json.Marshal(*e.Const)
+	}
+	if e.Op != "" {
+		return json.Marshal(exprJSON{Op: e.Op, Args: e.Args})
+	}
+	axis := e.Axis
+	return json.Marshal(exprJSON{Buffer: e.Buffer, Axis: &axis})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Expr) UnmarshalJSON(data []byte) error {
+	var n int64
+	if err := json.Unmarshal(data, &n); err == nil {
+		*e = constExpr(n)
+		return nil
+	}
+	var o exprJSON
+	if err := json.Unmarshal(data, &o); err != nil {
+		return err
+	}
+	*e = Expr{Buffer: o.Buffer, Op: o.Op, Args: o.Args}
+	if o.Axis != nil {
+		e.Axis = *o.Axis
+	}
+	return nil
 }
 
 func constExpr(n int64) Expr { return Expr{Const: &n} }

@@ -402,7 +402,8 @@ type checker struct {
 
 type markedKey struct {
 	f      *ir.Operation
-	marker uint64 // bits of the marker, NaN included
+	marker uint64 // bits of the marker value, NaN included
+	poison bool
 	mark   markKind
 }
 
@@ -419,13 +420,15 @@ const (
 
 // The markers that stand for a fragile value in the marked copies: an
 // element depends on a fragile value if it differs between the copies with
-// markers A and B, or is NaN with marker NaN where it is not NaN
-// otherwise (a dominating term hides a finite marker: log(e^3 + e^40) and
-// log(e^-5 + e^40) are equal in float64).
+// markers A and B, or between the two NaN copies (whose comparisons and
+// integer conversions of a marked NaN give true and false), or is NaN in
+// them where it is not NaN unmarked or with marker A (a dominating term hides a finite
+// marker: log(e^3 + e^40) and log(e^-5 + e^40) are equal in float64; a
+// ratio hides a constant one: 3/(3+3) and -5/(-5-5)).
 const markerA, markerB = 3.0, -5.0
 
-func (c *checker) marked(f ir.Func, marker float64, kind markKind) (ir.Func, error) {
-	key := markedKey{f.Operation, math.Float64bits(marker), kind}
+func (c *checker) marked(f ir.Func, marker Marker, kind markKind) (ir.Func, error) {
+	key := markedKey{f.Operation, math.Float64bits(marker.Value), marker.Poison, kind}
 	if mf, ok := c.markedFuncs[key]; ok {
 		return mf, nil
 	}
@@ -455,16 +458,16 @@ func (c *checker) marked(f ir.Func, marker float64, kind markKind) (ir.Func, err
 }
 
 // taint tells which result elements of one evaluation depend on a
-// fragile value: the runs of the marked copies with the three markers,
+// fragile value: the runs of the marked copies with the four markers,
 // and the unmarked results, each evaluated on first use.
 type taint struct {
-	a, b, nan, plain *lazy
+	a, b, nanT, nanF, plain *lazy
 }
 
 // taint prepares the taint of f on args, evaluated with opts; plain holds
 // the unmarked results of the same evaluation.
 func (c *checker) taint(f ir.Func, args []*eval.Tensor, opts eval.Options, plain *lazy, kind markKind) *taint {
-	marked := func(marker float64) *lazy {
+	marked := func(marker Marker) *lazy {
 		return &lazy{run: func() ([]*eval.Tensor, error) {
 			mf, err := c.marked(f, marker, kind)
 			if err != nil {
@@ -473,19 +476,28 @@ func (c *checker) taint(f ir.Func, args []*eval.Tensor, opts eval.Options, plain
 			return eval.Run(mf, cloneAll(args), opts)
 		}}
 	}
-	return &taint{a: marked(markerA), b: marked(markerB), nan: marked(math.NaN()), plain: plain}
+	return &taint{
+		a: marked(Marker{Value: markerA}), b: marked(Marker{Value: markerB}),
+		nanT: marked(Marker{Value: math.NaN(), Poison: true}), nanF: marked(Marker{Value: math.NaN()}),
+		plain: plain,
+	}
 }
 
 // at reports whether element i of result r depends on a fragile value.
 func (t *taint) at(r, i int) bool {
-	if n, ok := t.nan.at(r, i); ok && math.IsNaN(n) {
-		if v, ok := t.plain.at(r, i); ok && !math.IsNaN(v) {
-			return true
+	differ := func(x, y *lazy) bool {
+		a, ok1 := x.at(r, i)
+		b, ok2 := y.at(r, i)
+		return ok1 && ok2 && ulpDiff(a, b, ir.F64) != 0
+	}
+	if n, ok := t.nanT.at(r, i); ok && math.IsNaN(n) {
+		for _, other := range []*lazy{t.plain, t.a} {
+			if v, ok := other.at(r, i); ok && !math.IsNaN(v) {
+				return true
+			}
 		}
 	}
-	x, ok1 := t.a.at(r, i)
-	y, ok2 := t.b.at(r, i)
-	return ok1 && ok2 && ulpDiff(x, y, ir.F64) != 0
+	return differ(t.nanT, t.nanF) || differ(t.a, t.b)
 }
 
 // bound returns the ULP bound of results of kind k.
@@ -650,7 +662,7 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 	var perturbed []*lazy
 	for _, kind := range []markKind{perturbUp, perturbDown, perturbAlt} {
 		perturbed = append(perturbed, &lazy{run: func() ([]*eval.Tensor, error) {
-			pf, err := c.marked(f, 0, kind)
+			pf, err := c.marked(f, Marker{}, kind)
 			if err != nil {
 				return nil, err
 			}

@@ -16,8 +16,8 @@ const (
 	same verdict = iota
 	// viaReference: held to the float64 reference instead (rules 2 to 4).
 	viaReference
-	// excused: the original overflowed even in float64 and the transformed
-	// result is plausible (legalized meaning only).
+	// excused: no reference can judge the element (it depends on an
+	// overflow or a step next to a discontinuity; see unverifiable).
 	excused
 	mismatch
 )
@@ -32,7 +32,7 @@ type judge struct {
 	k         ir.ElemKind
 	bound     float64
 	rounding  bool // the pipeline may change rounding: rules 2 to 4 apply
-	legalized bool // the legalized meaning: overflow excuses apply
+	legalized bool // the legalized meaning: its excuses apply
 }
 
 // ulpDiff is numeric.ULPDiff, with integers of every kind as plain numbers.
@@ -52,8 +52,7 @@ func computeUnit(k ir.ElemKind) float64 {
 // computeUnit(k), 1 for f32 and f64, 2^-13 for f16, 2^-16 for bf16,
 // 2^-20 for f8E4M3FN, 2^-21 for f8E5M2.
 func Floor(k ir.ElemKind) float64 {
-	mantissa := map[ir.ElemKind]int{ir.F32: 23, ir.F16: 10, ir.BF16: 7, ir.F8E4M3FN: 3, ir.F8E5M2: 2}
-	if m, ok := mantissa[k]; ok {
+	if m, ok := mantissaBits[k]; ok && k != ir.F64 {
 		return math.Ldexp(1, m-23)
 	}
 	return 1

@@ -51,7 +51,7 @@ import (
 // same axes. Only the creation of an infinity (or a 0) from finite
 // operands counts: an infinite input that propagates does not, nor does a
 // pole (log(0), 1/0), whose infinity is exact.
-func MarkOverflow(f ir.Func, marker float64) (ir.Func, error) {
+func MarkOverflow(f ir.Func, marker Marker) (ir.Func, error) {
 	return markEach(f, marker, func(op *ir.Operation) bool {
 		_, under := underflowing[op.Name()]
 		return (overflowing[op.Name()] || under) && op.NumResults() == 1 && isFloat(op.Result(0))
@@ -68,7 +68,7 @@ func MarkOverflow(f ir.Func, marker float64) (ir.Func, error) {
 // value, which float64 does not always resolve. Integer and i1 results
 // take the marker's sign (markers 3 and 5 for integers, true for a
 // positive marker); a NaN marker leaves them alone.
-func MarkDiscontinuities(f ir.Func, marker float64) (ir.Func, error) {
+func MarkDiscontinuities(f ir.Func, marker Marker) (ir.Func, error) {
 	return markEach(f, marker, func(op *ir.Operation) bool {
 		switch op.Name() {
 		case graph.OpCeil, graph.OpFloor, graph.OpRound:
@@ -84,25 +84,133 @@ func MarkDiscontinuities(f ir.Func, marker float64) (ir.Func, error) {
 	}, markDiscontinuity)
 }
 
-// markEach copies f and applies mark to every op that select accepts.
-func markEach(f ir.Func, marker float64, selectOp func(*ir.Operation) bool,
+// Marker is what stands for a fragile value in a marked copy.
+type Marker struct {
+	// Value replaces a fragile float value (an integer or i1 result takes
+	// 3 or 1 for a positive Value, 5 or 0 otherwise). NaN is special: it
+	// flows through most float ops, but a comparison, a conversion to an
+	// integer type or a quantisation turns it into an ordinary value. A
+	// copy with a NaN marker therefore keeps the plain computation next to
+	// the marked one and poisons those ops where they read a NaN that the
+	// plain computation does not have: they give Poison instead.
+	Value float64
+	// Poison is what a poisoned op gives: true (1, or 3 for integers) or
+	// false (0, or 5). Two copies that differ only in Poison disagree on
+	// every element that a marked NaN reaches through such an op.
+	Poison bool
+}
+
+// companionMarker marks the companion computation of a copy with a NaN
+// marker: the NaNs the marked computation has and the companion has not
+// come from a marker (the plain computation is no companion: where exp
+// overflows, inf / inf is NaN in it too).
+const companionMarker = 3.0
+
+// markEach copies f and applies mark to every op that selectOp accepts.
+func markEach(f ir.Func, marker Marker, selectOp func(*ir.Operation) bool,
 	mark func(m *marking, op *ir.Operation) *ir.Value) (ir.Func, error) {
 	c := ir.Func{Operation: f.Operation.Clone(ir.Mapping{})}
-	var ops []*ir.Operation
-	c.Walk(func(op *ir.Operation) bool {
-		if op.Dialect() == "graph" && op.NumResults() == 1 && selectOp(op) {
-			ops = append(ops, op)
+	type part struct {
+		ops   []*ir.Operation
+		value float64
+	}
+	parts := []part{{[]*ir.Operation{c.Operation}, marker.Value}}
+	var pairs [][2]*ir.Operation // marked op, companion op
+	if math.IsNaN(marker.Value) {
+		// the marked computation follows its companion and returns
+		companion := c.Body().Ops()
+		var copies []*ir.Operation
+		copies, pairs = duplicateBody(c)
+		parts = []part{{companion[:len(companion)-1], companionMarker}, {copies, marker.Value}}
+	}
+	for _, p := range parts {
+		var ops []*ir.Operation
+		for _, r := range p.ops {
+			r.Walk(func(op *ir.Operation) bool {
+				if op.Dialect() == "graph" && op.NumResults() == 1 && selectOp(op) {
+					ops = append(ops, op)
+				}
+				return true
+			})
 		}
-		return true
-	})
-	for _, op := range ops {
-		m := &marking{b: ir.NewBuilderBefore(op.Next()), loc: op.Loc}
-		mask := mark(m, op)
-		if err := m.replace(op.Result(0), mask, marker); err != nil {
-			return ir.Func{}, fmt.Errorf("difftest: marking %s: %w", op.Name(), err)
+		for _, op := range ops {
+			m := &marking{b: ir.NewBuilderBefore(op.Next()), loc: op.Loc}
+			mask := mark(m, op)
+			if err := m.replace(op.Result(0), mask, p.value); err != nil {
+				return ir.Func{}, fmt.Errorf("difftest: marking %s: %w", op.Name(), err)
+			}
+		}
+	}
+	for _, p := range pairs {
+		if err := poison(p[0], p[1], marker.Poison); err != nil {
+			return ir.Func{}, fmt.Errorf("difftest: poisoning %s: %w", p[0].Name(), err)
 		}
 	}
 	return c, nil
+}
+
+// duplicateBody appends to f's body a copy of its ops (the marked
+// computation) that the return then reads. It returns the copied
+// top-level ops, and each copied op (nested ones included) paired with
+// the op it repeats, in program order.
+func duplicateBody(f ir.Func) (copies []*ir.Operation, pairs [][2]*ir.Operation) {
+	ret := f.Return()
+	m := ir.Mapping{}
+	for _, op := range f.Body().Ops() {
+		if op == ret {
+			break
+		}
+		c := op.Clone(m)
+		f.Body().InsertBefore(c, ret)
+		copies = append(copies, c)
+		var orig, dup []*ir.Operation
+		op.Walk(func(o *ir.Operation) bool { orig = append(orig, o); return true })
+		c.Walk(func(o *ir.Operation) bool { dup = append(dup, o); return true })
+		for i := range dup {
+			pairs = append(pairs, [2]*ir.Operation{dup[i], orig[i]})
+		}
+	}
+	for i, v := range ret.Operands() {
+		ret.SetOperand(i, m.Lookup(v))
+	}
+	return copies, pairs
+}
+
+// poison makes a comparison, a float -> integer cast or a quantisation to
+// an integer type give the poison value where an operand is NaN in the
+// marked computation but not in its companion:
+//
+//	%c = graph.cmp %x, %y {predicate = "lt"} : ...
+//
+// becomes
+//
+//	%c0 = graph.cmp %x, %y {predicate = "lt"} : ...
+//	%p = (isnan(%x) and not isnan(%xp)) or (isnan(%y) and not isnan(%yp))
+//	%c = graph.select %p, %true, %c0 : ...
+//
+// where %xp and %yp are the companion's operands.
+func poison(marked, plain *ir.Operation, outcome bool) error {
+	switch {
+	case marked.Name() == graph.OpCmp && isFloat(marked.Operand(0)):
+	case (marked.Name() == graph.OpCast || marked.Name() == graph.OpQuantize) &&
+		isFloat(marked.Operand(0)) && !isFloat(marked.Result(0)):
+	default:
+		return nil
+	}
+	m := &marking{b: ir.NewBuilderBefore(marked.Next()), loc: marked.Loc}
+	cond := m.scalar(ir.I1, 0)
+	for i, o := range marked.Operands() {
+		if !isFloat(o) || i >= plain.NumOperands() {
+			continue
+		}
+		p := plain.Operand(i)
+		cond = m.or(cond, m.and(m.cmp(o, o, "ne"), m.cmp(p, p, "eq")))
+	}
+	v := -1.0
+	if outcome {
+		v = 1
+	}
+	return m.replace(marked.Result(0), cond, v)
 }
 
 // overflowing lists the ops whose result can overflow while the exact

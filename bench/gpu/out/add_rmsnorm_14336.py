@@ -25,9 +25,9 @@ def add_rmsnorm_k0(x, r, w, h, n, x_d0, r_d0, h_d0, n_d0, BLOCK: tl.constexpr, R
     cols = tl.arange(0, BLOCK)[None, :]
     cmask = cols < 14336
     bmask = rmask & cmask
-    x_1 = tl.load(x + (r_1 * 14336) + cols, mask=bmask, eviction_policy="evict_first")
-    r_2 = tl.load(r + (r_1 * 14336) + cols, mask=bmask, eviction_policy="evict_first")
-    w_1 = tl.load(w + cols, mask=cmask, eviction_policy="evict_last")
+    x_1 = tl.load(x + (r_1 * 14336) + cols, mask=bmask)
+    r_2 = tl.load(r + (r_1 * 14336) + cols, mask=bmask)
+    w_1 = tl.load(w + cols, mask=cmask)
     acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
     t0 = x_1.to(tl.float32)
     t1 = r_2.to(tl.float32)

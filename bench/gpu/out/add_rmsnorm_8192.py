@@ -23,9 +23,9 @@ def add_rmsnorm_k0(x, r, w, h, n, x_d0, r_d0, h_d0, n_d0, BLOCK: tl.constexpr, R
     r_1 = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r_1 < h_d0
     cols = tl.arange(0, BLOCK)[None, :]
-    x_1 = tl.load(x + (r_1 * 8192) + cols, mask=rmask, eviction_policy="evict_first")
-    r_2 = tl.load(r + (r_1 * 8192) + cols, mask=rmask, eviction_policy="evict_first")
-    w_1 = tl.load(w + cols, eviction_policy="evict_last")
+    x_1 = tl.load(x + (r_1 * 8192) + cols, mask=rmask)
+    r_2 = tl.load(r + (r_1 * 8192) + cols, mask=rmask)
+    w_1 = tl.load(w + cols)
     acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
     t0 = x_1.to(tl.float32)
     t1 = r_2.to(tl.float32)

@@ -16,6 +16,9 @@ CONFIGS = {
     "logaddexp_k0": {"BLOCK": 1024, "num_warps": 4},
 }
 
+# Flat kernels index their elements in 64 bits from this many on.
+WIDE_FROM = 2**31
+
 
 @triton.jit
 def _max_nan(a, b):
@@ -24,13 +27,12 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def logaddexp_k0(a, b, y, a_d0, b_d0, y_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def logaddexp_k0(a, b, y, a_d0, b_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = y_d0
     emask = offs < total
     a_1 = tl.load(a + offs, mask=emask)
     b_1 = tl.load(b + offs, mask=emask)
@@ -73,5 +75,5 @@ def logaddexp(a, b):
     total = a_d0
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        logaddexp_k0[grid](a, b, y, a_d0, b_d0, a_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+        logaddexp_k0[grid](a, b, y, a_d0, b_d0, a_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y

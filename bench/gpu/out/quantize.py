@@ -16,6 +16,9 @@ CONFIGS = {
     "quantize_k0": {"BLOCK": 1024, "num_warps": 4},
 }
 
+# Flat kernels index their elements in 64 bits from this many on.
+WIDE_FROM = 2**31
+
 
 @triton.jit
 def _max_nan(a, b):
@@ -29,13 +32,12 @@ def _min_nan(a, b):
 
 
 @triton.jit
-def quantize_k0(x, q, x_d0, q_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def quantize_k0(x, q, x_d0, q_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = q_d0
     emask = offs < total
     x_1 = tl.load(x + offs, mask=emask)
     t1 = x_1 * 2.0
@@ -73,5 +75,5 @@ def quantize(x):
     total = x_d0
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        quantize_k0[grid](x, q, x_d0, x_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+        quantize_k0[grid](x, q, x_d0, x_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return q

@@ -31,9 +31,9 @@ def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.
     cols = tl.arange(0, BLOCK)[None, :]
     cmask = cols < 14336
     bmask = rmask & cmask
-    x_1 = tl.load(x + (r * 14336) + cols, mask=bmask, eviction_policy="evict_first")
-    w_1 = tl.load(w + cols, mask=cmask, eviction_policy="evict_last")
-    z_1 = tl.load(z + (r * 14336) + cols, mask=bmask, eviction_policy="evict_first")
+    x_1 = tl.load(x + (r * 14336) + cols, mask=bmask)
+    w_1 = tl.load(w + cols, mask=cmask)
+    z_1 = tl.load(z + (r * 14336) + cols, mask=bmask)
     acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
     t0 = x_1.to(tl.float32)
     t1 = t0 * t0

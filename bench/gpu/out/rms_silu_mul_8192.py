@@ -29,9 +29,9 @@ def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < y_d0
     cols = tl.arange(0, BLOCK)[None, :]
-    x_1 = tl.load(x + (r * 8192) + cols, mask=rmask, eviction_policy="evict_first")
-    w_1 = tl.load(w + cols, eviction_policy="evict_last")
-    z_1 = tl.load(z + (r * 8192) + cols, mask=rmask, eviction_policy="evict_first")
+    x_1 = tl.load(x + (r * 8192) + cols, mask=rmask)
+    w_1 = tl.load(w + cols)
+    z_1 = tl.load(z + (r * 8192) + cols, mask=rmask)
     acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
     t0 = x_1.to(tl.float32)
     t1 = t0 * t0

@@ -20,6 +20,9 @@ CONFIGS = {
     "unary_k0": {"BLOCK": 1024, "num_warps": 4},
 }
 
+# Flat kernels index their elements in 64 bits from this many on.
+WIDE_FROM = 2**31
+
 
 @triton.jit
 def _sigmoid_f64(x):
@@ -45,13 +48,12 @@ def _gelu_tanh(x):
 
 
 @triton.jit
-def dyn_bcast_k0(x, b, c, y, x_d0, x_d1, b_d0, c_d0, y_d0, y_d1, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def dyn_bcast_k0(x, b, c, y, x_d0, x_d1, b_d0, c_d0, y_d0, y_d1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = (y_d0 * y_d1)
     emask = offs < total
     r = offs // y_d1
     i = offs % y_d1
@@ -64,13 +66,12 @@ def dyn_bcast_k0(x, b, c, y, x_d0, x_d1, b_d0, c_d0, y_d0, y_d1, BLOCK: tl.const
 
 
 @triton.jit
-def rank3_k0(x, s, y, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def rank3_k0(x, s, y, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = 768
     emask = offs < total
     r = offs // 32
     t1 = r % 6
@@ -81,13 +82,12 @@ def rank3_k0(x, s, y, BLOCK: tl.constexpr, WIDE: tl.constexpr):
 
 
 @triton.jit
-def ints_k0(a, b, r, q, c, a_d0, b_d0, r_d0, q_d0, c_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def ints_k0(a, b, r, q, c, a_d0, b_d0, r_d0, q_d0, c_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = r_d0
     emask = offs < total
     a_1 = tl.load(a + offs, mask=emask)
     b_1 = tl.load(b + offs, mask=emask)
@@ -103,13 +103,12 @@ def ints_k0(a, b, r, q, c, a_d0, b_d0, r_d0, q_d0, c_d0, BLOCK: tl.constexpr, WI
 
 
 @triton.jit
-def f64_k0(x, y, x_d0, y_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def f64_k0(x, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = y_d0
     emask = offs < total
     x_1 = tl.load(x + offs, mask=emask)
     t1 = libdevice.exp(x_1)
@@ -119,13 +118,12 @@ def f64_k0(x, y, x_d0, y_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
 
 
 @triton.jit
-def unary_k0(x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, a_d0, exp_d0, log_d0, l1p_d0, em1_d0, sq_d0, rs_d0, th_d0, sg_d0, ge_d0, gt_d0, sn_d0, rd_d0, fl_d0, pw_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def unary_k0(x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, a_d0, exp_d0, log_d0, l1p_d0, em1_d0, sq_d0, rs_d0, th_d0, sg_d0, ge_d0, gt_d0, sn_d0, rd_d0, fl_d0, pw_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = a_d0
     emask = offs < total
     x_1 = tl.load(x + offs, mask=emask)
     t1 = tl.abs(x_1)
@@ -189,7 +187,7 @@ def dyn_bcast(x, b, c):
     total = (x_d0 * x_d1)
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        dyn_bcast_k0[grid](x, b, c, y, x_d0, x_d1, b_d0, c_d0, x_d0, x_d1, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+        dyn_bcast_k0[grid](x, b, c, y, x_d0, x_d1, b_d0, c_d0, x_d0, x_d1, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
 
 
@@ -202,7 +200,7 @@ def rank3(x, s):
     cfg = CONFIGS["rank3_k0"]
     total = 768
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
-    rank3_k0[grid](x, s, y, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+    rank3_k0[grid](x, s, y, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
 
 
@@ -220,7 +218,7 @@ def ints(a, b):
     total = a_d0
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        ints_k0[grid](a, b, r, q, c, a_d0, b_d0, a_d0, a_d0, a_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+        ints_k0[grid](a, b, r, q, c, a_d0, b_d0, a_d0, a_d0, a_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (r, q, c)
 
 
@@ -234,7 +232,7 @@ def f64(x):
     total = x_d0
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        f64_k0[grid](x, y, x_d0, x_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+        f64_k0[grid](x, y, x_d0, x_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
 
 
@@ -262,5 +260,5 @@ def unary(x):
     total = x_d0
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        unary_k0[grid](x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+        unary_k0[grid](x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, a)

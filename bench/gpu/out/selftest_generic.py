@@ -19,7 +19,15 @@ CONFIGS = {
     "slice_bcast_k0": {"BLOCK": 256, "num_warps": 4},
     "slice_bcast_k1": {"BLOCK": 256, "num_warps": 4},
     "reshape_k0": {"BLOCK": 256, "num_warps": 4},
+    "dense_const_k0": {"BLOCK": 256, "num_warps": 4},
+    "dense_const_k1": {"BLOCK": 1024, "num_warps": 4},
+    "scalars_k0": {"BLOCK": 4096, "num_warps": 4},
+    "twice_k0": {"BLOCK": 1024, "num_warps": 4},
+    "twice_k1": {"BLOCK": 1024, "num_warps": 4},
 }
+
+# Flat kernels index their elements in 64 bits from this many on.
+WIDE_FROM = 2**31
 
 
 @triton.jit
@@ -128,6 +136,63 @@ def reshape_k0(x, y, BLOCK: tl.constexpr):
         tl.store(y + (r * 12) + j, t4, mask=cmask)
 
 
+@triton.jit
+def dense_const_k0(c, BLOCK: tl.constexpr):
+    # generic: one program per grid iteration, scalar code
+    tl.store(c, 1.0)
+    tl.store(c + 1, 2.0)
+    tl.store(c + 2, 3.0)
+    tl.store(c + 3, 4.0)
+
+
+@triton.jit
+def dense_const_k1(x, c, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    i = offs % 4
+    x_1 = tl.load(x + offs, mask=emask)
+    c_1 = tl.load(c + i, mask=emask)
+    t0 = x_1 + c_1
+    tl.store(y + offs, t0, mask=emask)
+
+
+@triton.jit
+def scalars_k0(x, y, z, BLOCK: tl.constexpr):
+    # elementwise: one program per grid iteration, scalar code
+    x_1 = tl.load(x)
+    y_1 = tl.load(y)
+    t0 = x_1 * y_1
+    tl.store(z, t0)
+
+
+@triton.jit
+def twice_k0(x, result0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    t0 = tl.load(x + offs, mask=emask)
+    tl.store(result0 + offs, t0, mask=emask)
+
+
+@triton.jit
+def twice_k1(x, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    t0 = tl.load(x + offs, mask=emask)
+    tl.store(result1 + offs, t0, mask=emask)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if not isinstance(t, torch.Tensor):
@@ -217,3 +282,50 @@ def reshape(x):
     grid = (4,)
     reshape_k0[grid](x, y, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return y
+
+
+def dense_const(x):
+    """dense_const(x: f32[?, 4]) -> f32[?, 4]"""
+    x = _tensor("dense_const", "x", x, torch.float32, (None, 4))
+    dev = x.device
+    x_d0 = x.shape[0]
+    c = torch.empty((4,), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["dense_const_k0"]
+    grid = (1,)
+    dense_const_k0[grid](c, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    y = torch.empty((x_d0, 4), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["dense_const_k1"]
+    total = (x_d0 * 4)
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    if grid[0] > 0:
+        dense_const_k1[grid](x, c, y, x_d0, x_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    return y
+
+
+def scalars(x, y):
+    """scalars(x: f32[], y: f32[]) -> f32[]"""
+    x = _tensor("scalars", "x", x, torch.float32, ())
+    y = _tensor("scalars", "y", y, torch.float32, ())
+    dev = x.device
+    z = torch.empty((), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["scalars_k0"]
+    grid = (1,)
+    scalars_k0[grid](x, y, z, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return z
+
+
+def twice(x):
+    """twice(x: f32[8]) -> (f32[8], f32[8])"""
+    x = _tensor("twice", "x", x, torch.float32, (8,))
+    dev = x.device
+    result0 = torch.empty((8,), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["twice_k0"]
+    total = 8
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    twice_k0[grid](x, result0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    result1 = torch.empty((8,), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["twice_k1"]
+    total = 8
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    twice_k1[grid](x, result1, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    return (result0, result1)

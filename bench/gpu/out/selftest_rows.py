@@ -38,8 +38,8 @@ def short_rows_k0(x, w, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < y_d0
     cols = tl.arange(0, BLOCK)[None, :]
-    x_1 = tl.load(x + (r * 64) + cols, mask=rmask, eviction_policy="evict_first")
-    w_1 = tl.load(w + cols, eviction_policy="evict_last")
+    x_1 = tl.load(x + (r * 64) + cols, mask=rmask)
+    w_1 = tl.load(w + cols)
     acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
     t0 = x_1 * x_1
     t1 = acc + t0
@@ -61,7 +61,7 @@ def masked_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     cols = tl.arange(0, BLOCK)[None, :]
     cmask = cols < 3000
     bmask = rmask & cmask
-    x_1 = tl.load(x + (r * 3000) + cols, mask=bmask, eviction_policy="evict_first")
+    x_1 = tl.load(x + (r * 3000) + cols, mask=bmask)
     acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
     t0 = x_1.to(tl.float32)
     t1 = _max_nan(acc, t0)
@@ -151,7 +151,7 @@ def row_min_k0(x, m, x_d0, m_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     cols = tl.arange(0, BLOCK)[None, :]
     cmask = cols < 100
     bmask = rmask & cmask
-    x_1 = tl.load(x + (r * 100) + cols, mask=bmask, eviction_policy="evict_first")
+    x_1 = tl.load(x + (r * 100) + cols, mask=bmask)
     acc = tl.full((ROWS, BLOCK), 2147483647, tl.int32)
     t0 = tl.minimum(acc, x_1)
     acc_1 = tl.reduce(tl.where(cmask, t0, acc), 1, _min_nan, keep_dims=True)

@@ -29,7 +29,7 @@ def softmax_k0(s, y, s_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < y_d0
     cols = tl.arange(0, BLOCK)[None, :]
-    s_1 = tl.load(s + (r * 4096) + cols, mask=rmask, eviction_policy="evict_first")
+    s_1 = tl.load(s + (r * 4096) + cols, mask=rmask)
     acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
     t0 = s_1.to(tl.float32)
     t1 = _max_nan(acc, t0)

@@ -15,6 +15,9 @@ CONFIGS = {
     "swiglu_k0": {"BLOCK": 1024, "num_warps": 4},
 }
 
+# Flat kernels index their elements in 64 bits from this many on.
+WIDE_FROM = 2**31
+
 
 @triton.jit
 def _silu(x):
@@ -23,13 +26,12 @@ def _silu(x):
 
 
 @triton.jit
-def swiglu_k0(g, u, y, g_d0, u_d0, y_d0, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def swiglu_k0(g, u, y, g_d0, u_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    total = (y_d0 * 28672)
     emask = offs < total
     g_1 = tl.load(g + offs, mask=emask)
     u_1 = tl.load(u + offs, mask=emask)
@@ -69,5 +71,5 @@ def swiglu(g, u):
     total = (g_d0 * 28672)
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        swiglu_k0[grid](g, u, y, g_d0, u_d0, g_d0, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] >= 2**31, num_warps=cfg["num_warps"])
+        swiglu_k0[grid](g, u, y, g_d0, u_d0, g_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y

@@ -48,7 +48,11 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
+
 #define ALWI inline
+// an attribute of L1 pointers on the device (rvtt_l1_ptr); nothing on the host
+#define tt_l1_ptr
 
 namespace tt {
 enum CBIndex : std::uint8_t {
@@ -282,13 +286,34 @@ struct Config {
 struct Core {
     int x = 0, y = 0;
     Config cfg;
-    std::vector<uint8_t> l1;
+    // L1 lives below 4 GiB, so that an L1 address (a uint32_t, as kernels
+    // get from get_write_ptr) is also a host pointer kernels may cast
+    uint8_t* l1 = nullptr;
+    uint32_t l1_base = 0;
     CB cbs[kNumCBs];
     std::mutex mu;
     std::condition_variable cv;
     int live = 0, blocked = 0;
     std::string waiting[3];
+    std::function<bool()> ready[3];  // what each blocked kernel waits for
 };
+
+// stuck reports whether no blocked kernel of the core can go on: each
+// one's condition is false (a kernel woken but not yet run is not stuck).
+inline bool stuck(Core* c) {
+    if (c->blocked < c->live) return false;
+    for (int i = 0; i < 3; i++)
+        if (c->ready[i] && c->ready[i]()) return false;
+    return true;
+}
+
+inline std::string waits_of(Core* c) {
+    std::string all;
+    const char* names[3] = {"reader", "compute", "writer"};
+    for (int i = 0; i < 3; i++)
+        if (!c->waiting[i].empty()) all += std::string(" ") + names[i] + " waits in " + c->waiting[i] + ";";
+    return all;
+}
 
 inline std::string where_am_i() {
     if (!tctx.core) return "host";
@@ -316,18 +341,15 @@ template <class F>
 inline void block(std::unique_lock<std::mutex>& lk, const std::string& what, F ready) {
     Core* c = tctx.core;
     if (ready()) return;
-    c->waiting[risc_slot()] = what;
+    int slot = risc_slot();
+    c->waiting[slot] = what;
+    c->ready[slot] = ready;
     c->blocked++;
-    if (c->blocked == c->live) {
-        std::string all;
-        const char* names[3] = {"reader", "compute", "writer"};
-        for (int i = 0; i < 3; i++)
-            if (!c->waiting[i].empty()) all += std::string(" ") + names[i] + " waits in " + c->waiting[i] + ";";
-        fail("deadlock: every running kernel of the core is blocked:%s", all.c_str());
-    }
+    if (stuck(c)) fail("deadlock: every running kernel of the core is blocked:%s", waits_of(c).c_str());
     c->cv.wait(lk, ready);
     c->blocked--;
-    c->waiting[risc_slot()].clear();
+    c->waiting[slot].clear();
+    c->ready[slot] = nullptr;
 }
 
 inline void cb_reserve_back(uint32_t id, uint32_t n) {
@@ -389,8 +411,9 @@ inline uint32_t back_page_addr(CB& b, uint32_t i) { return b.cfg.l1_addr + ((b.w
 
 inline uint8_t* l1_ptr(uint32_t addr, uint32_t len, const char* call) {
     Core* c = tctx.core;
-    if (uint64_t(addr) + len > c->l1.size()) fail("%s: L1 address 0x%x + %u is past the end of L1 (%zu bytes)", call, addr, len, c->l1.size());
-    return c->l1.data() + addr;
+    if (addr < c->l1_base || uint64_t(addr) + len > uint64_t(c->l1_base) + c->cfg.l1_bytes)
+        fail("%s: address 0x%x + %u is outside L1 (%u bytes)", call, addr, len, c->cfg.l1_bytes);
+    return reinterpret_cast<uint8_t*>(uintptr_t(addr));
 }
 
 // The page of a tile the compute kernel reads: it must have been waited for.
@@ -640,7 +663,9 @@ inline void unary_bcast_init(uint32_t icb, uint32_t ocb) {
     using namespace ttemu;
     need_started("unary_bcast_init");
     set_math(std::string("unary_bcast ") + bcast_name(B));
+    // the unpacker is configured for icb on both sources, as on the device
     eng.unpack_a = int(cb_format(icb, "unary_bcast_init"));
+    eng.unpack_b = eng.unpack_a;
     eng.pack = int(cb_format(ocb, "unary_bcast_init"));
 }
 template <BroadcastType B>
@@ -665,8 +690,6 @@ inline void reduce_init(uint32_t icb, uint32_t icb_scaler, uint32_t ocb) {
     need_started("reduce_init");
     if (D != ReduceDim::REDUCE_ROW) fail("reduce_init: only REDUCE_ROW is emulated");
     set_math(std::string("reduce ") + (P == PoolType::MAX ? "MAX" : P == PoolType::SUM ? "SUM" : "AVG"));
-    eng.unpack_a = int(cb_format(icb, "reduce_init"));
-    eng.unpack_b = int(cb_format(icb_scaler, "reduce_init"));
     eng.reduce_active = true;
 }
 template <bool enforce_fp32_accumulation = false>
@@ -852,6 +875,11 @@ inline void fill_tile(uint32_t idst, float v) {
     ttemu::need_sfpu("fill_tile", "fill_tile_init");
     float* d = ttemu::dst_tile(idst, "fill_tile");
     for (int i = 0; i < ttemu::kTileElems; i++) d[i] = v;
+}
+inline void fill_tile_bitcast(uint32_t idst, uint32_t bits) {
+    ttemu::need_sfpu("fill_tile_bitcast", "fill_tile_init");
+    float* d = ttemu::dst_tile(idst, "fill_tile_bitcast");
+    for (int i = 0; i < ttemu::kTileElems; i++) d[i] = ttemu::bits_to_f32(bits);
 }
 
 // eltwise_binary_sfpu.h and binary_max_min.h: two DST tiles in, one out
@@ -1049,10 +1077,15 @@ struct Program {
             core->x = cr.x;
             core->y = cr.y;
             core->cfg = cfg;
-            core->l1.assign(cfg.l1_bytes, 0xa5);
+            void* mem = mmap(nullptr, cfg.l1_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+            if (mem == MAP_FAILED) fail("cannot map %u bytes of L1 below 4 GiB (the emulation needs Linux x86-64)", cfg.l1_bytes);
+            core->l1 = static_cast<uint8_t*>(mem);
+            core->l1_base = uint32_t(uintptr_t(mem));
+            std::memset(core->l1, 0xa5, cfg.l1_bytes);  // L1 is not zeroed on the device either
             for (auto& c : cbs) {
                 if (core->cbs[c.index].configured) fail("program %s: c_%u configured twice", name.c_str(), c.index);
                 core->cbs[c.index].cfg = c;
+                core->cbs[c.index].cfg.l1_addr = core->l1_base + c.l1_addr;
                 core->cbs[c.index].configured = true;
             }
             core->live = 3;
@@ -1075,19 +1108,17 @@ struct Program {
                         fail("the kernel returned with DST %s", state_name(eng.state));
                     std::unique_lock<std::mutex> lk(core->mu);
                     core->live--;
-                    if (core->live > 0 && core->blocked == core->live) {
-                        std::string all;
-                        const char* names[3] = {"reader", "compute", "writer"};
-                        for (int i = 0; i < 3; i++)
-                            if (!core->waiting[i].empty()) all += std::string(" ") + names[i] + " waits in " + core->waiting[i] + ";";
-                        fail("deadlock: the %s kernel returned and the others are blocked:%s", risc, all.c_str());
-                    }
+                    if (core->live > 0 && stuck(core))
+                        fail("deadlock: the %s kernel returned and the others are blocked:%s", risc, waits_of(core).c_str());
                     core->cv.notify_all();
                 });
             }
         }
         for (auto& t : ts) t.join();
-        for (auto* c : cs) delete c;
+        for (auto* c : cs) {
+            munmap(c->l1, c->cfg.l1_bytes);
+            delete c;
+        }
     }
 };
 

@@ -1,0 +1,592 @@
+// metal_emu.h: the Metal built-ins that TensorForge's Metal kernels use,
+// in C++17, so that the kernels run (slowly, exactly) on a CPU:
+//
+//   g++ -std=c++17 -O1 -pthread -fwrapv -Wno-attributes
+//       -fsanitize=address,alignment -fno-sanitize-recover=all
+//       -I emit/metal/emu harness.cpp
+//
+// where harness.cpp includes this header, then the .metal file (its
+// `#include <metal_stdlib>` finds emu/metal_stdlib), then calls
+// tf_emu::dispatch. Every thread of a threadgroup is a std::thread, so
+// barriers and simdgroup reductions are real rendezvous; threadgroups
+// run one after the other, which is what makes `threadgroup` arrays
+// (static locals here) private to the threadgroup running.
+//
+// What the device would punish is an error here, reported with a
+// "metal_emu: error:" line and abort():
+//   - a threadgroup_barrier (or a simd_sum, ...) not reached by every
+//     thread (of the simdgroup), or reached at different points;
+//   - more than 32 KB of threadgroup memory in one kernel (measured from
+//     the sizes of its threadgroup arrays in the symbol table);
+//   - more than 1024 threads in a threadgroup;
+//   - a read or write outside a buffer (AddressSanitizer with
+//     -fsanitize=address: buffers are allocated with their exact size;
+//     the report names the buffer), a misaligned vector access
+//     (-fsanitize=alignment: float4 is 16-byte aligned as on the device).
+//
+// Numbers are Metal's: half and bfloat round to nearest even when made
+// from a float; metal::precise functions are correctly rounded (computed
+// in double); float arithmetic is IEEE single precision.
+#pragma once
+
+#include <elf.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define TF_EMU_ASAN 1
+#else
+#define TF_EMU_ASAN 0
+#endif
+
+namespace tf_emu {
+
+// fail reports a misuse and aborts.
+[[noreturn]] inline void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void fail(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fputs("metal_emu: error: ", stderr);
+  std::vfprintf(stderr, fmt, ap);
+  std::fputs("\n", stderr);
+  va_end(ap);
+  std::fflush(stderr);
+  std::abort();
+}
+
+inline uint32_t float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+inline float bits_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// f32 -> f16 bits, rounding to nearest even, with subnormals, overflow to
+// infinity (from 65520, the midpoint of 65504 and 65536) and quiet NaN.
+inline uint16_t f32_to_f16(float f) {
+  const uint32_t x = float_bits(f);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+  if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00u);
+  if (ax < 0x38800000u) {
+    // below 2^-14: a multiple of 2^-24, exact after scaling
+    return uint16_t(sign | uint16_t(std::nearbyint(bits_float(ax) * 16777216.0f)));
+  }
+  const uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u);
+  return uint16_t(sign | ((r - 0x38000000u) >> 13));
+}
+
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 31u, m = h & 0x3ffu;
+  if (e == 31u) return bits_float(sign | 0x7f800000u | (m << 13));
+  if (e == 0u) return bits_float(sign | float_bits(float(m) * 5.9604644775390625e-08f));
+  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// f32 -> bf16 bits, rounding to nearest even; NaN stays a quiet NaN.
+inline uint16_t f32_to_bf16(float f) {
+  const uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t(((x >> 16) & 0x8000u) | 0x7fc0u);
+  return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+inline float bf16_to_f32(uint16_t b) { return bits_float(uint32_t(b) << 16); }
+
+}  // namespace tf_emu
+
+// ---------------------------------------------------------------------------
+// Scalar and vector types
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+
+// half: IEEE binary16, converted to and from float.
+struct half {
+  uint16_t bits;
+  half() = default;
+  half(float f) : bits(tf_emu::f32_to_f16(f)) {}
+  half(double f) : bits(tf_emu::f32_to_f16(float(f))) {}
+  half(int i) : bits(tf_emu::f32_to_f16(float(i))) {}
+  operator float() const { return tf_emu::f16_to_f32(bits); }
+};
+
+// bfloat: the upper half of a float, rounded to nearest even.
+struct bfloat {
+  uint16_t bits;
+  bfloat() = default;
+  bfloat(float f) : bits(tf_emu::f32_to_bf16(f)) {}
+  bfloat(double f) : bits(tf_emu::f32_to_bf16(float(f))) {}
+  bfloat(int i) : bits(tf_emu::f32_to_bf16(float(i))) {}
+  operator float() const { return tf_emu::bf16_to_f32(bits); }
+};
+
+static_assert(sizeof(half) == 2 && sizeof(bfloat) == 2, "half and bfloat are 2 bytes");
+
+namespace tf_emu {
+
+// vec is a Metal vector: N elements aligned to N times their size (three
+// to four), as float4 is 16-byte aligned on the device.
+template <class T, int N>
+struct alignas(sizeof(T) * (N == 3 ? 4 : N)) vec {
+  T v[N];
+  vec() = default;
+  template <class... A, class = typename std::enable_if<sizeof...(A) == N>::type>
+  vec(A... a) : v{T(a)...} {}
+  T& operator[](int i) { return v[i]; }
+  const T& operator[](int i) const { return v[i]; }
+};
+
+}  // namespace tf_emu
+
+#define TF_EMU_VEC(T)                \
+  typedef tf_emu::vec<T, 2> T##2;    \
+  typedef tf_emu::vec<T, 3> T##3;    \
+  typedef tf_emu::vec<T, 4> T##4;
+TF_EMU_VEC(float)
+TF_EMU_VEC(half)
+TF_EMU_VEC(bfloat)
+TF_EMU_VEC(char)
+TF_EMU_VEC(uchar)
+TF_EMU_VEC(short)
+TF_EMU_VEC(ushort)
+TF_EMU_VEC(int)
+TF_EMU_VEC(uint)
+TF_EMU_VEC(long)
+TF_EMU_VEC(ulong)
+TF_EMU_VEC(bool)
+#undef TF_EMU_VEC
+
+// ---------------------------------------------------------------------------
+// The threads of a threadgroup
+
+namespace tf_emu {
+
+// ids are the built-in positions of one thread.
+struct ids {
+  uint gid, lid, simd_lane, simd_id, tg_size, ngroups;
+};
+
+// What a thread is doing, for the rendezvous and their diagnostics.
+enum wait_kind { running = 0, at_barrier, at_exit, at_simd };
+
+// group is the state of the threadgroup running: where each thread
+// waits, the threadgroup-wide rendezvous (barriers and the kernel's
+// end) and one rendezvous per simdgroup.
+struct group {
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned n = 0;
+  uint gid = 0;
+  std::vector<int> where, line;
+  std::vector<const char*> what;
+  unsigned arrived = 0;
+  unsigned long gen = 0;
+  struct simd {
+    unsigned arrived = 0;
+    unsigned long gen = 0;
+    unsigned char slot[32][16];
+    unsigned char result[16];
+  };
+  std::vector<simd> simds;
+  std::chrono::seconds timeout{60};
+
+  explicit group(unsigned threads)
+      : n(threads), where(threads, running), line(threads, 0), what(threads, ""), simds((threads + 31) / 32) {}
+
+  // describe says where the threads wait: "31 at threadgroup_barrier
+  // (line 40), 1 returned from the kernel".
+  std::string describe() {
+    std::vector<std::pair<std::string, int>> counts;
+    for (unsigned t = 0; t < n; ++t) {
+      std::string s;
+      switch (where[t]) {
+        case running: s = "still running"; break;
+        case at_exit: s = "returned from the kernel"; break;
+        default: s = std::string("at ") + what[t] + " (line " + std::to_string(line[t]) + ")";
+      }
+      auto it = std::find_if(counts.begin(), counts.end(), [&](const std::pair<std::string, int>& c) { return c.first == s; });
+      if (it == counts.end()) counts.push_back({s, 1});
+      else it->second++;
+    }
+    std::string out;
+    for (auto& c : counts) {
+      if (!out.empty()) out += ", ";
+      out += std::to_string(c.second) + (c.second == 1 ? " thread " : " threads ") + c.first;
+    }
+    return out;
+  }
+
+  // stuck fails when every thread waits and none of the rendezvous can
+  // complete: some thread is waiting for a rendezvous others skipped.
+  void check_stuck() {
+    for (unsigned t = 0; t < n; ++t)
+      if (where[t] == running) return;
+    fail("threadgroup %u deadlocks: %s; a barrier or simdgroup function must be reached by every thread", gid,
+         describe().c_str());
+  }
+
+  void wait(std::unique_lock<std::mutex>& lk, unsigned long& g, unsigned long mine) {
+    if (!cv.wait_for(lk, timeout, [&] { return g != mine; }))
+      fail("threadgroup %u made no progress for %lld s: %s", gid, (long long)timeout.count(), describe().c_str());
+  }
+
+  // arrive is a threadgroup-wide rendezvous: a barrier, or the kernel's end.
+  void arrive(uint lid, wait_kind kind, const char* name, int ln) {
+    std::unique_lock<std::mutex> lk(mu);
+    where[lid] = kind;
+    line[lid] = ln;
+    what[lid] = name;
+    if (++arrived == n) {
+      for (unsigned t = 0; t < n; ++t) {
+        if (where[t] != kind || line[t] != ln)
+          fail("threadgroup %u: not every thread reached the same threadgroup_barrier: %s", gid, describe().c_str());
+      }
+      arrived = 0;
+      ++gen;
+      std::fill(where.begin(), where.end(), int(running));
+      cv.notify_all();
+      return;
+    }
+    check_stuck();
+    wait(lk, gen, gen);
+  }
+
+  // collective is a simdgroup-wide rendezvous: each lane gives a value,
+  // the last to arrive computes the result all lanes get.
+  template <class T, class F>
+  T collective(uint lid, T v, const char* name, int ln, F reduce) {
+    static_assert(sizeof(T) <= 16, "simdgroup values are at most 16 bytes");
+    std::unique_lock<std::mutex> lk(mu);
+    const unsigned s = lid / 32, first = s * 32, lanes = std::min(32u, n - first);
+    simd& sg = simds[s];
+    where[lid] = at_simd;
+    line[lid] = ln;
+    what[lid] = name;
+    std::memcpy(sg.slot[lid - first], &v, sizeof(T));
+    if (++sg.arrived == lanes) {
+      for (unsigned t = first; t < first + lanes; ++t) {
+        if (where[t] != at_simd || line[t] != ln || std::strcmp(what[t], name) != 0)
+          fail("threadgroup %u, simdgroup %u: not every lane reached the same %s: %s", gid, s, name, describe().c_str());
+      }
+      T vals[32];
+      for (unsigned t = 0; t < lanes; ++t) std::memcpy(&vals[t], sg.slot[t], sizeof(T));
+      T r = reduce(vals, lanes);
+      std::memcpy(sg.result, &r, sizeof(T));
+      sg.arrived = 0;
+      ++sg.gen;
+      for (unsigned t = first; t < first + lanes; ++t) where[t] = running;
+      cv.notify_all();
+      return r;
+    }
+    check_stuck();
+    wait(lk, sg.gen, sg.gen);
+    T r;
+    std::memcpy(&r, sg.result, sizeof(T));
+    return r;
+  }
+};
+
+// The thread's threadgroup and position, set while it runs a kernel.
+struct worker {
+  group* g = nullptr;
+  uint lid = 0;
+};
+inline thread_local worker self;
+
+inline worker& current(const char* what) {
+  if (self.g == nullptr) fail("%s called outside a kernel dispatched by tf_emu::dispatch", what);
+  return self;
+}
+
+// butterfly reduces the lanes as a shuffle-xor tree over 32 lanes does,
+// the missing lanes holding the identity: every lane gets the same value.
+template <class T, class F>
+T butterfly(const T* vals, unsigned lanes, T identity, F op) {
+  T x[32];
+  for (unsigned i = 0; i < 32; ++i) x[i] = i < lanes ? vals[i] : identity;
+  for (unsigned o = 16; o >= 1; o >>= 1) {
+    T y[32];
+    for (unsigned i = 0; i < 32; ++i) y[i] = op(x[i], x[i ^ o]);
+    std::memcpy(x, y, sizeof(x));
+  }
+  return x[0];
+}
+
+// ---------------------------------------------------------------------------
+// Threadgroup memory: the threadgroup arrays of a kernel are its static
+// locals, whose sizes the symbol table of the running program holds.
+
+struct symbol {
+  std::string name;
+  uint64_t size;
+};
+
+inline std::vector<symbol> load_symbols() {
+  std::vector<symbol> out;
+  FILE* f = std::fopen("/proc/self/exe", "rb");
+  if (!f) fail("cannot read /proc/self/exe to measure threadgroup memory");
+  std::vector<unsigned char> data;
+  unsigned char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.insert(data.end(), buf, buf + n);
+  std::fclose(f);
+  if (data.size() < sizeof(Elf64_Ehdr)) fail("/proc/self/exe is not an ELF file");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, data.data(), sizeof(eh));
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+    fail("/proc/self/exe is not a 64-bit ELF file");
+  auto section = [&](unsigned i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, data.data() + eh.e_shoff + size_t(i) * eh.e_shentsize, sizeof(sh));
+    return sh;
+  };
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh = section(i);
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    Elf64_Shdr strtab = section(sh.sh_link);
+    for (size_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, data.data() + sh.sh_offset + off, sizeof(sym));
+      if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT) continue;
+      out.push_back({reinterpret_cast<const char*>(data.data() + strtab.sh_offset + sym.st_name), sym.st_size});
+    }
+  }
+  if (out.empty()) fail("the program has no symbol table (stripped?): cannot measure threadgroup memory");
+  return out;
+}
+
+// threadgroup_bytes sums the static locals of the function whose local
+// symbols start with prefix (`_ZZN2ns6rms_k0E` for ns::rms_k0), each
+// rounded up to 16 bytes as the device allocates threadgroup memory.
+inline uint64_t threadgroup_bytes(const char* prefix) {
+  static const std::vector<symbol> syms = load_symbols();
+  uint64_t total = 0;
+  const size_t n = std::strlen(prefix);
+  for (const symbol& s : syms)
+    if (s.name.compare(0, n, prefix) == 0) total += (s.size + 15) / 16 * 16;
+  return total;
+}
+
+// The device's limits (Apple M3 Max).
+constexpr unsigned max_threads_per_threadgroup = 1024;
+constexpr uint64_t max_threadgroup_memory = 32768;
+
+// ---------------------------------------------------------------------------
+// Buffers: allocated with their exact size, so that AddressSanitizer
+// reports the first byte outside; the registry names the buffer.
+
+struct buffer_record {
+  std::string name;
+  const unsigned char* data;
+  size_t bytes;
+};
+
+inline std::vector<buffer_record>& buffers() {
+  static std::vector<buffer_record> all;
+  return all;
+}
+
+inline void name_buffer(const char* name, const void* p, size_t bytes) {
+  buffers().push_back({name, static_cast<const unsigned char*>(p), bytes});
+}
+
+#if TF_EMU_ASAN
+inline void asan_report(const char*) {
+  const unsigned char* a = static_cast<const unsigned char*>(__asan_get_report_address());
+  const buffer_record* best = nullptr;
+  long dist = 0;
+  for (const buffer_record& b : buffers()) {
+    long d = a < b.data ? long(b.data - a) : a >= b.data + b.bytes ? long(a - (b.data + b.bytes)) + 1 : 0;
+    if (!best || d < dist) best = &b, dist = d;
+  }
+  if (best && dist < 4096) {
+    long off = long(a - best->data);
+    std::fprintf(stderr, "metal_emu: error: out-of-bounds access to buffer '%s': byte %ld of a buffer of %zu bytes\n",
+                 best->name.c_str(), off, best->bytes);
+  } else {
+    std::fprintf(stderr, "metal_emu: error: invalid memory access (see AddressSanitizer's report)\n");
+  }
+}
+
+struct asan_hook {
+  asan_hook() { __asan_set_error_report_callback(asan_report); }
+};
+inline asan_hook install_asan_hook;
+
+// poison marks bytes a kernel must not touch (an arena's other views).
+inline void poison(const void* p, size_t n) { ASAN_POISON_MEMORY_REGION(p, n); }
+inline void unpoison(const void* p, size_t n) { ASAN_UNPOISON_MEMORY_REGION(p, n); }
+#else
+#warning "metal_emu: compile with -fsanitize=address to check buffer bounds"
+inline void poison(const void*, size_t) {}
+inline void unpoison(const void*, size_t) {}
+#endif
+
+// dispatch runs a kernel over `groups` threadgroups of `threads`
+// threads: run(ids) calls the kernel function for one thread. name is
+// the kernel's name for messages; tg_prefix the symbol prefix of its
+// static locals (see threadgroup_bytes), or nullptr not to measure.
+inline void dispatch(const char* name, const char* tg_prefix, uint groups, uint threads,
+                     const std::function<void(const ids&)>& run) {
+  if (threads == 0 || threads > max_threads_per_threadgroup)
+    fail("kernel %s dispatched with %u threads per threadgroup; the device runs 1 to %u", name, threads,
+         max_threads_per_threadgroup);
+  if (tg_prefix) {
+    const uint64_t tg = threadgroup_bytes(tg_prefix);
+    if (tg > max_threadgroup_memory)
+      fail("kernel %s declares %llu bytes of threadgroup memory; the device has %llu", name, (unsigned long long)tg,
+           (unsigned long long)max_threadgroup_memory);
+  }
+  if (groups == 0) return;
+  group g(threads);
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (uint lid = 0; lid < threads; ++lid) {
+    pool.emplace_back([&, lid] {
+      self.g = &g;
+      self.lid = lid;
+      for (uint gid = 0; gid < groups; ++gid) {
+        if (lid == 0) {
+          std::lock_guard<std::mutex> lk(g.mu);
+          g.gid = gid;
+        }
+        run(ids{gid, lid, lid % 32, lid / 32, threads, groups});
+        // the kernel's end: every thread, before the next threadgroup
+        // reuses the threadgroup arrays
+        g.arrive(lid, at_exit, "the end of the kernel", 0);
+      }
+      self.g = nullptr;
+    });
+  }
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace tf_emu
+
+// ---------------------------------------------------------------------------
+// namespace metal
+
+namespace metal {
+
+enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
+
+// threadgroup_barrier waits for every thread of the threadgroup.
+inline void threadgroup_barrier(mem_flags, int line = __builtin_LINE()) {
+  tf_emu::worker& w = tf_emu::current("threadgroup_barrier");
+  w.g->arrive(w.lid, tf_emu::at_barrier, "threadgroup_barrier", line);
+}
+
+template <class T>
+T simd_sum(T v, int line = __builtin_LINE()) {
+  tf_emu::worker& w = tf_emu::current("simd_sum");
+  return w.g->collective(w.lid, v, "simd_sum", line, [](const T* vals, unsigned n) {
+    return tf_emu::butterfly(vals, n, T(0), [](T a, T b) { return T(a + b); });
+  });
+}
+
+// simd_max and simd_min return the non-NaN operand of a NaN, as fmax.
+template <class T>
+T simd_max(T v, int line = __builtin_LINE()) {
+  tf_emu::worker& w = tf_emu::current("simd_max");
+  return w.g->collective(w.lid, v, "simd_max", line, [](const T* vals, unsigned n) {
+    T r = vals[0];
+    for (unsigned i = 1; i < n; ++i) r = (vals[i] > r || r != r) ? vals[i] : r;
+    return r;
+  });
+}
+
+template <class T>
+T simd_min(T v, int line = __builtin_LINE()) {
+  tf_emu::worker& w = tf_emu::current("simd_min");
+  return w.g->collective(w.lid, v, "simd_min", line, [](const T* vals, unsigned n) {
+    T r = vals[0];
+    for (unsigned i = 1; i < n; ++i) r = (vals[i] < r || r != r) ? vals[i] : r;
+    return r;
+  });
+}
+
+inline bool simd_any(bool v, int line = __builtin_LINE()) {
+  tf_emu::worker& w = tf_emu::current("simd_any");
+  return w.g->collective(w.lid, v, "simd_any", line, [](const bool* vals, unsigned n) {
+    bool r = false;
+    for (unsigned i = 0; i < n; ++i) r = r || vals[i];
+    return r;
+  });
+}
+
+template <class T, class U>
+T as_type(U u) {
+  static_assert(sizeof(T) == sizeof(U), "as_type keeps the size");
+  T t;
+  std::memcpy(&t, &u, sizeof(T));
+  return t;
+}
+
+template <class T>
+T min(T a, T b) {
+  return b < a ? b : a;
+}
+
+template <class T>
+T max(T a, T b) {
+  return a < b ? b : a;
+}
+
+inline float fabs(float x) { return std::fabs(x); }
+inline float floor(float x) { return std::floor(x); }
+inline float ceil(float x) { return std::ceil(x); }
+inline float rint(float x) { return std::nearbyint(x); }
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+inline bool isnan(float x) { return std::isnan(x); }
+inline bool isinf(float x) { return std::isinf(x); }
+inline bool signbit(float x) { return std::signbit(x); }
+
+// The precise functions, correctly rounded: computed in double, rounded once.
+namespace precise {
+inline float exp(float x) { return float(std::exp(double(x))); }
+inline float exp2(float x) { return float(std::exp2(double(x))); }
+inline float log(float x) { return float(std::log(double(x))); }
+inline float log2(float x) { return float(std::log2(double(x))); }
+inline float sqrt(float x) { return std::sqrt(x); }
+inline float rsqrt(float x) { return float(1.0 / std::sqrt(double(x))); }
+inline float tanh(float x) { return float(std::tanh(double(x))); }
+inline float sin(float x) { return float(std::sin(double(x))); }
+inline float cos(float x) { return float(std::cos(double(x))); }
+inline float pow(float x, float y) { return float(std::pow(double(x), double(y))); }
+}  // namespace precise
+
+}  // namespace metal
+
+// ---------------------------------------------------------------------------
+// Address spaces and attributes, last so that the code above is as
+// written: device and thread memory are ordinary memory, constant is
+// read-only, and a threadgroup array is shared by the threads of the
+// threadgroup running (a static local; threadgroups run in turn).
+
+#define device
+#define thread
+#define constant const
+#define threadgroup static

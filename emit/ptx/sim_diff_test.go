@@ -1,0 +1,217 @@
+package ptx
+
+import (
+	"math"
+	"math/rand"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+)
+
+// The differential tests run the emitted PTX in the simulator and compare
+// every result with the loop interpreter's (dialects/loop/eval) on the
+// same lowered module: the mapping onto CTAs, groups, unrolled copies,
+// guards, combines, shared memory and addresses all have to be right for
+// the results to agree, and the simulator faults on misaligned or
+// out-of-bounds accesses and on shuffles or barriers not all threads
+// reach.
+
+// simCase is one function run on inputs of the shapes given.
+type simCase struct {
+	fn     string
+	shapes [][]int64
+	// ulps bounds the distance to the interpreter's results; rel, when
+	// set, allows an absolute error of rel times the results' RMS too
+	// (sums in another order).
+	ulps float64
+	rel  float64
+}
+
+// randomInput fills a tensor of kind k: normal values of scale 3 with the
+// special values sprinkled in, or integers over the kind's range.
+func randomInput(rng *rand.Rand, k ir.ElemKind, shape []int64, specials bool) *geval.Tensor {
+	t := geval.NewTensor(k, shape)
+	sp := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1, -1, 88.8, -104, 1e-40, 2.5, -0.5}
+	for i := range t.Data {
+		var v float64
+		switch {
+		case k == ir.I1:
+			v = float64(rng.Intn(2))
+		case k.IsInt():
+			lo, hi := k.IntRange()
+			v = float64(lo + rng.Int63n(min(hi-lo, 1<<40)+1))
+		case specials && i%7 == 3:
+			v = sp[rng.Intn(len(sp))]
+		default:
+			v = rng.NormFloat64() * 3
+		}
+		t.Data[i] = numeric.RoundTo(v, k)
+	}
+	return t
+}
+
+// runSimCase lowers src, runs fn both ways and compares.
+func runSimCase(t *testing.T, m ir.Module, c simCase, specials bool) {
+	t.Helper()
+	f, ok := m.Lookup(c.fn)
+	require.True(t, ok, "no function %s", c.fn)
+	rng := rand.New(rand.NewSource(1))
+	var inputs []*geval.Tensor
+	nres := int(f.Operation.Attr("num_results").(ir.IntAttr).Value)
+	for i, a := range f.Args()[:len(f.Args())-nres] {
+		k := a.Type().(ir.MemRefType).Elem.Kind
+		inputs = append(inputs, randomInput(rng, k, c.shapes[i], specials))
+	}
+	want, err := leval.Run(m, c.fn, inputs)
+	require.NoError(t, err)
+	got, err := simRunFunc(m, c.fn, inputs)
+	require.NoError(t, err, "%s", c.fn)
+	require.Len(t, got, len(want))
+	for r := range want {
+		w, g := want[r], got[r]
+		require.Equal(t, w.Shape, g.Shape, "%s result %d", c.fn, r)
+		var rms float64
+		for _, v := range w.Data {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				rms += v * v
+			}
+		}
+		rms = math.Sqrt(rms / float64(max(len(w.Data), 1)))
+		bad := 0
+		for i := range w.Data {
+			d := numeric.ULPDiff(w.Data[i], g.Data[i], w.Elem)
+			if d <= c.ulps || (c.rel > 0 && math.Abs(w.Data[i]-g.Data[i]) <= c.rel*rms) {
+				continue
+			}
+			if bad < 5 {
+				args := ""
+				if len(inputs) > 0 && len(inputs[0].Data) == len(w.Data) {
+					args = ir.FormatFloat(inputs[0].Data[i], ir.F64)
+				}
+				t.Errorf("%s result %d element %d (input %s): simulated %v, interpreted %v (%.3g ULP)",
+					c.fn, r, i, args, g.Data[i], w.Data[i], d)
+			}
+			bad++
+		}
+		if bad > 0 {
+			t.Errorf("%s result %d: %d of %d elements differ", c.fn, r, bad, len(w.Data))
+		}
+	}
+}
+
+// lowerFile lowers a testdata file for the h200.
+func lowerFile(t *testing.T, name string) ir.Module {
+	t.Helper()
+	src, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return lower(t, string(src), fullPipeline, "h200")
+}
+
+func TestSimulatedShapes(t *testing.T) {
+	m := lowerFile(t, "testdata/shapes.tir")
+	cases := []simCase{
+		{fn: "cast_f32_bf16", shapes: [][]int64{{1003}}},
+		{fn: "cast_f32_f16", shapes: [][]int64{{1003}}},
+		{fn: "cast_f16_f32", shapes: [][]int64{{1003}}},
+		{fn: "cast_f32_f8e4m3", shapes: [][]int64{{1003}}},
+		{fn: "cast_f8e4m3_f32", shapes: [][]int64{{259}}},
+		{fn: "cast_f32_f8e5m2", shapes: [][]int64{{1003}}},
+		{fn: "cast_f64_bf16", shapes: [][]int64{{1003}}},
+		{fn: "cast_f32_i8", shapes: [][]int64{{1003}}},
+		{fn: "cast_i32_f32", shapes: [][]int64{{1003}}},
+		{fn: "cmp_select", shapes: [][]int64{{1001}, {1001}}},
+		{fn: "mask", shapes: [][]int64{{37, 24}}},
+		{fn: "quantize", shapes: [][]int64{{1001}}},
+		{fn: "bias_2d", shapes: [][]int64{{13, 101}, {13, 1}}},
+		{fn: "bias_2d", shapes: [][]int64{{3, 1030}, {3, 1}}},
+		{fn: "rank3", shapes: [][]int64{{7, 5, 12}, {12}}},
+		{fn: "transpose", shapes: [][]int64{{53, 96}}},
+		{fn: "matmul", shapes: [][]int64{{9, 64}, {64, 48}}},
+		{fn: "colsum", shapes: [][]int64{{37, 48}}},
+		{fn: "softmax_100", shapes: [][]int64{{37, 100}}, ulps: 96, rel: 1e-6},
+		{fn: "rmsnorm_64", shapes: [][]int64{{301, 64}, {64}}, ulps: 1, rel: 1e-3},
+		{fn: "layernorm_1000", shapes: [][]int64{{5, 1000}, {1000}, {1000}}, ulps: 64, rel: 1e-5},
+		{fn: "row_max_min", shapes: [][]int64{{41, 256}}},
+		{fn: "row_sum_f64", shapes: [][]int64{{7, 300}}, ulps: 64, rel: 1e-14},
+	}
+	for _, c := range cases {
+		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, !strings.HasPrefix(c.fn, "rmsnorm") && !strings.HasPrefix(c.fn, "layernorm")) })
+	}
+}
+
+// TestSimulatedSharedSram runs the row kernels with every sram buffer in
+// shared memory (no register budget), with barriers between the loops.
+func TestSimulatedSharedSram(t *testing.T) {
+	regBudget = 0
+	defer func() { regBudget = 64 }()
+	m := lowerFile(t, "testdata/shapes.tir")
+	for _, c := range []simCase{
+		{fn: "softmax_100", shapes: [][]int64{{37, 100}}, ulps: 96, rel: 1e-6},
+		{fn: "rmsnorm_64", shapes: [][]int64{{301, 64}, {64}}, ulps: 1, rel: 1e-3},
+		{fn: "layernorm_1000", shapes: [][]int64{{5, 1000}, {1000}, {1000}}, ulps: 64, rel: 1e-5},
+	} {
+		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, false) })
+	}
+}
+
+func TestSimulatedWorkloads(t *testing.T) {
+	src := `
+func.func @rms_silu_mul(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %z: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %n = graph.rmsnorm %x, %w {eps = 1.0e-05 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+  %s = graph.silu %n : tensor<?x64xbf16>
+  %y = graph.mul %s, %z : tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+func.func @add_rmsnorm(%x: tensor<?x2048xbf16>, %r: tensor<?x2048xbf16>, %w: tensor<2048xbf16>)
+    -> (tensor<?x2048xbf16>, tensor<?x2048xbf16>) {
+  %h = graph.add %x, %r : tensor<?x2048xbf16>
+  %n = graph.rmsnorm %h, %w {eps = 1.0e-05 : f32} : (tensor<?x2048xbf16>, tensor<2048xbf16>) -> tensor<?x2048xbf16>
+  return %h, %n : tensor<?x2048xbf16>, tensor<?x2048xbf16>
+}
+func.func @swiglu(%g: tensor<?x40xbf16>, %u: tensor<?x40xbf16>) -> tensor<?x40xbf16> {
+  %s = graph.silu %g : tensor<?x40xbf16>
+  %y = graph.mul %s, %u : tensor<?x40xbf16>
+  return %y : tensor<?x40xbf16>
+}
+func.func @softmax(%s: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
+  %x = graph.cast %s : (tensor<?x4096xbf16>) -> tensor<?x4096xf32>
+  %p = graph.softmax %x {axis = -1} : tensor<?x4096xf32>
+  %y = graph.cast %p : (tensor<?x4096xf32>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+func.func @lse_and_max(%s: tensor<?x96xbf16>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %x = graph.cast %s : (tensor<?x96xbf16>) -> tensor<?x96xf32>
+  %l = graph.logsumexp %x {axis = -1} : (tensor<?x96xf32>) -> tensor<?xf32>
+  %m = graph.reduce_max %x {axes = [-1]} : (tensor<?x96xf32>) -> tensor<?xf32>
+  return %l, %m : tensor<?xf32>, tensor<?xf32>
+}
+func.func @logaddexp(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %y = graph.logaddexp %a, %b : tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+func.func @two_kernels(%x: tensor<?x48xf32>, %w: tensor<48x16xf32>) -> tensor<?x16xf32> {
+  %e = graph.exp %x : tensor<?x48xf32>
+  %y = graph.matmul %e, %w : (tensor<?x48xf32>, tensor<48x16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+`
+	m := lower(t, src, fullPipeline, "h200")
+	for _, c := range []simCase{
+		{fn: "rms_silu_mul", shapes: [][]int64{{67, 64}, {64}, {67, 64}}, ulps: 2},
+		{fn: "add_rmsnorm", shapes: [][]int64{{3, 2048}, {3, 2048}, {2048}}, ulps: 1},
+		{fn: "swiglu", shapes: [][]int64{{9, 40}, {9, 40}}, ulps: 1},
+		{fn: "softmax", shapes: [][]int64{{2, 4096}}, ulps: 1},
+		{fn: "lse_and_max", shapes: [][]int64{{11, 96}}, ulps: 4},
+		{fn: "logaddexp", shapes: [][]int64{{1003}, {1003}}, ulps: 4},
+		{fn: "two_kernels", shapes: [][]int64{{5, 48}, {48, 16}}, ulps: 4, rel: 1e-6},
+	} {
+		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, c.fn == "logaddexp" || c.fn == "softmax") })
+	}
+}

@@ -1,0 +1,1118 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/x448/float16"
+
+	"github.com/tensorforge/tensorforge/ir/numeric"
+)
+
+// This file is an interpreter of the PTX subset the emitter writes, for
+// tests: it parses a module, and runs an entry over a grid of CTAs with
+// every thread's registers, global and shared memory, warp shuffles and
+// barriers. It checks what the hardware would fault on (a misaligned or
+// out-of-bounds access) and what would hang or be undefined (a shuffle
+// or barrier some threads do not reach). The approximate instructions
+// return the correctly rounded value, nudged by simNudge ULPs so that a
+// test can put them at the edge of their documented error.
+
+// simNudge moves the results of ex2.approx by this many ULPs (f32), and
+// those of rsqrt.approx and tanh.approx by their documented relative
+// error in the direction of its sign, to check accuracy bounds at the
+// approximation errors the PTX ISA allows.
+var simNudge = 0
+
+type simKind uint8
+
+const (
+	sReg simKind = iota
+	sImm
+	sMem
+	sVec
+	sLabel
+	sSpecial
+)
+
+type simOpnd struct {
+	kind simKind
+	reg  int    // register index
+	imm  uint64 // immediate bits (integers as two's complement)
+	name string // label, special register, parameter or symbol
+	base *simOpnd
+	off  int64
+	vec  []simOpnd
+}
+
+type simInstr struct {
+	pred    int // -1: none
+	neg     bool
+	op      string
+	parts   []string
+	args    []simOpnd
+	text    string
+	target  int // branch target
+	sync    int // 1: shfl, 2: bar
+	barrier bool
+}
+
+type simEntry struct {
+	name    string
+	params  []string
+	reqntid int
+	code    []simInstr
+	nregs   int
+}
+
+// simModule is a parsed PTX module.
+type simModule struct {
+	entries map[string]*simEntry
+}
+
+// parseSim parses the emitter's PTX.
+func parseSim(text string) (*simModule, error) {
+	mod := &simModule{entries: map[string]*simEntry{}}
+	var cur *simEntry
+	var regs map[string]int
+	var labels map[string]int
+	var pending []int // branches, by index, resolved at the end of the entry
+	inParams := false
+	for n, line := range strings.Split(text, "\n") {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			continue
+		case strings.HasPrefix(line, ".visible .entry "):
+			name := strings.TrimSuffix(strings.TrimPrefix(line, ".visible .entry "), "(")
+			cur = &simEntry{name: name}
+			mod.entries[name] = cur
+			regs, labels, pending = map[string]int{}, map[string]int{}, nil
+			inParams = true
+			continue
+		case inParams && strings.HasPrefix(line, ".param "):
+			f := strings.Fields(strings.TrimSuffix(line, ","))
+			cur.params = append(cur.params, f[len(f)-1])
+			continue
+		case inParams && line == ")":
+			inParams = false
+			continue
+		case strings.HasPrefix(line, ".reqntid"):
+			f := strings.Fields(strings.ReplaceAll(strings.TrimPrefix(line, ".reqntid"), ",", " "))
+			v, err := strconv.Atoi(f[0])
+			if err != nil {
+				return nil, err
+			}
+			cur.reqntid = v
+			continue
+		case line == "{":
+			continue
+		case line == "}":
+			for _, i := range pending {
+				in := &cur.code[i]
+				t, ok := labels[in.args[0].name]
+				if !ok {
+					return nil, fmt.Errorf("%s: branch to undefined label %s", cur.name, in.args[0].name)
+				}
+				in.target = t
+			}
+			cur.nregs = len(regs)
+			cur = nil
+			continue
+		case strings.HasPrefix(line, "."):
+			if cur != nil && !strings.HasPrefix(line, ".reg ") {
+				return nil, fmt.Errorf("line %d: unexpected directive in a body: %s", n+1, line)
+			}
+			continue
+		case cur == nil:
+			return nil, fmt.Errorf("line %d: text outside an entry: %s", n+1, line)
+		case strings.HasSuffix(line, ":"):
+			labels[strings.TrimSuffix(line, ":")] = len(cur.code)
+			continue
+		}
+		if !strings.HasSuffix(line, ";") {
+			return nil, fmt.Errorf("line %d: instruction without ';': %s", n+1, line)
+		}
+		body := strings.TrimSuffix(line, ";")
+		in := simInstr{pred: -1, text: body}
+		if strings.HasPrefix(body, "@") {
+			sp := strings.IndexAny(body, " \t")
+			p := body[1:sp]
+			if strings.HasPrefix(p, "!") {
+				in.neg = true
+				p = p[1:]
+			}
+			in.pred = simRegIndex(regs, p)
+			body = strings.TrimSpace(body[sp:])
+		}
+		sp := strings.IndexAny(body, " \t")
+		opText := body
+		rest := ""
+		if sp >= 0 {
+			opText, rest = body[:sp], strings.TrimSpace(body[sp:])
+		}
+		in.op = opText
+		in.parts = strings.Split(opText, ".")
+		for _, a := range simSplitArgs(rest) {
+			o, err := simParseOpnd(a, regs)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %v", n+1, err)
+			}
+			in.args = append(in.args, o)
+		}
+		switch in.parts[0] {
+		case "shfl":
+			in.sync = 1
+		case "bar":
+			in.sync = 2
+		}
+		if in.parts[0] == "bra" {
+			pending = append(pending, len(cur.code))
+		}
+		cur.code = append(cur.code, in)
+	}
+	return mod, nil
+}
+
+// simRegIndex numbers register names.
+func simRegIndex(regs map[string]int, name string) int {
+	if i, ok := regs[name]; ok {
+		return i
+	}
+	regs[name] = len(regs)
+	return regs[name]
+}
+
+// simSplitArgs splits operands at the commas outside braces and brackets.
+func simSplitArgs(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if t := strings.TrimSpace(s[start:]); t != "" {
+		out = append(out, t)
+	}
+	return out
+}
+
+func simParseOpnd(a string, regs map[string]int) (simOpnd, error) {
+	switch {
+	case strings.HasPrefix(a, "{"):
+		var o simOpnd
+		o.kind = sVec
+		for _, e := range simSplitArgs(a[1 : len(a)-1]) {
+			x, err := simParseOpnd(e, regs)
+			if err != nil {
+				return o, err
+			}
+			o.vec = append(o.vec, x)
+		}
+		return o, nil
+	case strings.HasPrefix(a, "["):
+		in := a[1 : len(a)-1]
+		var off int64
+		if i := strings.Index(in, "+"); i >= 0 {
+			v, err := strconv.ParseInt(in[i+1:], 10, 64)
+			if err != nil {
+				return simOpnd{}, err
+			}
+			off, in = v, in[:i]
+		}
+		b, err := simParseOpnd(in, regs)
+		if err != nil {
+			return simOpnd{}, err
+		}
+		return simOpnd{kind: sMem, base: &b, off: off}, nil
+	case strings.HasPrefix(a, "%") && strings.Contains(a, "."):
+		return simOpnd{kind: sSpecial, name: a}, nil
+	case strings.HasPrefix(a, "%"):
+		return simOpnd{kind: sReg, reg: simRegIndex(regs, a)}, nil
+	case strings.HasPrefix(a, "0f") && len(a) == 10:
+		v, err := strconv.ParseUint(a[2:], 16, 32)
+		return simOpnd{kind: sImm, imm: v}, err
+	case strings.HasPrefix(a, "0d") && len(a) == 18:
+		v, err := strconv.ParseUint(a[2:], 16, 64)
+		return simOpnd{kind: sImm, imm: v}, err
+	case strings.HasPrefix(a, "0x"):
+		v, err := strconv.ParseUint(a[2:], 16, 64)
+		return simOpnd{kind: sImm, imm: v}, err
+	case a[0] == '-' || a[0] >= '0' && a[0] <= '9':
+		v, err := strconv.ParseInt(a, 10, 64)
+		return simOpnd{kind: sImm, imm: uint64(v)}, err
+	}
+	return simOpnd{kind: sLabel, name: a}, nil
+}
+
+// simMemory is the global memory: buffers at 256-byte aligned addresses.
+type simMemory struct {
+	base  uint64
+	bytes []byte
+}
+
+func newSimMemory() *simMemory { return &simMemory{base: 1 << 20} }
+
+// alloc returns the address of n fresh bytes (filled with 0xAB, so that
+// reading unwritten memory shows).
+func (m *simMemory) alloc(n int) uint64 {
+	for len(m.bytes)%256 != 0 {
+		m.bytes = append(m.bytes, 0)
+	}
+	addr := m.base + uint64(len(m.bytes))
+	for i := 0; i < n+256; i++ {
+		m.bytes = append(m.bytes, 0xAB)
+	}
+	return addr
+}
+
+func (m *simMemory) slice(addr uint64, n int) []byte {
+	i := addr - m.base
+	if addr < m.base || i+uint64(n) > uint64(len(m.bytes)) {
+		panic(fmt.Sprintf("global access of %d bytes at %#x is out of bounds", n, addr))
+	}
+	return m.bytes[i : i+uint64(n)]
+}
+
+type simThread struct {
+	pc      int
+	regs    []uint64
+	done    bool
+	blocked int // 0 running, 1 at shfl, 2 at bar
+	tid     int
+}
+
+// simLaunch runs entry e over grid CTAs with the parameters given (one
+// 64-bit value each) and shared bytes of dynamic shared memory.
+func (mod *simModule) launch(name string, grid int, shared int, params []uint64, mem *simMemory) error {
+	e, ok := mod.entries[name]
+	if !ok {
+		return fmt.Errorf("no entry %s", name)
+	}
+	if len(params) != len(e.params) {
+		return fmt.Errorf("%s takes %d parameters, got %d", name, len(e.params), len(params))
+	}
+	for cta := 0; cta < grid; cta++ {
+		if err := e.runCTA(cta, grid, shared, params, mem); err != nil {
+			return fmt.Errorf("%s, CTA %d: %v", name, cta, err)
+		}
+	}
+	return nil
+}
+
+func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simMemory) (err error) {
+	n := e.reqntid
+	threads := make([]*simThread, n)
+	for i := range threads {
+		threads[i] = &simThread{regs: make([]uint64, e.nregs), tid: i}
+	}
+	shared := make([]byte, sharedBytes)
+	for i := range shared {
+		shared[i] = 0xCD
+	}
+	ctx := &simCtx{e: e, cta: cta, grid: grid, params: params, mem: mem, shared: shared}
+	var cur *simThread
+	defer func() {
+		if r := recover(); r != nil {
+			where := ""
+			if cur != nil && cur.pc < len(e.code) {
+				where = fmt.Sprintf(" (thread %d at `%s`)", cur.tid, e.code[cur.pc].text)
+			}
+			err = fmt.Errorf("%v%s", r, where)
+		}
+	}()
+	steps := 0
+	for {
+		for _, t := range threads {
+			cur = t
+			for !t.done && t.blocked == 0 {
+				in := &e.code[t.pc]
+				if in.pred >= 0 && (t.regs[in.pred] != 0) == in.neg {
+					t.pc++
+					continue
+				}
+				if in.sync != 0 {
+					t.blocked = in.sync
+					break
+				}
+				ctx.exec(t, in)
+				steps++
+				if steps > 200_000_000 {
+					panic("too many steps: a loop that does not end?")
+				}
+			}
+		}
+		cur = nil
+		// shuffles: a warp whose live threads all wait at one shfl
+		progress := false
+		for w := 0; w < n; w += 32 {
+			warp := threads[w:min(w+32, n)]
+			at, live := 0, 0
+			pc := -1
+			for _, t := range warp {
+				if t.done {
+					continue
+				}
+				live++
+				if t.blocked == 1 {
+					if pc >= 0 && t.pc != pc {
+						panic(fmt.Sprintf("threads of warp %d wait at different shuffles", w/32))
+					}
+					pc = t.pc
+					at++
+				}
+			}
+			if at == 0 {
+				continue
+			}
+			if at != live || live != len(warp) {
+				continue
+			}
+			ctx.shuffle(warp, &e.code[pc])
+			for _, t := range warp {
+				t.blocked = 0
+				t.pc++
+			}
+			progress = true
+		}
+		if progress {
+			continue
+		}
+		atBar, live := 0, 0
+		for _, t := range threads {
+			if !t.done {
+				live++
+				if t.blocked == 2 {
+					atBar++
+				}
+			}
+		}
+		if live == 0 {
+			return nil
+		}
+		if atBar == live {
+			if live != n {
+				panic("bar.sync with exited threads")
+			}
+			for _, t := range threads {
+				t.blocked = 0
+				t.pc++
+			}
+			continue
+		}
+		panic(fmt.Sprintf("deadlock: %d live threads, %d at a barrier, the rest at shuffles", live, atBar))
+	}
+}
+
+type simCtx struct {
+	e      *simEntry
+	cta    int
+	grid   int
+	params []uint64
+	mem    *simMemory
+	shared []byte
+}
+
+func (c *simCtx) shuffle(warp []*simThread, in *simInstr) {
+	vals := make([]uint64, len(warp))
+	for i, t := range warp {
+		vals[i] = c.val(t, in.args[1])
+	}
+	mask := int(c.val(warp[0], in.args[2]))
+	for i, t := range warp {
+		src := i ^ mask
+		if src >= len(warp) {
+			src = i
+		}
+		t.regs[in.args[0].reg] = vals[src] & 0xffffffff
+	}
+}
+
+// val reads an operand as bits.
+func (c *simCtx) val(t *simThread, o simOpnd) uint64 {
+	switch o.kind {
+	case sReg:
+		return t.regs[o.reg]
+	case sImm:
+		return o.imm
+	case sSpecial:
+		switch o.name {
+		case "%tid.x":
+			return uint64(t.tid)
+		case "%ctaid.x":
+			return uint64(c.cta)
+		case "%nctaid.x":
+			return uint64(c.grid)
+		case "%ntid.x":
+			return uint64(c.e.reqntid)
+		}
+	case sLabel:
+		if o.name == SharedName {
+			return 0
+		}
+	}
+	panic(fmt.Sprintf("cannot read operand %+v", o))
+}
+
+func f32of(b uint64) float32 { return math.Float32frombits(uint32(b)) }
+func f64of(b uint64) float64 { return math.Float64frombits(b) }
+func bitsF32(f float32) uint64 {
+	return uint64(math.Float32bits(f))
+}
+func bitsF64(f float64) uint64 { return math.Float64bits(f) }
+
+// nudge moves an f32 by simNudge ULPs (not NaN, inf or zero).
+func nudge(f float32) float32 {
+	if simNudge == 0 || f == 0 || math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return f
+	}
+	dir := float32(math.Inf(1))
+	k := simNudge
+	if k < 0 {
+		dir, k = float32(math.Inf(-1)), -k
+	}
+	for i := 0; i < k; i++ {
+		f = math.Nextafter32(f, dir)
+	}
+	return f
+}
+
+// nudgeRel is v rounded to f32 after a relative error of 2^e in the
+// direction of simNudge's sign (the documented bound of rsqrt.approx
+// and tanh.approx).
+func nudgeRel(v float64, e float64) float32 {
+	switch {
+	case simNudge > 0:
+		v *= 1 + math.Pow(2, e)
+	case simNudge < 0:
+		v *= 1 - math.Pow(2, e)
+	}
+	return float32(v)
+}
+
+// width is the bit width of a PTX type name.
+func width(t string) int {
+	switch t {
+	case "f64", "b64", "u64", "s64":
+		return 64
+	case "f32", "b32", "u32", "s32":
+		return 32
+	case "b16", "u16", "s16", "f16", "bf16":
+		return 16
+	case "u8", "s8", "b8":
+		return 8
+	case "pred":
+		return 1
+	}
+	panic("unknown type " + t)
+}
+
+func mask(v uint64, w int) uint64 {
+	if w >= 64 {
+		return v
+	}
+	return v & (1<<w - 1)
+}
+
+func sext(v uint64, w int) int64 {
+	if w >= 64 {
+		return int64(v)
+	}
+	s := 64 - w
+	return int64(v<<s) >> s
+}
+
+// rz32 rounds an f64 to f32 toward zero.
+func rz32(x float64) float32 {
+	r := float32(x)
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return r
+	}
+	if math.Abs(float64(r)) > math.Abs(x) {
+		r = math.Nextafter32(r, 0)
+	}
+	return r
+}
+
+// satInt truncates f to an integer of w bits with PTX's saturation (NaN: 0).
+func satInt(f float64, w int) uint64 {
+	if math.IsNaN(f) {
+		return 0
+	}
+	t := math.Trunc(f)
+	lo, hi := -math.Ldexp(1, w-1), math.Ldexp(1, w-1)
+	switch {
+	case t <= lo:
+		return mask(uint64(int64(lo)), w)
+	case t >= hi:
+		if w == 64 {
+			return uint64(math.MaxInt64)
+		}
+		return mask(uint64(int64(hi)-1), w)
+	}
+	return mask(uint64(int64(t)), w)
+}
+
+func maxNum(a, b float64, nanProp bool) float64 {
+	switch {
+	case math.IsNaN(a) && math.IsNaN(b):
+		return math.NaN()
+	case math.IsNaN(a) || math.IsNaN(b):
+		if nanProp {
+			return math.NaN()
+		}
+		if math.IsNaN(a) {
+			return b
+		}
+		return a
+	case a > b:
+		return a
+	case b > a:
+		return b
+	case math.Signbit(a):
+		return b
+	}
+	return a
+}
+
+func minNum(a, b float64, nanProp bool) float64 {
+	switch {
+	case math.IsNaN(a) && math.IsNaN(b):
+		return math.NaN()
+	case math.IsNaN(a) || math.IsNaN(b):
+		if nanProp {
+			return math.NaN()
+		}
+		if math.IsNaN(a) {
+			return b
+		}
+		return a
+	case a < b:
+		return a
+	case b < a:
+		return b
+	case math.Signbit(a):
+		return a
+	}
+	return b
+}
+
+func hasPart(parts []string, p string) bool {
+	for _, x := range parts {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+// f8Encode is PTX's cvt.rn.satfinite to an f8 format: finite values past
+// the range saturate, NaN stays NaN.
+func f8Encode(f float32, e5m2 bool) uint64 {
+	if e5m2 {
+		if math.IsNaN(float64(f)) {
+			return 0x7f
+		}
+		if a := math.Abs(float64(f)); a > 57344 {
+			f = float32(math.Copysign(57344, float64(f)))
+		}
+		return uint64(numeric.F8E5M2Bits(f))
+	}
+	if math.IsNaN(float64(f)) {
+		return 0x7f
+	}
+	if a := math.Abs(float64(f)); a > 448 {
+		f = float32(math.Copysign(448, float64(f)))
+	}
+	return uint64(numeric.F8E4M3FNBits(f))
+}
+
+func f8Decode(b uint64, e5m2 bool) float32 {
+	if e5m2 {
+		return numeric.F8E5M2FromBits(uint8(b))
+	}
+	return numeric.F8E4M3FNFromBits(uint8(b))
+}
+
+func f16Bits(f float32) uint64 { return uint64(float16.Fromfloat32(f).Bits()) }
+
+// exec runs one instruction (not a shuffle or barrier) of thread t.
+func (c *simCtx) exec(t *simThread, in *simInstr) {
+	p := in.parts
+	op := p[0]
+	a := in.args
+	set := func(i int, v uint64) { t.regs[a[i].reg] = v }
+	get := func(i int) uint64 { return c.val(t, a[i]) }
+	typ := p[len(p)-1]
+	switch op {
+	case "ret":
+		t.done = true
+		return
+	case "bra":
+		t.pc = in.target
+		return
+	case "ld":
+		c.load(t, in)
+	case "st":
+		c.store(t, in)
+	case "cvta":
+		set(0, get(1))
+	case "mov":
+		c.mov(t, in)
+	case "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs":
+		c.arith(t, in)
+	case "and", "or", "not":
+		w := width(typ)
+		x := get(1)
+		var r uint64
+		switch op {
+		case "and":
+			r = x & get(2)
+		case "or":
+			r = x | get(2)
+		default:
+			r = ^x
+		}
+		if typ == "pred" {
+			r &= 1
+		}
+		set(0, mask(r, w))
+	case "shl", "shr":
+		w := width(typ)
+		x, s := get(1), get(2)&0xff
+		var r uint64
+		switch {
+		case op == "shl":
+			r = mask(x<<s, w)
+		case typ[0] == 's':
+			r = mask(uint64(sext(x, w)>>s), w)
+		default:
+			r = mask(x, w) >> s
+		}
+		set(0, r)
+	case "bfe":
+		x, pos, ln := get(1), get(2), get(3)
+		v := (uint32(x) >> pos) & (1<<ln - 1)
+		if typ == "s32" && v&(1<<(ln-1)) != 0 {
+			v |= ^uint32(0) << ln
+		}
+		set(0, uint64(v))
+	case "bfi":
+		x, y, pos, ln := uint32(get(1)), uint32(get(2)), get(3), get(4)
+		m := uint32(1<<ln-1) << pos
+		set(0, uint64(y&^m|(x<<pos)&m))
+	case "selp":
+		if get(3) != 0 {
+			set(0, get(1))
+		} else {
+			set(0, get(2))
+		}
+	case "setp":
+		set(0, c.setp(p[1], typ, get(1), get(2)))
+	case "cvt":
+		c.cvt(t, in)
+	case "ex2":
+		set(0, bitsF32(nudge(float32(math.Exp2(float64(f32of(get(1))))))))
+	case "rsqrt":
+		x := float64(f32of(get(1)))
+		set(0, bitsF32(nudgeRel(1/math.Sqrt(x), -22.9)))
+	case "tanh":
+		set(0, bitsF32(nudgeRel(math.Tanh(float64(f32of(get(1)))), -10.987)))
+	case "sqrt":
+		if typ == "f64" {
+			set(0, bitsF64(math.Sqrt(f64of(get(1)))))
+		} else {
+			set(0, bitsF32(float32(math.Sqrt(float64(f32of(get(1)))))))
+		}
+	case "rcp":
+		if typ == "f64" {
+			set(0, bitsF64(1/f64of(get(1))))
+		} else {
+			set(0, bitsF32(float32(1/float64(f32of(get(1))))))
+		}
+	default:
+		panic("the simulator does not know " + in.op)
+	}
+	t.pc++
+}
+
+func (c *simCtx) setp(cmp, typ string, x, y uint64) uint64 {
+	var r bool
+	switch typ {
+	case "f32", "f64":
+		var a, b float64
+		if typ == "f32" {
+			a, b = float64(f32of(x)), float64(f32of(y))
+		} else {
+			a, b = f64of(x), f64of(y)
+		}
+		nan := math.IsNaN(a) || math.IsNaN(b)
+		switch cmp {
+		case "eq":
+			r = a == b
+		case "ne":
+			r = !nan && a != b
+		case "neu":
+			r = nan || a != b
+		case "lt":
+			r = a < b
+		case "le":
+			r = a <= b
+		case "gt":
+			r = a > b
+		case "ge":
+			r = a >= b
+		case "nan":
+			r = nan
+		case "num":
+			r = !nan
+		default:
+			panic("setp." + cmp)
+		}
+	default:
+		w := width(typ)
+		signed := typ[0] == 's'
+		var a, b int64
+		var ua, ub uint64
+		if signed {
+			a, b = sext(x, w), sext(y, w)
+		} else {
+			ua, ub = mask(x, w), mask(y, w)
+		}
+		lt := (signed && a < b) || (!signed && ua < ub)
+		eq := (signed && a == b) || (!signed && ua == ub)
+		switch cmp {
+		case "eq":
+			r = eq
+		case "ne":
+			r = !eq
+		case "lt":
+			r = lt
+		case "le":
+			r = lt || eq
+		case "gt":
+			r = !lt && !eq
+		case "ge":
+			r = !lt
+		default:
+			panic("setp." + cmp)
+		}
+	}
+	if r {
+		return 1
+	}
+	return 0
+}
+
+func (c *simCtx) mov(t *simThread, in *simInstr) {
+	a := in.args
+	typ := in.parts[len(in.parts)-1]
+	switch {
+	case a[0].kind == sVec: // unpack
+		x := c.val(t, a[1])
+		n := len(a[0].vec)
+		w := width(typ) / n
+		for i, d := range a[0].vec {
+			t.regs[d.reg] = mask(x>>(uint(i*w)), w)
+		}
+	case a[1].kind == sVec: // pack
+		n := len(a[1].vec)
+		w := width(typ) / n
+		var x uint64
+		for i, s := range a[1].vec {
+			x |= mask(c.val(t, s), w) << uint(i*w)
+		}
+		t.regs[a[0].reg] = x
+	default:
+		t.regs[a[0].reg] = mask(c.val(t, a[1]), width(typ))
+	}
+}
+
+func (c *simCtx) arith(t *simThread, in *simInstr) {
+	p := in.parts
+	op := p[0]
+	typ := p[len(p)-1]
+	a := in.args
+	get := func(i int) uint64 { return c.val(t, a[i]) }
+	nanProp := hasPart(p, "NaN")
+	switch typ {
+	case "f32", "f64":
+		f := func(b uint64) float64 {
+			if typ == "f32" {
+				return float64(f32of(b))
+			}
+			return f64of(b)
+		}
+		var r float64
+		switch op {
+		case "add":
+			r = f(get(1)) + f(get(2))
+		case "sub":
+			r = f(get(1)) - f(get(2))
+		case "mul":
+			r = f(get(1)) * f(get(2))
+		case "div":
+			r = f(get(1)) / f(get(2))
+		case "fma":
+			r = math.FMA(f(get(1)), f(get(2)), f(get(3)))
+		case "min":
+			r = minNum(f(get(1)), f(get(2)), nanProp)
+		case "max":
+			r = maxNum(f(get(1)), f(get(2)), nanProp)
+		case "neg":
+			if typ == "f32" {
+				t.regs[a[0].reg] = get(1) ^ 0x80000000
+			} else {
+				t.regs[a[0].reg] = get(1) ^ (1 << 63)
+			}
+			return
+		case "abs":
+			if typ == "f32" {
+				t.regs[a[0].reg] = get(1) &^ 0x80000000
+			} else {
+				t.regs[a[0].reg] = get(1) &^ (1 << 63)
+			}
+			return
+		default:
+			panic("the simulator does not know " + in.op)
+		}
+		if typ == "f32" {
+			t.regs[a[0].reg] = bitsF32(float32(r))
+		} else {
+			t.regs[a[0].reg] = bitsF64(r)
+		}
+		return
+	}
+	w := width(typ)
+	signed := typ[0] == 's'
+	x := get(1)
+	var y uint64
+	if len(a) > 2 {
+		y = get(2)
+	}
+	var r uint64
+	switch op {
+	case "add":
+		r = x + y
+	case "sub":
+		r = x - y
+	case "mul":
+		r = x * y
+	case "mad":
+		r = x*y + get(3)
+	case "div", "rem":
+		if mask(y, w) == 0 {
+			r = mask(^uint64(0), w)
+			break
+		}
+		if signed {
+			sx, sy := sext(x, w), sext(y, w)
+			if op == "div" {
+				r = uint64(sx / sy)
+			} else {
+				r = uint64(sx % sy)
+			}
+		} else if op == "div" {
+			r = mask(x, w) / mask(y, w)
+		} else {
+			r = mask(x, w) % mask(y, w)
+		}
+	case "min", "max":
+		less := mask(x, w) < mask(y, w)
+		if signed {
+			less = sext(x, w) < sext(y, w)
+		}
+		if (op == "min") == less {
+			r = x
+		} else {
+			r = y
+		}
+	case "neg":
+		r = -x
+	case "abs":
+		v := sext(x, w)
+		if v < 0 {
+			v = -v
+		}
+		r = uint64(v)
+	default:
+		panic("the simulator does not know " + in.op)
+	}
+	t.regs[a[0].reg] = mask(r, w)
+}
+
+func (c *simCtx) cvt(t *simThread, in *simInstr) {
+	p := in.parts
+	a := in.args
+	dst, src := p[len(p)-2], p[len(p)-1]
+	x := c.val(t, a[1])
+	set := func(v uint64) { t.regs[a[0].reg] = v }
+	rnd := ""
+	for _, q := range p[1 : len(p)-2] {
+		if q != "satfinite" && q != "ftz" {
+			rnd = q
+		}
+	}
+	switch {
+	case dst == "bf16x2" || dst == "f16x2" && src == "f32":
+		hi, lo := f32of(x), f32of(c.val(t, a[2]))
+		enc := func(f float32) uint64 {
+			if dst == "bf16x2" {
+				return uint64(numeric.BF16Bits(f))
+			}
+			return f16Bits(f)
+		}
+		set(enc(hi)<<16 | enc(lo))
+	case dst == "e4m3x2" || dst == "e5m2x2":
+		hi, lo := f32of(x), f32of(c.val(t, a[2]))
+		e5 := dst == "e5m2x2"
+		set(f8Encode(hi, e5)<<8 | f8Encode(lo, e5))
+	case dst == "f16x2" && (src == "e4m3x2" || src == "e5m2x2"):
+		e5 := src == "e5m2x2"
+		lo, hi := f8Decode(x&0xff, e5), f8Decode(x>>8&0xff, e5)
+		set(f16Bits(hi)<<16 | f16Bits(lo))
+	case dst == "bf16":
+		set(uint64(numeric.BF16Bits(f32of(x))))
+	case dst == "f16" && src == "f32":
+		set(f16Bits(f32of(x)))
+	case dst == "f32" && src == "bf16":
+		set(bitsF32(numeric.BF16FromBits(uint16(x))))
+	case dst == "f32" && src == "f16":
+		set(bitsF32(float16.Frombits(uint16(x)).Float32()))
+	case dst == "f32" && src == "f32":
+		set(bitsF32(float32(roundInt(float64(f32of(x)), rnd))))
+	case dst == "f64" && src == "f64":
+		set(bitsF64(roundInt(f64of(x), rnd)))
+	case dst == "f64" && src == "f32":
+		set(bitsF64(float64(f32of(x))))
+	case dst == "f32" && src == "f64":
+		if rnd == "rz" {
+			set(bitsF32(rz32(f64of(x))))
+		} else {
+			set(bitsF32(float32(f64of(x))))
+		}
+	case (dst == "s32" || dst == "s64") && (src == "f32" || src == "f64"):
+		f := f64of(x)
+		if src == "f32" {
+			f = float64(f32of(x))
+		}
+		set(satInt(f, width(dst)))
+	case (dst == "f32" || dst == "f64") && (src[0] == 's' || src[0] == 'u'):
+		var v float64
+		if src[0] == 's' {
+			v = float64(sext(x, width(src)))
+		} else {
+			v = float64(mask(x, width(src)))
+		}
+		if dst == "f32" {
+			set(bitsF32(float32(v)))
+		} else {
+			set(bitsF64(v))
+		}
+	case (dst[0] == 'u' || dst[0] == 's') && (src[0] == 'u' || src[0] == 's'):
+		w := width(src)
+		var v uint64
+		if src[0] == 's' {
+			v = uint64(sext(x, w))
+		} else {
+			v = mask(x, w)
+		}
+		set(mask(v, width(dst)))
+	default:
+		panic("the simulator does not know " + in.op)
+	}
+}
+
+func roundInt(f float64, rnd string) float64 {
+	switch rnd {
+	case "rni":
+		return math.RoundToEven(f)
+	case "rmi":
+		return math.Floor(f)
+	case "rpi":
+		return math.Ceil(f)
+	case "rzi":
+		return math.Trunc(f)
+	}
+	panic("cvt rounding " + rnd)
+}
+
+// access returns the bytes an ld or st touches.
+func (c *simCtx) access(t *simThread, in *simInstr, m simOpnd, n int) []byte {
+	if m.base.kind == sLabel && !strings.HasPrefix(m.base.name, SharedName) {
+		panic("memory operand " + m.base.name)
+	}
+	addr := c.val(t, *m.base) + uint64(m.off)
+	if addr%uint64(n) != 0 {
+		panic(fmt.Sprintf("misaligned access of %d bytes at %#x", n, addr))
+	}
+	if hasPart(in.parts, "shared") {
+		if addr+uint64(n) > uint64(len(c.shared)) {
+			panic(fmt.Sprintf("shared access of %d bytes at %d past %d bytes", n, addr, len(c.shared)))
+		}
+		return c.shared[addr : addr+uint64(n)]
+	}
+	return c.mem.slice(addr, n)
+}
+
+func (c *simCtx) load(t *simThread, in *simInstr) {
+	p := in.parts
+	typ := p[len(p)-1]
+	if p[1] == "param" {
+		name := in.args[1].base.name
+		for i, n := range c.e.params {
+			if n == name {
+				t.regs[in.args[0].reg] = c.params[i]
+				return
+			}
+		}
+		panic("no parameter " + name)
+	}
+	dsts := []simOpnd{in.args[0]}
+	if in.args[0].kind == sVec {
+		dsts = in.args[0].vec
+	}
+	w := width(typ) / 8
+	b := c.access(t, in, in.args[1], w*len(dsts))
+	for i, d := range dsts {
+		var v uint64
+		for k := 0; k < w; k++ {
+			v |= uint64(b[i*w+k]) << (8 * k)
+		}
+		if typ[0] == 's' {
+			v = uint64(sext(v, w*8))
+		}
+		t.regs[d.reg] = v
+	}
+}
+
+func (c *simCtx) store(t *simThread, in *simInstr) {
+	p := in.parts
+	typ := p[len(p)-1]
+	srcs := []simOpnd{in.args[1]}
+	if in.args[1].kind == sVec {
+		srcs = in.args[1].vec
+	}
+	w := width(typ) / 8
+	b := c.access(t, in, in.args[0], w*len(srcs))
+	for i, s := range srcs {
+		v := c.val(t, s)
+		for k := 0; k < w; k++ {
+			b[i*w+k] = byte(v >> (8 * k))
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+)
+
+// This file runs a lowered function the way its launcher does, with the
+// simulator standing in for the GPU.
+
+// simGrid is the number of CTAs every simulated launch gets: few, so that
+// the grid-stride loops take several rounds.
+var simGrid = 3
+
+// encode writes value v of kind k at b.
+func encode(b []byte, v float64, k ir.ElemKind) {
+	switch {
+	case k == ir.I1:
+		b[0] = 0
+		if v != 0 {
+			b[0] = 1
+		}
+	case k.IsInt():
+		x := uint64(int64(numeric.WrapInt(v, k)))
+		for i := range b {
+			b[i] = byte(x >> (8 * i))
+		}
+	default:
+		bits, _ := numeric.ToBits(v, k)
+		for i := range b {
+			b[i] = byte(bits >> (8 * i))
+		}
+	}
+}
+
+// decode reads a value of kind k from b.
+func decode(b []byte, k ir.ElemKind) float64 {
+	var x uint64
+	for i := range b {
+		x |= uint64(b[i]) << (8 * i)
+	}
+	switch {
+	case k == ir.I1:
+		return float64(x & 1)
+	case k.IsUnsigned():
+		return float64(x)
+	case k.IsInt():
+		return float64(sext(x, 8*len(b)))
+	}
+	v, _ := numeric.FromBits(x, k)
+	return v
+}
+
+// simBuffer is a buffer of the simulated function.
+type simBuffer struct {
+	addr  uint64
+	shape []int64
+	elem  ir.ElemKind
+}
+
+func (b *simBuffer) count() int64 {
+	n := int64(1)
+	for _, d := range b.shape {
+		n *= d
+	}
+	return n
+}
+
+// simRunFunc runs function fn of the lowered module m on inputs with the
+// simulator, and returns its results.
+func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor, error) {
+	f, ok := m.Lookup(fn)
+	if !ok {
+		return nil, fmt.Errorf("no function %s", fn)
+	}
+	kernels := map[string]loop.KernelOp{}
+	for op := m.Body().First(); op != nil; op = op.Next() {
+		if k, ok := loop.AsKernel(op); ok {
+			kernels[k.SymName()] = k
+		}
+	}
+	files, err := Emit(m)
+	if err != nil {
+		return nil, err
+	}
+	var text string
+	for _, fl := range files {
+		if fl.Name == identifier(fn)+".ptx" {
+			text = fl.Text
+		}
+	}
+	mod, err := parseSim(text)
+	if err != nil {
+		return nil, err
+	}
+	mem := newSimMemory()
+	args := f.Args()
+	nres := int(f.Operation.Attr("num_results").(ir.IntAttr).Value)
+	nin := len(args) - nres
+	bufs := map[*ir.Value]*simBuffer{}
+	idx := map[*ir.Value]int64{}
+	for i, a := range args[:nin] {
+		mt := a.Type().(ir.MemRefType)
+		in := inputs[i]
+		b := &simBuffer{shape: in.Shape, elem: mt.Elem.Kind}
+		es := int(max(mt.Elem.Kind.ByteSize(), 1))
+		b.addr = mem.alloc(int(b.count()) * es)
+		for j, v := range in.Data {
+			encode(mem.slice(b.addr+uint64(j*es), es), v, b.elem)
+		}
+		bufs[a] = b
+	}
+	alloc := func(v *ir.Value, dyn []int64) *simBuffer {
+		mt := v.Type().(ir.MemRefType)
+		b := &simBuffer{elem: mt.Elem.Kind}
+		next := 0
+		for _, d := range mt.Shape {
+			if d == ir.Dynamic {
+				d = dyn[next]
+				next++
+			}
+			b.shape = append(b.shape, d)
+		}
+		b.addr = mem.alloc(int(b.count()) * int(max(mt.Elem.Kind.ByteSize(), 1)))
+		bufs[v] = b
+		return b
+	}
+	for op := f.Body().First(); op != nil; op = op.Next() {
+		switch op.Name() {
+		case loop.OpDim:
+			d := loop.DimOp{Operation: op}
+			idx[op.Result(0)] = bufs[d.Memref()].shape[d.Axis()]
+		case loop.OpConst:
+			idx[op.Result(0)] = int64(loop.ConstOp{Operation: op}.Value())
+		case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+			x, y := idx[op.Operand(0)], idx[op.Operand(1)]
+			var r int64
+			switch op.Name() {
+			case loop.OpAddi:
+				r = x + y
+			case loop.OpSubi:
+				r = x - y
+			case loop.OpMuli:
+				r = x * y
+			case loop.OpDivi:
+				r = x / y
+			case loop.OpRemi:
+				r = x % y
+			default:
+				r = min(x, y)
+			}
+			idx[op.Result(0)] = r
+		case loop.OpAllocDRAM:
+			al := loop.AllocDRAMOp{Operation: op}
+			var dyn []int64
+			for _, e := range al.Extents() {
+				dyn = append(dyn, idx[e])
+			}
+			alloc(al.Output(), dyn)
+		case loop.OpLaunch:
+			l := loop.LaunchOp{Operation: op}
+			k := kernels[l.Kernel()]
+			info, _, err := emitKernel(k, identifier(l.Kernel()))
+			if err != nil {
+				return nil, err
+			}
+			nbuf := int(k.NumInputs() + k.NumOutputs())
+			var ext []int64
+			for _, e := range l.Args()[nbuf:] {
+				ext = append(ext, idx[e])
+			}
+			var params []uint64
+			next := 0
+			for _, b := range l.Args()[:nbuf] {
+				mt := b.Type().(ir.MemRefType)
+				n := 0
+				for _, d := range mt.Shape {
+					if d == ir.Dynamic {
+						n++
+					}
+				}
+				sb, ok := bufs[b]
+				if !ok {
+					sb = alloc(b, ext[next:next+n])
+				}
+				next += n
+				params = append(params, sb.addr)
+			}
+			for _, e := range ext {
+				params = append(params, uint64(e))
+			}
+			if err := mod.launch(info.entry, simGrid, int(info.shared), params, mem); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []*geval.Tensor
+	for _, a := range args[nin:] {
+		b := bufs[a]
+		if b == nil {
+			return nil, fmt.Errorf("output never written")
+		}
+		es := int(max(b.elem.ByteSize(), 1))
+		t := &geval.Tensor{Shape: b.shape, Elem: b.elem, Data: make([]float64, b.count())}
+		for j := range t.Data {
+			t.Data[j] = decode(mem.slice(b.addr+uint64(j*es), es), b.elem)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

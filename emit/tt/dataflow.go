@@ -1,0 +1,316 @@
+package tt
+
+import (
+	"strings"
+)
+
+// This file writes the two dataflow kernels. The reader walks the same
+// units, loops and statements as the compute kernel and reads each tile
+// it will need, in the order it needs them, into the circular buffer of
+// that load:
+//
+//	cb_reserve_back(cb_x, 1);
+//	noc_async_read_tile(rb * Ct + ct, x, get_write_ptr(cb_x));
+//	noc_async_read_barrier();
+//	cb_push_back(cb_x, 1);
+//
+// and the writer drains the tiles the compute kernel pushes for each
+// store with cb_wait_front / noc_async_write_tile / cb_pop_front. Buffers
+// are interleaved DRAM buffers of tiles addressed through TensorAccessor.
+
+// dataflowGen writes the reader or the writer.
+type dataflowGen struct {
+	g      *kgen
+	reader bool
+	w      cppWriter
+	params []*param // the buffers it reads or writes, in parameter order
+	first  map[*param]*cbuf
+}
+
+func newDataflow(g *kgen, reader bool) *dataflowGen {
+	d := &dataflowGen{g: g, reader: reader, first: map[*param]*cbuf{}}
+	var visit func(ss []stmt)
+	visit = func(ss []stmt) {
+		for _, s := range ss {
+			switch s := s.(type) {
+			case *loopStmt:
+				visit(s.body)
+			case *readStmt:
+				if reader && d.first[s.p] == nil {
+					d.first[s.p] = s.cb
+				}
+			case *writeStmt:
+				if !reader && d.first[s.p] == nil {
+					d.first[s.p] = s.cb
+				}
+			}
+		}
+	}
+	visit(g.body)
+	for _, p := range g.params {
+		if d.first[p] != nil {
+			d.params = append(d.params, p)
+		}
+	}
+	return d
+}
+
+// runtimeArgs are the names of the kernel's runtime arguments (see
+// KernelFile).
+func (d *dataflowGen) runtimeArgs() []string {
+	var out []string
+	for _, p := range d.params {
+		out = append(out, "addr:"+p.name)
+	}
+	return append(out, "unit_start", "unit_count", "Ct")
+}
+
+// compileArgs are the names of its compile-time arguments.
+func (d *dataflowGen) compileArgs() []string {
+	var out []string
+	for _, p := range d.params {
+		out = append(out, "accessor:"+p.name)
+	}
+	return out
+}
+
+func (d *dataflowGen) write() string {
+	g := d.g
+	body := &dataflowGen{g: g, reader: d.reader, first: d.first}
+	body.w.indent = 2
+	body.stmts(g.body)
+	text := body.w.String()
+
+	w := &d.w
+	what := "Writer kernel"
+	if d.reader {
+		what = "Reader kernel"
+	}
+	header(w, what, g.name, g)
+	includes{"api/dataflow/dataflow_api.h": true}.write(w)
+	w.line("")
+	if d.reader && (g.scaler != nil || g.mask != nil) {
+		d.tileHelpers()
+	}
+	w.open("void kernel_main()")
+	for i, p := range d.params {
+		w.line("const uint32_t %s_addr = get_arg_val<uint32_t>(%d);", p.name, i)
+	}
+	n := len(d.params)
+	w.line("const uint32_t unit_start = get_arg_val<uint32_t>(%d);  // the first work unit of this core", n)
+	w.line("const uint32_t unit_count = get_arg_val<uint32_t>(%d);  // and how many", n+1)
+	w.line("const uint32_t Ct = get_arg_val<uint32_t>(%d);          // column tiles per row", n+2)
+	usesCt := strings.Contains(text, "Ct")
+	if !usesCt && !g.perTile {
+		w.line("(void)Ct;")
+	}
+	w.line("")
+	var cbs []*cbuf
+	for _, cb := range g.cbs {
+		if d.uses(cb) {
+			cbs = append(cbs, cb)
+		}
+	}
+	for _, cb := range cbs {
+		w.line("constexpr uint32_t %s = tt::CBIndex::c_%d;", cb.name, cb.index)
+	}
+	prev := ""
+	for _, p := range d.params {
+		off := "0"
+		if prev != "" {
+			off = prev + "_args.next_compile_time_args_offset()"
+		}
+		w.line("constexpr auto %s_args = TensorAccessorArgs<%s>();", p.name, off)
+		prev = p.name
+	}
+	for _, p := range d.params {
+		w.line("const auto %s = TensorAccessor(%s_args, %s_addr, get_tile_size(%s));", p.name, p.name, p.name, d.first[p].name)
+	}
+	if d.reader {
+		if g.scaler != nil {
+			w.line("")
+			w.line("// the reduce_tile scaler: 1.0 in the first row of every face")
+			w.line("fill_scaler_tile(%s, 0x3f80);", g.scaler.name)
+		}
+		if g.mask != nil {
+			w.line("// the mask of the last column tile: 1.0 in its first %d columns", g.rowLen%TileCols)
+			w.line("fill_column_mask_tile(%s, %d);", g.mask.name, g.rowLen%TileCols)
+		}
+	}
+	w.line("")
+	w.open("for (uint32_t unit = 0; unit < unit_count; ++unit)")
+	if g.perTile {
+		w.line("const uint32_t t = unit_start + unit;")
+		w.line("const uint32_t rb = t / Ct, ct = t %% Ct;")
+		if !strings.Contains(text, "rb") {
+			w.line("(void)rb;")
+		}
+		if !strings.Contains(text, "ct") {
+			w.line("(void)ct;")
+		}
+	} else if strings.Contains(text, "rb") {
+		w.line("const uint32_t rb = unit_start + unit;  // the row block")
+	}
+	w.sb.WriteString(text)
+	w.close()
+	w.close()
+	return w.String()
+}
+
+// uses reports whether the kernel touches cb.
+func (d *dataflowGen) uses(cb *cbuf) bool {
+	if d.reader && (cb == d.g.scaler || cb == d.g.mask) {
+		return true
+	}
+	found := false
+	var visit func(ss []stmt)
+	visit = func(ss []stmt) {
+		for _, s := range ss {
+			switch s := s.(type) {
+			case *loopStmt:
+				visit(s.body)
+			case *readStmt:
+				found = found || (d.reader && s.cb == cb)
+			case *writeStmt:
+				found = found || (!d.reader && s.cb == cb)
+			}
+		}
+	}
+	visit(d.g.body)
+	return found
+}
+
+// has reports whether stmts (or their loops) hold a read (or a write).
+func (d *dataflowGen) has(ss []stmt) bool {
+	for _, s := range ss {
+		switch s := s.(type) {
+		case *loopStmt:
+			if d.has(s.body) {
+				return true
+			}
+		case *readStmt:
+			if d.reader {
+				return true
+			}
+		case *writeStmt:
+			if !d.reader {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stmts writes the reads (or writes) of a statement list, one batch per
+// run of consecutive ones: reserve (wait) all, transfer all, one barrier,
+// push (pop) all.
+func (d *dataflowGen) stmts(ss []stmt) {
+	w := &d.w
+	type xfer struct {
+		p  *param
+		cb *cbuf
+	}
+	var batch []xfer
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if d.reader {
+			for _, x := range batch {
+				w.line("cb_reserve_back(%s, 1);", x.cb.name)
+			}
+			for _, x := range batch {
+				w.line("noc_async_read_tile(%s, %s, get_write_ptr(%s));", x.p.tileExpr(), x.p.name, x.cb.name)
+			}
+			w.line("noc_async_read_barrier();")
+			for _, x := range batch {
+				w.line("cb_push_back(%s, 1);", x.cb.name)
+			}
+		} else {
+			for _, x := range batch {
+				w.line("cb_wait_front(%s, 1);", x.cb.name)
+			}
+			for _, x := range batch {
+				w.line("noc_async_write_tile(%s, %s, get_read_ptr(%s));", x.p.tileExpr(), x.p.name, x.cb.name)
+			}
+			w.line("noc_async_write_barrier();")
+			for _, x := range batch {
+				w.line("cb_pop_front(%s, 1);", x.cb.name)
+			}
+		}
+		batch = nil
+	}
+	for _, s := range ss {
+		switch s := s.(type) {
+		case *loopStmt:
+			flush()
+			if d.has(s.body) {
+				w.open("for (uint32_t ct = 0; ct < Ct; ++ct)")
+				d.stmts(s.body)
+				w.close()
+			}
+		case *readStmt:
+			if d.reader {
+				batch = append(batch, xfer{s.p, s.cb})
+			}
+		case *writeStmt:
+			if !d.reader {
+				batch = append(batch, xfer{s.p, s.cb})
+			}
+		case *sectionStmt:
+			// the writer waits for what a section pushes: a write after
+			// it cannot join a batch written before it
+			if !d.reader {
+				flush()
+			}
+		}
+	}
+	flush()
+}
+
+// tileHelpers writes the functions filling the scaler and mask tiles, in
+// the device's tile layout (four 16x16 faces, each row-major, Float16_b).
+func (d *dataflowGen) tileHelpers() {
+	w := &d.w
+	if d.g.scaler != nil {
+		w.line("// fill_scaler_tile writes a Float16_b tile holding bits in the first row of")
+		w.line("// every face and 0 elsewhere: the scaler reduce_tile multiplies by.")
+		w.open("static void fill_scaler_tile(uint32_t cb, uint16_t bits)")
+		w.line("cb_reserve_back(cb, 1);")
+		w.line("volatile tt_l1_ptr uint16_t* p = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(get_write_ptr(cb));")
+		w.open("for (uint32_t i = 0; i < %d; ++i)", TileRows*TileCols)
+		w.line("p[i] = 0;")
+		w.close()
+		w.open("for (uint32_t face = 0; face < 4; ++face)")
+		w.open("for (uint32_t c = 0; c < 16; ++c)")
+		w.line("p[face * 256 + c] = bits;")
+		w.close()
+		w.close()
+		w.line("cb_push_back(cb, 1);")
+		w.close()
+		w.line("")
+	}
+	if d.g.mask != nil {
+		w.line("// fill_column_mask_tile writes a Float16_b tile of 1.0 in columns below cols")
+		w.line("// and 0 elsewhere: the valid columns of a row's last, partial tile.")
+		w.open("static void fill_column_mask_tile(uint32_t cb, uint32_t cols)")
+		w.line("cb_reserve_back(cb, 1);")
+		w.line("volatile tt_l1_ptr uint16_t* p = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(get_write_ptr(cb));")
+		w.open("for (uint32_t r = 0; r < %d; ++r)", TileRows)
+		w.open("for (uint32_t c = 0; c < %d; ++c)", TileCols)
+		w.line("p[((r / 16) * 2 + c / 16) * 256 + (r %% 16) * 16 + c %% 16] = c < cols ? 0x3f80 : 0;")
+		w.close()
+		w.close()
+		w.line("cb_push_back(cb, 1);")
+		w.close()
+		w.line("")
+	}
+}
+
+// processor is where a kernel runs: the reader on RISCV_0 (NoC 0), the
+// writer on RISCV_1 (NoC 1), the compute kernel on the three TRISCs.
+func processor(kind string) string {
+	return map[string]string{"reader": "RISCV_0", "writer": "RISCV_1", "compute": "TRISC"}[kind]
+}
+
+

@@ -1,0 +1,834 @@
+package tt
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file maps one loop.kernel onto tiles. The launch grid's rows are
+// taken 32 at a time (a row block: one tile row), the row's C elements are
+// Ct = ceil(C/32) column tiles, and every value of the kernel becomes a
+// tile of one of five classes:
+//
+//	full     a value per element: a row of the input, of the kept row, x*x
+//	row      a value per column, in row 0: a weight [C] (broadcast rows)
+//	col      a value per row, in column 0: a reduction, what is computed
+//	         from it (rsqrt(mean + eps)), a [R, 1] input (broadcast cols)
+//	scalar   one value, in element (0, 0): a 0-d input
+//	const    a loop.const: filled into DST or folded into the op
+//
+// A `dist = "threads"` loop over the row becomes a loop over its Ct column
+// tiles; its carried vectors become one accumulator tile each, combined
+// element-wise, and loop.reduce becomes reduce_tile over that tile
+// (REDUCE_ROW). A loop.alloc in sram becomes a circular buffer of Ct tiles
+// in L1 (the row block kept between phases). Each DRAM load becomes a
+// stream of tiles the reader kernel pushes into a circular buffer, each
+// DRAM store one the writer pops; in between the compute kernel evaluates
+// expression trees in DST (see section.go).
+
+// class says how a tile value varies over the rows and columns of a tile.
+type class uint8
+
+const (
+	clsConst class = iota
+	clsScalar
+	clsRow
+	clsCol
+	clsFull
+)
+
+func (c class) String() string {
+	return [...]string{"const", "scalar", "row", "col", "full"}[c]
+}
+
+// join is the class of an element-wise op on values of classes a and b.
+func join(a, b class) class {
+	if a < b {
+		a, b = b, a
+	}
+	if a == clsCol && b == clsRow {
+		return clsFull
+	}
+	return a
+}
+
+// param is a buffer parameter of the kernel.
+type param struct {
+	v      *ir.Value
+	index  int
+	name   string
+	output bool
+	elem   ir.ElemKind
+	shape  []int64
+	fmt    format
+	access class
+	seen   bool // accessed at all
+}
+
+// tileExpr is the index of the tile a unit of work touches in the
+// buffer, in the reader's and writer's variables rb (row block) and ct
+// (column tile).
+func (p *param) tileExpr() string {
+	switch p.access {
+	case clsFull:
+		return "rb * Ct + ct"
+	case clsRow:
+		return "ct"
+	case clsCol:
+		return "rb"
+	}
+	return "0"
+}
+
+// layout is how the buffer is laid out in tiles (see Buffer).
+func (p *param) layout() string { return layoutFor(p.access, p.shape) }
+
+func layoutFor(access class, shape []int64) string {
+	if access == clsCol && len(shape) > 0 && shape[len(shape)-1] != 1 {
+		return "column"
+	}
+	return "rows"
+}
+
+// cbuf is a circular buffer of the kernel.
+type cbuf struct {
+	index   int
+	name    string
+	fmt     format
+	pages   int64
+	purpose string
+}
+
+// cbValue is a tile value held in a circular buffer: at page index (a C++
+// expression) of the front once waited for.
+type cbValue struct {
+	cb    *cbuf
+	index string
+	cls   class
+	// scope is where the value is produced once per iteration; the
+	// consumers wait for it before their first use and pop it after their
+	// last (see placeWaits). nil for values whose waits and pops are
+	// written where they are made (accumulators, kept rows read whole).
+	scope *ir.Block
+}
+
+// vinfo is what the kernel knows about one SSA value.
+type vinfo struct {
+	cls  class
+	base *ir.Value // the value after casts that change nothing and broadcasts
+	// users are the ops using the value (through its aliases), one entry
+	// per operand.
+	users []*ir.Operation
+	cbv   *cbValue // where it lives when it is in a circular buffer
+	// accUpdate marks the combine op of a carried value (written at the
+	// loop.yield).
+	accUpdate bool
+}
+
+// kgen builds one kernel.
+type kgen struct {
+	a      *arch
+	k      loop.KernelOp
+	name   string
+	kind   string
+	params []*param
+	byArg  map[*ir.Value]*param
+	extent map[*ir.Value]Expr
+	grid   loop.ParallelOp
+	lead   []*ir.Value // the row indices of output 0: what "this row" is
+	info   map[*ir.Value]*vinfo
+	cbs    []*cbuf
+	names  map[string]bool
+	// perTile: an element-wise kernel whose grid holds only its loop over
+	// the row is split tile by tile; otherwise by row blocks.
+	perTile bool
+	rowLen  int64 // C when static, else -1
+	rows    Expr
+	cols    Expr
+	// rowReduce: the kernel reduces rows; scaler is the reduce_tile
+	// scaler tile and mask the column mask of a last, partial column tile.
+	scaler, mask *cbuf
+	sram         map[*ir.Value]*sramBuf
+	threadsIV    map[*ir.Value]bool
+	body         []stmt
+	inits        []stmt // before the loop over units (waits for scaler and mask)
+	finals       []stmt
+	// stores maps a DRAM store to the circular buffer the writer drains.
+	storeCB map[*ir.Operation]*cbuf
+	// accumulators: the circular buffers of each threads loop's carried
+	// values, the combine kind of each loop result, and the reduced row
+	// of a scalar loop's result
+	accCBs   map[*ir.Operation][]*cbuf
+	accKind  map[*ir.Value]string
+	accFinal map[*ir.Value]*cbValue
+}
+
+// sramBuf is a kept row block: a loop.alloc in sram.
+type sramBuf struct {
+	v      *ir.Value
+	cb     *cbuf
+	phases []sramAccess // per threads loop touching it, in order
+}
+
+type sramAccess struct {
+	loop  *ir.Operation
+	read  bool
+	write bool
+}
+
+// kernelError is a located diagnostic about the kernel, in the form
+// "'tt' backend: kernel 'k' ...".
+func (g *kgen) errorf(op *ir.Operation, format string, args ...any) *ir.Diagnostic {
+	loc := g.k.Loc
+	if op != nil {
+		loc = op.Loc
+	}
+	return ir.Errorf(loc, "'tt' backend: kernel '%s' %s", g.name, fmt.Sprintf(format, args...))
+}
+
+// bail stops the analysis with a diagnostic (caught in buildKernel).
+type bail struct{ d *ir.Diagnostic }
+
+func (g *kgen) fail(op *ir.Operation, format string, args ...any) {
+	panic(bail{g.errorf(op, format, args...)})
+}
+
+// buildKernel analyses a loop.kernel and builds its statement lists.
+func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
+	g = &kgen{a: a, k: k, name: k.SymName(), kind: k.Kind(), byArg: map[*ir.Value]*param{}, extent: map[*ir.Value]Expr{},
+		info: map[*ir.Value]*vinfo{}, names: map[string]bool{}, sram: map[*ir.Value]*sramBuf{},
+		threadsIV: map[*ir.Value]bool{}, storeCB: map[*ir.Operation]*cbuf{}, rowLen: -1,
+		accCBs: map[*ir.Operation][]*cbuf{}, accKind: map[*ir.Value]string{}, accFinal: map[*ir.Value]*cbValue{}}
+	defer func() {
+		if r := recover(); r != nil {
+			b, ok := r.(bail)
+			if !ok {
+				panic(r)
+			}
+			g, err = nil, b.d
+		}
+	}()
+	if g.kind != "row" && g.kind != "elementwise" {
+		g.fail(nil, "of kind '%s' is not supported yet (the tt backend maps row and element-wise kernels onto tiles)", g.kind)
+	}
+	g.params_()
+	g.findGrid()
+	g.classify()
+	g.planWork()
+	g.planSram()
+	g.body = g.scope(g.grid.Body().Entry(), nil)
+	g.placeWaits(g.grid.Body().Entry(), g.body)
+	g.drainSram()
+	if len(g.cbs) > maxCBs {
+		g.fail(nil, "needs %d circular buffers, more than the %d of a Tensix core", len(g.cbs), maxCBs)
+	}
+	return g, nil
+}
+
+// params_ reads the kernel's buffer arguments and the extents after them.
+func (g *kgen) params_() {
+	entry := g.k.Body().Entry()
+	nin, nout := int(g.k.NumInputs()), int(g.k.NumOutputs())
+	next := nin + nout
+	used := map[string]bool{}
+	for i, a := range entry.Args[:nin+nout] {
+		m, ok := a.Type().(ir.MemRefType)
+		if !ok {
+			g.fail(nil, "argument #%d is not a buffer", i)
+		}
+		name := cIdent(a.Name, fmt.Sprintf("arg%d", i))
+		for used[name] {
+			name += "_"
+		}
+		used[name] = true
+		f, ok := formatOf(m.Elem.Kind)
+		if !ok {
+			g.fail(nil, "reads or writes %s elements; the backend supports f32, bf16 and f16 buffers (Float32, Float16_b, Float16) so far", m.Elem)
+		}
+		p := &param{v: a, index: i, name: name, output: i >= nin, elem: m.Elem.Kind, shape: m.Shape, fmt: f}
+		g.params = append(g.params, p)
+		g.byArg[a] = p
+		for d, n := range m.Shape {
+			if n == ir.Dynamic {
+				if next >= len(entry.Args) {
+					g.fail(nil, "has fewer extent arguments than its buffers have '?' dimensions")
+				}
+				g.extent[entry.Args[next]] = Expr{Buffer: name, Axis: d}
+				next++
+			}
+		}
+	}
+}
+
+// findGrid finds the one loop.parallel of the kernel body.
+func (g *kgen) findGrid() {
+	for _, op := range g.k.Body().Entry().Ops() {
+		if p, ok := loop.AsParallel(op); ok {
+			g.grid = p
+			return
+		}
+	}
+	g.fail(nil, "has no loop.parallel")
+}
+
+// classify computes, for every value of the kernel, its class, its base
+// value (through casts that change nothing and broadcasts) and its users,
+// and for every buffer how the kernel reads or writes it.
+func (g *kgen) classify() {
+	// the row indices of output 0 say what "the current row" is
+	var out0 *param
+	for _, p := range g.params {
+		if p.output {
+			out0 = p
+			break
+		}
+	}
+	g.grid.Body().Entry().Args[0].Name = "r"
+	g.walk(g.grid.Operation, func(op *ir.Operation) {
+		if f, ok := loop.AsFor(op); ok {
+			if f.Dist() != "threads" {
+				g.fail(op, "has a serial loop, which only generic kernels have")
+			}
+			g.threadsIV[f.Body().Entry().Args[0]] = true
+		}
+	})
+	g.walk(g.grid.Operation, func(op *ir.Operation) {
+		if s, ok := loop.AsStore(op); ok && g.lead == nil && g.byArg[s.Memref()] == out0 {
+			lead, _ := g.leadIndices(out0, s.Indices())
+			g.lead = append([]*ir.Value{}, lead...)
+		}
+	})
+
+	g.walk(g.k.Operation, func(op *ir.Operation) {
+		if op == g.k.Operation {
+			return
+		}
+		for _, r := range op.Results() {
+			g.info[r] = &vinfo{base: r}
+		}
+		for _, reg := range op.Regions() {
+			for _, b := range reg.Blocks {
+				for _, a := range b.Args {
+					g.info[a] = &vinfo{base: a, cls: clsFull}
+				}
+			}
+		}
+		g.classifyOp(op)
+	})
+	// the combine op of each carried value is written at the loop.yield
+	g.walk(g.grid.Operation, func(op *ir.Operation) {
+		if f, ok := loop.AsFor(op); ok && len(f.Inits()) > 0 {
+			y := f.Body().Entry().Last()
+			for _, v := range y.Operands() {
+				if d := v.DefiningOp(); d != nil && d.NumResults() == 1 {
+					g.info[v].accUpdate = true
+				}
+			}
+		}
+	})
+	// users, through aliases
+	g.walk(g.grid.Operation, func(op *ir.Operation) {
+		if isAlias(op) {
+			return
+		}
+		for _, a := range op.Operands() {
+			if inf := g.info[a]; inf != nil {
+				b := g.info[inf.base]
+				b.users = append(b.users, op)
+			}
+		}
+	})
+}
+
+// walk visits op and every op nested in it, in order.
+func (g *kgen) walk(op *ir.Operation, fn func(*ir.Operation)) {
+	op.Walk(func(o *ir.Operation) bool {
+		fn(o)
+		return true
+	})
+}
+
+// isAlias reports whether op gives its operand again, as far as tiles go:
+// a cast to a wider float (the tile converts exactly when unpacked), from
+// i1 to a float (a comparison already gives 1.0 / 0.0), and a broadcast.
+func isAlias(op *ir.Operation) bool {
+	switch op.Name() {
+	case loop.OpBroadcast:
+		return true
+	case loop.OpCast:
+		from, _ := ir.ElemOf(op.Operand(0).Type())
+		to, _ := ir.ElemOf(op.Result(0).Type())
+		return widens(from.Kind, to.Kind) || (from.Kind == ir.I1 && to.Kind.IsFloat() && to.Kind != ir.F64)
+	}
+	return false
+}
+
+// widens reports whether every value of from is exactly a value of to.
+func widens(from, to ir.ElemKind) bool {
+	switch {
+	case from == to:
+		return true
+	case to == ir.F32:
+		return from == ir.BF16 || from == ir.F16
+	}
+	return false
+}
+
+// isNarrowing reports whether op rounds a float to bf16 or f16: the value
+// is packed into a 16-bit tile.
+func isNarrowing(op *ir.Operation) (format, bool) {
+	if op.Name() != loop.OpCast {
+		return 0, false
+	}
+	from, _ := ir.ElemOf(op.Operand(0).Type())
+	to, _ := ir.ElemOf(op.Result(0).Type())
+	if from.Kind.IsFloat() && from.Kind != ir.F64 && (to.Kind == ir.BF16 || to.Kind == ir.F16) && from.Kind != to.Kind {
+		f, _ := formatOf(to.Kind)
+		return f, true
+	}
+	return 0, false
+}
+
+// elementwise is the set of float ops the SFPU and FPU compute.
+var elementwise = map[string]bool{
+	loop.OpNeg: true, loop.OpAbs: true, loop.OpExp: true, loop.OpExp2: true, loop.OpLog: true, loop.OpLog2: true,
+	loop.OpLog1p: true, loop.OpExpm1: true, loop.OpSqrt: true, loop.OpRsqrt: true, loop.OpReciprocal: true,
+	loop.OpTanh: true, loop.OpSigmoid: true, loop.OpSilu: true, loop.OpGelu: true, loop.OpRelu: true,
+	loop.OpSin: true, loop.OpCos: true, loop.OpFloor: true, loop.OpCeil: true, loop.OpRound: true,
+	loop.OpAdd: true, loop.OpSub: true, loop.OpMul: true, loop.OpDiv: true, loop.OpMax: true, loop.OpMin: true,
+	loop.OpPow: true, loop.OpCmp: true, loop.OpSelect: true,
+}
+
+// indexOps are the ops on indices (addresses and bounds): no tiles.
+var indexOps = map[string]bool{
+	loop.OpAddi: true, loop.OpSubi: true, loop.OpMuli: true, loop.OpDivi: true, loop.OpRemi: true, loop.OpMini: true,
+}
+
+// classifyOp sets the class of op's results.
+func (g *kgen) classifyOp(op *ir.Operation) {
+	res := func() *vinfo { return g.info[op.Result(0)] }
+	switch name := op.Name(); {
+	case indexOps[name], name == loop.OpYield, name == loop.OpParallel, name == loop.OpReturn:
+	case name == loop.OpConst:
+		res().cls = clsConst
+	case name == loop.OpAlloc:
+		m := op.Result(0).Type().(ir.MemRefType)
+		if m.Space != ir.SRAM {
+			g.fail(op, "allocates outside sram")
+		}
+	case name == loop.OpLoad:
+		l, _ := loop.AsLoad(op)
+		if p := g.byArg[l.Memref()]; p != nil {
+			res().cls = g.access(op, p, l.Indices(), false)
+		} else {
+			res().cls = clsFull // a kept row
+		}
+	case name == loop.OpStore:
+		s, _ := loop.AsStore(op)
+		if p := g.byArg[s.Memref()]; p != nil {
+			g.access(op, p, s.Indices(), true)
+		}
+	case isAlias(op):
+		inf := g.info[op.Operand(0)]
+		r := res()
+		r.cls, r.base = inf.cls, inf.base
+	case name == loop.OpCast:
+		if _, ok := isNarrowing(op); !ok {
+			from, _ := ir.ElemOf(op.Operand(0).Type())
+			to, _ := ir.ElemOf(op.Result(0).Type())
+			g.fail(op, "casts %s to %s; the backend casts between f32, bf16 and f16 so far", from, to)
+		}
+		res().cls = g.info[op.Operand(0)].cls
+	case elementwise[name]:
+		c := clsConst
+		for _, a := range op.Operands() {
+			if e, _ := ir.ElemOf(a.Type()); e.Kind == ir.F64 || (e.Kind.IsInt() && e.Kind != ir.I1) {
+				g.fail(op, "computes on %s, which the Tensix SFPU does not (f32 only)", e)
+			}
+			c = join(c, g.info[a].cls)
+		}
+		res().cls = c
+	case name == loop.OpReduce:
+		res().cls = clsCol
+	case name == loop.OpFor:
+		for _, r := range op.Results() {
+			if _, vec := r.Type().(ir.VectorType); vec {
+				g.info[r].cls = clsFull // the accumulator tile, reduced by loop.reduce
+			} else {
+				g.info[r].cls = clsCol // a scalar loop: already combined over the row
+			}
+		}
+	case name == loop.OpFma:
+		g.fail(op, "uses loop.fma, which has no single-rounding form on the SFPU")
+	default:
+		g.fail(op, "contains '%s', which the tt backend cannot map onto tiles", name)
+	}
+}
+
+// leadIndices strips the column index (a threads loop's variable) and the
+// zero indices of extent-1 dimensions from a buffer access: what is left
+// says which row is accessed.
+func (g *kgen) leadIndices(p *param, idx []*ir.Value) (lead []*ir.Value, hasCol bool) {
+	n := len(idx)
+	if n > 0 && g.threadsIV[idx[n-1]] {
+		hasCol = true
+		n--
+	}
+	for d := 0; d < n; d++ {
+		if c, ok := constIndex(idx[d]); ok && c == 0 && p.shape[d] == 1 {
+			continue
+		}
+		lead = append(lead, idx[d])
+	}
+	return lead, hasCol
+}
+
+// access classifies one load or store of buffer p and records it.
+func (g *kgen) access(op *ir.Operation, p *param, idx []*ir.Value, store bool) class {
+	lead, hasCol := g.leadIndices(p, idx)
+	same := len(lead) == len(g.lead)
+	for i := 0; same && i < len(lead); i++ {
+		same = lead[i] == g.lead[i]
+	}
+	zero := true
+	for _, v := range lead {
+		if c, ok := constIndex(v); !ok || c != 0 {
+			zero = false
+		}
+	}
+	var c class
+	switch {
+	case same && hasCol:
+		c = clsFull
+	case same:
+		c = clsCol
+	case zero && hasCol:
+		c = clsRow
+	case zero:
+		c = clsScalar
+	default:
+		g.fail(op, "reads '%s' with its rows mapped to other rows (a broadcast over a leading dimension); only whole rows, one row broadcast down all rows, or one value per row map onto tiles", p.name)
+	}
+	if store && c != clsFull && c != clsCol {
+		g.fail(op, "stores a %s value to '%s'", c, p.name)
+	}
+	if p.seen && p.access != c {
+		g.fail(op, "accesses '%s' both as %s and as %s tiles", p.name, p.access, c)
+	}
+	p.seen, p.access = true, c
+	return c
+}
+
+// constIndex is the value of an index constant.
+func constIndex(v *ir.Value) (int64, bool) {
+	c, ok := loop.AsConst(v.DefiningOp())
+	if !ok {
+		return 0, false
+	}
+	return int64(c.Value()), true
+}
+
+// constFloat is the value of a float constant (scalar or splat).
+func constFloat(v *ir.Value) (float64, bool) {
+	c, ok := loop.AsConst(v.DefiningOp())
+	if !ok {
+		return 0, false
+	}
+	return c.Value(), true
+}
+
+// extentOf spells an index value of the kernel as an extent of its
+// parameters.
+func (g *kgen) extentOf(v *ir.Value) Expr {
+	if e, ok := g.extent[v]; ok {
+		return e
+	}
+	if c, ok := constIndex(v); ok {
+		return constExpr(c)
+	}
+	op := v.DefiningOp()
+	if op != nil && op.Name() == loop.OpSubi {
+		// C - C mod W: the vector part of a dynamic row, which the tiles
+		// cover whole (the scalar tail loop is dropped)
+		if rem := op.Operand(1).DefiningOp(); rem != nil && rem.Name() == loop.OpRemi && rem.Operand(0) == op.Operand(0) {
+			return g.extentOf(op.Operand(0))
+		}
+	}
+	ops := map[string]string{loop.OpMuli: "mul", loop.OpAddi: "add", loop.OpSubi: "sub", loop.OpDivi: "div", loop.OpRemi: "rem", loop.OpMini: "min"}
+	if op != nil && ops[op.Name()] != "" {
+		return Expr{Op: ops[op.Name()], Args: []Expr{g.extentOf(op.Operand(0)), g.extentOf(op.Operand(1))}}
+	}
+	g.fail(op, "has an extent the backend cannot follow to its buffers")
+	return Expr{}
+}
+
+// mainLoops are the threads loops of a block that cover the row from 0;
+// a loop starting elsewhere is the scalar tail of a dynamic row, which the
+// column tiles already cover.
+func isTail(f loop.ForOp) bool {
+	c, ok := constIndex(f.Lower())
+	return !ok || c != 0
+}
+
+// planWork decides how the work is split and finds R and C.
+func (g *kgen) planWork() {
+	g.rows = g.extentOf(g.grid.Upper())
+	if n, ok := g.k.RowLen(); ok {
+		g.rowLen = n
+		g.cols = constExpr(n)
+	}
+	only := true
+	var first *loop.ForOp
+	for _, op := range g.grid.Body().Entry().Ops() {
+		switch {
+		case op.Name() == loop.OpFor:
+			f, _ := loop.AsFor(op)
+			if isTail(f) {
+				if len(f.Inits()) > 0 {
+					g.fail(op, "has a scalar tail loop carrying values")
+				}
+				continue
+			}
+			if first == nil {
+				first = &f
+			}
+		case op.Name() == loop.OpConst, indexOps[op.Name()], op.Name() == loop.OpYield:
+		default:
+			only = false
+		}
+	}
+	if g.kind == "row" {
+		if g.rowLen < 0 {
+			g.fail(nil, "is a row kernel without a static row_len")
+		}
+	} else {
+		g.perTile = only && first != nil
+		if first != nil {
+			g.cols = g.extentOf(first.Upper())
+		} else {
+			g.cols = constExpr(1)
+		}
+		if c := g.cols.Const; c != nil {
+			g.rowLen = *c
+		}
+	}
+	if g.kind == "row" && g.rowLen%TileCols != 0 {
+		g.mask = g.newCB("cb_mask", float16bFormat, 1, fmt.Sprintf("column mask of the last column tile (%d of %d columns)", g.rowLen%TileCols, TileCols))
+	}
+}
+
+// ct is the number of column tiles of a static row.
+func (g *kgen) ct() int64 { return (g.rowLen + TileCols - 1) / TileCols }
+
+// newCB adds a circular buffer with a C++ name not used yet.
+func (g *kgen) newCB(name string, f format, pages int64, purpose string) *cbuf {
+	base := name
+	for i := 2; g.names[name]; i++ {
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	g.names[name] = true
+	cb := &cbuf{index: -1, name: name, fmt: f, pages: pages, purpose: purpose}
+	g.cbs = append(g.cbs, cb)
+	return cb
+}
+
+// planSram finds the kept rows and, per threads loop, whether it reads
+// and writes each.
+func (g *kgen) planSram() {
+	for _, op := range g.grid.Body().Entry().Ops() {
+		if op.Name() != loop.OpAlloc {
+			continue
+		}
+		if g.perTile || g.kind != "row" {
+			g.fail(op, "keeps a row in sram outside a row kernel")
+		}
+		v := op.Result(0)
+		v.Name = nonEmpty(v.Name, "row")
+		sb := &sramBuf{v: v}
+		g.sram[v] = sb
+		allBF16, allF16 := true, true
+		for _, use := range v.Uses() {
+			user := use.Owner
+			if s, ok := loop.AsStore(user); ok && s.Memref() == v {
+				base := g.info[s.Value()].base
+				f := g.naturalFormat(base)
+				allBF16 = allBF16 && f == float16bFormat
+				allF16 = allF16 && f == float16Format
+			}
+		}
+		m := v.Type().(ir.MemRefType)
+		f, _ := formatOf(m.Elem.Kind)
+		if m.Elem.Kind == ir.F32 {
+			// every value kept is a widened 16-bit value: keep it in 16 bits,
+			// exactly, in half the L1
+			if allBF16 {
+				f = float16bFormat
+			} else if allF16 {
+				f = float16Format
+			}
+		}
+		sb.cb = g.newCB("cb_"+cIdent(v.Name, "row"), f, g.ct(), fmt.Sprintf("the row block kept between phases (%s of %d tiles)", v.Name, g.ct()))
+		for _, lop := range g.grid.Body().Entry().Ops() {
+			f, ok := loop.AsFor(lop)
+			if !ok || isTail(f) {
+				continue
+			}
+			acc := sramAccess{loop: lop}
+			g.walk(lop, func(o *ir.Operation) {
+				if l, ok := loop.AsLoad(o); ok && l.Memref() == v {
+					acc.read = true
+				}
+				if s, ok := loop.AsStore(o); ok && s.Memref() == v {
+					acc.write = true
+				}
+			})
+			if acc.read || acc.write {
+				sb.phases = append(sb.phases, acc)
+			}
+		}
+		for i, ph := range sb.phases {
+			if i == 0 && ph.read {
+				g.fail(lop0(ph), "reads the kept row '%s' before storing it", v.Name)
+			}
+			if i > 0 && ph.write && !ph.read && !sb.phases[i-1].read {
+				g.fail(lop0(ph), "stores the kept row '%s' twice without reading it", v.Name)
+			}
+		}
+	}
+}
+
+func lop0(a sramAccess) *ir.Operation { return a.loop }
+
+// naturalFormat is the format a value's tile has where it is made: its
+// circular buffer's for a load, 16 bits for a rounding cast, Float32 for
+// what DST computes.
+func (g *kgen) naturalFormat(base *ir.Value) format {
+	if op := base.DefiningOp(); op != nil {
+		if l, ok := loop.AsLoad(op); ok {
+			if p := g.byArg[l.Memref()]; p != nil {
+				return p.fmt
+			}
+			if sb := g.sram[l.Memref()]; sb != nil && sb.cb != nil {
+				return sb.cb.fmt
+			}
+		}
+		if f, ok := isNarrowing(op); ok {
+			return f
+		}
+	}
+	return float32Format
+}
+
+// sramMode says how a threads loop uses a kept row.
+func (g *kgen) sramMode(sb *sramBuf, lop *ir.Operation) (sramAccess, int) {
+	for i, ph := range sb.phases {
+		if ph.loop == lop {
+			return ph, i
+		}
+	}
+	return sramAccess{}, -1
+}
+
+// drainSram pops, at the end of a unit, the kept rows the last phase left
+// in their circular buffers.
+func (g *kgen) drainSram() {
+	for _, sb := range g.sramList() {
+		if n := len(sb.phases); n > 0 && sb.phases[n-1].write {
+			ct := "Ct"
+			g.body = append(g.body, &cbStmt{ops: []cbOp{{cb: sb.cb, n: ct}, {cb: sb.cb, n: ct, pop: true}}, comment: "the kept row is not read again"})
+		}
+	}
+}
+
+// sramList is the kept rows in program order.
+func (g *kgen) sramList() []*sramBuf {
+	var out []*sramBuf
+	for _, op := range g.grid.Body().Entry().Ops() {
+		if op.Name() == loop.OpAlloc && g.sram[op.Result(0)] != nil {
+			out = append(out, g.sram[op.Result(0)])
+		}
+	}
+	return out
+}
+
+// nonEmpty is s, or def when s is empty.
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// cIdent turns a value name into a C++ identifier.
+func cIdent(s, def string) string {
+	var sb strings.Builder
+	for i, r := range s {
+		switch {
+		case r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'):
+			sb.WriteRune(r)
+		case r >= '0' && r <= '9':
+			if i == 0 {
+				sb.WriteByte('v')
+			}
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('_')
+		}
+	}
+	if sb.Len() == 0 {
+		return def
+	}
+	return sb.String()
+}
+
+// floatBits spells a float constant as the uint32 of its f32 bits, the
+// form the SFPU's scalar parameters take.
+func floatBits(v float64) string {
+	return fmt.Sprintf("0x%08xu", math.Float32bits(float32(v)))
+}
+
+// floatComment spells v for a comment.
+func floatComment(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	case math.IsNaN(v):
+		return "nan"
+	}
+	return fmt.Sprintf("%g", float32(v))
+}
+
+// assignCBIndices numbers the circular buffers as tt-metal kernels do:
+// the reader's streams from c_0, the writer's from c_16, the compute
+// kernel's own from c_24; a group that runs out takes the lowest free
+// index.
+func (g *kgen) assignCBIndices(role func(*cbuf) int) {
+	used := map[int]bool{}
+	starts := [3]int{0, 16, 24}
+	for r := 0; r < 3; r++ {
+		next := starts[r]
+		for _, cb := range g.cbs {
+			if role(cb) != r {
+				continue
+			}
+			for next < maxCBs && used[next] {
+				next++
+			}
+			i := next
+			if i >= maxCBs {
+				for i = 0; used[i]; i++ {
+				}
+			}
+			cb.index = i
+			used[i] = true
+		}
+	}
+	sort.SliceStable(g.cbs, func(i, j int) bool { return g.cbs[i].index < g.cbs[j].index })
+}
