@@ -148,7 +148,7 @@ type Operation struct {
 // def is looked up in the registry; unregistered names are allowed here and
 // rejected by the verifier.
 func NewOperation(name string, loc Location, operands []*Value, resultTypes []Type, attrs AttrDict, numRegions int) *Operation {
-	op := &Operation{name: name, def: LookupOp(name), Loc: loc, Attrs: attrs}
+	op := &Operation{name: name, def: LookupOp(name), Loc: loc, Attrs: attrs.clone()}
 	// One allocation for all operand records and one for all results: ops
 	// are created by the million when parsing large programs.
 	op.operands = make([]*Operand, len(operands))

@@ -293,7 +293,12 @@ func (pp *pipelineParser) parseList(out *Pipeline, depth int) error {
 		}
 		pp.skipSpace()
 		if pp.i < len(pp.s) && pp.s[pp.i] == ',' {
+			comma := pp.i
 			pp.i++
+			pp.skipSpace()
+			if pp.i >= len(pp.s) || pp.s[pp.i] == ')' {
+				return pp.errorf(comma, "expected a pass name after ','")
+			}
 			continue
 		}
 		if pp.i < len(pp.s) && pp.s[pp.i] == ')' && depth == 0 {

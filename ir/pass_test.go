@@ -105,7 +105,6 @@ func TestParsePipeline(t *testing.T) {
 		{"builtin.module(func.func(test-opts{count=2}),test-touch)", "test-opts{count=2},test-touch"},
 		{"builtin.module( func.func( test-opts ) , any(test-touch) )", "test-opts,test-touch"},
 		{"builtin.module()", ""},
-		{"test-opts,", "test-opts"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.text, func(t *testing.T) {
@@ -122,6 +121,8 @@ func TestParsePipelineErrors(t *testing.T) {
 		want string
 	}{
 		{"test-nope", "<pass-pipeline>:1:1: error: 'test-nope' does not refer to a registered pass (see `tfc passes`)"},
+		{"test-opts,", "<pass-pipeline>:1:10: error: expected a pass name after ','"},
+		{"builtin.module(test-opts, )", "<pass-pipeline>:1:25: error: expected a pass name after ','"},
 		{"test-opts,  test-nope", "<pass-pipeline>:1:13: error: 'test-nope' does not refer to a registered pass (see `tfc passes`)"},
 		{"builtin.module", "<pass-pipeline>:1:1: error: 'builtin.module' does not refer to a registered pass (see `tfc passes`)"},
 		{"test-opts{bogus=1}", "<pass-pipeline>:1:11: error: pass 'test-opts' has no option 'bogus' (options: count, flag, label, cap)"},

@@ -12,10 +12,12 @@ import (
 //	out/rms_silu_mul.ptx   the kernels, for ptxas -arch=sm_90
 //	out/rms_silu_mul.py    rms_silu_mul(*args) on CUDA tensors
 //
-// A pipeline that stops at the graph level is finished here with the
-// lowering the CPU backend uses (decompose, lower-to-loops, sram-alloc),
-// for the CUDA target named, or for the h200 when the target is not a
-// CUDA one.
+// The kernels are planned by the pipeline for the target named (vector
+// width, scratchpad capacity): a target that is not a CUDA GPU gets a
+// warning. A pipeline that stops at the graph level is finished here
+// with the lowering the CPU backend uses (decompose, lower-to-loops,
+// sram-alloc), for the target named or, for a target that is not a CUDA
+// GPU, the h200.
 func init() {
 	registerEmitter(&emitter{
 		kind:         "ptx",
@@ -25,16 +27,14 @@ func init() {
 		emit: func(req *emitRequest) error {
 			t := req.Target
 			if t == nil || t.Family != target.CUDA {
+				name := "cpu"
+				if t != nil {
+					name = t.Name
+				}
+				req.Diags.Emit(ir.SevWarning, ir.Location{}, "--emit=ptx for target '%s', which is not a CUDA GPU: kernels are planned with its vector width and scratchpad (name --target=h200 or h100)", name)
 				h200, err := target.Lookup("h200")
 				if err != nil {
 					return err
-				}
-				if !isLowered(req.Module) {
-					name := "cpu"
-					if t != nil {
-						name = t.Name
-					}
-					req.Diags.Emit(ir.SevWarning, req.Module.Loc, "--emit=ptx for target '%s': lowering for h200 (name a CUDA target with --target=h200 or h100)", name)
 				}
 				t = h200
 			}

@@ -261,8 +261,8 @@ func (fe *fnEmitter) emitGrid(p loop.ParallelOp, begin, end value.Value) error {
 	return nil
 }
 
-// emitBody emits the ops of a loop body up to its loop.yield and returns
-// nothing; the yielded values are read by the caller from yieldVals.
+// emitBody emits the ops of a loop body up to its loop.yield, whose
+// operands it leaves in fe.yielded for the loop to wire into its phis.
 func (fe *fnEmitter) emitBody(b *ir.Block) error {
 	for op := b.First(); op != nil; op = op.Next() {
 		if op.Name() == loop.OpYield {

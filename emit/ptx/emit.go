@@ -87,6 +87,16 @@ func Emit(m ir.Module) (files []File, err error) {
 	if m.Operation == nil {
 		return nil, fmt.Errorf("no module to emit")
 	}
+	var graphOp *ir.Operation
+	m.Walk(func(op *ir.Operation) bool {
+		if graphOp == nil && op.Dialect() == "graph" {
+			graphOp = op
+		}
+		return graphOp == nil
+	})
+	if graphOp != nil {
+		return nil, ir.OpError(graphOp, "cannot be translated to PTX: the module is not lowered (run lower-to-loops)")
+	}
 	kernels := map[string]loop.KernelOp{}
 	var funcs []ir.Func
 	for op := m.Body().First(); op != nil; op = op.Next() {
@@ -100,9 +110,6 @@ func Emit(m ir.Module) (files []File, err error) {
 		if op.Name() == ir.FuncOpName {
 			funcs = append(funcs, ir.Func{Operation: op})
 			continue
-		}
-		if op.Dialect() == "graph" {
-			return nil, ir.OpError(op, "cannot be translated to PTX: the module is not lowered (run lower-to-loops)")
 		}
 		return nil, ir.OpError(op, "cannot be translated to PTX: only func.func and loop.kernel may appear at module level")
 	}

@@ -99,7 +99,7 @@ func TestMathAccuracy(t *testing.T) {
 	defer func() { simNudge = 0 }()
 	for _, c := range mathCases {
 		t.Run(c.fn, func(t *testing.T) {
-			xs := mathInputs(2000, c.lo, c.hi)
+			xs := mathInputs(1200, c.lo, c.hi)
 			if c.fn == "sin_f32" || c.fn == "cos_f32" {
 				var kept []float64
 				for _, x := range xs {
@@ -153,7 +153,7 @@ func TestFastFormsAccuracy(t *testing.T) {
 		{"gelu_tanh_bf16", gt, ir.BF16},
 	} {
 		t.Run(c.fn, func(t *testing.T) {
-			xs := mathInputs(2000, -90, 90)
+			xs := mathInputs(1200, -90, 90)
 			in := &geval.Tensor{Shape: []int64{int64(len(xs))}, Elem: ir.F32, Data: xs}
 			worst := 0.0
 			for _, nudge := range []int{-2, 0, 2} {

@@ -312,5 +312,3 @@ func (d *dataflowGen) tileHelpers() {
 func processor(kind string) string {
 	return map[string]string{"reader": "RISCV_0", "writer": "RISCV_1", "compute": "TRISC"}[kind]
 }
-
-

@@ -182,6 +182,7 @@ var unsupported = map[string]string{
 
 // TestDifferential runs every workload on both targets.
 func TestDifferential(t *testing.T) {
+	t.Parallel()
 	progs := workloads(t)
 	var names []string
 	for n := range progs {

@@ -86,6 +86,10 @@ func Emit(m ir.Module, opts Options) (*Output, error) {
 			errs = append(errs, ir.OpError(op, "cannot be translated by the 'tt' backend: only func.func and loop.kernel may appear at module level"))
 		}
 	}
+	if len(errs) > 0 {
+		// a function launching a kernel reported above says nothing new
+		return nil, errs
+	}
 	for _, f := range m.Funcs() {
 		fj, err := function(f, kernels)
 		if err != nil {

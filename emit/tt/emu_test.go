@@ -184,6 +184,7 @@ var misuses = []misuse{
 }
 
 func TestEmulationCatchesMisuse(t *testing.T) {
+	t.Parallel()
 	cases := make([]*emuCase, len(misuses))
 	for i, m := range misuses {
 		cases[i] = &emuCase{name: m.name, cpp: m.cpp()}

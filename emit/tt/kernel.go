@@ -156,8 +156,6 @@ type kgen struct {
 	sram         map[*ir.Value]*sramBuf
 	threadsIV    map[*ir.Value]bool
 	body         []stmt
-	inits        []stmt // before the loop over units (waits for scaler and mask)
-	finals       []stmt
 	// stores maps a DRAM store to the circular buffer the writer drains.
 	storeCB map[*ir.Operation]*cbuf
 	// accumulators: the circular buffers of each threads loop's carried
@@ -693,16 +691,14 @@ func (g *kgen) planSram() {
 		}
 		for i, ph := range sb.phases {
 			if i == 0 && ph.read {
-				g.fail(lop0(ph), "reads the kept row '%s' before storing it", v.Name)
+				g.fail(ph.loop, "reads the kept row '%s' before storing it", v.Name)
 			}
 			if i > 0 && ph.write && !ph.read && !sb.phases[i-1].read {
-				g.fail(lop0(ph), "stores the kept row '%s' twice without reading it", v.Name)
+				g.fail(ph.loop, "stores the kept row '%s' twice without reading it", v.Name)
 			}
 		}
 	}
 }
-
-func lop0(a sramAccess) *ir.Operation { return a.loop }
 
 // naturalFormat is the format a value's tile has where it is made: its
 // circular buffer's for a load, 16 bits for a rounding cast, Float32 for
@@ -810,6 +806,16 @@ func floatComment(v float64) string {
 // kernel's own from c_24; a group that runs out takes the lowest free
 // index.
 func (g *kgen) assignCBIndices(role func(*cbuf) int) {
+	// the streams of the inputs first, then the tiles the reader makes
+	var streams, made []*cbuf
+	for _, cb := range g.cbs {
+		if cb == g.scaler || cb == g.mask {
+			made = append(made, cb)
+		} else {
+			streams = append(streams, cb)
+		}
+	}
+	g.cbs = append(streams, made...)
 	used := map[int]bool{}
 	starts := [3]int{0, 16, 24}
 	for r := 0; r < 3; r++ {

@@ -19,12 +19,12 @@ import (
 // Every list is in a fixed order (arguments, program order, buffer index),
 // so the same module gives the same bytes.
 type Program struct {
-	Target        string     `json:"target"`
-	Grid          Grid       `json:"grid"`
-	L1BytesPerCore int64     `json:"l1_bytes_per_core"`
-	Tile          TileShape  `json:"tile"`
-	Functions     []Function `json:"functions"`
-	Kernels       []Kernel   `json:"kernels"`
+	Target         string     `json:"target"`
+	Grid           Grid       `json:"grid"`
+	L1BytesPerCore int64      `json:"l1_bytes_per_core"`
+	Tile           TileShape  `json:"tile"`
+	Functions      []Function `json:"functions"`
+	Kernels        []Kernel   `json:"kernels"`
 }
 
 // Grid is the compute grid of one chip; work goes to its cores in
@@ -191,8 +191,8 @@ func (e Expr) Eval(shape func(buffer string, axis int) (int64, error)) (int64, e
 type Kernel struct {
 	Name string `json:"name"`
 	// Kind is the loop.kernel kind: "row" or "elementwise".
-	Kind     string `json:"kind"`
-	Schedule string `json:"schedule,omitempty"`
+	Kind     string  `json:"kind"`
+	Schedule string  `json:"schedule,omitempty"`
 	Params   []Param `json:"params"`
 	// Rows and Cols are the iteration space [R, C]: R rows (the product of
 	// the leading extents), C elements per row.

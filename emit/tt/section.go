@@ -156,7 +156,7 @@ func (g *kgen) scope(b *ir.Block, loopOp *ir.Operation) []stmt {
 		case op.NumResults() == 1 && g.info[op.Result(0)].accUpdate:
 		default:
 			if v := op.Result(0); g.isRoot(v) {
-				out = append(out, g.materialize(v, b, nil)...)
+				out = append(out, g.materialize(v, b)...)
 			}
 		}
 	}
@@ -271,7 +271,7 @@ func (g *kgen) store(op *ir.Operation, b *ir.Block) []stmt {
 // materialize computes root value v in a section packing it into a
 // circular buffer of its own (when read again) and into the buffers of
 // the stores of v in the same block.
-func (g *kgen) materialize(v *ir.Value, b *ir.Block, _ []stmt) []stmt {
+func (g *kgen) materialize(v *ir.Value, b *ir.Block) []stmt {
 	inf := g.info[v]
 	op := v.DefiningOp()
 	f := float32Format
@@ -292,7 +292,7 @@ func (g *kgen) materialize(v *ir.Value, b *ir.Block, _ []stmt) []stmt {
 	}
 	tree := g.tree(v)
 	if own {
-		name := "cb_" + cIdent(v.Name, "t")
+		name := "cb_" + cIdent(v.Name, "im")
 		cb := g.newCB(name, f, 1, fmt.Sprintf("%s tile of %s", inf.cls, tree.describe()))
 		dests = append([]*cbuf{cb}, dests...)
 	}
@@ -491,7 +491,7 @@ func (g *kgen) section(tree *node, dests []*cbuf, b *ir.Block, comment string) [
 		if sub == nil {
 			g.fail(nil, "has an expression that needs more than %d DST tiles", dstTiles)
 		}
-		cb := g.newCB("cb_t", float32Format, 1, fmt.Sprintf("%s tile of %s (split for DST)", sub.cls, sub.describe()))
+		cb := g.newCB("cb_im", float32Format, 1, fmt.Sprintf("%s tile of %s (split for DST)", sub.cls, sub.describe()))
 		out = append(out, g.section(&node{kind: sub.kind, cls: sub.cls, val: sub.val, op: sub.op, pred: sub.pred,
 			approx: sub.approx, args: sub.args, fpu: sub.fpu}, []*cbuf{cb}, b, sub.describe()+" (split)")...)
 		*sub = node{kind: nLeaf, cls: sub.cls, leaf: &cbValue{cb: cb, index: "0", cls: sub.cls, scope: b}}

@@ -41,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -205,16 +206,18 @@ struct group {
   unsigned arrived = 0;
   unsigned long gen = 0;
   struct simd {
+    std::condition_variable cv;
     unsigned arrived = 0;
     unsigned long gen = 0;
     unsigned char slot[32][16];
     unsigned char result[16];
   };
-  std::vector<simd> simds;
+  std::vector<std::unique_ptr<simd>> simds;
   std::chrono::seconds timeout{60};
 
-  explicit group(unsigned threads)
-      : n(threads), where(threads, running), line(threads, 0), what(threads, ""), simds((threads + 31) / 32) {}
+  explicit group(unsigned threads) : n(threads), where(threads, running), line(threads, 0), what(threads, "") {
+    for (unsigned s = 0; s < (threads + 31) / 32; ++s) simds.emplace_back(new simd);
+  }
 
   // describe says where the threads wait: "31 at threadgroup_barrier
   // (line 40), 1 returned from the kernel".
@@ -248,8 +251,8 @@ struct group {
          describe().c_str());
   }
 
-  void wait(std::unique_lock<std::mutex>& lk, unsigned long& g, unsigned long mine) {
-    if (!cv.wait_for(lk, timeout, [&] { return g != mine; }))
+  void wait(std::condition_variable& c, std::unique_lock<std::mutex>& lk, unsigned long& g, unsigned long mine) {
+    if (!c.wait_for(lk, timeout, [&] { return g != mine; }))
       fail("threadgroup %u made no progress for %lld s: %s", gid, (long long)timeout.count(), describe().c_str());
   }
 
@@ -271,7 +274,7 @@ struct group {
       return;
     }
     check_stuck();
-    wait(lk, gen, gen);
+    wait(cv, lk, gen, gen);
   }
 
   // collective is a simdgroup-wide rendezvous: each lane gives a value,
@@ -281,7 +284,7 @@ struct group {
     static_assert(sizeof(T) <= 16, "simdgroup values are at most 16 bytes");
     std::unique_lock<std::mutex> lk(mu);
     const unsigned s = lid / 32, first = s * 32, lanes = std::min(32u, n - first);
-    simd& sg = simds[s];
+    simd& sg = *simds[s];
     where[lid] = at_simd;
     line[lid] = ln;
     what[lid] = name;
@@ -298,11 +301,11 @@ struct group {
       sg.arrived = 0;
       ++sg.gen;
       for (unsigned t = first; t < first + lanes; ++t) where[t] = running;
-      cv.notify_all();
+      sg.cv.notify_all();
       return r;
     }
     check_stuck();
-    wait(lk, sg.gen, sg.gen);
+    wait(sg.cv, lk, sg.gen, sg.gen);
     T r;
     std::memcpy(&r, sg.result, sizeof(T));
     return r;
