@@ -66,7 +66,7 @@ func TestEncodeDecode(t *testing.T) {
 		k    ir.ElemKind
 		data []float64
 	}{
-		{ir.F32, []float64{1.5, -0.0, math.Inf(1), nan}},
+		{ir.F32, []float64{1.5, math.Copysign(0, -1), math.Inf(1), nan}},
 		{ir.F64, []float64{0.1, -1e300}},
 		{ir.BF16, []float64{1, -2.5, 3.3895313892515355e+38}},
 		{ir.F16, []float64{65504, -0.5, 5.960464477539063e-08}},

@@ -176,6 +176,10 @@ func diffFunction(t *testing.T, bin string, p *emuProgram, fn ir.Func) {
 	require.Len(t, desc.Functions, 1)
 	fl := desc.Functions[0]
 	for set := 0; set < 3; set++ {
+		if set == 1 && strings.HasSuffix(p.name, "/O0") {
+			// -O0 launches many small kernels of kinds -O2 runs too
+			continue
+		}
 		what := fmt.Sprintf("%s @%s, input set %d", p.name, fn.SymName(), set)
 		extreme := set == 2
 		var in []*geval.Tensor

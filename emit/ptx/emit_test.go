@@ -133,7 +133,7 @@ st.shared.b32 st.shared.f32 st.shared.f64 st.shared.v2.f32 st.shared.v2.f64 st.s
 sub.rn.f32 sub.rn.f64 sub.s32 sub.s64 tanh.approx.f32`)
 
 var (
-	regUse  = regexp.MustCompile(`%(p|h|rd|r|fd|f)([0-9]+)\b`)
+	regUse      = regexp.MustCompile(`%(p|h|rd|r|fd|f)([0-9]+)\b`)
 	regDeclLine = regexp.MustCompile(`\.reg \.\w+ \t%(\w+)<([0-9]+)>;`)
 )
 

@@ -616,15 +616,15 @@ func (ke *kernelEmitter) geluTanhF32(x opnd, fast bool) opnd {
 
 // Constants of msun's erff/erfcf (bit patterns).
 var (
-	erfPP = []uint32{0x3e0375d4, 0xbea66beb, 0xbce9528f, 0xbbbd1489, 0xb7c756b1}             // pp0..pp4
-	erfQQ = []uint32{0x3ecbbbce, 0x3d852a63, 0x3ba68116, 0x390aee49, 0xb684e21a}             // qq1..qq5
-	erfPA = []uint32{0xbb1acdc6, 0x3ed46805, 0xbebe9208, 0x3ea2fe54, 0xbde31cc2, 0x3d1151b3, 0xbb0df9c0} // pa0..pa6
-	erfQA = []uint32{0x3dd9f331, 0x3f0a5785, 0x3d931ae7, 0x3e013307, 0x3c5f6e13, 0x3c445aa3} // qa1..qa6
+	erfPP = []uint32{0x3e0375d4, 0xbea66beb, 0xbce9528f, 0xbbbd1489, 0xb7c756b1}                                     // pp0..pp4
+	erfQQ = []uint32{0x3ecbbbce, 0x3d852a63, 0x3ba68116, 0x390aee49, 0xb684e21a}                                     // qq1..qq5
+	erfPA = []uint32{0xbb1acdc6, 0x3ed46805, 0xbebe9208, 0x3ea2fe54, 0xbde31cc2, 0x3d1151b3, 0xbb0df9c0}             // pa0..pa6
+	erfQA = []uint32{0x3dd9f331, 0x3f0a5785, 0x3d931ae7, 0x3e013307, 0x3c5f6e13, 0x3c445aa3}                         // qa1..qa6
 	erfRA = []uint32{0xbc21a093, 0xbf31a0b7, 0xc128f022, 0xc2798057, 0xc322658c, 0xc3389ae7, 0xc2a2932b, 0xc11d077e} // ra0..ra7
 	erfSA = []uint32{0x419d35ce, 0x4309a863, 0x43d9486f, 0x442158c9, 0x43d6810b, 0x42d9451f, 0x40d23f7c, 0xbd777f97} // sa1..sa8
-	erfRB = []uint32{0xbc21a092, 0xbf4c9dd4, 0xc18e104b, 0xc320a2ea, 0xc41f6441, 0xc480230b, 0xc3f1c275} // rb0..rb6
-	erfSB = []uint32{0x41f2b459, 0x43a2e571, 0x44c01759, 0x4547fdbb, 0x451f90ce, 0x43ed43a7, 0xc1b38712} // sb1..sb7
-	erfX  = uint32(0x3f58560b) // erx = 8.4506291151e-01
+	erfRB = []uint32{0xbc21a092, 0xbf4c9dd4, 0xc18e104b, 0xc320a2ea, 0xc41f6441, 0xc480230b, 0xc3f1c275}             // rb0..rb6
+	erfSB = []uint32{0x41f2b459, 0x43a2e571, 0x44c01759, 0x4547fdbb, 0x451f90ce, 0x43ed43a7, 0xc1b38712}             // sb1..sb7
+	erfX  = uint32(0x3f58560b)                                                                                       // erx = 8.4506291151e-01
 )
 
 // horner is c[0] + z*(c[1] + z*(... + z*c[n-1])), with fma.

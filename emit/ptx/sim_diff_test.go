@@ -142,7 +142,9 @@ func TestSimulatedShapes(t *testing.T) {
 		{fn: "row_sum_f64", shapes: [][]int64{{7, 300}}, ulps: 64, rel: 1e-14},
 	}
 	for _, c := range cases {
-		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, !strings.HasPrefix(c.fn, "rmsnorm") && !strings.HasPrefix(c.fn, "layernorm")) })
+		t.Run(c.fn, func(t *testing.T) {
+			runSimCase(t, m, c, !strings.HasPrefix(c.fn, "rmsnorm") && !strings.HasPrefix(c.fn, "layernorm"))
+		})
 	}
 }
 

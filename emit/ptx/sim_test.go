@@ -48,15 +48,14 @@ type simOpnd struct {
 }
 
 type simInstr struct {
-	pred    int // -1: none
-	neg     bool
-	op      string
-	parts   []string
-	args    []simOpnd
-	text    string
-	target  int // branch target
-	sync    int // 1: shfl, 2: bar
-	barrier bool
+	pred   int // -1: none
+	neg    bool
+	op     string
+	parts  []string
+	args   []simOpnd
+	text   string
+	target int // branch target
+	sync   int // 1: shfl, 2: bar
 }
 
 type simEntry struct {

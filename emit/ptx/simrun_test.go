@@ -3,8 +3,8 @@ package ptx
 import (
 	"fmt"
 
-	"github.com/tensorforge/tensorforge/dialects/loop"
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
 )

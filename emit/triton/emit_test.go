@@ -300,6 +300,16 @@ func TestNamesArePythonIdentifiers(t *testing.T) {
 	assert.Contains(t, text, "def lambda_1(tl_1, torch_1, mask_1):")
 	assert.Contains(t, text, "def lambda_k0(tl_1, torch_1, mask_1, y, total, ")
 	assert.Contains(t, text, "tl_2 = tl.load(tl_1 + offs, mask=emask)")
+
+	// arguments named as the emitter's own variables
+	k := function(t, emitO2(t, `
+func.func @f(%rmask: tensor<?x64xf32>, %cols: tensor<64xf32>) -> tensor<?xf32> {
+  %m = graph.mul %rmask, %cols : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %s = graph.reduce_sum %m {axes = [-1]} : (tensor<?x64xf32>) -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}`), "f_k0")
+	inOrder(t, k, "def f_k0(rmask, cols, s, rmask_d0, s_d0, ", "rmask_1 = r < s_d0", "cols_1 = tl.arange(0, BLOCK)[None, :]",
+		"tl.load(rmask + (r * 64) + cols_1, mask=rmask_1)", "tl.load(cols + cols_1)", "tl.store(s + r, acc_1, mask=rmask_1)")
 }
 
 func TestErrors(t *testing.T) {

@@ -89,8 +89,9 @@ type kernelEmitter struct {
 	// address, so a row read twice is read once.
 	loads map[string]string
 	// offs is the name of the flat offsets of a flat kernel, total the
-	// parameter holding its number of elements.
-	offs, total string
+	// parameter holding its number of elements; rmask the mask of the rows
+	// of a program of several rows.
+	offs, total, rmask string
 	// reduced maps each result of a threads loop to its combine kind.
 	reduced map[*ir.Value]string
 	blk     *blockCtx
@@ -399,7 +400,8 @@ func (k *kernelEmitter) prologue() error {
 	r := k.names.fresh(ivName(iv, "r"))
 	if p.twoD {
 		w.assign(r, "("+pid+" * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]")
-		w.assign(k.names.fresh("rmask"), r+" < "+k.ref(g.Upper()))
+		k.rmask = k.names.fresh("rmask")
+		w.assign(k.rmask, r+" < "+k.ref(g.Upper()))
 	} else {
 		expr := pid + ".to(tl.int64)"
 		if !isIndexConst(g.Step(), 1) {
@@ -427,10 +429,10 @@ func (k *kernelEmitter) prologue() error {
 	}
 	blk.mask = blk.cmask
 	if p.twoD {
-		blk.mask = "rmask"
+		blk.mask = k.rmask
 		if blk.cmask != "" {
 			blk.mask = k.names.fresh("bmask")
-			w.assign(blk.mask, "rmask & "+blk.cmask)
+			w.assign(blk.mask, k.rmask+" & "+blk.cmask)
 		}
 	}
 	k.blk = blk
@@ -439,12 +441,7 @@ func (k *kernelEmitter) prologue() error {
 }
 
 // rowMask is the mask of row-level accesses ("" when every row is valid).
-func (k *kernelEmitter) rowMask() string {
-	if k.plan.twoD {
-		return "rmask"
-	}
-	return ""
-}
+func (k *kernelEmitter) rowMask() string { return k.rmask }
 
 // ivName is the name of an induction variable: its own, or want.
 func ivName(iv *ir.Value, want string) string {

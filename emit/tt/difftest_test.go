@@ -209,6 +209,12 @@ func TestDifferential(t *testing.T) {
 		require.NoError(t, err, name)
 		cases = append(cases, built...)
 	}
+	// rows a multiple of 32: whole row blocks only
+	for _, name := range []string{"examples/attention_softmax", "testdata/softmax_f32", "testdata/unary_zoo"} {
+		built, err := buildCases(t, "64 rows "+name, progs[name], graphPipeline, "blackhole-p150", 5, 64)
+		require.NoError(t, err, name)
+		cases = append(cases, built...)
+	}
 	emuCases := make([]*emuCase, len(cases))
 	for i, c := range cases {
 		emuCases[i] = c.c

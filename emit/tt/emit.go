@@ -232,7 +232,6 @@ func function(f ir.Func, kernels map[string]*kgen) (Function, error) {
 		nres = int(a.Value)
 	}
 	names := map[*ir.Value]string{}
-	shapes := map[string][]int64{}
 	layouts := map[string]string{}
 	used := map[string]bool{}
 	name := func(v *ir.Value, def string) string {
@@ -256,7 +255,6 @@ func function(f ir.Func, kernels map[string]*kgen) (Function, error) {
 			return ir.Errorf(f.Loc, "'tt' backend: function '%s' has a buffer of %s; the backend supports f32, bf16 and f16 buffers so far", f.SymName(), m.Elem)
 		}
 		n := names[v]
-		shapes[n] = m.Shape
 		bufIndex[n] = len(fj.Buffers)
 		fj.Buffers = append(fj.Buffers, Buffer{Name: n, Role: role, DType: m.Elem.String(), Shape: shape, Layout: "rows",
 			DataFormat: fm.String(), PageBytes: fm.tileBytes()})
@@ -367,7 +365,6 @@ func function(f ir.Func, kernels map[string]*kgen) (Function, error) {
 			return fj, ir.OpError(op, "cannot be translated by the 'tt' backend")
 		}
 	}
-	_ = shapes
 	return fj, nil
 }
 

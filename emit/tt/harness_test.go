@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -102,24 +103,36 @@ func runEmu(t *testing.T, cases []*emuCase) []emuResult {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "g++ failed (%s):\n%s", gxxHint, firstLines(string(out), 40))
 
+	// two cases at a time: each runs three threads per core
 	results := make([]emuResult, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range cases {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cdir := filepath.Join(dir, fmt.Sprintf("case%d", i))
+			var stderr bytes.Buffer
+			run := exec.Command(bin, fmt.Sprint(i), cdir)
+			run.Stderr = &stderr
+			err := run.Run()
+			results[i].stderr = stderr.String()
+			if ee, ok := err.(*exec.ExitError); ok {
+				results[i].code = ee.ExitCode()
+				return
+			}
+			if err == nil && plans[i] != nil {
+				results[i].outs, err = plans[i].readOutputs(cdir)
+			}
+			errs[i] = err
+		}(i)
+	}
+	wg.Wait()
 	for i, c := range cases {
-		cdir := filepath.Join(dir, fmt.Sprintf("case%d", i))
-		var stderr bytes.Buffer
-		run := exec.Command(bin, fmt.Sprint(i), cdir)
-		run.Stderr = &stderr
-		err := run.Run()
-		results[i].stderr = stderr.String()
-		if ee, ok := err.(*exec.ExitError); ok {
-			results[i].code = ee.ExitCode()
-			continue
-		}
-		require.NoError(t, err, c.name)
-		if plans[i] != nil {
-			outs, err := plans[i].readOutputs(cdir)
-			require.NoError(t, err, c.name)
-			results[i].outs = outs
-		}
+		require.NoError(t, errs[i], c.name)
 	}
 	return results
 }

@@ -169,6 +169,7 @@ type kgen struct {
 // sramBuf is a kept row block: a loop.alloc in sram.
 type sramBuf struct {
 	v      *ir.Value
+	name   string
 	cb     *cbuf
 	phases []sramAccess // per threads loop touching it, in order
 }
@@ -179,7 +180,7 @@ type sramAccess struct {
 	write bool
 }
 
-// kernelError is a located diagnostic about the kernel, in the form
+// errorf is a located diagnostic about the kernel, in the form
 // "'tt' backend: kernel 'k' ...".
 func (g *kgen) errorf(op *ir.Operation, format string, args ...any) *ir.Diagnostic {
 	loc := g.k.Loc
@@ -189,9 +190,11 @@ func (g *kgen) errorf(op *ir.Operation, format string, args ...any) *ir.Diagnost
 	return ir.Errorf(loc, "'tt' backend: kernel '%s' %s", g.name, fmt.Sprintf(format, args...))
 }
 
-// bail stops the analysis with a diagnostic (caught in buildKernel).
+// bail carries a diagnostic out of the analysis (recovered in
+// buildKernel).
 type bail struct{ d *ir.Diagnostic }
 
+// fail stops the analysis with a diagnostic at op (the kernel when nil).
 func (g *kgen) fail(op *ir.Operation, format string, args ...any) {
 	panic(bail{g.errorf(op, format, args...)})
 }
@@ -214,7 +217,7 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 	if g.kind != "row" && g.kind != "elementwise" {
 		g.fail(nil, "of kind '%s' is not supported yet (the tt backend maps row and element-wise kernels onto tiles)", g.kind)
 	}
-	g.params_()
+	g.readParams()
 	g.findGrid()
 	g.classify()
 	g.planWork()
@@ -228,8 +231,8 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 	return g, nil
 }
 
-// params_ reads the kernel's buffer arguments and the extents after them.
-func (g *kgen) params_() {
+// readParams reads the kernel's buffer arguments and the extents after them.
+func (g *kgen) readParams() {
 	entry := g.k.Body().Entry()
 	nin, nout := int(g.k.NumInputs()), int(g.k.NumOutputs())
 	next := nin + nout
@@ -286,7 +289,6 @@ func (g *kgen) classify() {
 			break
 		}
 	}
-	g.grid.Body().Entry().Args[0].Name = "r"
 	g.walk(g.grid.Operation, func(op *ir.Operation) {
 		if f, ok := loop.AsFor(op); ok {
 			if f.Dist() != "threads" {
@@ -565,9 +567,9 @@ func (g *kgen) extentOf(v *ir.Value) Expr {
 	return Expr{}
 }
 
-// mainLoops are the threads loops of a block that cover the row from 0;
-// a loop starting elsewhere is the scalar tail of a dynamic row, which the
-// column tiles already cover.
+// isTail reports whether a threads loop starts past 0: the scalar tail of
+// a dynamic row after its vector loop, which the column tiles already
+// cover.
 func isTail(f loop.ForOp) bool {
 	c, ok := constIndex(f.Lower())
 	return !ok || c != 0
@@ -646,8 +648,8 @@ func (g *kgen) planSram() {
 			g.fail(op, "keeps a row in sram outside a row kernel")
 		}
 		v := op.Result(0)
-		v.Name = nonEmpty(v.Name, "row")
-		sb := &sramBuf{v: v}
+		name := nonEmpty(v.Name, "row")
+		sb := &sramBuf{v: v, name: name}
 		g.sram[v] = sb
 		allBF16, allF16 := true, true
 		for _, use := range v.Uses() {
@@ -670,7 +672,7 @@ func (g *kgen) planSram() {
 				f = float16Format
 			}
 		}
-		sb.cb = g.newCB("cb_"+cIdent(v.Name, "row"), f, g.ct(), fmt.Sprintf("the row block kept between phases (%s of %d tiles)", v.Name, g.ct()))
+		sb.cb = g.newCB("cb_"+cIdent(name, "row"), f, g.ct(), fmt.Sprintf("the row block kept between phases (%s of %d tiles)", name, g.ct()))
 		for _, lop := range g.grid.Body().Entry().Ops() {
 			f, ok := loop.AsFor(lop)
 			if !ok || isTail(f) {
@@ -691,10 +693,10 @@ func (g *kgen) planSram() {
 		}
 		for i, ph := range sb.phases {
 			if i == 0 && ph.read {
-				g.fail(ph.loop, "reads the kept row '%s' before storing it", v.Name)
+				g.fail(ph.loop, "reads the kept row '%s' before storing it", name)
 			}
 			if i > 0 && ph.write && !ph.read && !sb.phases[i-1].read {
-				g.fail(ph.loop, "stores the kept row '%s' twice without reading it", v.Name)
+				g.fail(ph.loop, "stores the kept row '%s' twice without reading it", name)
 			}
 		}
 	}

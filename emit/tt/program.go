@@ -39,7 +39,7 @@ type Grid struct {
 type TileShape struct {
 	Rows int `json:"rows"`
 	Cols int `json:"cols"`
-	// FaceOrder: a tile is four 16x16 faces (top left, top right, bottom
+	// Faces: a tile is four 16x16 faces (top left, top right, bottom
 	// left, bottom right), each row-major: the device's TILE layout.
 	Faces string `json:"faces"`
 }

@@ -81,11 +81,6 @@ func FuzzPipeline(f *testing.F) {
 
 		after := CloneModule(m)
 		err = RunPipeline(after, pipeline, "")
-		if err != nil && knownFailure(pipeline, err) == issueFuseDeadGroup {
-			pipeline = "dce," + pipeline // the rest of the pipeline without the dead ops
-			after = CloneModule(m)
-			err = RunPipeline(after, pipeline, "")
-		}
 		if err != nil {
 			if issue := knownFailure(pipeline, err); issue != "" {
 				t.Skip("known issue: " + issue)

@@ -448,6 +448,69 @@ inline void poison(const void*, size_t) {}
 inline void unpoison(const void*, size_t) {}
 #endif
 
+// pool keeps the threads that run kernels between dispatches: thread i
+// is Metal thread lid = i of every threadgroup.
+class pool {
+ public:
+  static pool& get() {
+    static pool p;
+    return p;
+  }
+
+  // run has threads 0 .. n-1 call job(lid) and waits for them.
+  void run(unsigned n, const std::function<void(uint)>& job) {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (workers_.size() < n) {
+      const unsigned lid = unsigned(workers_.size());
+      workers_.emplace_back([this, lid] { loop(lid); });
+    }
+    job_ = &job;
+    active_ = n;
+    pending_ = n;
+    ++gen_;
+    start_.notify_all();
+    done_.wait(lk, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+  ~pool() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      quit_ = true;
+      ++gen_;
+    }
+    start_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+ private:
+  void loop(unsigned lid) {
+    unsigned long seen = 0;
+    for (;;) {
+      const std::function<void(uint)>* job;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        start_.wait(lk, [&] { return gen_ != seen; });
+        seen = gen_;
+        if (quit_) return;
+        if (lid >= active_) continue;
+        job = job_;
+      }
+      (*job)(lid);
+      std::lock_guard<std::mutex> lk(mu_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable start_, done_;
+  std::vector<std::thread> workers_;
+  const std::function<void(uint)>* job_ = nullptr;
+  unsigned active_ = 0, pending_ = 0;
+  unsigned long gen_ = 0;
+  bool quit_ = false;
+};
+
 // dispatch runs a kernel over `groups` threadgroups of `threads`
 // threads: run(ids) calls the kernel function for one thread. name is
 // the kernel's name for messages; tg_prefix the symbol prefix of its
@@ -465,26 +528,21 @@ inline void dispatch(const char* name, const char* tg_prefix, uint groups, uint 
   }
   if (groups == 0) return;
   group g(threads);
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  for (uint lid = 0; lid < threads; ++lid) {
-    pool.emplace_back([&, lid] {
-      self.g = &g;
-      self.lid = lid;
-      for (uint gid = 0; gid < groups; ++gid) {
-        if (lid == 0) {
-          std::lock_guard<std::mutex> lk(g.mu);
-          g.gid = gid;
-        }
-        run(ids{gid, lid, lid % 32, lid / 32, threads, groups});
-        // the kernel's end: every thread, before the next threadgroup
-        // reuses the threadgroup arrays
-        g.arrive(lid, at_exit, "the end of the kernel", 0);
+  pool::get().run(threads, [&](uint lid) {
+    self.g = &g;
+    self.lid = lid;
+    for (uint gid = 0; gid < groups; ++gid) {
+      if (lid == 0) {
+        std::lock_guard<std::mutex> lk(g.mu);
+        g.gid = gid;
       }
-      self.g = nullptr;
-    });
-  }
-  for (auto& t : pool) t.join();
+      run(ids{gid, lid, lid % 32, lid / 32, threads, groups});
+      // the kernel's end: every thread, before the next threadgroup
+      // reuses the threadgroup arrays
+      g.arrive(lid, at_exit, "the end of the kernel", 0);
+    }
+    self.g = nullptr;
+  });
 }
 
 }  // namespace tf_emu

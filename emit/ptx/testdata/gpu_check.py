@@ -160,8 +160,8 @@ UNARY = {
     "gelu": _neg_inf_to_neg_zero(_gelu_erf), "gelu_tanh": _neg_inf_to_neg_zero(_gelu_tanh), "relu": torch.relu, "sin": torch.sin, "cos": torch.cos,
     "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "neg": torch.neg, "abs": torch.abs,
 }
-BOUND_F32 = {"exp": 3, "exp2": 2, "log": 2, "log2": 2, "log1p": 4, "expm1": 4, "sqrt": 0.5, "rsqrt": 1.5,
-             "reciprocal": 0.5, "tanh": 4, "sigmoid": 4, "silu": 5, "gelu": 6, "gelu_tanh": 6, "relu": 0,
+BOUND_F32 = {"exp": 3, "exp2": 2.5, "log": 2, "log2": 2, "log1p": 4, "expm1": 4, "sqrt": 0.5, "rsqrt": 1.5,
+             "reciprocal": 0.5, "tanh": 4, "sigmoid": 4, "silu": 6, "gelu": 6, "gelu_tanh": 6, "relu": 0,
              "sin": 1, "cos": 1, "floor": 0, "ceil": 0, "round": 0, "neg": 0, "abs": 0}
 
 
