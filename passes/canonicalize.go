@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"math"
+
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -29,9 +31,20 @@ func splatValue(v *ir.Value) (float64, bool) {
 }
 
 // isSplat reports whether v is a constant whose every element equals want.
+// A zero must also match in sign for floats: x + (+0.0) is not x when x is
+// -0.0 (it is +0.0), so only -0.0 is the identity of float addition and
+// only +0.0 that of float subtraction.
 func isSplat(v *ir.Value, want float64) bool {
 	x, ok := splatValue(v)
-	return ok && x == want
+	if !ok || x != want {
+		return false
+	}
+	if want == 0 {
+		if e, ok := ir.ElemOf(v.Type()); ok && e.Kind.IsFloat() {
+			return math.Signbit(x) == math.Signbit(want)
+		}
+	}
+	return true
 }
 
 // forwardIfSameType replaces op by x when x already has op's result type.
@@ -143,7 +156,7 @@ func isIdentityPerm(p []int64) bool {
 func CanonicalizationPatterns() []ir.Pattern {
 	return []ir.Pattern{
 		identityOperand("MulByOne", "graph.mul", 1, true),
-		identityOperand("AddZero", "graph.add", 0, true),
+		identityOperand("AddZero", "graph.add", math.Copysign(0, -1), true),
 		identityOperand("SubZero", "graph.sub", 0, false),
 		identityOperand("DivByOne", "graph.div", 1, false),
 		identityOperand("PowOne", "graph.pow", 1, false),

@@ -420,31 +420,37 @@ func (f *fuser) merge(a, b *fusionGroup, info *KernelInfo) {
 
 // pathOutside returns an op outside union on a path that leaves union and
 // comes back into it, or nil: fusing such a union would make the kernel
-// depend on itself.
+// depend on itself. Groups already formed count as one node each (they
+// become one kernel), so a path through any member of a group continues
+// from all of its members: two groups that feed each other are a cycle too.
 func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
 	in := map[*ir.Operation]bool{}
-	last := 0
 	for _, op := range union {
 		in[op] = true
-		last = max(last, f.pos[op])
 	}
 	seen := map[*ir.Operation]bool{}
-	// reaches reports whether a path from op leads back into union; ops
-	// after the union's last op cannot, as program order is topological.
+	// reaches reports whether a path from op leads back into union.
 	var reaches func(op *ir.Operation) bool
 	reaches = func(op *ir.Operation) bool {
 		if in[op] {
 			return true
 		}
-		p, inRange := f.pos[op]
-		if !inRange || p > last || seen[op] {
+		if _, inRange := f.pos[op]; !inRange || seen[op] {
 			return false
 		}
-		seen[op] = true
-		for _, r := range op.Results() {
-			for _, u := range r.Users() {
-				if reaches(u) {
-					return true
+		members := []*ir.Operation{op}
+		if g := f.group[op]; g != nil && len(g.ops) > 0 {
+			members = g.ops
+		}
+		for _, m := range members {
+			seen[m] = true
+		}
+		for _, m := range members {
+			for _, r := range m.Results() {
+				for _, u := range r.Users() {
+					if reaches(u) {
+						return true
+					}
 				}
 			}
 		}
