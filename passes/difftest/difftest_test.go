@@ -465,10 +465,6 @@ const (
 	// holds +inf (+inf - +inf); the written-out form gives 0 for the
 	// row's finite entries, as the float64 reference does.
 	issueSoftmaxInfRow = "legalize-numerics turns a softmax row holding +inf into NaN"
-	// fuse{max-ops=2} on graph.logaddexp of f16 values leaves ops whose
-	// operands were erased: "'graph.add' op operand #0 uses a value that
-	// is not in any block".
-	issueFuseSmallMaxOps = "fuse{max-ops=2} leaves invalid IR"
 )
 
 // holds reports whether an input holds v.
@@ -481,14 +477,6 @@ func holds(ts []*eval.Tensor, v float64) bool {
 		}
 	}
 	return false
-}
-
-// knownFailure returns the known issue a pipeline failure is, or "".
-func knownFailure(pipeline string, err error) string {
-	if strings.Contains(pipeline, "max-ops=") && strings.Contains(err.Error(), "uses a value that is not in any block") {
-		return issueFuseSmallMaxOps
-	}
-	return ""
 }
 
 // knownIssue returns the matcher of the known mismatches of a pipeline.

@@ -81,11 +81,6 @@ func FuzzPipeline(f *testing.F) {
 
 		after := CloneModule(m)
 		err = RunPipeline(after, pipeline, "")
-		if err != nil {
-			if issue := knownFailure(pipeline, err); issue != "" {
-				t.Skip("known issue: " + issue)
-			}
-		}
 		require.NoError(t, err)
 		requireRoundTrip(t, ir.Print(after.Operation, ir.PrintOptions{}))
 
