@@ -14,8 +14,8 @@ import (
 	_ "github.com/tensorforge/tensorforge/passes"
 )
 
-// fullPipeline is -O2 followed by the lowering --emit=ptx finishes with.
-const fullPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,decompose,lower-to-loops,sram-alloc"
+// fullPipeline is -O2, which --emit=ptx runs by default.
+const fullPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc"
 
 // lower parses src and runs pipeline on it for target tname.
 func lower(t *testing.T, src, pipeline, tname string) ir.Module {

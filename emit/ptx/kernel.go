@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
@@ -109,7 +108,7 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 			}
 			// A malformed module that slipped past the verifier must not
 			// crash the driver.
-			info, text, err = nil, "", ir.OpError(k.Operation, "internal error in the PTX emitter: %v\n%s", r, debug.Stack())
+			info, text, err = nil, "", ir.OpError(k.Operation, "internal error in the PTX emitter: %v", r)
 		}
 	}()
 	ke := &kernelEmitter{
@@ -337,8 +336,8 @@ func (ke *kernelEmitter) tripCount(lb, ub, step ixv) ixv {
 	return ke.ixMax0(ke.ixDiv(d, step))
 }
 
-// instanceIndex maps instance number k to the grid's induction variable
-// lb + k * step, records it and returns it.
+// bindGridIV binds the grid's induction variable, for instance number k,
+// to lb + k * step.
 func (ke *kernelEmitter) bindGridIV(k ixv, lb, step ixv) {
 	iv := ke.grid.Body().Entry().Args[0]
 	ke.ixs[iv] = ke.ixAdd(ke.ixMul(k, step), lb)

@@ -17,9 +17,6 @@ import (
 const (
 	// flatBlock is the CTA size of flat kernels.
 	flatBlock = 256
-	// targetIters is the iterations of a threads loop each thread should
-	// get: four 16-byte loads in flight per thread and input.
-	targetIters = 4
 	// maxUnroll bounds the copies of an unrolled threads loop.
 	maxUnroll = 16
 	// groupsBlock is the CTA size when groups are smaller than a warp.
@@ -29,6 +26,11 @@ const (
 // regBudget bounds the registers per thread holding sram buffers (a
 // variable so that tests can send every buffer to shared memory).
 var regBudget int64 = 64
+
+// targetIters is the iterations of a threads loop each thread should get,
+// and the copies of a flat kernel's long loops: four 16-byte loads in
+// flight per thread and input.
+var targetIters int64 = 4
 
 // plan is the mapping of one kernel onto the GPU.
 type plan struct {
@@ -283,11 +285,11 @@ func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
 			ph.guard = int64(ph.group) != ph.trip
 		default:
 			ph.group, ph.rows = flatBlock, 1
-			ph.unroll = targetIters
+			ph.unroll = int(targetIters)
 			if ph.nested {
 				ph.unroll = 1
 			} else if ph.trip >= 0 {
-				ph.unroll = int(min(int64(targetIters), ceilDiv(ph.trip, flatBlock)))
+				ph.unroll = int(min(targetIters, ceilDiv(ph.trip, flatBlock)))
 			}
 			ph.guard = !(ph.trip >= 0 && ph.trip%int64(ph.group*ph.unroll) == 0)
 		}

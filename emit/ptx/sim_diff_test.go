@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -76,7 +77,7 @@ func runSimCase(t *testing.T, m ir.Module, c simCase, specials bool) {
 	require.Len(t, got, len(want))
 	for r := range want {
 		w, g := want[r], got[r]
-		require.Equal(t, w.Shape, g.Shape, "%s result %d", c.fn, r)
+		require.Equal(t, fmt.Sprint(w.Shape), fmt.Sprint(g.Shape), "%s result %d", c.fn, r)
 		var rms float64
 		for _, v := range w.Data {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -215,5 +216,68 @@ func.func @two_kernels(%x: tensor<?x48xf32>, %w: tensor<48x16xf32>) -> tensor<?x
 		{fn: "two_kernels", shapes: [][]int64{{5, 48}, {48, 16}}, ulps: 4, rel: 1e-6},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, c.fn == "logaddexp" || c.fn == "softmax") })
+	}
+}
+
+func TestSimulatedMore(t *testing.T) {
+	src := `
+func.func @concat(%a: tensor<?x3xf32>, %b: tensor<?x5xf32>) -> tensor<?x8xf32> {
+  %y = graph.concat %a, %b {axis = 1} : (tensor<?x3xf32>, tensor<?x5xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+func.func @slice(%a: tensor<9x12xf32>) -> tensor<4x5xf32> {
+  %y = graph.slice %a {offsets = [2, 3], sizes = [4, 5]} : (tensor<9x12xf32>) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
+}
+func.func @reshape(%a: tensor<?x6xf32>) -> tensor<?x2x3xf32> {
+  %y = graph.reshape %a : (tensor<?x6xf32>) -> tensor<?x2x3xf32>
+  return %y : tensor<?x2x3xf32>
+}
+func.func @bcast(%a: tensor<1x5xbf16>) -> tensor<7x5xbf16> {
+  %y = graph.broadcast_to %a : (tensor<1x5xbf16>) -> tensor<7x5xbf16>
+  return %y : tensor<7x5xbf16>
+}
+func.func @dense() -> tensor<2x3xf32> {
+  %c = graph.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  return %c : tensor<2x3xf32>
+}
+func.func @total(%a: tensor<13x7xf32>) -> tensor<f32> {
+  %y = graph.reduce_sum %a {axes = [0, 1]} : (tensor<13x7xf32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+func.func @ints(%a: tensor<?xi32>, %b: tensor<?xi32>) -> (tensor<?xi32>, tensor<?xi8>) {
+  %s = graph.mul %a, %b : tensor<?xi32>
+  %t = graph.add %s, %a : tensor<?xi32>
+  %n = graph.cast %t : (tensor<?xi32>) -> tensor<?xi8>
+  return %t, %n : tensor<?xi32>, tensor<?xi8>
+}
+func.func @half_math(%a: tensor<?x16xf16>) -> tensor<?x16xf16> {
+  %e = graph.exp %a : tensor<?x16xf16>
+  %m = graph.reduce_max %a {axes = [-1], keepdim = true} : (tensor<?x16xf16>) -> tensor<?x1xf16>
+  %y = graph.sub %e, %m : (tensor<?x16xf16>, tensor<?x1xf16>) -> tensor<?x16xf16>
+  return %y : tensor<?x16xf16>
+}
+func.func @pick(%c: tensor<?xi1>, %a: tensor<?xbf16>, %b: tensor<?xbf16>) -> tensor<?xbf16> {
+  %y = graph.select %c, %a, %b : (tensor<?xi1>, tensor<?xbf16>, tensor<?xbf16>) -> tensor<?xbf16>
+  return %y : tensor<?xbf16>
+}
+func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) {
+  return %a, %a : tensor<?x4xf32>, tensor<?x4xf32>
+}
+`
+	m := lower(t, src, fullPipeline, "h200")
+	for _, c := range []simCase{
+		{fn: "concat", shapes: [][]int64{{5, 3}, {5, 5}}},
+		{fn: "slice", shapes: [][]int64{{9, 12}}},
+		{fn: "reshape", shapes: [][]int64{{7, 6}}},
+		{fn: "bcast", shapes: [][]int64{{1, 5}}},
+		{fn: "dense", shapes: nil},
+		{fn: "total", shapes: [][]int64{{13, 7}}, ulps: 4, rel: 1e-6},
+		{fn: "ints", shapes: [][]int64{{37}, {37}}},
+		{fn: "half_math", shapes: [][]int64{{9, 16}}, ulps: 1},
+		{fn: "pick", shapes: [][]int64{{101}, {101}, {101}}},
+		{fn: "passthrough", shapes: [][]int64{{3, 4}}},
+	} {
+		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, false) })
 	}
 }

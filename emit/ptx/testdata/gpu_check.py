@@ -4,8 +4,15 @@ then the launchers against float64 references.
 
     python3 gpu_check.py DIR [--only NAME,...] [--time]
 
-DIR holds the files of `tfc --emit=ptx -o DIR` for testdata/ops.tir,
-testdata/shapes.tir, the examples and the GPU workloads. For each function
+DIR holds the files of the PTX emitter for this folder's .tir files, the
+examples and the GPU workloads (each workload in a folder of its own):
+
+    for f in emit/ptx/testdata/*.tir examples/*.tir; do
+      tfc --emit=ptx --target=h200 -o DIR $f; done
+    for f in bench/gpu/workloads/*.tir; do
+      tfc --emit=ptx --target=h200 -o DIR/$(basename $f .tir) $f; done
+
+For each function
 the script prints the largest error in ULPs of the result type (or the
 relative error, where noted) and the count of special values (NaN, +-inf)
 that differ from the reference; a line starts with FAIL when a bound of
