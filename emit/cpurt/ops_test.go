@@ -423,3 +423,28 @@ func TestReductions(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowingManyFloats rounds a million f32 bit patterns of every
+// exponent, and the special ones, to bf16, f16 and the f8 formats.
+func TestNarrowingManyFloats(t *testing.T) {
+	const n = 1 << 20
+	values := make([]float64, n)
+	s := uint32(12345)
+	for i := range values {
+		// xorshift: every sign, exponent and mantissa
+		s ^= s << 13
+		s ^= s >> 17
+		s ^= s << 5
+		values[i] = float64(math.Float32frombits(s))
+	}
+	specials := []uint32{0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFF800001, 0x7F7FFFFF,
+		0x7F7F8000, 0x7F7F7FFF, 0x00000001, 0x007FFFFF, 0x00800000, 0x3F808000, 0x3F818000, 0x477FF000, 0x477FEFFF}
+	for i, b := range specials {
+		values[i] = float64(math.Float32frombits(b))
+	}
+	var cases []opCase
+	for _, k := range []ir.ElemKind{ir.BF16, ir.F16, ir.F8E4M3FN, ir.F8E5M2} {
+		cases = append(cases, opCase{op: "cast", in: []ir.ElemKind{ir.F32}, out: k, n: n, values: values})
+	}
+	checkOps(t, cases)
+}

@@ -18,7 +18,8 @@ import (
 //     exact; overflow gives inf (NaN in f8E4M3FN, which has no inf).
 //     f16 uses LLVM's `half` (fpext / fptrunc, vcvtph2ps and vcvtps2ph
 //     with F16C); bf16 and the f8 formats are rounded on the bits, since
-//     LLVM 14's bfloat cannot be converted on x86.
+//     LLVM 14's bfloat cannot be converted on x86 (bf16 with the short
+//     form of encodeBF16, the others with encodeNarrow).
 //   - float to integer is the interpreter's unchecked conversion: the
 //     value is truncated to an i64 where it fits, and NaN or anything
 //     outside [-2^63, 2^63) gives INT64_MIN, as x86's cvttsd2si; the i64
@@ -133,12 +134,36 @@ func (fe *fnEmitter) narrow(x value.Value, k ir.ElemKind) value.Value {
 	if isDouble {
 		x = fe.roundToOddFloat(x)
 	}
-	if k == ir.F16 {
+	switch k {
+	case ir.F16:
 		t = x.Type()
 		h := fe.cur.NewFPTrunc(x, withScalar(t, types.Half))
 		return fe.cur.NewBitCast(h, withScalar(t, types.I16))
+	case ir.BF16:
+		return fe.encodeBF16(x)
 	}
 	return fe.encodeNarrow(x, narrowFormats[k])
+}
+
+// encodeBF16 rounds float lanes to bf16 bits, to nearest even. bf16 is
+// the upper half of an f32, so rounding the 32-bit pattern is right for
+// every finite value, subnormals and the carry into inf included:
+//
+//	r = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+//
+// NaN, whose addition could carry into inf, keeps its upper half made
+// quiet.
+func (fe *fnEmitter) encodeBF16(x value.Value) value.Value {
+	b := fe.cur
+	t := x.Type()
+	it := withScalar(t, types.I32)
+	u := b.NewBitCast(x, it)
+	hi := b.NewLShr(u, iconst(it, 16))
+	lsb := b.NewAnd(hi, iconst(it, 1))
+	r := b.NewLShr(b.NewAdd(b.NewAdd(u, iconst(it, 0x7FFF)), lsb), iconst(it, 16))
+	nan := b.NewOr(hi, iconst(it, 0x40))
+	r2 := b.NewSelect(b.NewFCmp(enum.FPredUNO, x, x), nan, r)
+	return b.NewTrunc(r2, withScalar(t, types.I16))
 }
 
 // roundToOddFloat rounds double lanes to float with round-to-odd: the

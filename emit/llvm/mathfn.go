@@ -60,7 +60,7 @@ func (fe *fnEmitter) exp2(d value.Value, exact bool) value.Value {
 //
 //	c = clamp(d, -708, 89)                NaN passes through
 //	t = c*log2(e) + 1.5*2^52              rounds to the integer n in t's low bits
-//	r = c - n*ln2Hi - n*ln2Lo             (base 2: (c - n) * ln 2)
+//	r = c - n*ln2Hi - n*ln2Lo             (fused where the target has FMA; base 2: (c - n) * ln 2)
 //	e^r = 1 + r + r^2/2! + ... + r^11/11!
 //	2^n = bits((n + 1023) << 52)
 func (fe *fnEmitter) expReduced(d value.Value, base2 bool) value.Value {
@@ -77,16 +77,19 @@ func (fe *fnEmitter) expReduced(d value.Value, base2 bool) value.Value {
 	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, d, fconst(t, hi)), fconst(t, hi), d)
 	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)
 
+	// fmuladd fuses where the target has FMA: one rounding fewer, and the
+	// reduction stays as accurate either way
+	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
 	var tt, r value.Value
 	if base2 {
 		tt = b.NewFAdd(c, fconst(t, roundShift))
 		n := b.NewFSub(tt, fconst(t, roundShift))
 		r = b.NewFMul(b.NewFSub(c, n), fconst(t, math.Ln2))
 	} else {
-		tt = b.NewFAdd(b.NewFMul(c, fconst(t, math.Log2E)), fconst(t, roundShift))
+		tt = b.NewCall(fmuladd, c, fconst(t, math.Log2E), fconst(t, roundShift))
 		n := b.NewFSub(tt, fconst(t, roundShift))
-		r = b.NewFSub(c, b.NewFMul(n, fconst(t, ln2Hi)))
-		r = b.NewFSub(r, b.NewFMul(n, fconst(t, ln2Lo)))
+		r = b.NewCall(fmuladd, n, fconst(t, -ln2Hi), c)
+		r = b.NewCall(fmuladd, n, fconst(t, -ln2Lo), r)
 	}
 	// Horner from the highest power: p = (((c11 r + c10) r + ...) r + 1) r + 1
 	fact := 1.0
@@ -97,7 +100,6 @@ func (fe *fnEmitter) expReduced(d value.Value, base2 bool) value.Value {
 		}
 		coef[k] = 1 / fact
 	}
-	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
 	var p value.Value = fconst(t, coef[11])
 	for k := 10; k >= 0; k-- {
 		p = b.NewCall(fmuladd, p, r, fconst(t, coef[k]))
@@ -207,18 +209,18 @@ func (fe *fnEmitter) expFast(x value.Value, base2 bool) value.Value {
 	}
 	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, x, fconst(t, hi)), fconst(t, hi), x)
 	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)
+	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
 	var tt, r value.Value
 	if base2 {
 		tt = b.NewFAdd(c, fconst(t, roundShiftF))
 		n := b.NewFSub(tt, fconst(t, roundShiftF))
 		r = b.NewFMul(b.NewFSub(c, n), fconst(t, math.Ln2))
 	} else {
-		tt = b.NewFAdd(b.NewFMul(c, fconst(t, math.Log2E)), fconst(t, roundShiftF))
+		tt = b.NewCall(fmuladd, c, fconst(t, math.Log2E), fconst(t, roundShiftF))
 		n := b.NewFSub(tt, fconst(t, roundShiftF))
-		r = b.NewFSub(c, b.NewFMul(n, fconst(t, expfC1)))
-		r = b.NewFSub(r, b.NewFMul(n, fconst(t, expfC2)))
+		r = b.NewCall(fmuladd, n, fconst(t, -expfC1), c)
+		r = b.NewCall(fmuladd, n, fconst(t, -expfC2), r)
 	}
-	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
 	var p value.Value = fconst(t, expfPoly[0])
 	for _, k := range expfPoly[1:] {
 		p = b.NewCall(fmuladd, p, r, fconst(t, k))

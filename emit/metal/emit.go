@@ -81,6 +81,16 @@ func Emit(m ir.Module, opts Options) (prog *Program, err error) {
 	if opts.Source != "" {
 		prog.Name = strings.TrimSuffix(filepath.Base(opts.Source), filepath.Ext(opts.Source))
 	}
+	var graphOp *ir.Operation
+	m.Walk(func(op *ir.Operation) bool {
+		if op.Dialect() == "graph" && graphOp == nil {
+			graphOp = op
+		}
+		return graphOp == nil
+	})
+	if graphOp != nil {
+		return nil, ir.OpError(graphOp, "is a graph op; --emit=metal needs the program lowered to loops (lower-to-loops, sram-alloc)")
+	}
 	kernelNames := newNamer(helperOrder...)
 	var funcs []ir.Func
 	for op := m.Body().First(); op != nil; op = op.Next() {
@@ -98,8 +108,6 @@ func Emit(m ir.Module, opts Options) (prog *Program, err error) {
 			}
 			prog.Kernels = append(prog.Kernels, info)
 			prog.byName[k.SymName()] = info
-		case op.Dialect() == "graph":
-			return nil, ir.OpError(op, "is a graph op; --emit=metal needs the program lowered to loops (lower-to-loops, sram-alloc)")
 		default:
 			return nil, ir.OpError(op, "cannot be translated to Metal: only func.func and loop.kernel may appear at module level")
 		}
@@ -128,6 +136,19 @@ func emitKernel(k loop.KernelOp, t *target.Target, name string) (*KernelInfo, er
 		Reduction: orDefault(p.mode, "none"), RowsShareThreadgroups: p.chunked, MaxThreads: maxThreads,
 		source: fn, helpers: hs, params: p.body.Args}
 	ke.launchSizes(info)
+	for _, buf := range append(append([]*ir.Value(nil), p.ins...), p.outs...) {
+		var dims []int
+		for _, e := range p.extentOf[buf] {
+			j := -1
+			for i, a := range p.body.Args {
+				if a == e {
+					j = i
+				}
+			}
+			dims = append(dims, j)
+		}
+		info.extentParams = append(info.extentParams, dims)
+	}
 	info.MLX = MLXKernel{Name: name, Header: hs.text(), Source: mlxPrologue(p.chunked) + body}
 	for _, prm := range info.Parameters {
 		switch {

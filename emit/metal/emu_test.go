@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -146,18 +146,58 @@ func loadPrograms(t *testing.T) []*emuProgram {
 	return out
 }
 
+// harness is the program running every kernel of the tests, built once.
+var harness struct {
+	once  sync.Once
+	bin   string
+	dir   string
+	progs []*emuProgram
+	conv  *emuProgram
+	err   error
+}
+
+// sharedHarness compiles the examples, testdata and the conversions
+// program, and builds one harness running all their kernels.
+func sharedHarness(t *testing.T) (string, []*emuProgram, *emuProgram) {
+	t.Helper()
+	requireCompiler(t)
+	harness.once.Do(func() {
+		var ok bool
+		defer func() {
+			if !ok && harness.err == nil {
+				harness.err = fmt.Errorf("building the harness failed (see the first test that built it)")
+			}
+		}()
+		progs := loadPrograms(t)
+		conv := conversionsProgram(t)
+		var units []unit
+		for _, p := range append(progs, conv) {
+			units = append(units, unit{ns: p.ns, file: p.ns + ".metal", text: p.prog.Metal(), kernels: p.prog.Kernels})
+		}
+		dir, err := os.MkdirTemp("", "tfc-metal-emu-")
+		require.NoError(t, err)
+		harness.dir = dir
+		harness.bin = buildHarness(t, dir, units, 3)
+		harness.progs, harness.conv = progs, conv
+		ok = true
+	})
+	require.NoError(t, harness.err)
+	return harness.bin, harness.progs, harness.conv
+}
+
+// TestMain removes the shared harness after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if harness.dir != "" {
+		os.RemoveAll(harness.dir)
+	}
+	os.Exit(code)
+}
+
 // TestEmulatedKernels runs every example and flagship workload on the
 // emulation and compares with the interpreters.
 func TestEmulatedKernels(t *testing.T) {
-	requireCompiler(t)
-	progs := loadPrograms(t)
-	var units []unit
-	for _, p := range progs {
-		units = append(units, unit{ns: p.ns, file: p.ns + ".metal", text: p.prog.Metal(), kernels: p.prog.Kernels})
-	}
-	start := time.Now()
-	bin := buildHarness(t, t.TempDir(), units, 3)
-	t.Logf("TIMING build %v", time.Since(start))
+	bin, progs, _ := sharedHarness(t)
 	for _, p := range progs {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
@@ -204,9 +244,7 @@ func diffFunction(t *testing.T, bin string, p *emuProgram, fn ir.Func) {
 		if set == 1 {
 			opts.threads = func(n int64) int64 { return min(n, maxTestThreads)/2 + 1 }
 		}
-		start := time.Now()
 		got, err := runFunction(bin, t.TempDir(), p.ns, desc, fl, clone(in), shapes, opts)
-		t.Logf("TIMING run %s %v", what, time.Since(start))
 		require.NoError(t, err, what)
 		require.Len(t, got, len(loopWant), what)
 

@@ -53,6 +53,10 @@ func bin(op string, a, b *expr) *expr {
 		if a.String() == b.String() {
 			return cst(0)
 		}
+		// x - (x - y) = y
+		if b.op == "-" && b.args[0].String() == a.String() {
+			return b.args[1]
+		}
 	case "*":
 		if a.isConst() && a.val == 1 {
 			return b

@@ -158,13 +158,8 @@ func buildHarness(t testing.TB, dir string, units []unit, parts int) string {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			args := append(append([]string{}, cxxFlags...), "-I", dir, "-I", emu, "-c", sources[i], "-o", objects[i])
-			c := exec.Command(gxx, args...)
-			out, err := c.CombinedOutput()
-			if err != nil {
+			if out, err := exec.Command(gxx, args...).CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("g++ %s: %v\n%s", filepath.Base(sources[i]), err, out)
-			}
-			if os.Getenv("TF_TIMING") != "" {
-				fmt.Printf("TIMING compile %s user %v sys %v\n", filepath.Base(sources[i]), c.ProcessState.UserTime(), c.ProcessState.SystemTime())
 			}
 		}(i)
 	}
@@ -263,6 +258,18 @@ func runFunction(bin, dir, ns string, desc *metal.LaunchDescription, fl *metal.F
 			return nil, fmt.Errorf("extent %s of unknown argument %s", e.Name, e.Argument)
 		}
 		env[e.Name] = s[e.Axis]
+	}
+	// the outputs' shapes as the description gives them
+	for _, a := range outs {
+		for d, text := range a.Dims {
+			n, err := metal.EvalExpr(text, env)
+			if err != nil {
+				return nil, fmt.Errorf("output %s: %v", a.Name, err)
+			}
+			if n != shapes[a.Name][d] {
+				return nil, fmt.Errorf("output %s: dimension %d is %s = %d, the reference has %d", a.Name, d, text, n, shapes[a.Name][d])
+			}
+		}
 	}
 	var plan strings.Builder
 	for i, a := range ins {

@@ -109,13 +109,13 @@ static inline float tf_gelu_tanh(float x) {
 // midpoint of 448 and the NaN pattern), inf and NaN give NaN (no infinity).
 static inline uchar tf_to_f8e4m3(float x) {
   const uint b = as_type<uint>(x);
-  const uchar s = uchar((b >> 24) & 0x80u);
+  const uint s = (b >> 24) & 0x80u;
   const float a = metal::fabs(x);
-  if (!(a <= 464.0f)) return s | uchar(0x7f);
-  if (a < 0.015625f) return s | uchar(metal::rint(a * 512.0f));
+  if (!(a <= 464.0f)) return uchar(s | 0x7f);
+  if (a < 0.015625f) return uchar(s | uint(metal::rint(a * 512.0f)));
   const uint ab = b & 0x7fffffffu;
   const uint r = ab + 0x7ffffu + ((ab >> 20) & 1u);
-  return s | uchar((((r >> 23) - 120u) << 3) | ((r >> 20) & 7u));
+  return uchar(s | (((r >> 23) - 120u) << 3) | ((r >> 20) & 7u));
 }
 `,
 	"tf_from_f8e4m3": `// f8E4M3FN bits -> float (S.1111.111 is NaN).
@@ -131,14 +131,14 @@ static inline float tf_from_f8e4m3(uchar v) {
 // midpoint of 57344 and 65536) on, infinity.
 static inline uchar tf_to_f8e5m2(float x) {
   const uint b = as_type<uint>(x);
-  const uchar s = uchar((b >> 24) & 0x80u);
+  const uint s = (b >> 24) & 0x80u;
   const float a = metal::fabs(x);
-  if (metal::isnan(x)) return s | uchar(0x7f);
-  if (a >= 61440.0f) return s | uchar(0x7c);
-  if (a < 0.00006103515625f) return s | uchar(metal::rint(a * 65536.0f));
+  if (metal::isnan(x)) return uchar(s | 0x7f);
+  if (a >= 61440.0f) return uchar(s | 0x7c);
+  if (a < 0.00006103515625f) return uchar(s | uint(metal::rint(a * 65536.0f)));
   const uint ab = b & 0x7fffffffu;
   const uint r = ab + 0xfffffu + ((ab >> 21) & 1u);
-  return s | uchar((((r >> 23) - 112u) << 2) | ((r >> 21) & 3u));
+  return uchar(s | (((r >> 23) - 112u) << 2) | ((r >> 21) & 3u));
 }
 `,
 	"tf_from_f8e5m2": `// f8E5M2 bits -> float.

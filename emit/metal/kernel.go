@@ -91,11 +91,14 @@ type kernelEmitter struct {
 	// sramWritten, sramRead: threadgroup memory touched since the last
 	// barrier.
 	sramWritten, sramRead bool
+	// offsets are the named offsets of the enclosing C blocks.
+	offsets []map[string]string
 }
 
 func newKernelEmitter(p *kernelPlan, t *target.Target, name string, hs helperSet) *kernelEmitter {
 	ke := &kernelEmitter{p: p, t: t, name: name, names: newNamer(name), vals: map[*ir.Value]val{},
-		sram: map[*ir.Value]sramBuf{}, params: map[*ir.Value]string{}, helpers: hs, divs: map[*ir.Value]int64{}}
+		sram: map[*ir.Value]sramBuf{}, params: map[*ir.Value]string{}, helpers: hs, divs: map[*ir.Value]int64{},
+		offsets: []map[string]string{{}}}
 	for i, a := range p.body.Args {
 		base := a.Name
 		if base == "" {
@@ -409,8 +412,8 @@ func (ke *kernelEmitter) emitGridPrologue() {
 	switch {
 	case p.chunked:
 		instances := ceilDiv(bin("-", ke.cExpr(g.Upper()), lb), step)
-		ke.line("// the rows' threadgroups: ngroups / %s per row", instances)
-		ke.line("const uint chunks = ngroups / %s;", parenthesize(instances))
+		ke.line("// the threadgroups of the grid share the rows: ngroups / %s each", parenthesize(instances))
+		ke.line("const uint chunks = %s;", bin("/", vr("ngroups"), instances))
 		ke.line("const uint %s = %s;", r, bin("+", lb, bin("*", vr("gid / chunks"), step)))
 		ke.line("const uint tid = gid %% chunks * tg_size + lid;")
 		ke.line("const uint nthreads = chunks * tg_size;")
@@ -443,8 +446,11 @@ func (ke *kernelEmitter) emitGridBody() {
 		}
 		if len(ke.p.allocs) > 0 {
 			reads, writes := ke.sramAccess(op)
-			if (reads && ke.sramWritten) || (writes && (ke.sramWritten || ke.sramRead)) {
-				ke.barrier("threadgroup memory written (or read) by other threads before")
+			switch {
+			case reads && ke.sramWritten:
+				ke.barrier("wait for the other threads' writes to threadgroup memory")
+			case writes && (ke.sramWritten || ke.sramRead):
+				ke.barrier("wait until every thread is done with threadgroup memory before it is overwritten")
 			}
 			ke.sramRead = ke.sramRead || reads
 			ke.sramWritten = ke.sramWritten || writes

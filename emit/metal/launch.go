@@ -63,12 +63,15 @@ type FunctionLaunch struct {
 }
 
 // Argument is a buffer argument: inputs, then the outputs the function
-// writes (allocated by the caller).
+// writes (allocated by the caller). Dims gives every extent as an
+// expression: a number, an extent of an input, or (for an output) what
+// the function computes it from, which is how a caller sizes the outputs.
 type Argument struct {
 	Name  string   `json:"name"`
 	Role  string   `json:"role"`
 	DType string   `json:"dtype"`
 	Shape []*int64 `json:"shape"`
+	Dims  []string `json:"dims"`
 }
 
 // Extent names a run-time extent: dimension Axis of Argument.
@@ -84,6 +87,7 @@ type Intermediate struct {
 	Name        string   `json:"name"`
 	DType       string   `json:"dtype"`
 	Shape       []*int64 `json:"shape"`
+	Dims        []string `json:"dims"`
 	Bytes       string   `json:"bytes"`
 	ArenaOffset *int64   `json:"arena_offset"`
 }
@@ -119,13 +123,16 @@ type KernelInfo struct {
 	Reduction string `json:"reduction"`
 	// RowsShareThreadgroups: a row may take several threadgroups; the
 	// kernel reads threadgroups_per_grid.
-	RowsShareThreadgroups bool       `json:"rows_share_threadgroups"`
-	MaxThreads            int        `json:"max_threads_per_threadgroup"`
-	MLX                   MLXKernel  `json:"mlx"`
-	source                string     // the kernel function
-	helpers               helperSet  // what it calls
-	threads, groups       *expr      // over the parameter names
+	RowsShareThreadgroups bool        `json:"rows_share_threadgroups"`
+	MaxThreads            int         `json:"max_threads_per_threadgroup"`
+	MLX                   MLXKernel   `json:"mlx"`
+	source                string      // the kernel function
+	helpers               helperSet   // what it calls
+	threads, groups       *expr       // over the parameter names
 	params                []*ir.Value // the block arguments, in order
+	// extentParams gives, per buffer parameter, the index of the extent
+	// parameter of each dimension (-1 where static).
+	extentParams [][]int
 }
 
 // Param is a kernel parameter.
@@ -220,7 +227,8 @@ func (ke *kernelEmitter) launchSizes(info *KernelInfo) {
 		}
 		f, _ := loop.AsFor(op)
 		lb, ub, step := ke.paramExpr(f.Lower()), ke.paramExpr(f.Upper()), ke.paramExpr(f.Step())
-		if lb == nil || ub == nil || step == nil {
+		if lb == nil || ub == nil || step == nil || !(lb.isConst() && lb.val == 0) {
+			// a loop from elsewhere than 0 is a tail, shorter than a vector
 			continue
 		}
 		n := ceilDiv(bin("-", ub, lb), step)
@@ -243,7 +251,8 @@ func (ke *kernelEmitter) launchSizes(info *KernelInfo) {
 	}
 	groups := instances
 	if p.chunked && trip != nil {
-		groups = bin("*", instances, bin("max", cst(1), ceilDiv(trip, threads)))
+		// as many threadgroups per row as it takes threads of `limit`
+		groups = bin("*", instances, bin("max", cst(1), ceilDiv(trip, cst(limit))))
 	}
 	info.threads, info.groups = threads, groups
 }
@@ -258,15 +267,20 @@ type funcDescriber struct {
 	names   *namer
 	exprs   map[*ir.Value]*expr
 	bufs    map[*ir.Value]string
-	extents map[string]string // "arg/axis" -> extent name
+	extents map[string]string // "arg axis" -> extent name
 	out     *FunctionLaunch
 	kernels []string // launched, in first-launch order
+	// argIndex numbers the buffer arguments; dims holds the expression of
+	// each of their extents, as far as known.
+	argIndex map[*ir.Value]int
+	dims     [][]*expr
 }
 
 // describeFunc walks the body of a lowered function.
 func (prog *Program) describeFunc(fn ir.Func) (*FunctionLaunch, []string, error) {
 	d := &funcDescriber{prog: prog, fn: fn, names: newNamer(), exprs: map[*ir.Value]*expr{}, bufs: map[*ir.Value]string{},
-		extents: map[string]string{}, out: &FunctionLaunch{Name: fn.SymName(), Arguments: []Argument{}, Extents: []Extent{},
+		argIndex: map[*ir.Value]int{},
+		extents:  map[string]string{}, out: &FunctionLaunch{Name: fn.SymName(), Arguments: []Argument{}, Extents: []Extent{},
 			Intermediates: []Intermediate{}, Launches: []Launch{}}}
 	if fn.Region(0) == nil || len(fn.Region(0).Blocks) != 1 {
 		return nil, nil, ir.OpError(fn.Operation, "has no body of one block")
@@ -294,11 +308,41 @@ func (prog *Program) describeFunc(fn ir.Func) (*FunctionLaunch, []string, error)
 			role = "output"
 		}
 		d.out.Arguments = append(d.out.Arguments, Argument{Name: name, Role: role, DType: dtypeName(m.Elem.Kind), Shape: shapeJSON(m.Shape)})
+		d.argIndex[a] = i
+		dims := make([]*expr, len(m.Shape))
+		for k, n := range m.Shape {
+			if n != ir.Dynamic {
+				dims[k] = cst(n)
+			}
+		}
+		d.dims = append(d.dims, dims)
 	}
 	for op := fn.Body().First(); op != nil; op = op.Next() {
 		if err := d.op(op); err != nil {
 			return nil, nil, err
 		}
+	}
+	// an input's run-time extents are its own
+	for key, ext := range d.extents {
+		var name string
+		var axis int
+		fmt.Sscanf(key, "%s %d", &name, &axis)
+		for i, a := range d.out.Arguments {
+			if a.Name == name && a.Role == "input" {
+				d.dims[i][axis] = vr(ext)
+			}
+		}
+	}
+	for i := range d.out.Arguments {
+		dims := []string{}
+		for k, e := range d.dims[i] {
+			if e == nil {
+				// not given to any kernel: the caller names it
+				e = vr(fmt.Sprintf("%s_d%d", d.out.Arguments[i].Name, k))
+			}
+			dims = append(dims, e.String())
+		}
+		d.out.Arguments[i].Dims = dims
 	}
 	return d.out, d.kernels, nil
 }
@@ -367,7 +411,7 @@ func (d *funcDescriber) op(op *ir.Operation) error {
 			d.exprs[dim.Output()] = cst(n)
 			return nil
 		}
-		key := fmt.Sprintf("%s/%d", name, dim.Axis())
+		key := fmt.Sprintf("%s %d", name, dim.Axis())
 		ext, ok := d.extents[key]
 		if !ok {
 			ext = d.names.fresh(orDefault(dim.Output().Name, fmt.Sprintf("%s_d%d", name, dim.Axis())))
@@ -391,25 +435,26 @@ func (d *funcDescriber) op(op *ir.Operation) error {
 		a, _ := loop.AsAllocDRAM(op)
 		t := a.Output().Type().(ir.MemRefType)
 		bytes := cst(t.Elem.Kind.ByteSize())
+		dims := []string{}
 		k := 0
 		for _, n := range t.Shape {
+			e := cst(n)
 			if n == ir.Dynamic {
 				if k >= len(a.Extents()) {
 					return ir.OpError(op, "has fewer extents than its type has '?'")
 				}
-				e, err := d.value(op, a.Extents()[k])
-				if err != nil {
+				var err error
+				if e, err = d.value(op, a.Extents()[k]); err != nil {
 					return err
 				}
-				bytes = bin("*", bytes, e)
 				k++
-			} else {
-				bytes = bin("*", bytes, cst(n))
 			}
+			bytes = bin("*", bytes, e)
+			dims = append(dims, e.String())
 		}
 		name := d.names.fresh(orDefault(a.Output().Name, fmt.Sprintf("tmp%d", len(d.out.Intermediates))))
 		d.bufs[a.Output()] = name
-		im := Intermediate{Name: name, DType: dtypeName(t.Elem.Kind), Shape: shapeJSON(t.Shape), Bytes: bytes.String()}
+		im := Intermediate{Name: name, DType: dtypeName(t.Elem.Kind), Shape: shapeJSON(t.Shape), Dims: dims, Bytes: bytes.String()}
 		if off, ok := a.Offset(); ok && k == 0 {
 			o := off
 			im.ArenaOffset = &o
@@ -452,6 +497,21 @@ func (d *funcDescriber) launch(op *ir.Operation) error {
 			b.Value = e.String()
 		}
 		out.Buffers = append(out.Buffers, b)
+	}
+	// the extents the launch gives an output of the function are its dims
+	for i, a := range l.Args() {
+		if i >= len(info.extentParams) {
+			break
+		}
+		arg, ok := d.argIndex[a]
+		if !ok {
+			continue
+		}
+		for dim, j := range info.extentParams[i] {
+			if j >= 0 && d.dims[arg][dim] == nil {
+				d.dims[arg][dim] = bind[info.Parameters[j].Name]
+			}
+		}
 	}
 	out.Threadgroups = info.groups.subst(bind).String()
 	out.ThreadsPerThreadgroup = info.threads.subst(bind).String()

@@ -48,10 +48,7 @@ func (ke *kernelEmitter) emitFor(f loop.ForOp, uniform bool) {
 	if distributed {
 		start := bin("+", lb, bin("*", vr(ke.tid), step))
 		stride := bin("*", vr(ke.nth), step)
-		cond := ivName + " < " + ub
-		if f.Dist() == "threads" || ke.work != "" {
-			cond = ke.work + cond
-		}
+		cond := ke.work + ivName + " < " + ub
 		ke.line("for (uint %s = %s; %s; %s += %s) {", ivName, start, cond, ivName, stride)
 	} else {
 		inc := ivName + " += " + step.String()
@@ -60,7 +57,7 @@ func (ke *kernelEmitter) emitFor(f loop.ForOp, uniform bool) {
 		}
 		ke.line("for (uint %s = %s; %s < %s; %s) {", ivName, lb, ivName, ub, inc)
 	}
-	ke.indent++
+	ke.openScope()
 	for op := body.First(); op != nil; op = op.Next() {
 		if op.Name() == loop.OpYield {
 			ke.emitYield(op, body.Args[1:], vars)
@@ -68,7 +65,7 @@ func (ke *kernelEmitter) emitFor(f loop.ForOp, uniform bool) {
 		}
 		ke.emitOp(op, uniform && !distributed)
 	}
-	ke.indent--
+	ke.closeScope()
 	ke.line("}")
 	for j, res := range f.Values() {
 		ke.vals[res] = vars[j]
@@ -228,6 +225,8 @@ func (ke *kernelEmitter) emitCombine(items []combineItem, vars []val) {
 		idx := who
 		switch {
 		case l == "" && s == 0:
+		case l == "" && who == "0":
+			idx = fmt.Sprintf("%d", s*32)
 		case l == "":
 			idx = fmt.Sprintf("%d + %s", s*32, who)
 		case s == 0:

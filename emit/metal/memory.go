@@ -174,18 +174,38 @@ func chunk(b bufRef, w, div int64) int64 {
 	return 1
 }
 
-// at names an offset used by several lanes: `const size_t at3 = ...;`.
+// at names an offset used by several lanes: `const size_t at3 = ...;`,
+// once per scope.
 func (ke *kernelEmitter) at(b bufRef, off string) string {
 	if !strings.ContainsAny(off, " (") {
 		return off
 	}
-	name := ke.names.fresh("at")
 	t := "size_t"
 	if b.sram {
 		t = "uint"
 	}
+	key := t + " " + off
+	for i := len(ke.offsets) - 1; i >= 0; i-- {
+		if name, ok := ke.offsets[i][key]; ok {
+			return name
+		}
+	}
+	name := ke.names.fresh("at")
 	ke.line("const %s %s = %s;", t, name, off)
+	ke.offsets[len(ke.offsets)-1][key] = name
 	return name
+}
+
+// openScope and closeScope bracket a C block: offsets named inside are
+// not seen after it.
+func (ke *kernelEmitter) openScope() {
+	ke.offsets = append(ke.offsets, map[string]string{})
+	ke.indent++
+}
+
+func (ke *kernelEmitter) closeScope() {
+	ke.offsets = ke.offsets[:len(ke.offsets)-1]
+	ke.indent--
 }
 
 // plus is base + l, leaving out a zero base.
@@ -245,9 +265,9 @@ func (ke *kernelEmitter) emitStore(op loop.StoreOp, uniform bool) {
 	off, div := ke.offset(b, op.Indices())
 	if uniform {
 		ke.line("if (%s) {", ke.guard)
-		ke.indent++
+		ke.openScope()
 		defer func() {
-			ke.indent--
+			ke.closeScope()
 			ke.line("}")
 		}()
 	}

@@ -87,13 +87,8 @@ func dtypeName(k ir.ElemKind) string {
 // isF8 reports whether k is an 8-bit float held as its bits.
 func isF8(k ir.ElemKind) bool { return k == ir.F8E4M3FN || k == ir.F8E5M2 }
 
-// isFloatValue reports whether values of k are computed as Metal floats
-// (f32); narrower floats are only converted.
-func isFloatValue(k ir.ElemKind) bool { return k.IsFloat() }
-
-// vecLoadable reports whether buffers of k may be read and written as
-// Metal vectors (bool and the 8-bit floats' bits are read one by one
-// only for bool, whose vectors have no guaranteed layout in memory).
+// vecLoadable reports whether buffers of k are read and written as Metal
+// vectors; bool elements are moved one by one.
 func vecLoadable(k ir.ElemKind) bool { return k != ir.I1 }
 
 // literal spells value v of element kind k as a Metal constant of that

@@ -23,10 +23,6 @@
 // format), so that an element no kernel writes shows.
 #pragma once
 
-#include <fstream>
-#include <map>
-#include <sstream>
-
 #include "metal_emu.h"
 
 namespace tf_emu {
@@ -52,123 +48,116 @@ struct kernel_entry {
 };
 
 struct plan_buffer {
+  std::string name;
   unsigned char* data = nullptr;
   size_t bytes = 0;
-  std::string parent;  // a view's arena
-  std::string out;     // where to write it at the end
+  int parent = -1;  // a view's arena
+  std::string out;  // where to write it at the end
+  size_t reg = 0;   // its number in the emulation's registry
 };
 
-inline std::vector<unsigned char> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot read %s", path.c_str());
-  return std::vector<unsigned char>(std::istreambuf_iterator<char>(f), {});
+inline const kernel_entry* find_kernel(const kernel_entry* kernels, const char* name) {
+  for (const kernel_entry* k = kernels; k->name; ++k)
+    if (std::strcmp(name, k->name) == 0) return k;
+  fail("no kernel %s in this harness", name);
+}
+
+inline int find_buffer(const std::vector<plan_buffer>& bufs, const char* name) {
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (bufs[i].name == name) return int(i);
+  fail("no buffer %s in the plan", name);
 }
 
 inline int run_plan(int argc, char** argv, const kernel_entry* kernels) {
   if (argc != 2) fail("usage: %s PLAN", argv[0]);
-  std::ifstream in(argv[1]);
+  FILE* in = std::fopen(argv[1], "r");
   if (!in) fail("cannot read the plan %s", argv[1]);
-  std::map<std::string, plan_buffer> bufs;
-  std::vector<std::string> order;
-  std::string line;
+  std::vector<plan_buffer> bufs;
   const kernel_entry* kernel = nullptr;
   uint groups = 0, threads = 0;
   args a;
-  std::vector<std::string> bound;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string cmd;
-    if (!(ls >> cmd) || cmd[0] == '#') continue;
-    if (cmd == "buffer") {
-      std::string name, key, path;
-      size_t bytes = 0;
-      ls >> name >> bytes;
+  std::vector<int> bound;
+  char line[4096], w[5][1024];
+  while (std::fgets(line, sizeof(line), in)) {
+    const int n = std::sscanf(line, "%1023s %1023s %1023s %1023s %1023s", w[0], w[1], w[2], w[3], w[4]);
+    if (n <= 0 || w[0][0] == '#') continue;
+    const std::string cmd = w[0];
+    if (cmd == "buffer" && n >= 3) {
       plan_buffer b;
-      b.bytes = bytes;
-      b.data = static_cast<unsigned char*>(std::malloc(bytes));
-      std::memset(b.data, 0xff, bytes);
-      while (ls >> key >> path) {
-        if (key == "in") {
-          std::vector<unsigned char> d = read_file(path);
-          if (d.size() != bytes) fail("%s holds %zu bytes, buffer %s has %zu", path.c_str(), d.size(), name.c_str(), bytes);
-          std::memcpy(b.data, d.data(), bytes);
-        } else if (key == "out") {
-          b.out = path;
-        }
+      b.name = w[1];
+      b.bytes = std::strtoull(w[2], nullptr, 10);
+      b.data = static_cast<unsigned char*>(std::malloc(b.bytes));
+      std::memset(b.data, 0xff, b.bytes);
+      if (n == 5 && std::strcmp(w[3], "in") == 0) {
+        FILE* f = std::fopen(w[4], "rb");
+        if (!f) fail("cannot read %s", w[4]);
+        const size_t got = std::fread(b.data, 1, b.bytes, f);
+        const bool more = std::fgetc(f) != EOF;
+        std::fclose(f);
+        if (got != b.bytes || more) fail("%s does not hold the %zu bytes of buffer %s", w[4], b.bytes, w[1]);
+      } else if (n == 5 && std::strcmp(w[3], "out") == 0) {
+        b.out = w[4];
       }
-      name_buffer(name.c_str(), b.data, bytes);
-      bufs[name] = b;
-      order.push_back(name);
-    } else if (cmd == "view") {
-      std::string name, parent;
-      size_t off = 0, bytes = 0;
-      ls >> name >> parent >> off >> bytes;
-      auto it = bufs.find(parent);
-      if (it == bufs.end() || off + bytes > it->second.bytes) fail("view %s lies outside %s", name.c_str(), parent.c_str());
+      b.reg = name_buffer(w[1], b.data, b.bytes);
+      bufs.push_back(b);
+    } else if (cmd == "view" && n == 5) {
+      const int p = find_buffer(bufs, w[2]);
+      const size_t off = std::strtoull(w[3], nullptr, 10), bytes = std::strtoull(w[4], nullptr, 10);
+      if (off + bytes > bufs[p].bytes) fail("view %s lies outside %s", w[1], w[2]);
       plan_buffer b;
-      b.data = it->second.data + off;
+      b.name = w[1];
+      b.data = bufs[p].data + off;
       b.bytes = bytes;
-      b.parent = parent;
-      name_buffer(name.c_str(), b.data, bytes);
-      bufs[name] = b;
-    } else if (cmd == "launch") {
-      std::string name;
-      ls >> name >> groups >> threads;
-      kernel = nullptr;
-      for (const kernel_entry* k = kernels; k->name; ++k)
-        if (name == k->name) kernel = k;
-      if (!kernel) fail("no kernel %s in this harness", name.c_str());
+      b.parent = p;
+      b.reg = name_view(w[1], b.data, bytes);
+      bufs.push_back(b);
+    } else if (cmd == "threadgroup-memory" && n == 3) {
+      const kernel_entry* k = find_kernel(kernels, w[1]);
+      const unsigned long long want = std::strtoull(w[2], nullptr, 10), got = threadgroup_bytes(k->tg_prefix);
+      if (got != want) fail("kernel %s declares %llu bytes of threadgroup memory, not %llu", w[1], got, want);
+    } else if (cmd == "launch" && n == 4) {
+      kernel = find_kernel(kernels, w[1]);
+      groups = uint(std::strtoul(w[2], nullptr, 10));
+      threads = uint(std::strtoul(w[3], nullptr, 10));
       a = args{};
       bound.clear();
-    } else if (cmd == "arg") {
-      std::string kind, v;
-      ls >> kind >> v;
-      if (kind == "buffer") {
-        auto it = bufs.find(v);
-        if (it == bufs.end()) fail("no buffer %s", v.c_str());
-        a.ptrs.push_back(it->second.data);
+    } else if (cmd == "arg" && n == 3) {
+      if (std::strcmp(w[1], "buffer") == 0) {
+        const int b = find_buffer(bufs, w[2]);
+        a.ptrs.push_back(bufs[b].data);
         a.uints.push_back(0);
-        bound.push_back(v);
+        bound.push_back(b);
       } else {
         a.ptrs.push_back(nullptr);
-        a.uints.push_back(uint(std::stoul(v)));
+        a.uints.push_back(uint(std::strtoul(w[2], nullptr, 10)));
       }
-    } else if (cmd == "threadgroup-memory") {
-      std::string name;
-      unsigned long long want = 0;
-      ls >> name >> want;
-      const kernel_entry* k = nullptr;
-      for (const kernel_entry* e = kernels; e->name; ++e)
-        if (name == e->name) k = e;
-      if (!k) fail("no kernel %s in this harness", name.c_str());
-      const unsigned long long got = threadgroup_bytes(k->tg_prefix);
-      if (got != want) fail("kernel %s declares %llu bytes of threadgroup memory, not %llu", name.c_str(), got, want);
     } else if (cmd == "end") {
       if (!kernel) fail("end without launch");
       // a launch may touch the views of an arena it is given, nothing
       // else of the arena
-      for (auto& kv : bufs)
-        if (!kv.second.parent.empty()) {
-          const plan_buffer& p = bufs[kv.second.parent];
-          poison(p.data, p.bytes);
-        }
-      for (const std::string& v : bound) unpoison(bufs[v].data, bufs[v].bytes);
+      for (const plan_buffer& b : bufs)
+        if (b.parent >= 0) poison(bufs[b.parent].data, bufs[b.parent].bytes);
+      std::vector<size_t> given;
+      for (int b : bound) {
+        unpoison(bufs[b].data, bufs[b].bytes);
+        given.push_back(bufs[b].reg);
+      }
+      bind_buffers(given);
       const kernel_entry* k = kernel;
-      const args launch_args = a;
-      dispatch(k->name, k->tg_prefix, groups, threads, [&](const ids& t) { k->call(launch_args, t); });
-      for (auto& kv : bufs)
-        if (kv.second.parent.empty()) unpoison(kv.second.data, kv.second.bytes);
+      dispatch(k->name, k->tg_prefix, groups, threads, [&](const ids& t) { k->call(a, t); });
+      for (const plan_buffer& b : bufs)
+        if (b.parent < 0) unpoison(b.data, b.bytes);
       kernel = nullptr;
     } else {
-      fail("unknown plan line: %s", line.c_str());
+      fail("bad plan line: %s", line);
     }
   }
-  for (const std::string& name : order) {
-    const plan_buffer& b = bufs[name];
+  std::fclose(in);
+  for (const plan_buffer& b : bufs) {
     if (b.out.empty()) continue;
-    std::ofstream f(b.out, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(b.data), std::streamsize(b.bytes));
-    if (!f) fail("cannot write %s", b.out.c_str());
+    FILE* f = std::fopen(b.out.c_str(), "wb");
+    if (!f || std::fwrite(b.data, 1, b.bytes, f) != b.bytes) fail("cannot write %s", b.out.c_str());
+    std::fclose(f);
   }
   return 0;
 }

@@ -7,10 +7,12 @@
 //
 // where harness.cpp includes this header, then the .metal file (its
 // `#include <metal_stdlib>` finds emu/metal_stdlib), then calls
-// tf_emu::dispatch. Every thread of a threadgroup is a std::thread, so
-// barriers and simdgroup reductions are real rendezvous; threadgroups
-// run one after the other, which is what makes `threadgroup` arrays
-// (static locals here) private to the threadgroup running.
+// tf_emu::dispatch (emu/harness.h does it from a launch plan). Every
+// thread of a threadgroup is a std::thread (the same ones serve every
+// dispatch), so barriers and simdgroup reductions are real rendezvous;
+// threadgroups run one after the other, which is what makes
+// `threadgroup` arrays (static locals here) private to the threadgroup
+// running.
 //
 // What the device would punish is an error here, reported with a
 // "metal_emu: error:" line and abort():
@@ -25,8 +27,9 @@
 //     (-fsanitize=alignment: float4 is 16-byte aligned as on the device).
 //
 // Numbers are Metal's: half and bfloat round to nearest even when made
-// from a float; metal::precise functions are correctly rounded (computed
-// in double); float arithmetic is IEEE single precision.
+// from a float; float arithmetic is IEEE single precision; the
+// metal::precise functions are computed in double and rounded once, as
+// the reference interpreter does (the device's are within a few ULP).
 #pragma once
 
 #include <elf.h>
@@ -405,6 +408,8 @@ struct buffer_record {
   std::string name;
   const unsigned char* data;
   size_t bytes;
+  bool arena;  // holds views, which an access is reported against
+  bool bound;  // given to the launch running
 };
 
 inline std::vector<buffer_record>& buffers() {
@@ -412,8 +417,25 @@ inline std::vector<buffer_record>& buffers() {
   return all;
 }
 
-inline void name_buffer(const char* name, const void* p, size_t bytes) {
-  buffers().push_back({name, static_cast<const unsigned char*>(p), bytes});
+// name_buffer registers a buffer for the reports; it returns its number.
+inline size_t name_buffer(const char* name, const void* p, size_t bytes) {
+  buffers().push_back({name, static_cast<const unsigned char*>(p), bytes, false, true});
+  return buffers().size() - 1;
+}
+
+// name_view names a window of a named buffer, which becomes an arena.
+inline size_t name_view(const char* name, const void* p, size_t bytes) {
+  const unsigned char* v = static_cast<const unsigned char*>(p);
+  for (buffer_record& b : buffers())
+    if (v >= b.data && v < b.data + b.bytes) b.arena = true;
+  return name_buffer(name, p, bytes);
+}
+
+// bind_buffers says which registered buffers the next launch is given:
+// an access is reported against the nearest of them.
+inline void bind_buffers(const std::vector<size_t>& given) {
+  for (buffer_record& b : buffers()) b.bound = false;
+  for (size_t i : given) buffers()[i].bound = true;
 }
 
 #if TF_EMU_ASAN
@@ -422,6 +444,7 @@ inline void asan_report(const char*) {
   const buffer_record* best = nullptr;
   long dist = 0;
   for (const buffer_record& b : buffers()) {
+    if (b.arena || !b.bound) continue;
     long d = a < b.data ? long(b.data - a) : a >= b.data + b.bytes ? long(a - (b.data + b.bytes)) + 1 : 0;
     if (!best || d < dist) best = &b, dist = d;
   }
