@@ -266,25 +266,24 @@ func verifyOverflowCommand(args []string, sio *stdio) int {
 		printDiagnostics(sio.err, nil, ir.AsDiagnostics(err))
 		return exitFailure
 	}
-	build := func(src, pipeline string) (*cpurt.Module, ir.Module, error) {
+	build := func(src, pipeline string) (*cpurt.Module, error) {
 		m, err := compileForCPU("verify-overflow.tir", src, pipeline)
 		if err != nil {
-			return nil, ir.Module{}, err
+			return nil, err
 		}
-		cm, err := cpurt.CompileModule(m, cpurt.Options{Toolchain: tc})
-		return cm, m, err
+		return cpurt.CompileModule(m, cpurt.Options{Toolchain: tc})
 	}
-	naiveBin, _, err := build(naiveSrc.String(), naivePipeline)
+	naiveBin, err := build(naiveSrc.String(), naivePipeline)
 	if err != nil {
 		return fail(err)
 	}
 	defer naiveBin.Close()
-	legalBin, _, err := build(naiveSrc.String(), legalizedPipeline)
+	legalBin, err := build(naiveSrc.String(), legalizedPipeline)
 	if err != nil {
 		return fail(err)
 	}
 	defer legalBin.Close()
-	opBin, _, err := build(opSrc.String(), legalizedPipeline)
+	opBin, err := build(opSrc.String(), legalizedPipeline)
 	if err != nil {
 		return fail(err)
 	}
