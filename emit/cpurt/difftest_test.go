@@ -111,6 +111,7 @@ func diffProgram(t *testing.T, name, src, level string) {
 	for _, fn := range orig.Funcs() {
 		p, err := cpurt.Compile(lowered, fn.SymName())
 		require.NoError(t, err, "%s @%s (%s)", name, fn.SymName(), level)
+		t.Cleanup(func() { p.Close() })
 		for set := 0; set < 3; set++ {
 			var in []*geval.Tensor
 			extreme := set == 2
@@ -143,7 +144,6 @@ func diffProgram(t *testing.T, name, src, level string) {
 				compareGraph(t, fmt.Sprintf("%s, result %d vs the graph interpreter", what, r), want[r], want64[r], got[r], extreme)
 			}
 		}
-		p.Close()
 	}
 }
 

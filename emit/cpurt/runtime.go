@@ -107,17 +107,57 @@ void tf_parallel_for(tf_task fn, void *ctx, int64_t n) {
   pthread_mutex_unlock(&tf_mu);
 }
 
+/* Buffers are 64-byte aligned, with their size in a 64-byte header. Freed
+ * buffers are kept for reuse by an allocation of the same size, as a
+ * caching allocator does: a function called again finds its intermediates
+ * ready instead of faulting in fresh pages. */
+#define TF_CACHE 64
+static struct {
+  char *block;
+  size_t size;
+} tf_cache[TF_CACHE];
+static pthread_mutex_t tf_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
 void *tf_alloc(int64_t bytes) {
   size_t n = bytes < 64 ? 64 : (size_t)(bytes + 63) / 64 * 64;
-  void *p = aligned_alloc(64, n);
-  if (!p) {
-    fprintf(stderr, "error: out of memory allocating %lld bytes\n", (long long)bytes);
-    exit(3);
+  char *block = NULL;
+  pthread_mutex_lock(&tf_cache_mu);
+  for (int i = 0; i < TF_CACHE; i++) {
+    if (tf_cache[i].block && tf_cache[i].size == n) {
+      block = tf_cache[i].block;
+      tf_cache[i].block = NULL;
+      break;
+    }
   }
-  return p;
+  pthread_mutex_unlock(&tf_cache_mu);
+  if (!block) {
+    block = aligned_alloc(64, n + 64);
+    if (!block) {
+      fprintf(stderr, "error: out of memory allocating %lld bytes\n", (long long)bytes);
+      exit(3);
+    }
+    memcpy(block, &n, sizeof n);
+  }
+  return block + 64;
 }
 
-void tf_free(void *p) { free(p); }
+void tf_free(void *p) {
+  if (!p) return;
+  char *block = (char *)p - 64;
+  size_t n;
+  memcpy(&n, block, sizeof n);
+  pthread_mutex_lock(&tf_cache_mu);
+  for (int i = 0; i < TF_CACHE; i++) {
+    if (!tf_cache[i].block) {
+      tf_cache[i].block = block;
+      tf_cache[i].size = n;
+      block = NULL;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&tf_cache_mu);
+  free(block);
+}
 
 /* IEEE half conversions, called by LLVM 14's x86 code on CPUs without
  * F16C; weak, so a library that has them wins. */

@@ -290,7 +290,8 @@ func (fe *fnEmitter) fminmax(a, c value.Value, isMax bool) value.Value {
 		bits = b.NewOr(ai, ci)
 	}
 	pick = b.NewSelect(b.NewFCmp(enum.FPredOEQ, a, c), b.NewBitCast(bits, t), pick)
-	return b.NewSelect(b.NewFCmp(enum.FPredUNO, a, c), b.NewFAdd(a, c), pick)
+	// a NaN c was picked already (no comparison with it holds)
+	return b.NewSelect(b.NewFCmp(enum.FPredUNO, a, a), a, pick)
 }
 
 // intOfFloat is the integer type of a float's width.
