@@ -242,21 +242,6 @@ func hasLaunches(m ir.Module) bool {
 	return found
 }
 
-// compileText compiles one input given as text and prints its
-// diagnostics, as compileInput does for a file.
-func (c *compiler) compileText(file, src string, sio *stdio) (ir.Module, int) {
-	sm := &ir.SourceManager{}
-	sm.AddFile(file, src)
-	res := c.compile(file, src, 1)
-	if res.Internal != nil {
-		return ir.Module{}, c.reportInternal(sio, sm, res.Module, res.Internal)
-	}
-	if printDiagnostics(sio.err, sm, res.Diags) || res.Module.Operation == nil {
-		return ir.Module{}, exitFailure
-	}
-	return res.Module, exitOK
-}
-
 // reportCostError prints an error of the cost model (an op it cannot
 // count, a buffer too large) and returns the exit status.
 func reportCostError(err error, file, src string, sio *stdio) int {

@@ -461,3 +461,18 @@ func sysError(err error, notExist string) string {
 	}
 	return err.Error()
 }
+
+// compileText compiles one input given as text and prints its
+// diagnostics, as compileInput does for a file.
+func (c *compiler) compileText(file, src string, sio *stdio) (ir.Module, int) {
+	sm := &ir.SourceManager{}
+	sm.AddFile(file, src)
+	res := c.compile(file, src, 1)
+	if res.Internal != nil {
+		return ir.Module{}, c.reportInternal(sio, sm, res.Module, res.Internal)
+	}
+	if printDiagnostics(sio.err, sm, res.Diags) || res.Module.Operation == nil {
+		return ir.Module{}, exitFailure
+	}
+	return res.Module, exitOK
+}
