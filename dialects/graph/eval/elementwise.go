@@ -27,9 +27,9 @@ var unaryFloat = map[string]func(float64) float64{
 	"graph.rsqrt":      func(x float64) float64 { return 1 / math.Sqrt(x) },
 	"graph.reciprocal": func(x float64) float64 { return 1 / x },
 	"graph.tanh":       math.Tanh,
-	"graph.sigmoid":    sigmoid,
-	"graph.silu":       silu,
-	"graph.relu":       relu,
+	"graph.sigmoid":    numeric.Sigmoid,
+	"graph.silu":       numeric.SiLU,
+	"graph.relu":       numeric.ReLU,
 	"graph.sin":        math.Sin,
 	"graph.cos":        math.Cos,
 	"graph.floor":      math.Floor,
@@ -51,53 +51,6 @@ var unaryInt = map[string]func(int64) int64{
 	"graph.floor": func(x int64) int64 { return x },
 	"graph.ceil":  func(x int64) int64 { return x },
 	"graph.round": func(x int64) int64 { return x },
-}
-
-// sigmoid is 1/(1+e^-x), evaluated without overflow for either sign.
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x) // also NaN for NaN
-	return e / (1 + e)
-}
-
-// silu is x*sigmoid(x), with its limit -0 at -inf (not -inf*0 = NaN).
-func silu(x float64) float64 {
-	if math.IsInf(x, -1) {
-		return math.Copysign(0, -1)
-	}
-	return x * sigmoid(x)
-}
-
-// relu is max(x, 0) with NaN propagated; -0 gives +0.
-func relu(x float64) float64 {
-	switch {
-	case math.IsNaN(x):
-		return x
-	case x > 0:
-		return x
-	}
-	return 0
-}
-
-// geluErf is x*Phi(x) = x/2 * erfc(-x/sqrt(2)), accurate in both tails.
-func geluErf(x float64) float64 {
-	if math.IsInf(x, -1) {
-		return math.Copysign(0, -1)
-	}
-	return 0.5 * x * math.Erfc(-x/math.Sqrt2)
-}
-
-// geluTanh is x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), computed
-// as x * sigmoid(2u), the same function without the cancellation of
-// 1 + tanh(u) for negative x.
-func geluTanh(x float64) float64 {
-	if math.IsInf(x, -1) {
-		return math.Copysign(0, -1)
-	}
-	u := math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x)
-	return x * sigmoid(2*u)
 }
 
 func init() {
@@ -138,9 +91,9 @@ func evalUnary(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) 
 		}
 		switch approx {
 		case "none":
-			f = geluErf
+			f = numeric.GeluErf
 		case "tanh":
-			f = geluTanh
+			f = numeric.GeluTanh
 		default:
 			return nil, fmt.Errorf(`attribute 'approximate' must be "none" or "tanh", got %q`, approx)
 		}
@@ -160,8 +113,8 @@ var binaryFloat = map[string]func(a, b float64) float64{
 	"graph.sub":        func(a, b float64) float64 { return a - b },
 	"graph.mul":        func(a, b float64) float64 { return a * b },
 	"graph.div":        func(a, b float64) float64 { return a / b },
-	"graph.max":        maximum,
-	"graph.min":        minimum,
+	"graph.max":        numeric.Maximum,
+	"graph.min":        numeric.Minimum,
 	"graph.pow":        math.Pow,
 	"graph.logaddexp":  logAddExp,
 	"graph.logaddexp2": logAddExp2,
@@ -179,36 +132,6 @@ var binaryInt = map[string]func(a, b int64) (int64, error){
 		}
 		return a / b, nil // truncates toward zero; MinInt64 / -1 wraps
 	},
-}
-
-// maximum is IEEE 754-2019 maximum: NaN if either is NaN, +0 over -0.
-func maximum(a, b float64) float64 {
-	switch {
-	case math.IsNaN(a) || math.IsNaN(b):
-		return math.NaN()
-	case a > b:
-		return a
-	case b > a:
-		return b
-	case math.Signbit(a):
-		return b
-	}
-	return a
-}
-
-// minimum is IEEE 754-2019 minimum: NaN if either is NaN, -0 over +0.
-func minimum(a, b float64) float64 {
-	switch {
-	case math.IsNaN(a) || math.IsNaN(b):
-		return math.NaN()
-	case a < b:
-		return a
-	case b < a:
-		return b
-	case math.Signbit(a):
-		return a
-	}
-	return b
 }
 
 // logAddExp is ln(e^a + e^b), computed as max + log1p(e^-|a-b|) so that it

@@ -132,9 +132,9 @@ func evalReduce(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error)
 		j := offs[0]
 		switch {
 		case kind == "max":
-			acc[j] = maximum(acc[j], v)
+			acc[j] = numeric.Maximum(acc[j], v)
 		case kind == "min":
-			acc[j] = minimum(acc[j], v)
+			acc[j] = numeric.Minimum(acc[j], v)
 		case intMode:
 			iacc[j] += int64(v)
 		default:
@@ -316,7 +316,7 @@ func normalize(m *machine, op *ir.Operation, args []*Tensor, center bool) ([]*Te
 func rowMax(x *Tensor, base, stride, n int) float64 {
 	mx := math.Inf(-1)
 	for j := 0; j < n; j++ {
-		mx = maximum(mx, x.Data[base+j*stride])
+		mx = numeric.Maximum(mx, x.Data[base+j*stride])
 	}
 	return mx
 }

@@ -242,7 +242,7 @@ func (mc *machine) exec(op *ir.Operation) {
 			}
 			if name == loop.OpGelu {
 				if a, _ := op.Attr("approximate").(ir.StringAttr); a == "tanh" {
-					return roundTo(geluTanh(x[0]), k)
+					return roundTo(numeric.GeluTanh(x[0]), k)
 				}
 			}
 			return roundTo(f(x[0]), k)

@@ -25,10 +25,10 @@ var unaryFloat = map[string]func(float64) float64{
 	loop.OpRsqrt:      func(x float64) float64 { return 1 / math.Sqrt(x) },
 	loop.OpReciprocal: func(x float64) float64 { return 1 / x },
 	loop.OpTanh:       math.Tanh,
-	loop.OpSigmoid:    sigmoid,
-	loop.OpSilu:       silu,
-	loop.OpGelu:       geluErf,
-	loop.OpRelu:       relu,
+	loop.OpSigmoid:    numeric.Sigmoid,
+	loop.OpSilu:       numeric.SiLU,
+	loop.OpGelu:       numeric.GeluErf,
+	loop.OpRelu:       numeric.ReLU,
 	loop.OpSin:        math.Sin,
 	loop.OpCos:        math.Cos,
 	loop.OpFloor:      math.Floor,
@@ -41,8 +41,8 @@ var binaryFloat = map[string]func(a, b float64) float64{
 	loop.OpSub: func(a, b float64) float64 { return a - b },
 	loop.OpMul: func(a, b float64) float64 { return a * b },
 	loop.OpDiv: func(a, b float64) float64 { return a / b },
-	loop.OpMax: maximum,
-	loop.OpMin: minimum,
+	loop.OpMax: numeric.Maximum,
+	loop.OpMin: numeric.Minimum,
 	loop.OpPow: math.Pow,
 }
 
@@ -102,79 +102,4 @@ func (mc *machine) binary(name string, a, b float64, k ir.ElemKind) float64 {
 		mc.fail("does not take integer operands")
 	}
 	return float64(numeric.WrapInt64(r, k))
-}
-
-// sigmoid is 1/(1+e^-x), evaluated without overflow for either sign.
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
-
-// silu is x*sigmoid(x), with its limit -0 at -inf.
-func silu(x float64) float64 {
-	if math.IsInf(x, -1) {
-		return math.Copysign(0, -1)
-	}
-	return x * sigmoid(x)
-}
-
-// relu is max(x, 0) with NaN propagated; -0 gives +0.
-func relu(x float64) float64 {
-	switch {
-	case math.IsNaN(x):
-		return x
-	case x > 0:
-		return x
-	}
-	return 0
-}
-
-// geluErf is x*Phi(x) = x/2 * erfc(-x/sqrt(2)).
-func geluErf(x float64) float64 {
-	if math.IsInf(x, -1) {
-		return math.Copysign(0, -1)
-	}
-	return 0.5 * x * math.Erfc(-x/math.Sqrt2)
-}
-
-// geluTanh is the tanh approximation, as x * sigmoid(2u).
-func geluTanh(x float64) float64 {
-	if math.IsInf(x, -1) {
-		return math.Copysign(0, -1)
-	}
-	u := math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x)
-	return x * sigmoid(2*u)
-}
-
-// maximum is IEEE 754-2019 maximum: NaN if either is NaN, +0 over -0.
-func maximum(a, b float64) float64 {
-	switch {
-	case math.IsNaN(a) || math.IsNaN(b):
-		return math.NaN()
-	case a > b:
-		return a
-	case b > a:
-		return b
-	case math.Signbit(a):
-		return b
-	}
-	return a
-}
-
-// minimum is IEEE 754-2019 minimum: NaN if either is NaN, -0 over +0.
-func minimum(a, b float64) float64 {
-	switch {
-	case math.IsNaN(a) || math.IsNaN(b):
-		return math.NaN()
-	case a < b:
-		return a
-	case b < a:
-		return b
-	case math.Signbit(a):
-		return a
-	}
-	return b
 }
