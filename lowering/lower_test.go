@@ -38,7 +38,8 @@ func TestIdempotentAndDeterministic(t *testing.T) {
 	require.Equal(t, []string{"f_k0:row", "f_k1:generic"}, kernels)
 }
 
-// LowerToLoops without a target lowers for the cpu: 8 f32 lanes.
+// LowerToLoops without a target lowers for the cpu: 32 f32 lanes (128
+// bytes), halved to the row length of 16.
 func TestDefaultTarget(t *testing.T) {
 	m, err := parser.Parse("t.tir", smallChain)
 	require.NoError(t, err)
@@ -47,7 +48,7 @@ func TestDefaultTarget(t *testing.T) {
 	k, ok := loop.LookupKernel(m.Operation, "f_k0")
 	require.True(t, ok)
 	w, _ := k.VectorWidth()
-	require.Equal(t, int64(8), w)
+	require.Equal(t, int64(16), w)
 	h200, err := target.Lookup("h200")
 	require.NoError(t, err)
 	m2, _ := parser.Parse("t.tir", smallChain)

@@ -18,7 +18,8 @@
 // TFC_BENCH_ROWS and TFC_BENCH_COLS set the shape (default 4096x8192),
 // TFC_BENCH_RUNS the timed runs of the fused and copy programs (default
 // 10; the -O0 ones, which are far slower, get a third of them, at least
-// 3), TF_NUM_THREADS the threads. bench/cpu/run.sh runs it and keeps the
+// 3), TF_NUM_THREADS the threads, TFC_BENCH_ONLY a comma list of the
+// chains to run (default all). bench/cpu/run.sh runs it and keeps the
 // table.
 package cpu
 
@@ -167,6 +168,9 @@ func BenchmarkFusedKernels(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		results = results[:0]
 		for _, c := range chains {
+			if only := os.Getenv("TFC_BENCH_ONLY"); only != "" && !strings.Contains(only, c.name) {
+				continue
+			}
 			for _, dtype := range []string{"bf16", "f32"} {
 				size := int64(2)
 				if dtype == "f32" {

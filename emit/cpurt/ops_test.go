@@ -250,6 +250,9 @@ func TestUnaryOps(t *testing.T) {
 		near := []string{"exp", "exp2", "log", "log2", "log1p", "expm1", "rsqrt", "tanh", "sigmoid", "silu", "sin", "cos"}
 		for _, op := range near {
 			c := opCase{op: op, in: []ir.ElemKind{k}, out: k, ulps: 1}
+			if b, ok := f32Bounds[op]; ok && k == ir.F32 {
+				c.ulps = b
+			}
 			if k == ir.F64 {
 				// Go's math library, the f64 reference, is itself a few
 				// ULPs off in places (log2, sin of huge arguments) and
@@ -300,6 +303,44 @@ func TestBinaryOps(t *testing.T) {
 	}
 	for _, k := range []ir.ElemKind{ir.BF16, ir.F16, ir.F8E4M3FN, ir.UI8} {
 		cases = append(cases, opCase{op: "select", in: []ir.ElemKind{ir.I1, k, k}, out: k})
+	}
+	checkOps(t, cases)
+}
+
+// f32Bounds are the bounds of the f32 functions on float lanes
+// (docs/cpu-backend.md); exp and exp2 are within 1 ULP like the others.
+var f32Bounds = map[string]float64{"sigmoid": 3, "silu": 4}
+
+// TestF32TranscendentalsSweep runs exp, exp2, sigmoid and silu of f32 on
+// float lanes over 2^18 inputs spread evenly over the bit patterns of
+// [-160, 160] (subnormal results, the overflow and underflow thresholds
+// included) and the special values, within their bounds.
+func TestF32TranscendentalsSweep(t *testing.T) {
+	const n = 1 << 18
+	values := make([]float64, 0, n)
+	// f32 values (the interpreter reads the inputs as given)
+	for _, v := range []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(),
+		88.72283, 88.72284, -87.33654, -103.97208, -103.97209, 128, -126, -149, -150, 0x1p-149, -0x1p-149} {
+		values = append(values, float64(float32(v)))
+	}
+	// half the inputs positive, half negative, evenly spaced in their bits
+	top := uint32(math.Float32bits(160))
+	for len(values) < n {
+		i := uint32(len(values))
+		b := uint64(top) * uint64(i/2) / uint64(n/2)
+		v := float64(math.Float32frombits(uint32(b)))
+		if i%2 == 1 {
+			v = -v
+		}
+		values = append(values, v)
+	}
+	var cases []opCase
+	for _, op := range []string{"exp", "exp2", "sigmoid", "silu"} {
+		b, ok := f32Bounds[op]
+		if !ok {
+			b = 1
+		}
+		cases = append(cases, opCase{op: op, in: []ir.ElemKind{ir.F32}, out: ir.F32, ulps: b, n: n, values: values})
 	}
 	checkOps(t, cases)
 }

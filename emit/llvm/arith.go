@@ -406,19 +406,19 @@ func (fe *fnEmitter) emitUnary(op *ir.Operation) error {
 		fe.vals[op.Result(0)] = r
 		return nil
 	}
-	if k == ir.F32 && onlyNarrowed(op.Result(0)) {
+	if k == ir.F32 {
 		var r value.Value
 		switch {
 		case op.Name() == loop.OpExp:
-			r = fe.expFast(x, false)
+			r = fe.expF32(x, false, 0)
 		case op.Name() == loop.OpExp2:
-			r = fe.expFast(x, true)
+			r = fe.expF32(x, true, 0)
 		case op.Name() == loop.OpSigmoid:
-			r = fe.sigmoidFast(x)
+			r = fe.sigmoidF32(x)
 		case op.Name() == loop.OpSilu:
-			r = fe.siluFast(x)
-		case op.Name() == loop.OpGelu && loop.GeluOp{Operation: op}.Approximate() == "tanh":
-			r = fe.geluTanhFast(x)
+			r = fe.siluF32(x)
+		case op.Name() == loop.OpGelu && loop.GeluOp{Operation: op}.Approximate() == "tanh" && onlyNarrowed(op.Result(0)):
+			r = fe.geluTanhF32(x)
 		}
 		if r != nil {
 			fe.vals[op.Result(0)] = r

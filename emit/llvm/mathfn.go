@@ -13,18 +13,22 @@ import (
 
 // The transcendental functions. The reference interpreter evaluates them
 // in float64 and rounds to float32 once, like a correctly rounded float32
-// library; so do these, on double lanes (<8 x float> widens to
-// <8 x double>):
+// library. The kernels are memory-bound only if the functions on the hot
+// paths of LLM chains (exp in softmax, sigmoid and silu in the MLP) cost a
+// few vector instructions per element, so those run on float lanes with
+// stated bounds (docs/cpu-backend.md), the others on double lanes:
 //
-//   - exp and exp2 of f32 values run inline, vectorised: the argument is
-//     clamped to where the f32 result is neither 0 nor inf for sure,
-//     split as n*ln2 + r with |r| <= ln2/2, e^r is a degree-9 Taylor
-//     polynomial (relative error below 2^-37) and 2^n is built in the
-//     exponent bits. Rounded to f32 this is the correctly rounded result
-//     except within 2^-37 of a tie between two floats.
-//   - sigmoid, silu and gelu ("tanh") are built on that exp, with the
-//     interpreter's formulas: sigmoid(x) = 1/(1+e^-x) for x >= 0 and
-//     e^x/(1+e^x) otherwise, silu(-inf) = -0, gelu as x * sigmoid(2u).
+//   - exp and exp2 of f32 values (expF32): Cody-Waite reduction, a degree-7
+//     polynomial, 2^n in the exponent bits; within 1 ULP (faithful).
+//   - sigmoid and silu of f32 values (sigmoidF32, siluF32) on that exp:
+//     sigmoid(x) = 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) otherwise, one
+//     division either way; silu forms x e^x at a scale of 2^64 so that its
+//     subnormal results keep their bits; silu(-inf) = -0.
+//   - gelu ("tanh") of f32 values, as x * sigmoid(2u), runs on double
+//     lanes: the rounding of u, which sigmoid amplifies, would cost more
+//     than an f32 bound worth stating. Its exp there is expReduced below,
+//     a degree-9 Taylor polynomial, correctly rounded to f32 except within
+//     2^-37 of a tie.
 //   - log, log2, log1p, expm1, tanh, sin, cos, pow and the erfc of exact
 //     gelu call the C library's double functions lane by lane.
 //   - f64 operations call the C library for exp and exp2 as well.
@@ -160,19 +164,123 @@ func (fe *fnEmitter) atNegInf(d, r value.Value) value.Value {
 }
 
 // ---------------------------------------------------------------------------
-// Fast f32 forms
+// f32 forms on float lanes
 //
-// A result that is only ever rounded to f16, bf16 or f8 (the loop value is
-// used by nothing but loop.cast to those) does not need f64 lanes: an f32
-// error of a few ULPs is 2^-10 to 2^-20 of an ULP of the stored type, so
-// the stored value is the interpreter's except where the exact result lies
-// within a few f32 ULPs of a rounding midpoint of the narrow type, and there
-// it is one ULP off. These forms work on float lanes, twice as many per
-// register:
+// e^x for an f32 x, within 1 ULP of the exact value:
 //
-//	e^x: Cody-Waite reduction with ln 2 = 0.693359375 - 2.12194440e-4,
-//	     Cephes' degree-7 polynomial (about 1 ULP of f32), 2^n applied in
-//	     two halves so results down to the f32 subnormals are rounded once.
+//	c = clamp(x, -104, 89)                 NaN passes through
+//	t = c*log2(e) + 1.5*2^23               rounds to the integer n in t's low bits
+//	r = c - n*ln2Hi                        exact (fused; ln2Hi = ln 2 rounded to f32)
+//	s = r - n*ln2Lo                        the rest of ln 2
+//	e^s = 1 + s (1 + s (1/2 + s p(s)))     Cephes' expf coefficients, Horner to the end,
+//	                                       so the last step rounds once
+//	2^n applied in two halves              results down to the subnormals round once
+//
+// Over every f32 input the largest error is 0.89 ULP; the tests hold it to 1.
+
+// Cephes expf's polynomial: e^s = 1 + s + s^2 (expfPoly in s), highest power first.
+var expfPoly = []float64{1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}
+
+// 1.5 * 2^23 rounds a float to an integer when added.
+const roundShiftF = 12582912.0
+
+// ln 2 as an f32 and the f32 nearest the rest.
+var (
+	ln2HiF = float64(float32(math.Ln2))
+	ln2LoF = float64(float32(math.Ln2 - float64(float32(math.Ln2))))
+)
+
+// expF32 is e^x (2^x when base2) on float lanes, times 2^bias: bias 64
+// keeps results that would be subnormal normal, for a caller that scales
+// back once at its end. Then the argument must be <= 0 and is clamped at
+// -120 instead of -104 (2^(n+64) stays a normal float), and the power of
+// two is applied in one factor.
+func (fe *fnEmitter) expF32(x value.Value, base2 bool, bias int64) value.Value {
+	b := fe.cur
+	t := x.Type()
+	it := withScalar(t, types.I32)
+	lo, hi := -104.0, 89.0
+	if base2 {
+		lo, hi = -150.0, 129.0
+	}
+	if bias != 0 {
+		lo = -120
+	}
+	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, x, fconst(t, hi)), fconst(t, hi), x)
+	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)
+	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
+	fma := fe.me.intrinsic("llvm.fma", t, t, t, t)
+	var tt, s value.Value
+	if base2 {
+		tt = b.NewFAdd(c, fconst(t, roundShiftF))
+		n := b.NewFSub(tt, fconst(t, roundShiftF))
+		// c - n is exact; its product with ln 2 rounds once
+		s = b.NewFMul(b.NewFSub(c, n), fconst(t, math.Ln2))
+	} else {
+		tt = b.NewCall(fmuladd, c, fconst(t, math.Log2E), fconst(t, roundShiftF))
+		n := b.NewFSub(tt, fconst(t, roundShiftF))
+		// llvm.fma, not fmuladd: the exactness of r needs the single rounding
+		r := b.NewCall(fma, n, fconst(t, -ln2HiF), c)
+		s = b.NewFAdd(r, b.NewFMul(n, fconst(t, -ln2LoF)))
+	}
+	var p value.Value = fconst(t, expfPoly[0])
+	for _, k := range expfPoly[1:] {
+		p = b.NewCall(fmuladd, p, s, fconst(t, k))
+	}
+	p = b.NewCall(fmuladd, p, s, fconst(t, 1))
+	p = b.NewCall(fmuladd, p, s, fconst(t, 1))
+	n := b.NewSub(b.NewBitCast(tt, it), iconst(it, int64(math.Float32bits(roundShiftF))))
+	pow2 := func(k value.Value) value.Value {
+		return b.NewBitCast(b.NewShl(b.NewAdd(k, iconst(it, 127)), iconst(it, 23)), t)
+	}
+	if bias != 0 {
+		return b.NewFMul(p, pow2(b.NewAdd(n, iconst(it, bias))))
+	}
+	n1 := b.NewAShr(n, iconst(it, 1))
+	return b.NewFMul(b.NewFMul(p, pow2(n1)), pow2(b.NewSub(n, n1)))
+}
+
+// sigmoidF32 is sigmoid on float lanes: 1/(1+e) for x >= 0 and e/(1+e)
+// otherwise, with e = e^-|x|, one division; within 3 ULP.
+func (fe *fnEmitter) sigmoidF32(x value.Value) value.Value {
+	t := x.Type()
+	e := fe.expF32(fe.cur.NewFNeg(fe.call1("llvm.fabs", x)), false, 0)
+	b := fe.cur
+	num := b.NewSelect(b.NewFCmp(enum.FPredOGE, x, fconst(t, 0)), fconst(t, 1), e)
+	return b.NewFDiv(num, b.NewFAdd(fconst(t, 1), e))
+}
+
+// siluF32 is silu on float lanes, within 4 ULP: x/(1+e) for x >= 0 and
+// x e/(1+e) otherwise, e = e^-|x|. For x < 0 the numerator is formed with
+// e scaled by 2^64 and the quotient scaled back once, so that results
+// down to the subnormals (x near -108) are not the product of two rounded
+// tiny values; below -120, where the result is -0, x is clamped there so
+// that the product stays tiny; -inf gives -0.
+func (fe *fnEmitter) siluF32(x value.Value) value.Value {
+	t := x.Type()
+	a := fe.cur.NewFNeg(fe.call1("llvm.fabs", x))
+	es := fe.expF32(a, false, 64)
+	b := fe.cur
+	e := b.NewFMul(es, fconst(t, 0x1p-64))
+	pos := b.NewFCmp(enum.FPredOGE, x, fconst(t, 0))
+	xc := b.NewSelect(b.NewFCmp(enum.FPredOLT, x, fconst(t, -120)), fconst(t, -120), x)
+	num := b.NewSelect(pos, x, b.NewFMul(xc, es))
+	q := b.NewFDiv(num, b.NewFAdd(fconst(t, 1), e))
+	r := b.NewSelect(pos, q, b.NewFMul(q, fconst(t, 0x1p-64)))
+	return fe.atNegInf(x, r)
+}
+
+// geluTanhF32 is the tanh form of gelu on float lanes, x * sigmoid(2u),
+// for results only stored in a narrower float (the rounding of u in f32
+// is a small fraction of a bf16 or f16 ULP there).
+func (fe *fnEmitter) geluTanhF32(x value.Value) value.Value {
+	t := x.Type()
+	b := fe.cur
+	x3 := b.NewFMul(b.NewFMul(b.NewFMul(fconst(t, 0.044715), x), x), x)
+	u := b.NewFMul(fconst(t, math.Sqrt(2/math.Pi)), b.NewFAdd(x, x3))
+	s := fe.sigmoidF32(fe.cur.NewFMul(fconst(t, 2), u))
+	return fe.atNegInf(x, fe.cur.NewFMul(x, s))
+}
 
 // onlyNarrowed reports whether every use of v is a loop.cast to a float
 // type narrower than f32.
@@ -191,76 +299,4 @@ func onlyNarrowed(v *ir.Value) bool {
 		}
 	}
 	return true
-}
-
-// Cephes expf: ln 2 in two parts and the polynomial of e^r - 1 - r.
-const (
-	expfC1 = 0.693359375
-	expfC2 = -2.12194440e-4
-	// 1.5 * 2^23 rounds a float to an integer when added
-	roundShiftF = 12582912.0
-)
-
-var expfPoly = []float64{1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}
-
-// expFast is e^x (2^x when base2) on float lanes.
-func (fe *fnEmitter) expFast(x value.Value, base2 bool) value.Value {
-	b := fe.cur
-	t := x.Type()
-	it := withScalar(t, types.I32)
-	lo, hi := -104.0, 89.0
-	if base2 {
-		lo, hi = -150.0, 129.0
-	}
-	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, x, fconst(t, hi)), fconst(t, hi), x)
-	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)
-	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
-	var tt, r value.Value
-	if base2 {
-		tt = b.NewFAdd(c, fconst(t, roundShiftF))
-		n := b.NewFSub(tt, fconst(t, roundShiftF))
-		r = b.NewFMul(b.NewFSub(c, n), fconst(t, math.Ln2))
-	} else {
-		tt = b.NewCall(fmuladd, c, fconst(t, math.Log2E), fconst(t, roundShiftF))
-		n := b.NewFSub(tt, fconst(t, roundShiftF))
-		r = b.NewCall(fmuladd, n, fconst(t, -expfC1), c)
-		r = b.NewCall(fmuladd, n, fconst(t, -expfC2), r)
-	}
-	var p value.Value = fconst(t, expfPoly[0])
-	for _, k := range expfPoly[1:] {
-		p = b.NewCall(fmuladd, p, r, fconst(t, k))
-	}
-	// e^r = 1 + r + r^2 * p
-	p = b.NewFAdd(b.NewCall(fmuladd, b.NewFMul(r, r), p, r), fconst(t, 1))
-	n := b.NewSub(b.NewBitCast(tt, it), iconst(it, int64(math.Float32bits(roundShiftF))))
-	n1 := b.NewAShr(n, iconst(it, 1))
-	n2 := b.NewSub(n, n1)
-	scale := func(k value.Value) value.Value {
-		return b.NewBitCast(b.NewShl(b.NewAdd(k, iconst(it, 127)), iconst(it, 23)), t)
-	}
-	return b.NewFMul(b.NewFMul(p, scale(n1)), scale(n2))
-}
-
-// sigmoidFast, siluFast and geluTanhFast are sigmoid, silu and the tanh
-// form of gelu on float lanes, with expFast.
-func (fe *fnEmitter) sigmoidFast(x value.Value) value.Value {
-	t := x.Type()
-	e := fe.expFast(fe.cur.NewFNeg(fe.call1("llvm.fabs", x)), false)
-	b := fe.cur
-	num := b.NewSelect(b.NewFCmp(enum.FPredOGE, x, fconst(t, 0)), fconst(t, 1), e)
-	return b.NewFDiv(num, b.NewFAdd(fconst(t, 1), e))
-}
-
-func (fe *fnEmitter) siluFast(x value.Value) value.Value {
-	s := fe.sigmoidFast(x)
-	return fe.atNegInf(x, fe.cur.NewFMul(x, s))
-}
-
-func (fe *fnEmitter) geluTanhFast(x value.Value) value.Value {
-	t := x.Type()
-	b := fe.cur
-	x3 := b.NewFMul(b.NewFMul(b.NewFMul(fconst(t, 0.044715), x), x), x)
-	u := b.NewFMul(fconst(t, math.Sqrt(2/math.Pi)), b.NewFAdd(x, x3))
-	s := fe.sigmoidFast(fe.cur.NewFMul(fconst(t, 2), u))
-	return fe.atNegInf(x, fe.cur.NewFMul(x, s))
 }

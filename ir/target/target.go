@@ -36,7 +36,11 @@ type Target struct {
 	ScratchpadBytes int64
 	// Cores is SMs, GPU cores, Tensix cores or CPU threads.
 	Cores int
-	// VectorBytes is the natural vector width of one load (bytes).
+	// VectorBytes is the bytes one vector op of the lowered loops covers:
+	// the natural width of one load on a GPU or Tensix, several registers
+	// on a CPU (four of 32 bytes), where LLVM splits the op into
+	// independent ones, so that a reduction keeps four accumulators and
+	// its loop is not bound by the latency of one add or max chain.
 	VectorBytes int
 	// SIMDWidth is the warp / simdgroup width (1 on a CPU).
 	SIMDWidth int
@@ -69,7 +73,7 @@ var targets = []*Target{
 		// A conservative desktop-class default; `tfc roofline --bw/--flops` and
 		// the benchmarks override it with measured figures.
 		DRAMBandwidth: 20 * gb, PeakFLOPS: map[string]float64{"f32": 100e9, "bf16": 100e9, "f16": 100e9},
-		ScratchpadBytes: 1024 * kib, Cores: 2, VectorBytes: 32, SIMDWidth: 1, TileRows: 1, TileCols: 1,
+		ScratchpadBytes: 1024 * kib, Cores: 2, VectorBytes: 128, SIMDWidth: 1, TileRows: 1, TileCols: 1,
 		DefaultEmit: "llvm", Source: "host; L2 per core as scratchpad",
 	},
 	{
