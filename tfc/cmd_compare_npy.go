@@ -34,7 +34,7 @@ func init() {
 // holds as float32), NaN matching NaN. It prints one line per file and
 // exits with status 1 at the first mismatch.
 func compareNpyCommand(args []string, sio *stdio) int {
-	fs := newFlagSet()
+	fs := sio.newFlagSet()
 	var ulp, elem string
 	fs.stringVar(&ulp, "ulp", "N", "the largest distance allowed, in units in the last place (default 0)")
 	fs.stringVar(&elem, "elem", "TYPE", "measure ULPs in this element type (default: the files')")

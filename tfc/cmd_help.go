@@ -2,15 +2,29 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/tensorforge/tensorforge/ir"
 )
 
 func init() {
 	registerCommand(&command{
 		name:    "help",
-		usage:   "tfc help",
-		summary: "print this help",
+		usage:   "tfc help [COMMAND]",
+		summary: "print this help, or a command's synopsis and flags",
 		run: func(args []string, sio *stdio) int {
+			if len(args) == 1 {
+				if c, ok := commands[args[0]]; ok {
+					return commandHelp(c, sio)
+				}
+				printDiagnostics(sio.err, nil, []*ir.Diagnostic{ir.Errorf(ir.Location{}, "no command '%s' (see `tfc help`)", args[0])})
+				return exitFailure
+			}
+			if len(args) > 1 {
+				printDiagnostics(sio.err, nil, []*ir.Diagnostic{ir.Errorf(ir.Location{}, "`tfc help` takes at most one command, got %d arguments", len(args))})
+				return exitFailure
+			}
 			fmt.Fprint(sio.out, helpText())
 			return exitOK
 		},
@@ -39,6 +53,41 @@ var commandAliases = map[string]string{
 // driver's version and the formats its backends write.
 func versionLine() string {
 	return "tfc version " + toolVersion + " (LLVM IR 14, PTX 8.0 sm_90)"
+}
+
+// wantsHelp reports whether a command's arguments ask for its help
+// (-h, -help or --help before any `--`).
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// commandHelp prints a command's synopsis, summary and flags. The flags
+// are the ones the command declares when it runs: it is run once with
+// its output discarded and an argument no command accepts, which every
+// command rejects right after declaring its flags.
+func commandHelp(c *command, sio *stdio) int {
+	if c.name == "help" {
+		fmt.Fprint(sio.out, helpText())
+		return exitOK
+	}
+	probe := &stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard, getenv: func(string) string { return "" }}
+	c.run([]string{"--tfc-describe-flags"}, probe)
+	fmt.Fprintf(sio.out, "Usage: %s\n\n%s.\n", c.usage, strings.ToUpper(c.summary[:1])+c.summary[1:])
+	if probe.flags != nil && len(probe.flags.order) > 0 {
+		fmt.Fprint(sio.out, "\nFlags (-flag and --flag alike; -flag=value or -flag value):\n")
+		fmt.Fprint(sio.out, probe.flags.usage())
+	} else {
+		fmt.Fprint(sio.out, "\nIt takes no flags.\n")
+	}
+	return exitOK
 }
 
 func helpText() string {

@@ -179,7 +179,7 @@ func writeResults(dir string, results []*eval.Tensor, sio *stdio) int {
 //	tfc interpret FILE.tir [compile flags] --input NAME=x.npy ... --output DIR [--func NAME] [--random-inputs SEED] [--f64]
 func interpretCommand(args []string, sio *stdio) int {
 	o := defaultCompileOptions()
-	fs := newFlagSet()
+	fs := sio.newFlagSet()
 	o.register(fs)
 	var e execOptions
 	e.register(fs)

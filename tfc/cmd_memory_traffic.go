@@ -47,7 +47,7 @@ type trafficOptions struct {
 func memoryTrafficCommand(args []string, sio *stdio) int {
 	o := defaultCompileOptions()
 	o.defaultLevel = "O2"
-	fs := newFlagSet()
+	fs := sio.newFlagSet()
 	o.register(fs)
 	var t trafficOptions
 	fs.stringVar(&t.seq, "seq", "S", "the sequence length (rows of x and z) of the Llama chain")

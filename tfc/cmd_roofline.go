@@ -47,7 +47,7 @@ type rooflineOptions struct {
 func rooflineCommand(args []string, sio *stdio) int {
 	o := defaultCompileOptions()
 	o.defaultLevel = "O2"
-	fs := newFlagSet()
+	fs := sio.newFlagSet()
 	o.register(fs)
 	var r rooflineOptions
 	// remember whether --target was given: it may name the machine of the

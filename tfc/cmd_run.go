@@ -31,7 +31,7 @@ func init() {
 func runCommand(args []string, sio *stdio) int {
 	o := defaultCompileOptions()
 	o.defaultLevel = "O2"
-	fs := newFlagSet()
+	fs := sio.newFlagSet()
 	o.register(fs)
 	var e execOptions
 	e.register(fs)

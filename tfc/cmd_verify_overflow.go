@@ -229,7 +229,7 @@ type overflowResult struct {
 
 // verifyOverflowCommand is `tfc verify-overflow [--dtype f32,f16,bf16]`.
 func verifyOverflowCommand(args []string, sio *stdio) int {
-	fs := newFlagSet()
+	fs := sio.newFlagSet()
 	var dtypes []string
 	fs.listVar(&dtypes, "dtype", "TYPES", "the element types to check (default f32,f16,bf16)")
 	positional, diag := fs.parse(args)

@@ -47,6 +47,15 @@ type stdio struct {
 	out    io.Writer
 	err    io.Writer
 	getenv func(string) string
+	// flags is the flag set the running command declared last
+	// (newFlagSet), for `tfc help COMMAND`.
+	flags *flagSet
+}
+
+// newFlagSet is the flag set of a command, remembered for its help.
+func (s *stdio) newFlagSet() *flagSet {
+	s.flags = newFlagSet()
+	return s.flags
 }
 
 func main() {
@@ -71,6 +80,9 @@ func run(args []string, sio *stdio) (status int) {
 			name = alias
 		}
 		if c, ok := commands[name]; ok {
+			if c.name != "help" && wantsHelp(args[1:]) {
+				return commandHelp(c, sio)
+			}
 			return c.run(args[1:], sio)
 		}
 	}

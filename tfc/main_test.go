@@ -207,3 +207,27 @@ func TestCompileInputForOtherCommands(t *testing.T) {
 	assert.Nil(t, m.Operation)
 	assert.Contains(t, errOut.String(), "no such file")
 }
+
+// Every command describes its own flags: `tfc help COMMAND` and
+// `tfc COMMAND --help` print its synopsis and the flags it declares.
+func TestCommandHelp(t *testing.T) {
+	for _, args := range [][]string{{"help", "run"}, {"run", "--help"}, {"run", "x.tir", "-h"}} {
+		status, out, _ := runTFC(t, nil, "", args...)
+		require.Equal(t, exitOK, status, args)
+		require.Contains(t, out, "Usage: tfc run FILE.tir", args)
+		require.Contains(t, out, "--threads=N", args)
+		require.Contains(t, out, "--emit=KIND", args)
+	}
+	status, out, _ := runTFC(t, nil, "", "help", "verify-quant")
+	require.Equal(t, exitOK, status)
+	require.Contains(t, out, "It takes no flags.")
+	status, out, _ = runTFC(t, nil, "", "compare-npy", "--help")
+	require.Equal(t, exitOK, status)
+	require.Contains(t, out, "--ulp=N")
+	status, _, errOut := runTFC(t, nil, "", "help", "nope")
+	require.Equal(t, exitFailure, status)
+	require.Contains(t, errOut, "no command 'nope'")
+	// after `--` a -h is an argument, not a request for help
+	status, _, _ = runTFC(t, nil, "", "compare-npy", "--", "-h")
+	require.Equal(t, exitFailure, status)
+}
