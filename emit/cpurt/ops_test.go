@@ -196,7 +196,7 @@ func checkOps(t *testing.T, cases []opCase) {
 	require.Len(t, got, len(jobs))
 	failures := 0
 	for i, j := range jobs {
-		off := 0
+		off, worst := 0, 0.0
 		for e := range j.want.Data {
 			w, g := j.want.Data[e], got[i].Data[e]
 			var in []float64
@@ -210,6 +210,7 @@ func checkOps(t *testing.T, cases []opCase) {
 			if d > 0 {
 				off++
 			}
+			worst = max(worst, d)
 			if d > j.c.ulps {
 				t.Errorf("%s %v -> %s (width %d): f%v = %v, want %v (%v ULP)", j.c.op, j.c.in, j.c.out, j.w, in, g, w, d)
 				if failures++; failures > 40 {
@@ -218,7 +219,7 @@ func checkOps(t *testing.T, cases []opCase) {
 			}
 		}
 		if off > 0 && j.c.values != nil {
-			t.Logf("%s %v -> %s, width %d: %d of %d results not bit-identical to the interpreter's", j.c.op, j.c.in, j.c.stored(), j.w, off, len(j.want.Data))
+			t.Logf("%s %v -> %s, width %d: %d of %d results not bit-identical to the interpreter's, at most %v ULP off", j.c.op, j.c.in, j.c.stored(), j.w, off, len(j.want.Data), worst)
 		}
 	}
 }
