@@ -32,6 +32,12 @@ const (
 	float32Format format = iota
 	float16bFormat
 	float16Format
+	// uint8Format holds ui8 and i8 tiles, one byte per element. tt-metal
+	// has an Int8 format too, but its unpacker and packer read Int8 as
+	// sign-magnitude; i8 tiles are declared UInt8 (the raw two's complement
+	// byte, zero-extended into DST) and converted with
+	// typecast_tile<Int8, ...>, as tt-metal's typecast.h prescribes.
+	uint8Format
 )
 
 // String is the tt-metal spelling: DataFormat::Float16_b.
@@ -41,22 +47,31 @@ func (f format) String() string {
 		return "Float16_b"
 	case float16Format:
 		return "Float16"
+	case uint8Format:
+		return "UInt8"
 	}
 	return "Float32"
 }
 
 // tileBytes is the size of one 32x32 tile: 4096 bytes in Float32, 2048 in
-// Float16_b and Float16 (targets.md).
+// Float16_b and Float16, 1024 in UInt8 (targets.md).
 func (f format) tileBytes() int64 {
-	if f == float32Format {
+	switch f {
+	case float32Format:
 		return 4096
+	case uint8Format:
+		return 1024
 	}
 	return 2048
 }
 
-// exact16 reports whether the format holds 16-bit values, which the FPU's
+// exact16 reports whether the format holds 16-bit floats, which the FPU's
 // source registers (19 bits, TF32) take without losing a bit.
-func (f format) exact16() bool { return f != float32Format }
+func (f format) exact16() bool { return f == float16bFormat || f == float16Format }
+
+// isInt reports whether the format holds integers: they reach DST as
+// integers and become floats only through typecast_tile.
+func (f format) isInt() bool { return f == uint8Format }
 
 // formatOf maps an element type to the tile format holding it.
 func formatOf(k ir.ElemKind) (format, bool) {
@@ -67,8 +82,36 @@ func formatOf(k ir.ElemKind) (format, bool) {
 		return float16bFormat, true
 	case ir.F16:
 		return float16Format, true
+	case ir.UI8, ir.I8:
+		return uint8Format, true
 	}
 	return 0, false
+}
+
+// typecastFormat is the DataFormat a typecast_tile template argument names
+// for element kind k: Int8 for i8 (whose tiles are declared UInt8), UInt8
+// for ui8, Float32 for a float in the 32-bit DST.
+func typecastFormat(k ir.ElemKind) string {
+	switch k {
+	case ir.I8:
+		return "Int8"
+	case ir.UI8:
+		return "UInt8"
+	}
+	return "Float32"
+}
+
+// unsupportedElem says why buffers of element kind k have no tile format.
+func unsupportedElem(k ir.ElemKind) string {
+	switch k {
+	case ir.F8E4M3FN:
+		return "f8E4M3FN has no tt-metal data format that matches it: a Wormhole core has no E4M3 format, and " +
+			"Blackhole's Fp8_e4m3 is packed from Float16 through the packer gasket (a second rounding of the f32 " +
+			"value, where f8E4M3FN rounds once) with no documented saturation to +-448 or E4M3FN NaN encoding"
+	case ir.F64:
+		return "the Tensix unpacker, FPU and SFPU have no 64-bit float format"
+	}
+	return "the backend supports f32, bf16, f16, ui8 and i8 buffers (Float32, Float16_b, Float16, UInt8)"
 }
 
 // arch is the part of a target the kernels are laid out for.

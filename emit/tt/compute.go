@@ -88,12 +88,19 @@ func fpuBinary(op, form string) (call, init string) {
 }
 
 // fmtState is what the unpacker's srcA, srcB and the packer are
-// configured for (known false: unknown, after a loop or a branch).
+// configured for (known false: unknown, after a loop or a branch), and
+// whether the math engine's INT8 mode is on.
 type fmtState struct {
 	a, b, pack format
 	knownA     bool
 	knownB     bool
 	knownPack  bool
+	// int8 is the math engine's INT8 mode: on while srcA is configured
+	// for UInt8. Only a reconfiguration with to_from_int8 = true (or
+	// compute_kernel_hw_startup) switches it, so in a kernel with UInt8
+	// tiles every reconfiguration passes true, and the float ops that
+	// configure the unpacker themselves (unary_bcast) switch it off first.
+	int8, knownInt8 bool
 }
 
 // computeGen writes the compute kernel.
@@ -104,21 +111,40 @@ type computeGen struct {
 	fs   fmtState
 	free [dstTiles]bool
 	ocb  *cbuf // the first destination of the section being written
+	// hasInt: the kernel has UInt8 circular buffers, so reconfigurations
+	// switch the INT8 mode too (to_from_int8 = true).
+	hasInt bool
 }
 
 func (c *computeGen) forget() { c.fs = fmtState{} }
 
+// int8Arg is the to_from_int8 template argument of the reconfigurations.
+func (c *computeGen) int8Arg() string {
+	if c.hasInt {
+		return "<true>"
+	}
+	return ""
+}
+
+// int8Stale reports whether the INT8 mode may differ from what a tile of
+// format f needs.
+func (c *computeGen) int8Stale(f format) bool {
+	return c.hasInt && (!c.fs.knownInt8 || c.fs.int8 != f.isInt())
+}
+
 func (c *computeGen) needA(cb *cbuf) {
-	if !c.fs.knownA || c.fs.a != cb.fmt {
-		c.w.line("reconfig_data_format_srca(%s);", cb.name)
+	if !c.fs.knownA || c.fs.a != cb.fmt || c.int8Stale(cb.fmt) {
+		c.w.line("reconfig_data_format_srca%s(%s);", c.int8Arg(), cb.name)
 		c.fs.a, c.fs.knownA = cb.fmt, true
+		c.fs.int8, c.fs.knownInt8 = cb.fmt.isInt(), true
 	}
 }
 
 func (c *computeGen) needAB(a, b *cbuf) {
-	if !c.fs.knownA || c.fs.a != a.fmt || !c.fs.knownB || c.fs.b != b.fmt {
-		c.w.line("reconfig_data_format(%s, %s);", a.name, b.name)
+	if !c.fs.knownA || c.fs.a != a.fmt || !c.fs.knownB || c.fs.b != b.fmt || c.int8Stale(a.fmt) {
+		c.w.line("reconfig_data_format%s(%s, %s);", c.int8Arg(), a.name, b.name)
 		c.fs.a, c.fs.b, c.fs.knownA, c.fs.knownB = a.fmt, b.fmt, true, true
+		c.fs.int8, c.fs.knownInt8 = a.fmt.isInt(), true
 	}
 }
 
@@ -148,7 +174,10 @@ func writeCompute(g *kgen) string {
 		"api/compute/common.h": true, "api/compute/compute_kernel_hw_startup.h": true, "api/compute/cb_api.h": true,
 		"api/compute/reg_api.h": true, "api/compute/pack.h": true, "api/compute/reconfig_data_format.h": true,
 	}}
-	body := &computeGen{g: g, inc: c.inc}
+	for _, cb := range g.cbs {
+		c.hasInt = c.hasInt || cb.fmt.isInt()
+	}
+	body := &computeGen{g: g, inc: c.inc, hasInt: c.hasInt}
 	body.w.indent = 2
 	for _, s := range g.body {
 		body.stmt(s)
@@ -315,6 +344,11 @@ func (c *computeGen) eval(n *node, ctx class) int {
 		s := c.alloc()
 		if b := bcastFor(n.cls, ctx); b != "" {
 			c.inc["api/compute/bcast.h"] = true
+			if c.int8Stale(n.leaf.cb.fmt) {
+				// unary_bcast_init configures the unpacker's formats but
+				// not the INT8 mode a UInt8 tile left on
+				c.needA(n.leaf.cb)
+			}
 			w.line("unary_bcast_init<BroadcastType::%s>(%s, %s);", b, n.leaf.cb.name, c.ocb.name)
 			c.fs.a, c.fs.b, c.fs.knownA, c.fs.knownB = n.leaf.cb.fmt, n.leaf.cb.fmt, true, true
 			c.fs.pack, c.fs.knownPack = c.ocb.fmt, true
@@ -349,9 +383,20 @@ func (c *computeGen) eval(n *node, ctx class) int {
 		w.line("where_tile<DataFormat::Float32>(%d, %d, %d, %d);", m, s, id, s)
 		w.close()
 		c.fs = saved
-		c.fs.knownA, c.fs.knownB = false, false
+		c.fs.knownA, c.fs.knownB, c.fs.knownInt8 = false, false, false
 		c.release(m)
 		c.release(id)
+		return s
+	}
+	if n.op == "transpose" {
+		// the unpacker transposes the faces and within them (a 32-bit tile
+		// goes to DST unpacked, and DST transposes it)
+		leaf := n.args[0].leaf
+		s := c.alloc()
+		c.inc["api/compute/transpose.h"] = true
+		c.needA(leaf.cb)
+		w.line("transpose_init(%s);", leaf.cb.name)
+		w.line("transpose_tile(%s, %s, %d);", leaf.cb.name, leaf.index, s)
 		return s
 	}
 	// element-wise ops
@@ -384,10 +429,24 @@ func (c *computeGen) eval(n *node, ctx class) int {
 		}
 		c.inc["api/compute/eltwise_unary/binop_with_scalar.h"] = true
 		w.line("binop_with_scalar_tile_init();")
+		if n.op == loop.OpDiv {
+			// div_unary_tile multiplies by its parameter, the reciprocal the
+			// host computes; scalarOperand takes only divisors whose
+			// reciprocal is exact, so the product is the quotient
+			w.line("%s(%d, %s);  // / %s (times %s)", fn, s, floatBits(1/k), comment, floatComment(1/k))
+			return s
+		}
 		w.line("%s(%d, %s);  // %s", fn, s, bits, comment)
 		return s
 	}
 	switch n.op {
+	case "typecast":
+		s := c.eval(n.args[0], n.cls)
+		c.inc["api/compute/eltwise_unary/typecast.h"] = true
+		targs := fmt.Sprintf("(uint32_t)DataFormat::%s, (uint32_t)DataFormat::%s", n.castFrom, n.castTo)
+		w.line("typecast_tile_init<%s>();", targs)
+		w.line("typecast_tile<%s>(%d);", targs, s)
+		return s
 	case "isnan", "notnan":
 		s := c.eval(n.args[0], n.cls)
 		c.unary(sfpuUnary["isnan"], s)

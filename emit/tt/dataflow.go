@@ -92,6 +92,9 @@ func (d *dataflowGen) write() string {
 	if d.reader && (g.scaler != nil || g.mask != nil) {
 		d.tileHelpers()
 	}
+	if d.reader {
+		d.gatherHelpers()
+	}
 	w.open("void kernel_main()")
 	for i, p := range d.params {
 		w.line("const uint32_t %s_addr = get_arg_val<uint32_t>(%d);", p.name, i)
@@ -125,6 +128,16 @@ func (d *dataflowGen) write() string {
 	}
 	for _, p := range d.params {
 		w.line("const auto %s = TensorAccessor(%s_args, %s_addr, get_tile_size(%s));", p.name, p.name, p.name, d.first[p].name)
+	}
+	if d.reader {
+		for _, p := range d.params {
+			if p.scratch == nil {
+				continue
+			}
+			w.line("// the page the rows of %s are gathered from: reserved for the whole kernel, never pushed", p.name)
+			w.line("cb_reserve_back(%s, 1);", p.scratch.name)
+			w.line("const uint32_t %s_src = get_write_ptr(%s);", p.name, p.scratch.name)
+		}
 	}
 	if d.reader {
 		if g.scaler != nil {
@@ -161,6 +174,11 @@ func (d *dataflowGen) write() string {
 func (d *dataflowGen) uses(cb *cbuf) bool {
 	if d.reader && (cb == d.g.scaler || cb == d.g.mask) {
 		return true
+	}
+	for _, p := range d.g.params {
+		if d.reader && cb == p.scratch {
+			return true
+		}
 	}
 	found := false
 	var visit func(ss []stmt)
@@ -216,15 +234,28 @@ func (d *dataflowGen) stmts(ss []stmt) {
 			return
 		}
 		if d.reader {
+			var whole, gathered []xfer
 			for _, x := range batch {
+				if x.p.rowMap != "" {
+					gathered = append(gathered, x)
+				} else {
+					whole = append(whole, x)
+				}
+			}
+			for _, x := range whole {
 				w.line("cb_reserve_back(%s, 1);", x.cb.name)
 			}
-			for _, x := range batch {
+			for _, x := range whole {
 				w.line("noc_async_read_tile(%s, %s, get_write_ptr(%s));", x.p.tileExpr(), x.p.name, x.cb.name)
 			}
-			w.line("noc_async_read_barrier();")
-			for _, x := range batch {
+			if len(whole) > 0 {
+				w.line("noc_async_read_barrier();")
+			}
+			for _, x := range whole {
 				w.line("cb_push_back(%s, 1);", x.cb.name)
+			}
+			for _, x := range gathered {
+				d.gather(x.p, x.cb)
 			}
 		} else {
 			for _, x := range batch {
@@ -302,6 +333,122 @@ func (d *dataflowGen) tileHelpers() {
 		w.close()
 		w.close()
 		w.line("cb_push_back(cb, 1);")
+		w.close()
+		w.line("")
+	}
+}
+
+// elemBytes is the size of one element of a tile of format f.
+func elemBytes(f format) int64 { return f.tileBytes() / (TileRows * TileCols) }
+
+// gather writes the reading of one tile of p whose rows come from other
+// rows of the buffer (p.rowMap): row i of the tile is row rb*32 + i of the
+// kernel, which reads row p.rowMap of p; the tile holding that row is
+// read into p's scratch page when it is not there already, and the row
+// (or, for one value per row, its value in column 0) copied across. Rows
+// past the kernel's last are zero, as the padding of a buffer is.
+func (d *dataflowGen) gather(p *param, cb *cbuf) {
+	w := &d.w
+	eb := elemBytes(p.fmt)
+	w.line("// %s tile of %s gathered row by row: row r of the kernel reads row %s of %s", p.access, p.name, p.rowMap, p.name)
+	w.line("cb_reserve_back(%s, 1);", cb.name)
+	w.line("{")
+	w.indent++
+	w.line("const uint32_t dst = get_write_ptr(%s);", cb.name)
+	if p.access == clsCol {
+		w.line("zero_tile(dst, %d);", eb)
+	}
+	w.line("uint32_t loaded = 0xffffffffu;  // the tile of %s in %s_src", p.name, p.name)
+	w.open("for (uint32_t i = 0; i < %d; ++i)", TileRows)
+	w.line("const uint32_t r = rb * %d + i;", TileRows)
+	w.open("if (r >= %du)", *d.g.rows.Const)
+	if p.access == clsFull {
+		w.line("zero_tile_row(dst, i, %d);", eb)
+	}
+	w.line("continue;")
+	w.close()
+	w.line("const uint32_t src = %s;", p.rowMap)
+	if p.access == clsFull {
+		w.line("const uint32_t tile = src / %d * Ct + ct;", TileRows)
+	} else {
+		w.line("const uint32_t tile = src / %d;", TileRows)
+	}
+	w.open("if (tile != loaded)")
+	w.line("noc_async_read_tile(tile, %s, %s_src);", p.name, p.name)
+	w.line("noc_async_read_barrier();")
+	w.line("loaded = tile;")
+	w.close()
+	if p.access == clsFull {
+		w.line("copy_tile_row(%s_src, src %% %d, dst, i, %d);", p.name, TileRows, eb)
+	} else {
+		w.line("copy_tile_value(%s_src, src %% %d, dst, i, %d);", p.name, TileRows, eb)
+	}
+	w.close()
+	w.close()
+	w.line("cb_push_back(%s, 1);", cb.name)
+}
+
+// gatherHelpers writes the functions gather calls: copies of a row, or of
+// a value in column 0, between tiles in the device's layout (four 16x16
+// faces, each row-major), and zeroing.
+func (d *dataflowGen) gatherHelpers() {
+	full, col := false, false
+	for _, p := range d.params {
+		if p.rowMap != "" {
+			full = full || p.access == clsFull
+			col = col || p.access == clsCol
+		}
+	}
+	w := &d.w
+	bytes := func(name string) {
+		w.line("volatile tt_l1_ptr uint8_t* %s = reinterpret_cast<volatile tt_l1_ptr uint8_t*>(%s_addr);", name, name)
+	}
+	if full {
+		w.line("// copy_tile_row copies row srow of the tile at s into row drow of the tile at d:")
+		w.line("// the row's 16 elements in the left face and 16 in the right one.")
+		w.open("static void copy_tile_row(uint32_t s_addr, uint32_t srow, uint32_t d_addr, uint32_t drow, uint32_t eb)")
+		bytes("s")
+		bytes("d")
+		w.open("for (uint32_t half = 0; half < 2; ++half)")
+		w.line("const uint32_t so = (((srow / 16) * 2 + half) * 256 + (srow %% 16) * 16) * eb;")
+		w.line("const uint32_t dof = (((drow / 16) * 2 + half) * 256 + (drow %% 16) * 16) * eb;")
+		w.open("for (uint32_t b = 0; b < 16 * eb; ++b)")
+		w.line("d[dof + b] = s[so + b];")
+		w.close()
+		w.close()
+		w.close()
+		w.line("")
+		w.line("// zero_tile_row zeroes row drow of the tile at d.")
+		w.open("static void zero_tile_row(uint32_t d_addr, uint32_t drow, uint32_t eb)")
+		bytes("d")
+		w.open("for (uint32_t half = 0; half < 2; ++half)")
+		w.line("const uint32_t dof = (((drow / 16) * 2 + half) * 256 + (drow %% 16) * 16) * eb;")
+		w.open("for (uint32_t b = 0; b < 16 * eb; ++b)")
+		w.line("d[dof + b] = 0;")
+		w.close()
+		w.close()
+		w.close()
+		w.line("")
+	}
+	if col {
+		w.line("// copy_tile_value copies the value in column 0 of row srow of the tile at s")
+		w.line("// into column 0 of row drow of the tile at d.")
+		w.open("static void copy_tile_value(uint32_t s_addr, uint32_t srow, uint32_t d_addr, uint32_t drow, uint32_t eb)")
+		bytes("s")
+		bytes("d")
+		w.line("const uint32_t so = ((srow / 16) * 2 * 256 + (srow %% 16) * 16) * eb;")
+		w.line("const uint32_t dof = ((drow / 16) * 2 * 256 + (drow %% 16) * 16) * eb;")
+		w.open("for (uint32_t b = 0; b < eb; ++b)")
+		w.line("d[dof + b] = s[so + b];")
+		w.close()
+		w.close()
+		w.line("")
+		w.line("// zero_tile zeroes the tile at d.")
+		w.open("static void zero_tile(uint32_t d_addr, uint32_t eb)")
+		bytes("d")
+		w.open("for (uint32_t b = 0; b < %d * eb; ++b)", TileRows*TileCols)
+		w.line("d[b] = 0;")
+		w.close()
 		w.close()
 		w.line("")
 	}

@@ -27,7 +27,8 @@ import (
 // the graph-level passes. The bounds: a bf16 or f16 result within
 // halfULPs of its type (one rounding more from the TF32 srcB of a
 // broadcast multiply, and sums in another order than the interpreter's),
-// an f32 result within f32ULPs of itself or of the largest result.
+// an f32 result within f32ULPs of itself or of the largest result, an
+// integer result (quantisation, saturating casts) exactly.
 
 const (
 	halfULPs = 2
@@ -76,6 +77,14 @@ type builtCase struct {
 }
 
 func buildCases(t *testing.T, name, src, pipeline, targetName string, seed int64, dyn int64) ([]builtCase, error) {
+	return buildCasesWith(t, name, src, pipeline, targetName, func(fn ir.Func) ([]*geval.Tensor, error) {
+		return geval.RandomInputs(fn, seed, 1, dyn)
+	})
+}
+
+// buildCasesWith is buildCases with the inputs of each function given by
+// inputs.
+func buildCasesWith(t *testing.T, name, src, pipeline, targetName string, inputs func(ir.Func) ([]*geval.Tensor, error)) ([]builtCase, error) {
 	tg, err := target.Lookup(targetName)
 	require.NoError(t, err)
 	orig, err := compileFor(src, pipeline, tg)
@@ -88,7 +97,7 @@ func buildCases(t *testing.T, name, src, pipeline, targetName string, seed int64
 	}
 	var cases []builtCase
 	for _, fn := range orig.Funcs() {
-		in, err := geval.RandomInputs(fn, seed, 1, dyn)
+		in, err := inputs(fn)
 		require.NoError(t, err)
 		want, err := geval.Run(fn, cloneAll(in), geval.Options{})
 		require.NoError(t, err)
@@ -114,6 +123,16 @@ func cloneAll(ts []*geval.Tensor) []*geval.Tensor {
 func compareTT(t *testing.T, what string, want, got *geval.Tensor) {
 	t.Helper()
 	require.Equal(t, want.Shape, got.Shape, what)
+	if want.Elem.IsInt() {
+		var bad []string
+		for i := range want.Data {
+			if want.Data[i] != got.Data[i] && len(bad) < 6 {
+				bad = append(bad, fmt.Sprintf("[%d] want %v got %v", i, want.Data[i], got.Data[i]))
+			}
+		}
+		require.Empty(t, bad, "%s: %s", what, strings.Join(bad, "; "))
+		return
+	}
 	ulps := float64(halfULPs)
 	if want.Elem == ir.F32 {
 		ulps = f32ULPs
@@ -176,9 +195,7 @@ func workloads(t *testing.T) map[string]string {
 
 // unsupported are the workloads the backend reports instead of emitting,
 // with what the report says.
-var unsupported = map[string]string{
-	"examples/quantize_activations": "ui8",
-}
+var unsupported = map[string]string{}
 
 // TestDifferential runs every workload on both targets.
 func TestDifferential(t *testing.T) {

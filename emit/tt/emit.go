@@ -13,8 +13,10 @@
 //
 // A kernel's rows are split into row blocks of 32 rows (one tile row),
 // spread over the cores of the chip; a row of C elements is Ct = ceil(C/32)
-// column tiles. docs/backend-tt.md describes the mapping, and emu/ holds a
-// host emulation of the API the tests run the kernels with.
+// column tiles. Element-wise kernels and transposes (the one generic kernel
+// mapped) are split tile by tile. docs/backend-tt.md describes the mapping,
+// and emu/ holds a host emulation of the API the tests run the kernels
+// with.
 package tt
 
 import (
@@ -74,8 +76,11 @@ func Emit(m ir.Module, opts Options) (*Output, error) {
 			}
 			g.assignCBIndices(func(cb *cbuf) int { return cbRole(g, cb) })
 			if d := g.checkL1(); d != nil {
-				errs = append(errs, d)
-				continue
+				g, d = rereadIfTooBig(a, k, d)
+				if d != nil {
+					errs = append(errs, d)
+					continue
+				}
 			}
 			kernels[g.name] = g
 			kj, files := g.files()
@@ -136,6 +141,11 @@ func cbRole(g *kgen, cb *cbuf) int {
 	if cb == g.scaler || cb == g.mask {
 		return 0
 	}
+	for _, p := range g.params {
+		if cb == p.scratch {
+			return 0
+		}
+	}
 	role := 2
 	var visit func(ss []stmt)
 	visit = func(ss []stmt) {
@@ -176,6 +186,44 @@ func (g *kgen) checkL1() *ir.Diagnostic {
 		(total+1023)/1024, g.a.l1/1024, g.a.target, big.name, big.pages, big.fmt, big.purpose)
 }
 
+// rereadIfTooBig is the two-pass form of kernel k, whose kept rows do not
+// fit L1 (the diagnostic tooBig says so): each loop over the row computes
+// the kept value again from DRAM (see reread.go). When that cannot be done
+// or does not fit either, the diagnostic says so.
+func rereadIfTooBig(a *arch, k loop.KernelOp, tooBig *ir.Diagnostic) (*kgen, *ir.Diagnostic) {
+	if len(sramAllocs(k)) == 0 {
+		return nil, tooBig
+	}
+	two, err := rereadKernel(k)
+	if err != nil {
+		tooBig.Message += fmt.Sprintf("; reading the row again from DRAM instead is not possible: %v", err)
+		return nil, tooBig
+	}
+	g, err := buildKernel(a, two)
+	if err != nil {
+		tooBig.Message += fmt.Sprintf("; reading the row again from DRAM instead is not possible: %v", ir.AsDiagnostics(err)[0].Message)
+		return nil, tooBig
+	}
+	g.assignCBIndices(func(cb *cbuf) int { return cbRole(g, cb) })
+	if d := g.checkL1(); d != nil {
+		d.Message += " (reading its rows again from DRAM in every loop over the row)"
+		return nil, d
+	}
+	return g, nil
+}
+
+// sramAllocs are the kept rows of kernel k.
+func sramAllocs(k loop.KernelOp) []*ir.Operation {
+	var out []*ir.Operation
+	k.Operation.Walk(func(op *ir.Operation) bool {
+		if op.Name() == loop.OpAlloc {
+			out = append(out, op)
+		}
+		return true
+	})
+	return out
+}
+
 // files writes the three kernels and describes them.
 func (g *kgen) files() (Kernel, []File) {
 	reader, writer := newDataflow(g, true), newDataflow(g, false)
@@ -195,7 +243,7 @@ func (g *kgen) files() (Kernel, []File) {
 		if p.output {
 			role = "output"
 		}
-		k.Params = append(k.Params, Param{Name: p.name, Role: role, DType: p.elem.String(), Access: p.access.String(), Layout: p.layout()})
+		k.Params = append(k.Params, Param{Name: p.name, Role: role, DType: p.elem.String(), Access: p.access.String(), Layout: p.layout(), RowMap: p.rowMap})
 	}
 	if g.perTile {
 		k.Work = Work{Unit: "tile", Count: "ceil(R/32) * ceil(C/32)"}
@@ -210,6 +258,9 @@ func (g *kgen) files() (Kernel, []File) {
 		off += cb.pages * cb.fmt.tileBytes()
 	}
 	k.L1Bytes = off
+	for _, cb := range g.unpackToDest {
+		k.ComputeConfig.UnpackToDestFp32 = append(k.ComputeConfig.UnpackToDestFp32, cb.index)
+	}
 	k.Reader = KernelFile{Path: dir + "reader.cpp", Processor: processor("reader"), CompileArgs: nonNil(reader.compileArgs()), RuntimeArgs: reader.runtimeArgs()}
 	k.Compute = KernelFile{Path: dir + "compute.cpp", Processor: processor("compute"), CompileArgs: []string{}, RuntimeArgs: []string{"unit_count", "Ct"}}
 	k.Writer = KernelFile{Path: dir + "writer.cpp", Processor: processor("writer"), CompileArgs: nonNil(writer.compileArgs()), RuntimeArgs: writer.runtimeArgs()}
@@ -252,7 +303,7 @@ func function(f ir.Func, kernels map[string]*kgen) (Function, error) {
 		}
 		fm, ok := formatOf(m.Elem.Kind)
 		if !ok {
-			return ir.Errorf(f.Loc, "'tt' backend: function '%s' has a buffer of %s; the backend supports f32, bf16 and f16 buffers so far", f.SymName(), m.Elem)
+			return ir.Errorf(f.Loc, "'tt' backend: function '%s' has a buffer of %s; %s", f.SymName(), m.Elem, unsupportedElem(m.Elem.Kind))
 		}
 		n := names[v]
 		bufIndex[n] = len(fj.Buffers)

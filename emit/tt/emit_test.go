@@ -115,28 +115,84 @@ func TestEmitIsDeterministic(t *testing.T) {
 }
 
 func TestGenericKernelIsReported(t *testing.T) {
-	src := `func.func @f(%x: tensor<64x32xf32>) -> tensor<32x64xf32> {
-  %y = graph.transpose %x {perm = [1, 0]} : (tensor<64x32xf32>) -> tensor<32x64xf32>
-  return %y : tensor<32x64xf32>
+	src := `func.func @f(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+  %y = graph.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+  return %y : tensor<64x16xf32>
 }`
 	_, err := emitSrc(t, src, "blackhole-p150")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "'tt' backend: kernel 'f_k0' of kind 'generic' is not supported yet")
 	assert.Contains(t, err.Error(), "input.tir:2:", "located at the op")
+
+	// a transpose of several matrices that are not whole tiles
+	src = `func.func @g(%x: tensor<3x64x40xf32>) -> tensor<3x40x64xf32> {
+  %y = graph.transpose %x {perm = [0, 2, 1]} : (tensor<3x64x40xf32>) -> tensor<3x40x64xf32>
+  return %y : tensor<3x40x64xf32>
+}`
+	_, err = emitSrc(t, src, "wormhole-n300")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "'tt' backend: kernel 'g_k0' transposes 3 matrices of 64x40, which are not whole tiles")
 }
 
-func TestL1CapacityIsReported(t *testing.T) {
-	// softmax over f32 rows of 16384 keeps 32 rows x 16384 f32 = 2 MiB in
-	// L1: more than a Wormhole core has
-	src := `func.func @big(%x: tensor<64x16384xf32>) -> tensor<64x16384xf32> {
-  %y = graph.softmax %x {axis = -1} : tensor<64x16384xf32>
-  return %y : tensor<64x16384xf32>
+func TestTransposeReadsTheTransposedTile(t *testing.T) {
+	src := `func.func @t(%x: tensor<3x64x96xf32>) -> tensor<3x96x64xf32> {
+  %y = graph.transpose %x {perm = [0, 2, 1]} : (tensor<3x64x96xf32>) -> tensor<3x96x64xf32>
+  return %y : tensor<3x96x64xf32>
 }`
-	_, err := emitSrc(t, src, "wormhole-n300")
+	out, err := emitSrc(t, src, "blackhole-p150")
+	require.NoError(t, err)
+	k := out.Program.Kernels[0]
+	assert.Equal(t, "transpose", k.Kind)
+	assert.Equal(t, "tile", k.Work.Unit)
+	assert.Equal(t, "288", k.Rows.String())
+	assert.Equal(t, "64", k.Cols.String())
+	// the Float32 input reaches DST with all 32 bits
+	assert.Equal(t, []int{0}, k.ComputeConfig.UnpackToDestFp32)
+	// result tile (rb, ct): batch rb / 3, row tile rb % 3 of the result;
+	// the input's tile of that batch at row tile ct, column tile rb % 3
+	reader := fileOf(out, "t_k0/reader.cpp")
+	assert.Contains(t, reader, "noc_async_read_tile((rb / 3 * 2 + ct) * 3 + rb % 3, x, get_write_ptr(cb_x));")
+	compute := fileOf(out, "t_k0/compute.cpp")
+	assert.Contains(t, compute, "transpose_init(cb_x);\n        transpose_tile(cb_x, 0, 0);")
+	writer := fileOf(out, "t_k0/writer.cpp")
+	assert.Contains(t, writer, "noc_async_write_tile(rb * Ct + ct, y, get_read_ptr(cb_y));")
+}
+
+func TestLeadingBroadcastIsGathered(t *testing.T) {
+	src, err := os.ReadFile("testdata/lead_bcast.tir")
+	require.NoError(t, err)
+	out, err := emitSrc(t, string(src), "wormhole-n300")
+	require.NoError(t, err)
+	maps := map[string]string{}
+	for _, k := range out.Program.Kernels {
+		for _, p := range k.Params {
+			if p.RowMap != "" {
+				maps[k.Name+"/"+p.Name] = p.Access + " " + p.RowMap
+			}
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"bias3d_k0/b":        "full (r / 10u)",
+		"scale3d_k0/s":       "col (r / 10u)",
+		"pos3d_k0/t_":        "full (r % 10u)",
+		"gather_r_k0/r_":     "full (r / 10u)",
+		"rmsnorm_scale_k1/s": "col (r / 25u)",
+		"rmsnorm_scale_k1/b": "full (r / 25u)",
+	}, maps)
+	reader := fileOf(out, "bias3d_k0/reader.cpp")
+	assert.Contains(t, reader, "const uint32_t src = (r / 10u);")
+	assert.Contains(t, reader, "const uint32_t tile = src / 32 * Ct + ct;")
+	assert.Contains(t, reader, "copy_tile_row(b_src, src % 32, dst, i, 4);")
+	assert.Contains(t, reader, "if (r >= 40u) {")
+
+	// a run-time number of rows is reported
+	dyn := `func.func @d(%x: tensor<?x10x96xf32>, %b: tensor<?x1x96xf32>) -> tensor<?x10x96xf32> {
+  %y = graph.add %x, %b : (tensor<?x10x96xf32>, tensor<?x1x96xf32>) -> tensor<?x10x96xf32>
+  return %y : tensor<?x10x96xf32>
+}`
+	_, err = emitSrc(t, dyn, "wormhole-n300")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "'tt' backend: kernel 'big_k0' needs")
-	assert.Contains(t, err.Error(), "KiB of L1 for its circular buffers, more than the 1464 KiB of a wormhole-n300 core")
-	assert.Contains(t, err.Error(), "cb_row: 512 tiles of Float32")
+	assert.Contains(t, err.Error(), "reads 'b' with its rows mapped to other rows (a broadcast over a leading dimension) over a run-time number of rows")
 }
 
 func TestNeedsTenstorrentTarget(t *testing.T) {

@@ -183,14 +183,110 @@ var misuses = []misuse{
     reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(0, 1, 0, 0, 0);`, want: "must hold one value in the first row of every face"},
 }
 
+// Integer tiles: the reader fills c_1 (UInt8, declared by uint8CB) with
+// the bytes 0, 1, 2, ... besides the tile of c_0.
+const (
+	uint8CB     = `p.add_cb(1, DataFormat::UInt8, 1024, 2);`
+	uint8Reader = okReader + `
+    cb_reserve_back(1, 1);
+    volatile tt_l1_ptr uint8_t* q = reinterpret_cast<volatile tt_l1_ptr uint8_t*>(get_write_ptr(1));
+    for (int i = 0; i < 1024; i++) q[i] = uint8_t(i);
+    cb_push_back(1, 1);`
+	// uint8Copy copies the UInt8 tile into DST tile 0 with the INT8 mode
+	// on (the hardware startup configures srcA for c_1)
+	uint8Copy = `compute_kernel_hw_startup(1, 1, 16);
+    cb_wait_front(0, 1);
+    cb_wait_front(1, 1);
+    tile_regs_acquire();
+    copy_tile_to_dst_init_short(1);
+    copy_tile(1, 0, 0);`
+	// packTo16 packs DST tile 0 into c_16 and lets the writer have it
+	packTo16 = `
+    tile_regs_commit();
+    cb_pop_front(0, 1);
+    cb_pop_front(1, 1);
+    cb_reserve_back(16, 1);
+    tile_regs_wait();
+    pack_reconfig_data_format(16);
+    pack_tile(0, 16);
+    tile_regs_release();
+    cb_push_back(16, 1);`
+)
+
+var intMisuses = []misuse{
+	{name: "integer tiles through typecast_tile", extra: uint8CB, reader: uint8Reader, fp32: true,
+		compute: uint8Copy + `
+    typecast_tile_init<(uint32_t)DataFormat::Int8, (uint32_t)DataFormat::Float32>();
+    typecast_tile<(uint32_t)DataFormat::Int8, (uint32_t)DataFormat::Float32>(0);
+    typecast_tile_init<(uint32_t)DataFormat::Float32, (uint32_t)DataFormat::UInt8>();
+    typecast_tile<(uint32_t)DataFormat::Float32, (uint32_t)DataFormat::UInt8>(0);
+    typecast_tile_init<(uint32_t)DataFormat::UInt8, (uint32_t)DataFormat::Float32>();
+    typecast_tile<(uint32_t)DataFormat::UInt8, (uint32_t)DataFormat::Float32>(0);` + packTo16},
+	{name: "typecast_tile after the init of another pair", extra: uint8CB, reader: uint8Reader,
+		compute: uint8Copy + `
+    typecast_tile_init<(uint32_t)DataFormat::Float32, (uint32_t)DataFormat::UInt8>();
+    typecast_tile<(uint32_t)DataFormat::UInt8, (uint32_t)DataFormat::Float32>(0);`,
+		want: "typecast_tile<UInt8, Float32> without typecast_tile_init<UInt8, Float32>()"},
+	{name: "a float op on integers", extra: uint8CB, reader: uint8Reader,
+		compute: uint8Copy + `
+    exp_tile_init();
+    exp_tile(0);`, want: "exp_tile reads DST tile 0, which holds integers"},
+	{name: "integers packed into a float buffer", extra: uint8CB, reader: uint8Reader, compute: uint8Copy + packTo16,
+		want: "DST tile 0 holds integers, but c_16 holds Float16_b tiles"},
+	{name: "floats packed into a UInt8 buffer", extra: uint8CB + `p.add_cb(17, DataFormat::UInt8, 1024, 1);`, reader: uint8Reader,
+		compute: uint8Copy + `
+    typecast_tile_init<(uint32_t)DataFormat::UInt8, (uint32_t)DataFormat::Float32>();
+    typecast_tile<(uint32_t)DataFormat::UInt8, (uint32_t)DataFormat::Float32>(0);
+    tile_regs_commit();
+    cb_reserve_back(17, 1);
+    tile_regs_wait();
+    pack_reconfig_data_format(17);
+    pack_tile(0, 17);`, want: "DST tile 0 holds floats, but c_17 is a UInt8 buffer"},
+	{name: "a UInt8 tile without the INT8 mode", extra: uint8CB, reader: uint8Reader, compute: `compute_kernel_hw_startup(0, 0, 16);
+    cb_wait_front(1, 1);
+    tile_regs_acquire();
+    reconfig_data_format_srca(1);
+    copy_tile_to_dst_init_short(1);
+    copy_tile(1, 0, 0);`, want: "c_1 holds UInt8 tiles, but the math engine's INT8 mode is off"},
+	{name: "a float tile with the INT8 mode left on", extra: uint8CB, reader: uint8Reader, compute: `compute_kernel_hw_startup(1, 1, 16);
+    cb_wait_front(0, 1);
+    tile_regs_acquire();
+    reconfig_data_format_srca(0);
+    copy_tile_to_dst_init_short(0);
+    copy_tile(0, 0, 0);`, want: "c_0 holds Float16_b tiles, but the math engine's INT8 mode is on"},
+	{name: "switching with to_from_int8", extra: uint8CB, reader: uint8Reader, fp32: true, compute: `compute_kernel_hw_startup(1, 1, 16);
+    cb_wait_front(0, 1);
+    cb_wait_front(1, 1);
+    tile_regs_acquire();
+    reconfig_data_format_srca<true>(0);
+    copy_tile_to_dst_init_short(0);
+    copy_tile(0, 0, 0);` + packTo16},
+	{name: "to_from_int8 without fp32 DST", extra: uint8CB, reader: uint8Reader, compute: `compute_kernel_hw_startup(1, 1, 16);
+    reconfig_data_format_srca<true>(0);`, want: "to_from_int8 = true needs fp32_dest_acc_en"},
+	{name: "typecast of a NaN", fp32: true, compute: `compute_kernel_hw_startup(0, 0, 16);
+    tile_regs_acquire();
+    fill_tile_init();
+    fill_tile_bitcast(0, 0x7fc00000u);
+    typecast_tile_init<(uint32_t)DataFormat::Float32, (uint32_t)DataFormat::Int8>();
+    typecast_tile<(uint32_t)DataFormat::Float32, (uint32_t)DataFormat::Int8>(0);`, want: "where the SFPU conversion is not defined (NaN or |x| >= 2^31): saturate first"},
+	{name: "a circular buffer declared Int8", extra: `p.add_cb(1, DataFormat::Int8, 1024, 2);`,
+		want: "c_1 is declared Int8, which the unpacker and packer read as sign-magnitude"},
+	{name: "FPU op on a UInt8 tile", extra: uint8CB, reader: uint8Reader, compute: `compute_kernel_hw_startup(1, 1, 16);
+    cb_wait_front(1, 1);
+    tile_regs_acquire();
+    add_tiles_init(1, 1);
+    add_tiles(1, 1, 0, 0, 0);`, want: "c_1 holds UInt8 tiles; the emulated FPU, unary_bcast and reduce take float tiles"},
+}
+
 func TestEmulationCatchesMisuse(t *testing.T) {
 	t.Parallel()
-	cases := make([]*emuCase, len(misuses))
-	for i, m := range misuses {
+	all := append(append([]misuse{}, misuses...), intMisuses...)
+	cases := make([]*emuCase, len(all))
+	for i, m := range all {
 		cases[i] = &emuCase{name: m.name, cpp: m.cpp()}
 	}
 	results := runEmu(t, cases)
-	for i, m := range misuses {
+	for i, m := range all {
 		r := results[i]
 		if m.want == "" {
 			require.Zero(t, r.code, "%s: %s", m.name, r.stderr)

@@ -308,7 +308,7 @@ func tilize(t *geval.Tensor, layout, f string) []byte {
 		for j := int64(0); j < n; j++ {
 			tile := (i/TileRows)*nt + j/TileCols
 			off := (tile*1024 + int64(faceIndex(int(i%TileRows), int(j%TileCols)))) * size
-			putElem(buf[off:], f, t.Data[i*n+j])
+			putElem(buf[off:], f, t.Elem, t.Data[i*n+j])
 		}
 	}
 	return buf
@@ -324,36 +324,48 @@ func untilize(data []byte, shape []int64, elem ir.ElemKind, layout, f string) *g
 		for j := int64(0); j < n; j++ {
 			tile := (i/TileRows)*nt + j/TileCols
 			off := (tile*1024 + int64(faceIndex(int(i%TileRows), int(j%TileCols)))) * size
-			t.Data[i*n+j] = getElem(data[off:], f)
+			t.Data[i*n+j] = getElem(data[off:], f, elem)
 		}
 	}
 	return t
 }
 
 func elemSize(f string) int64 {
-	if f == "Float32" {
+	switch f {
+	case "Float32":
 		return 4
+	case "UInt8":
+		return 1
 	}
 	return 2
 }
 
-func putElem(b []byte, f string, v float64) {
+// putElem writes v in format f; a UInt8 element is the byte of a ui8, or
+// the two's complement byte of an i8.
+func putElem(b []byte, f string, elem ir.ElemKind, v float64) {
 	switch f {
 	case "Float32":
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
 	case "Float16_b":
 		binary.LittleEndian.PutUint16(b, uint16(math.Float32bits(float32(v))>>16))
+	case "UInt8":
+		b[0] = byte(int64(v))
 	default:
 		binary.LittleEndian.PutUint16(b, float16.Fromfloat32(float32(v)).Bits())
 	}
 }
 
-func getElem(b []byte, f string) float64 {
+func getElem(b []byte, f string, elem ir.ElemKind) float64 {
 	switch f {
 	case "Float32":
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
 	case "Float16_b":
 		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
+	case "UInt8":
+		if elem == ir.I8 {
+			return float64(int8(b[0]))
+		}
+		return float64(b[0])
 	}
 	return float64(float16.Frombits(binary.LittleEndian.Uint16(b)).Float32())
 }
@@ -431,6 +443,9 @@ func (hp *hostPlan) cpp(i int, cdir string) string {
 		}
 		for _, cb := range k.CircularBuffers {
 			fmt.Fprintf(&sb, "        p.add_cb(%d, DataFormat::%s, %d, %d);\n", cb.Index, cb.DataFormat, cb.PageBytes, cb.Pages)
+		}
+		for _, i := range k.ComputeConfig.UnpackToDestFp32 {
+			fmt.Fprintf(&sb, "        p.set_unpack_to_dest(%d);\n", i)
 		}
 		bufOf := map[string]string{}
 		for pi, p := range k.Params {

@@ -68,12 +68,24 @@ type param struct {
 	fmt    format
 	access class
 	seen   bool // accessed at all
+	// rowMap, when set, is the C++ expression of the row of the buffer
+	// (in its layout's matrix) that row r of the kernel reads: an operand
+	// broadcast over a leading dimension ([R0, 1, C] in [R0, R1, C] reads
+	// row r / R1). Its tiles are gathered row by row by the reader.
+	rowMap string
+	// scratch is the reader's page for the source tiles of a gather.
+	scratch *cbuf
+	// tileIndex, when set, is the tile a unit reads (a transpose's input).
+	tileIndex string
 }
 
 // tileExpr is the index of the tile a unit of work touches in the
 // buffer, in the reader's and writer's variables rb (row block) and ct
 // (column tile).
 func (p *param) tileExpr() string {
+	if p.tileIndex != "" {
+		return p.tileIndex
+	}
 	switch p.access {
 	case clsFull:
 		return "rb * Ct + ct"
@@ -164,6 +176,9 @@ type kgen struct {
 	accCBs   map[*ir.Operation][]*cbuf
 	accKind  map[*ir.Value]string
 	accFinal map[*ir.Value]*cbValue
+	// unpackToDest are the Float32 circular buffers whose tiles must reach
+	// DST with all 32 bits (UnpackToDestMode::UnpackToDestFp32).
+	unpackToDest []*cbuf
 }
 
 // sramBuf is a kept row block: a loop.alloc in sram.
@@ -214,6 +229,14 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 			g, err = nil, b.d
 		}
 	}()
+	if g.kind == "generic" {
+		g.readParams()
+		g.findGrid()
+		if !g.planTranspose() {
+			g.fail(nil, "of kind 'generic' is not supported yet (the tt backend maps row and element-wise kernels, and transposes of the last two dimensions, onto tiles)")
+		}
+		return g, nil
+	}
 	if g.kind != "row" && g.kind != "elementwise" {
 		g.fail(nil, "of kind '%s' is not supported yet (the tt backend maps row and element-wise kernels onto tiles)", g.kind)
 	}
@@ -236,7 +259,11 @@ func (g *kgen) readParams() {
 	entry := g.k.Body().Entry()
 	nin, nout := int(g.k.NumInputs()), int(g.k.NumOutputs())
 	next := nin + nout
+	// the names the kernels' own variables take
 	used := map[string]bool{}
+	for _, n := range []string{"unit", "unit_start", "unit_count", "num_units", "Ct", "t", "rb", "ct"} {
+		used[n] = true
+	}
 	for i, a := range entry.Args[:nin+nout] {
 		m, ok := a.Type().(ir.MemRefType)
 		if !ok {
@@ -249,7 +276,7 @@ func (g *kgen) readParams() {
 		used[name] = true
 		f, ok := formatOf(m.Elem.Kind)
 		if !ok {
-			g.fail(nil, "reads or writes %s elements; the backend supports f32, bf16 and f16 buffers (Float32, Float16_b, Float16) so far", m.Elem)
+			g.fail(nil, "reads or writes %s elements; %s", m.Elem, unsupportedElem(m.Elem.Kind))
 		}
 		p := &param{v: a, index: i, name: name, output: i >= nin, elem: m.Elem.Kind, shape: m.Shape, fmt: f}
 		g.params = append(g.params, p)
@@ -394,6 +421,34 @@ func isNarrowing(op *ir.Operation) (format, bool) {
 	return 0, false
 }
 
+// intCast reports whether op converts between a float the SFPU computes
+// on (f32, bf16, f16) and an 8-bit integer (ui8, i8): typecast_tile in DST.
+// toInt says which way; from and to are the element kinds.
+func intCast(op *ir.Operation) (from, to ir.ElemKind, toInt, ok bool) {
+	if op == nil || op.Name() != loop.OpCast {
+		return 0, 0, false, false
+	}
+	f, _ := ir.ElemOf(op.Operand(0).Type())
+	t, _ := ir.ElemOf(op.Result(0).Type())
+	from, to = f.Kind, t.Kind
+	isFloat := func(k ir.ElemKind) bool { return k == ir.F32 || k == ir.BF16 || k == ir.F16 }
+	isByte := func(k ir.ElemKind) bool { return k == ir.UI8 || k == ir.I8 }
+	switch {
+	case isFloat(from) && isByte(to):
+		return from, to, true, true
+	case isByte(from) && isFloat(to):
+		return from, to, false, true
+	}
+	return 0, 0, false, false
+}
+
+// isToInt reports whether op converts a float to ui8 or i8: its tile is
+// packed into a UInt8 circular buffer.
+func isToInt(op *ir.Operation) bool {
+	_, _, toInt, ok := intCast(op)
+	return ok && toInt
+}
+
 // elementwise is the set of float ops the SFPU and FPU compute.
 var elementwise = map[string]bool{
 	loop.OpNeg: true, loop.OpAbs: true, loop.OpExp: true, loop.OpExp2: true, loop.OpLog: true, loop.OpLog2: true,
@@ -438,10 +493,11 @@ func (g *kgen) classifyOp(op *ir.Operation) {
 		r := res()
 		r.cls, r.base = inf.cls, inf.base
 	case name == loop.OpCast:
-		if _, ok := isNarrowing(op); !ok {
+		_, _, _, isInt := intCast(op)
+		if _, ok := isNarrowing(op); !ok && !isInt {
 			from, _ := ir.ElemOf(op.Operand(0).Type())
 			to, _ := ir.ElemOf(op.Result(0).Type())
-			g.fail(op, "casts %s to %s; the backend casts between f32, bf16 and f16 so far", from, to)
+			g.fail(op, "casts %s to %s; the backend casts between f32, bf16 and f16, and between them and ui8 or i8, so far", from, to)
 		}
 		res().cls = g.info[op.Operand(0)].cls
 	case elementwise[name]:
@@ -502,6 +558,7 @@ func (g *kgen) access(op *ir.Operation, p *param, idx []*ir.Value, store bool) c
 		}
 	}
 	var c class
+	rowMap := ""
 	switch {
 	case same && hasCol:
 		c = clsFull
@@ -512,16 +569,107 @@ func (g *kgen) access(op *ir.Operation, p *param, idx []*ir.Value, store bool) c
 	case zero:
 		c = clsScalar
 	default:
-		g.fail(op, "reads '%s' with its rows mapped to other rows (a broadcast over a leading dimension); only whole rows, one row broadcast down all rows, or one value per row map onto tiles", p.name)
+		// a broadcast over a leading dimension: the rows of a row block
+		// come from rows of the buffer that are not one tile row; the
+		// reader gathers them
+		if store {
+			g.fail(op, "stores to '%s' with its rows mapped to other rows", p.name)
+		}
+		c = clsCol
+		if hasCol {
+			c = clsFull
+		}
+		rowMap = g.rowMapOf(op, p, idx, hasCol)
+		if gatherLocals[p.name] {
+			// the reader's gather declares these in the accessor's scope
+			p.name = g.unusedParamName(p.name + "_")
+		}
 	}
 	if store && c != clsFull && c != clsCol {
 		g.fail(op, "stores a %s value to '%s'", c, p.name)
 	}
-	if p.seen && p.access != c {
-		g.fail(op, "accesses '%s' both as %s and as %s tiles", p.name, p.access, c)
+	if p.seen && (p.access != c || p.rowMap != rowMap) {
+		g.fail(op, "accesses '%s' both as %s and as %s tiles", p.name, describeAccess(p.access, p.rowMap), describeAccess(c, rowMap))
 	}
-	p.seen, p.access = true, c
+	p.seen, p.access, p.rowMap = true, c, rowMap
 	return c
+}
+
+// unusedParamName is name, or name with underscores added, that no
+// parameter has.
+func (g *kgen) unusedParamName(name string) string {
+	for {
+		taken := false
+		for _, q := range g.params {
+			taken = taken || q.name == name
+		}
+		if !taken {
+			return name
+		}
+		name += "_"
+	}
+}
+
+// gatherLocals are the variables the reader's gather of a tile declares.
+var gatherLocals = map[string]bool{"r": true, "i": true, "src": true, "tile": true, "dst": true, "loaded": true}
+
+// describeAccess spells an access for a message: "full", "full (row r / 10u)".
+func describeAccess(c class, rowMap string) string {
+	if rowMap == "" {
+		return c.String()
+	}
+	return fmt.Sprintf("%s (row %s)", c, rowMap)
+}
+
+// rowMapOf is the C++ expression of the row of p's matrix that row r of
+// the kernel reads at indices idx: the indices flattened over the rows of
+// p's layout (every dimension but the last for whole rows, every
+// dimension for one value per row).
+func (g *kgen) rowMapOf(op *ir.Operation, p *param, idx []*ir.Value, hasCol bool) string {
+	n := len(idx)
+	if hasCol {
+		n--
+	}
+	for d := 1; d < n; d++ {
+		if p.shape[d] == ir.Dynamic {
+			g.fail(op, "reads '%s' with its rows mapped to other rows, and a dimension of run-time extent; the reader gathers rows only for static shapes", p.name)
+		}
+	}
+	var terms []string
+	stride := int64(1)
+	for d := n - 1; d >= 0; d-- {
+		if c, ok := constIndex(idx[d]); ok && c == 0 {
+			stride *= p.shape[d]
+			continue
+		}
+		e := g.indexExpr(op, p, idx[d])
+		if stride != 1 {
+			e = fmt.Sprintf("%s * %du", e, stride)
+		}
+		terms = append([]string{e}, terms...)
+		stride *= p.shape[d]
+	}
+	if len(terms) == 0 {
+		return "0u"
+	}
+	return strings.Join(terms, " + ")
+}
+
+// indexExpr spells an index of the grid body in C++ over the kernel's row
+// r: index arithmetic on r and constants.
+func (g *kgen) indexExpr(op *ir.Operation, p *param, v *ir.Value) string {
+	if v == g.grid.Body().Entry().Args[0] {
+		return "r"
+	}
+	if c, ok := constIndex(v); ok {
+		return fmt.Sprintf("%du", c)
+	}
+	ops := map[string]string{loop.OpAddi: "+", loop.OpSubi: "-", loop.OpMuli: "*", loop.OpDivi: "/", loop.OpRemi: "%"}
+	if d := v.DefiningOp(); d != nil && ops[d.Name()] != "" {
+		return "(" + g.indexExpr(op, p, d.Operand(0)) + " " + ops[d.Name()] + " " + g.indexExpr(op, p, d.Operand(1)) + ")"
+	}
+	g.fail(op, "reads '%s' at a row the backend cannot compute from the kernel's row", p.name)
+	return ""
 }
 
 // constIndex is the value of an index constant.
@@ -615,6 +763,11 @@ func (g *kgen) planWork() {
 		}
 		if c := g.cols.Const; c != nil {
 			g.rowLen = *c
+		}
+	}
+	for _, p := range g.params {
+		if p.rowMap != "" && g.rows.Const == nil {
+			g.fail(nil, "reads '%s' with its rows mapped to other rows (a broadcast over a leading dimension) over a run-time number of rows; the reader gathers rows only for static shapes", p.name)
 		}
 	}
 	if g.kind == "row" && g.rowLen%TileCols != 0 {

@@ -190,7 +190,8 @@ func (e Expr) Eval(shape func(buffer string, axis int) (int64, error)) (int64, e
 // every core of the grid that gets work.
 type Kernel struct {
 	Name string `json:"name"`
-	// Kind is the loop.kernel kind: "row" or "elementwise".
+	// Kind is the loop.kernel kind: "row" or "elementwise", or
+	// "transpose" for the generic kernel of a transpose.
 	Kind     string  `json:"kind"`
 	Schedule string  `json:"schedule,omitempty"`
 	Params   []Param `json:"params"`
@@ -213,12 +214,17 @@ type Kernel struct {
 // Param is a buffer parameter of a kernel and how the kernel reads it:
 // "full" (a tile per (row block, column tile)), "row" (a row broadcast
 // down the rows: a weight [C]), "col" (one value per row), "scalar".
+//
+// RowMap, for an operand broadcast over a leading dimension, is the row
+// of the buffer (in its layout's matrix) that row r of the kernel reads, a
+// C expression of r ("r / 10u"): the reader gathers those rows into tiles.
 type Param struct {
 	Name   string `json:"name"`
 	Role   string `json:"role"`
 	DType  string `json:"dtype"`
 	Access string `json:"access"`
 	Layout string `json:"layout"`
+	RowMap string `json:"row_map,omitempty"`
 }
 
 // Work says how the kernel's work is split: Units of work ("row_block":
@@ -259,8 +265,12 @@ type KernelFile struct {
 }
 
 // ComputeConfig is the ComputeConfig of the compute kernel.
+// UnpackToDestFp32 lists the circular buffers whose unpack_to_dest_mode
+// is UnpackToDestMode::UnpackToDestFp32 (the others Default): Float32
+// tiles that must reach DST with all 32 bits, as a transpose's input.
 type ComputeConfig struct {
-	MathFidelity   string `json:"math_fidelity"`
-	Fp32DestAccEn  bool   `json:"fp32_dest_acc_en"`
-	MathApproxMode bool   `json:"math_approx_mode"`
+	MathFidelity     string `json:"math_fidelity"`
+	Fp32DestAccEn    bool   `json:"fp32_dest_acc_en"`
+	MathApproxMode   bool   `json:"math_approx_mode"`
+	UnpackToDestFp32 []int  `json:"unpack_to_dest_fp32,omitempty"`
 }

@@ -20,8 +20,9 @@ import (
 // user in another block (a per-row value the loop over the row reads),
 // a user of a wider class (a per-row value broadcast over a full tile
 // needs unary_bcast from a circular buffer), or it is stored, or it is a
-// rounding to bf16 (the packer rounds). Everything else is computed inline
-// in the tree of its one user.
+// rounding to bf16 (the packer rounds) or a conversion to ui8 or i8 (the
+// packer writes the low byte of the integer typecast_tile leaves in DST).
+// Everything else is computed inline in the tree of its one user.
 
 // stmt is a statement of the kernels.
 type stmt interface{ isStmt() }
@@ -107,6 +108,9 @@ type node struct {
 	// broadcast of the second operand); "" computes on the SFPU.
 	fpu string
 	red string // nReduce: add, max or min
+	// castFrom and castTo are the typecast_tile formats of a "typecast"
+	// (Float32 to UInt8 or Int8, or back).
+	castFrom, castTo string
 }
 
 // describe spells the tree for a comment: rsqrt(add(div(sum(acc), 64), 1e-05)).
@@ -120,6 +124,9 @@ func (n *node) describe() string {
 		return "row_" + n.red + "(" + n.leaf.cb.name + ")"
 	case nMask:
 		return "mask(" + n.args[0].describe() + ")"
+	}
+	if n.op == "typecast" {
+		return "typecast<" + n.castFrom + ", " + n.castTo + ">(" + n.args[0].describe() + ")"
 	}
 	parts := make([]string, len(n.args))
 	for i, a := range n.args {
@@ -185,6 +192,9 @@ func (g *kgen) isRoot(v *ir.Value) bool {
 	if _, ok := isNarrowing(op); ok {
 		return true
 	}
+	if isToInt(op) {
+		return true
+	}
 	if len(inf.users) != 1 {
 		return true
 	}
@@ -215,7 +225,10 @@ func (g *kgen) load(op *ir.Operation, b *ir.Block, loopOp *ir.Operation) []stmt 
 		return nil // nothing reads it: the reader skips it too
 	}
 	if p := g.byArg[l.Memref()]; p != nil {
-		cb := g.newCB("cb_"+p.name, p.fmt, 2, fmt.Sprintf("%s tiles of %s, from the reader", p.access, p.name))
+		cb := g.newCB("cb_"+p.name, p.fmt, 2, fmt.Sprintf("%s tiles of %s, from the reader", describeAccess(p.access, p.rowMap), p.name))
+		if p.rowMap != "" && p.scratch == nil {
+			p.scratch = g.newCB("cb_"+p.name+"_src", p.fmt, 1, fmt.Sprintf("the reader's copy of a tile of %s, whose rows it gathers", p.name))
+		}
 		inf.cbv = &cbValue{cb: cb, index: "0", cls: inf.cls, scope: b}
 		return []stmt{&readStmt{p: p, cb: cb}}
 	}
@@ -278,6 +291,9 @@ func (g *kgen) materialize(v *ir.Value, b *ir.Block) []stmt {
 	if nf, ok := isNarrowing(op); ok {
 		f = nf
 	}
+	if isToInt(op) {
+		f = uint8Format
+	}
 	var dests []*cbuf
 	var after []stmt
 	own := false
@@ -311,6 +327,13 @@ func (g *kgen) tree(v *ir.Value) *node {
 		return g.operand(op.Operand(0))
 	}
 	n := &node{kind: nOp, cls: g.info[v].cls, val: v, op: op.Name()}
+	if from, to, _, ok := intCast(op); ok {
+		// the conversion happens in DST, between the f32 the SFPU computes
+		// on and the integer the UInt8 tiles hold
+		n.op, n.castFrom, n.castTo = "typecast", typecastFormat(from), typecastFormat(to)
+		n.args = []*node{g.operand(op.Operand(0))}
+		return n
+	}
 	switch op.Name() {
 	case loop.OpReduce:
 		r, _ := loop.AsReduce(op)
@@ -492,8 +515,8 @@ func (g *kgen) section(tree *node, dests []*cbuf, b *ir.Block, comment string) [
 			g.fail(nil, "has an expression that needs more than %d DST tiles", dstTiles)
 		}
 		cb := g.newCB("cb_im", float32Format, 1, fmt.Sprintf("%s tile of %s (split for DST)", sub.cls, sub.describe()))
-		out = append(out, g.section(&node{kind: sub.kind, cls: sub.cls, val: sub.val, op: sub.op, pred: sub.pred,
-			approx: sub.approx, args: sub.args, fpu: sub.fpu}, []*cbuf{cb}, b, sub.describe()+" (split)")...)
+		moved := *sub
+		out = append(out, g.section(&moved, []*cbuf{cb}, b, sub.describe()+" (split)")...)
 		*sub = node{kind: nLeaf, cls: sub.cls, leaf: &cbValue{cb: cb, index: "0", cls: sub.cls, scope: b}}
 	}
 	s := &sectionStmt{comment: comment, tree: tree, dests: dests}
@@ -580,12 +603,30 @@ func scalarOperand(n *node) (*node, float64, bool) {
 		if a.kind == nConst {
 			return b, a.c, true
 		}
-	case loop.OpDiv, loop.OpPow:
+	case loop.OpDiv:
+		// div_unary_tile multiplies by a reciprocal: exact only when the
+		// divisor is a power of two; otherwise div_binary_tile divides
+		// (correctly rounded in f32) by a filled tile
+		if b.kind == nConst && exactReciprocal(b.c) {
+			return a, b.c, true
+		}
+	case loop.OpPow:
 		if b.kind == nConst {
 			return a, b.c, true
 		}
 	}
 	return nil, 0, false
+}
+
+// exactReciprocal reports whether 1/c is an f32 without rounding: c is a
+// power of two whose reciprocal is in range.
+func exactReciprocal(c float64) bool {
+	if c == 0 || math.IsInf(c, 0) || math.IsNaN(c) {
+		return false
+	}
+	frac, _ := math.Frexp(c)
+	r := 1 / c
+	return math.Abs(frac) == 0.5 && float64(float32(r)) == r && !math.IsInf(float64(float32(r)), 0)
 }
 
 // planFPU picks the FPU for add, sub and mul of two tiles in circular

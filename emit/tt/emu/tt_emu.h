@@ -5,8 +5,9 @@
 // with the device's rules enforced:
 //
 //   - tiles are 32x32 in the device's face order (four 16x16 faces, each
-//     row-major), Float32 (4096 bytes), Float16_b (2048) or Float16 (2048),
-//     in each core's L1 (a byte array of the target's size);
+//     row-major), Float32 (4096 bytes), Float16_b (2048), Float16 (2048) or
+//     UInt8 (1024: ui8, and i8 as its two's complement byte), in each
+//     core's L1 (a byte array of the target's size);
 //   - circular buffers have pages and real FIFO semantics: cb_reserve_back /
 //     cb_push_back on the producer side, cb_wait_front / cb_pop_front on the
 //     consumer side, blocking across the reader, compute and writer threads
@@ -16,6 +17,11 @@
 //   - FPU ops read srcA/srcB, which hold 19 bits (TF32) of a Float32 operand;
 //     SFPU ops compute in f32 (unary functions in double, rounded once);
 //     packing to Float16_b / Float16 rounds to nearest even;
+//   - a UInt8 tile reaches DST as integers (the byte zero-extended, with the
+//     math engine in INT8 mode), which only typecast_tile turns into floats
+//     and only a UInt8 pack takes (its low byte); typecast_tile from Float32
+//     to UInt8 / Int8 truncates toward zero and keeps the low byte, as the
+//     SFPU's conversion does;
 //   - reads and writes go to emulated DRAM buffers of tiles through
 //     TensorAccessor and noc_async_read_tile / noc_async_write_tile.
 //
@@ -24,7 +30,10 @@
 // a page not waited for, a push beyond what was reserved, a DST index past
 // the acquired half, math outside acquire or a pack before tile_regs_wait,
 // an op without its init (or after another op's init), an operand whose data
-// format the unpacker is not configured for, pushing a page whose NoC read
+// format the unpacker is not configured for, integers in DST where an op
+// takes floats (or the reverse), the INT8 mode of the math engine left on
+// (or off) by a reconfiguration without to_from_int8, a circular buffer
+// declared Int8 (sign-magnitude), pushing a page whose NoC read
 // has not been waited for by a barrier, L1 overflow, and deadlock (every
 // live kernel of a core blocked).
 //
@@ -61,7 +70,7 @@ enum CBIndex : std::uint8_t {
 };
 }  // namespace tt
 
-enum class DataFormat : std::uint8_t { Float32 = 0, Float16 = 1, Float16_b = 5, Invalid = 0xff };
+enum class DataFormat : std::uint8_t { Float32 = 0, Float16 = 1, Float16_b = 5, Int8 = 14, UInt8 = 30, Invalid = 0xff };
 enum class PoolType { SUM, AVG, MAX };
 enum class ReduceDim { REDUCE_ROW, REDUCE_COL, REDUCE_SCALAR };
 enum class BroadcastType { NONE, COL, ROW, SCALAR };
@@ -135,6 +144,8 @@ inline uint32_t format_bytes(DataFormat f) {
         case DataFormat::Float32: return 4096;
         case DataFormat::Float16_b:
         case DataFormat::Float16: return 2048;
+        case DataFormat::UInt8:
+        case DataFormat::Int8: return 1024;
         default: return 0;
     }
 }
@@ -143,6 +154,8 @@ inline const char* format_name(DataFormat f) {
         case DataFormat::Float32: return "Float32";
         case DataFormat::Float16_b: return "Float16_b";
         case DataFormat::Float16: return "Float16";
+        case DataFormat::UInt8: return "UInt8";
+        case DataFormat::Int8: return "Int8";
         default: return "Invalid";
     }
 }
@@ -151,6 +164,25 @@ inline const char* format_name(DataFormat f) {
 inline int face_index(int r, int c) {
     int face = (r / 16) * 2 + (c / 16);
     return face * 256 + (r % 16) * 16 + (c % 16);
+}
+
+// DST holds 32-bit words: a float, or an integer in the same bits.
+inline uint32_t word_of(const float* p, int i) {
+    uint32_t u;
+    std::memcpy(&u, p + i, 4);
+    return u;
+}
+inline void set_word(float* p, int i, uint32_t u) { std::memcpy(p + i, &u, 4); }
+
+// A UInt8 tile (face order) <-> 1024 integers in row-major order, as DST
+// words: the unpacker zero-extends each byte, the packer keeps the low one.
+inline void unpack_int_tile(const uint8_t* src, float* out) {
+    for (int r = 0; r < kTileRows; r++)
+        for (int c = 0; c < kTileCols; c++) set_word(out, r * kTileCols + c, src[face_index(r, c)]);
+}
+inline void pack_int_tile(const float* in, uint8_t* dst) {
+    for (int r = 0; r < kTileRows; r++)
+        for (int c = 0; c < kTileCols; c++) dst[face_index(r, c)] = uint8_t(word_of(in, r * kTileCols + c) & 0xffu);
 }
 
 // Tile bytes (face order, format f) <-> 1024 floats in row-major order.
@@ -265,6 +297,7 @@ struct CBConfig {
     uint32_t index = 0;
     DataFormat format = DataFormat::Invalid;
     uint32_t page_size = 0, num_pages = 0, l1_addr = 0;
+    bool unpack_to_dest = false;  // UnpackToDestMode::UnpackToDestFp32 in the ComputeConfig
 };
 
 struct CB {
@@ -431,10 +464,13 @@ inline const uint8_t* read_tile(uint32_t id, uint32_t itile, const char* call, D
 
 struct Engine {
     float dst[16][kTileElems];
+    bool dst_int[16] = {};  // the tile holds integers (a UInt8 unpack, typecast_tile to UInt8 / Int8)
     enum State { Released, Acquired, Committed, Waited } state = Released;
     int half = 0;
     bool started = false;
     int unpack_a = -1, unpack_b = -1, pack = -1;  // configured data formats
+    bool int8_math = false;                       // the math engine's INT8 mode (ALU_ACC_CTRL_INT8_math_enabled)
+    bool srca_unsigned = false;                   // srcA integers are unsigned (ALU_FORMAT_SPEC_REG0_SrcAUnsigned)
     std::string math_init;                        // the FPU / unpack op the last init configured
     std::string sfpu_init;                        // the SFPU op the last *_init configured
     bool reduce_active = false;
@@ -450,12 +486,28 @@ inline const char* state_name(Engine::State s) {
     }
 }
 
-inline float* dst_tile(uint32_t i, const char* call) {
+// dst_any is DST tile i of the acquired half, whatever it holds.
+inline float* dst_any(uint32_t i, const char* call) {
     if (eng.state != Engine::Acquired)
         fail("%s writes DST while it is %s: math runs between tile_regs_acquire and tile_regs_commit", call, state_name(eng.state));
     if (i >= tctx.core->cfg.dst_tiles_per_acquire)
         fail("%s uses DST tile %u, but an acquire holds %u tiles", call, i, tctx.core->cfg.dst_tiles_per_acquire);
     return eng.dst[eng.half * 8 + i];
+}
+// dst_tile is DST tile i for an op on floats.
+inline float* dst_tile(uint32_t i, const char* call) {
+    float* d = dst_any(i, call);
+    if (eng.dst_int[eng.half * 8 + i])
+        fail("%s reads DST tile %u, which holds integers (a UInt8 tile or a typecast_tile result): convert it with "
+             "typecast_tile<UInt8 or Int8, Float32> first",
+             call, i);
+    return d;
+}
+// dst_out is DST tile i, which op call overwrites with floats or integers.
+inline float* dst_out(uint32_t i, const char* call, bool is_int) {
+    float* d = dst_any(i, call);
+    eng.dst_int[eng.half * 8 + i] = is_int;
+    return d;
 }
 
 inline void need_started(const char* call) {
@@ -488,10 +540,24 @@ inline DataFormat cb_format(uint32_t id, const char* call) {
     return cb_of(id, call).cfg.format;
 }
 
+// The math engine's INT8 mode must match the tiles an op unpacks.
+inline bool int_format(DataFormat f) { return f == DataFormat::UInt8 || f == DataFormat::Int8; }
+inline void need_int8_mode(bool want, uint32_t cb, DataFormat f, const char* call) {
+    if (eng.int8_math != want)
+        fail("%s: c_%u holds %s tiles, but the math engine's INT8 mode is %s (reconfigure with to_from_int8 = true, "
+             "reconfig_data_format_srca<true>, when switching between integer and float tiles)",
+             call, cb, format_name(f), eng.int8_math ? "on" : "off");
+}
+
 // An operand read through srcA/srcB: 19 bits of a Float32 tile.
 inline void load_src(uint32_t cb, uint32_t itile, const char* call, float* out, bool tf32) {
     DataFormat f;
     const uint8_t* p = read_tile(cb, itile, call, &f);
+    if (int_format(f))
+        fail("%s: c_%u holds %s tiles; the emulated FPU, unary_bcast and reduce take float tiles (copy_tile an integer "
+             "tile and typecast_tile it in DST)",
+             call, cb, format_name(f));
+    need_int8_mode(false, cb, f, call);
     unpack_tile(p, f, out);
     if (tf32 && f == DataFormat::Float32)
         for (int i = 0; i < kTileElems; i++) out[i] = to_tf32(out[i]);
@@ -507,17 +573,36 @@ inline void compute_kernel_hw_startup(uint32_t icb0, uint32_t icb1, uint32_t ocb
     eng.unpack_a = int(cb_format(icb0, "compute_kernel_hw_startup"));
     eng.unpack_b = int(cb_format(icb1, "compute_kernel_hw_startup"));
     eng.pack = int(cb_format(ocb, "compute_kernel_hw_startup"));
+    // the hardware configuration sets the INT8 mode and srcA's signedness
+    // from srcA's format
+    eng.int8_math = int_format(DataFormat(eng.unpack_a));
+    eng.srca_unsigned = DataFormat(eng.unpack_a) == DataFormat::UInt8;
     eng.started = true;
 }
 inline void compute_kernel_hw_startup(uint32_t icb0, uint32_t ocb) { compute_kernel_hw_startup(icb0, icb0, ocb); }
+
+namespace ttemu {
+// reconfig_int8 is what to_from_int8 = true adds to a reconfiguration of
+// srcA: the INT8 mode and srcA's signedness follow the new format.
+inline void reconfig_int8(const char* call) {
+    if (!tctx.core->cfg.fp32_dest_acc_en)
+        fail("%s with to_from_int8 = true needs fp32_dest_acc_en (Dest in 32-bit mode)", call);
+    eng.int8_math = int_format(DataFormat(eng.unpack_a));
+    eng.srca_unsigned = DataFormat(eng.unpack_a) == DataFormat::UInt8;
+}
+}  // namespace ttemu
 
 template <bool to_from_int8 = false>
 inline void reconfig_data_format(uint32_t srca, uint32_t srcb) {
     ttemu::eng.unpack_a = int(ttemu::cb_format(srca, "reconfig_data_format"));
     ttemu::eng.unpack_b = int(ttemu::cb_format(srcb, "reconfig_data_format"));
+    if (to_from_int8) ttemu::reconfig_int8("reconfig_data_format");
 }
 template <bool to_from_int8 = false>
-inline void reconfig_data_format_srca(uint32_t srca) { ttemu::eng.unpack_a = int(ttemu::cb_format(srca, "reconfig_data_format_srca")); }
+inline void reconfig_data_format_srca(uint32_t srca) {
+    ttemu::eng.unpack_a = int(ttemu::cb_format(srca, "reconfig_data_format_srca"));
+    if (to_from_int8) ttemu::reconfig_int8("reconfig_data_format_srca");
+}
 template <bool to_from_int8 = false>
 inline void reconfig_data_format_srcb(uint32_t srcb) { ttemu::eng.unpack_b = int(ttemu::cb_format(srcb, "reconfig_data_format_srcb")); }
 inline void pack_reconfig_data_format(uint32_t ocb) { ttemu::eng.pack = int(ttemu::cb_format(ocb, "pack_reconfig_data_format")); }
@@ -529,6 +614,7 @@ inline void tile_regs_acquire() {
     eng.state = Engine::Acquired;
     // the packer clears what it has packed, so an acquired half starts at zero
     std::memset(eng.dst[eng.half * 8], 0, sizeof(float) * 8 * kTileElems);
+    for (int i = 0; i < 8; i++) eng.dst_int[eng.half * 8 + i] = false;
 }
 inline void tile_regs_commit() {
     using namespace ttemu;
@@ -568,7 +654,21 @@ inline void pack_tile(uint32_t idst, uint32_t ocb, uint32_t output_tile_index = 
     uint32_t page = out_of_order_output ? output_tile_index : b.packed;
     if (page >= b.reserved)
         fail("pack_tile(%u, c_%u) writes page %u of the reservation, but cb_reserve_back reserved %u", idst, ocb, page, b.reserved);
-    pack_tile_bytes(eng.dst[eng.half * 8 + idst], b.cfg.format, l1_ptr(back_page_addr(b, page), b.cfg.page_size, "pack_tile"));
+    bool is_int = eng.dst_int[eng.half * 8 + idst];
+    uint8_t* dst = l1_ptr(back_page_addr(b, page), b.cfg.page_size, "pack_tile");
+    if (int_format(b.cfg.format)) {
+        if (!is_int)
+            fail("pack_tile(%u, c_%u): DST tile %u holds floats, but c_%u is a UInt8 buffer: convert them with "
+                 "typecast_tile<Float32, UInt8 or Int8> first",
+                 idst, ocb, idst, ocb);
+        pack_int_tile(eng.dst[eng.half * 8 + idst], dst);
+    } else {
+        if (is_int)
+            fail("pack_tile(%u, c_%u): DST tile %u holds integers, but c_%u holds %s tiles: convert them with "
+                 "typecast_tile<UInt8 or Int8, Float32> first",
+                 idst, ocb, idst, ocb, format_name(b.cfg.format));
+        pack_tile_bytes(eng.dst[eng.half * 8 + idst], b.cfg.format, dst);
+    }
     if (!out_of_order_output || page + 1 > b.packed) b.packed = page + 1;
 }
 
@@ -582,8 +682,20 @@ inline void copy_tile_init(uint32_t cb) { copy_tile_to_dst_init_short(cb); }
 inline void copy_tile(uint32_t cb, uint32_t itile, uint32_t idst) {
     using namespace ttemu;
     need_math("copy_tile", "copy");
-    need_format(eng.unpack_a, cb, cb_format(cb, "copy_tile"), "copy_tile", "srcA");
-    float* d = dst_tile(idst, "copy_tile");
+    DataFormat f = cb_format(cb, "copy_tile");
+    need_format(eng.unpack_a, cb, f, "copy_tile", "srcA");
+    if (int_format(f)) {
+        // integers reach DST with the INT8 mode on and srcA unsigned: the
+        // byte zero-extended (an i8 tile is declared UInt8)
+        need_int8_mode(true, cb, f, "copy_tile");
+        if (!eng.srca_unsigned)
+            fail("copy_tile: c_%u holds UInt8 tiles, but srcA is configured as signed (reconfig_data_format_srca<true>)", cb);
+        DataFormat rf;
+        const uint8_t* p = read_tile(cb, itile, "copy_tile", &rf);
+        unpack_int_tile(p, dst_out(idst, "copy_tile", true));
+        return;
+    }
+    float* d = dst_out(idst, "copy_tile", false);
     load_src(cb, itile, "copy_tile", d, false);  // copies unpack to DST in full precision
 }
 
@@ -607,7 +719,7 @@ inline void fpu_binary(char op, BroadcastType bc, uint32_t icb0, uint32_t icb1, 
     static thread_local float a[kTileElems], b[kTileElems];
     load_src(icb0, itile0, call, a, true);
     load_src(icb1, itile1, call, b, true);
-    float* d = dst_tile(idst, call);
+    float* d = dst_out(idst, call, false);
     for (int r = 0; r < kTileRows; r++)
         for (int c = 0; c < kTileCols; c++) {
             float y;
@@ -675,7 +787,7 @@ inline void unary_bcast(uint32_t icb, uint32_t itile, uint32_t idst) {
     need_format(eng.unpack_a, icb, cb_format(icb, "unary_bcast"), "unary_bcast", "the unpacker");
     static thread_local float a[kTileElems];
     load_src(icb, itile, "unary_bcast", a, false);
-    float* d = dst_tile(idst, "unary_bcast");
+    float* d = dst_out(idst, "unary_bcast", false);
     for (int r = 0; r < kTileRows; r++)
         for (int c = 0; c < kTileCols; c++)
             d[r * kTileCols + c] = B == BroadcastType::COL ? a[r * kTileCols] : B == BroadcastType::ROW ? a[c]
@@ -749,7 +861,7 @@ inline void sfpu_binary(uint32_t a, uint32_t b, uint32_t o, const char* call, co
     need_sfpu(call, init);
     float* x = dst_tile(a, call);
     float* y = dst_tile(b, call);
-    float* z = dst_tile(o, call);
+    float* z = dst_out(o, call, false);
     for (int i = 0; i < kTileElems; i++) z[i] = float(f(double(x[i]), double(y[i])));
 }
 inline void sfpu_init(const char* name) {
@@ -865,7 +977,9 @@ inline void binop_with_scalar_tile_init() { ttemu::sfpu_init("binop_with_scalar_
 TTEMU_SCALAR(add_unary_tile, ttemu::f32op('+', x, c))
 TTEMU_SCALAR(sub_unary_tile, ttemu::f32op('-', x, c))
 TTEMU_SCALAR(mul_unary_tile, ttemu::f32op('*', x, c))
-TTEMU_SCALAR(div_unary_tile, ttemu::f32op('/', x, c))
+// the host passes div_unary_tile the divisor's reciprocal (tt-metal's
+// "inversion is carried out on host side"): it multiplies
+TTEMU_SCALAR(div_unary_tile, ttemu::f32op('*', x, c))
 TTEMU_SCALAR(rsub_unary_tile, ttemu::f32op('-', c, x))
 #undef TTEMU_SCALAR
 
@@ -873,12 +987,12 @@ TTEMU_SCALAR(rsub_unary_tile, ttemu::f32op('-', c, x))
 inline void fill_tile_init() { ttemu::sfpu_init("fill_tile_init"); }
 inline void fill_tile(uint32_t idst, float v) {
     ttemu::need_sfpu("fill_tile", "fill_tile_init");
-    float* d = ttemu::dst_tile(idst, "fill_tile");
+    float* d = ttemu::dst_out(idst, "fill_tile", false);
     for (int i = 0; i < ttemu::kTileElems; i++) d[i] = v;
 }
 inline void fill_tile_bitcast(uint32_t idst, uint32_t bits) {
     ttemu::need_sfpu("fill_tile_bitcast", "fill_tile_init");
-    float* d = ttemu::dst_tile(idst, "fill_tile_bitcast");
+    float* d = ttemu::dst_out(idst, "fill_tile_bitcast", false);
     for (int i = 0; i < ttemu::kTileElems; i++) d[i] = ttemu::bits_to_f32(bits);
 }
 
@@ -914,8 +1028,96 @@ inline void where_tile(uint32_t c, uint32_t t, uint32_t f, uint32_t o) {
     float* pc = dst_tile(c, "where_tile");
     float* pt = dst_tile(t, "where_tile");
     float* pf = dst_tile(f, "where_tile");
-    float* po = dst_tile(o, "where_tile");
+    float* po = dst_out(o, "where_tile", false);
     for (int i = 0; i < kTileElems; i++) po[i] = pc[i] != 0.0f ? pt[i] : pf[i];
+}
+
+// typecast.h: conversions in DST between the f32 the SFPU computes on and the
+// 8-bit integers of UInt8 tiles (tt-metal's typecast_tile<IN_DTYPE, OUT_DTYPE>).
+namespace ttemu {
+inline std::string typecast_name(const char* what, uint32_t in, uint32_t out) {
+    return std::string(what) + "<" + format_name(DataFormat(in)) + ", " + format_name(DataFormat(out)) + ">";
+}
+inline bool float_format(DataFormat f) { return f == DataFormat::Float32 || f == DataFormat::Float16_b; }
+}  // namespace ttemu
+
+template <uint32_t IN_DTYPE, uint32_t OUT_DTYPE>
+inline void typecast_tile_init() {
+    ttemu::sfpu_init(ttemu::typecast_name("typecast_tile_init", IN_DTYPE, OUT_DTYPE).c_str());
+}
+template <uint32_t IN_DTYPE, uint32_t OUT_DTYPE, bool is_fp32_dest_acc_en = true>
+inline void typecast_tile(uint32_t idst) {
+    using namespace ttemu;
+    const DataFormat in = DataFormat(IN_DTYPE), out = DataFormat(OUT_DTYPE);
+    std::string call = typecast_name("typecast_tile", IN_DTYPE, OUT_DTYPE);
+    need_sfpu(call.c_str(), typecast_name("typecast_tile_init", IN_DTYPE, OUT_DTYPE).c_str());
+    if ((in == DataFormat::Int8 || out == DataFormat::Int8) && !tctx.core->cfg.fp32_dest_acc_en)
+        fail("%s: Int8 conversions need Dest in 32-bit mode (fp32_dest_acc_en)", call.c_str());
+    if (float_format(in) && int_format(out)) {
+        // the SFPU shifts the mantissa right by (23 - exponent), negates
+        // negative values and keeps the low byte: truncation toward zero,
+        // modulo 256; NaN and |x| >= 2^31 give architecture-specific bytes
+        float* d = dst_tile(idst, call.c_str());
+        for (int i = 0; i < kTileElems; i++) {
+            float x = d[i];
+            if (std::isnan(x) || std::fabs(x) >= 2147483648.0f)
+                fail("%s: DST tile %u holds %g at (%d, %d), where the SFPU conversion is not defined (NaN or |x| >= 2^31): "
+                     "saturate first",
+                     call.c_str(), idst, double(x), i / kTileCols, i % kTileCols);
+            int64_t t = int64_t(std::trunc(double(x)));
+            set_word(d, i, uint32_t(t) & 0xffu);
+        }
+        eng.dst_int[eng.half * 8 + idst] = true;
+        return;
+    }
+    if (int_format(in) && float_format(out)) {
+        float* d = dst_any(idst, call.c_str());
+        if (!eng.dst_int[eng.half * 8 + idst])
+            fail("%s: DST tile %u holds floats, not the integers of a UInt8 tile", call.c_str(), idst);
+        for (int i = 0; i < kTileElems; i++) {
+            uint32_t byte = word_of(d, i) & 0xffu;
+            d[i] = in == DataFormat::Int8 ? float(int8_t(uint8_t(byte))) : float(byte);
+        }
+        eng.dst_int[eng.half * 8 + idst] = false;
+        return;
+    }
+    fail("%s is not emulated (only Float32 <-> UInt8 and Int8)", call.c_str());
+}
+
+// transpose.h: a tile transposed (element (r, c) to (c, r)) on its way to
+// DST. A 32-bit tile must be unpacked straight to DST for that (its
+// circular buffer's unpack_to_dest_mode UnpackToDestFp32); through srcA it
+// would keep 19 bits.
+inline void transpose_init(uint32_t icb) {
+    ttemu::need_started("transpose_init");
+    ttemu::set_math("transpose");
+}
+inline void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst) {
+    using namespace ttemu;
+    need_math("transpose_tile", "transpose");
+    DataFormat f = cb_format(icb, "transpose_tile");
+    need_format(eng.unpack_a, icb, f, "transpose_tile", "srcA");
+    bool u2d;
+    {
+        std::unique_lock<std::mutex> lk(tctx.core->mu);
+        u2d = cb_of(icb, "transpose_tile").cfg.unpack_to_dest;
+    }
+    if (f == DataFormat::Float32 && !u2d)
+        fail("transpose_tile: c_%u holds Float32 tiles, but its unpack_to_dest_mode is Default: through srcA the transpose "
+             "keeps 19 bits (set UnpackToDestMode::UnpackToDestFp32 for it)",
+             icb);
+    static thread_local float a[kTileElems];
+    bool is_int = int_format(f);
+    if (is_int) {
+        need_int8_mode(true, icb, f, "transpose_tile");
+        DataFormat rf;
+        unpack_int_tile(read_tile(icb, itile, "transpose_tile", &rf), a);
+    } else {
+        load_src(icb, itile, "transpose_tile", a, false);
+    }
+    float* d = dst_out(idst, "transpose_tile", is_int);
+    for (int r = 0; r < kTileRows; r++)
+        for (int c = 0; c < kTileCols; c++) d[c * kTileCols + r] = a[r * kTileCols + c];
 }
 
 // ---------------------------------------------------------------------------
@@ -1054,6 +1256,16 @@ struct Program {
         c.num_pages = num_pages;
         cbs.push_back(c);
     }
+    // set_unpack_to_dest is ComputeConfig's unpack_to_dest_mode[index] =
+    // UnpackToDestMode::UnpackToDestFp32.
+    void set_unpack_to_dest(uint32_t index) {
+        for (auto& c : cbs)
+            if (c.index == index) {
+                c.unpack_to_dest = true;
+                return;
+            }
+        fail("program %s: unpack_to_dest_mode for c_%u, which is not configured", name.c_str(), index);
+    }
 
     // run places the circular buffers in each core's L1, starts the three
     // kernels of every core and waits for all of them.
@@ -1061,6 +1273,10 @@ struct Program {
         uint32_t addr = 0;
         for (auto& c : cbs) {
             if (c.index >= kNumCBs) fail("program %s: circular buffer index %u out of range", name.c_str(), c.index);
+            if (c.format == DataFormat::Int8)
+                fail("program %s: c_%u is declared Int8, which the unpacker and packer read as sign-magnitude: declare i8 "
+                     "tiles UInt8 and convert them with typecast_tile<Int8, ...>",
+                     name.c_str(), c.index);
             if (c.page_size != format_bytes(c.format))
                 fail("program %s: c_%u has pages of %u bytes, but a %s tile is %u", name.c_str(), c.index, c.page_size,
                      format_name(c.format), format_bytes(c.format));
