@@ -56,6 +56,7 @@ func (ke *kernelEmitter) f32PairToHalf(lo, hi opnd, to ir.ElemKind) (opnd, opnd)
 	r := ke.b32("cvt.rn."+halfName(to)+"x2.f32", hi, lo)
 	hl, hh := a.reg(rB16), a.reg(rB16)
 	a.raw(nil, false, "mov.b32", "{"+hl.s+", "+hh.s+"}", r.s)
+	ke.halves[hl.s], ke.halves[hh.s] = halfSrc{r, false}, halfSrc{r, true}
 	return hl, hh
 }
 
@@ -79,7 +80,17 @@ func (ke *kernelEmitter) castLane(op *ir.Operation, x opnd, from, to ir.ElemKind
 	case from.IsFloat() && to.IsFloat():
 		return ke.floatToFloat(x, from, to)
 	case from.IsFloat():
-		n := ke.floatToInt64(ke.toWide(x, from), from)
+		w := ke.toWide(x, from)
+		if lo, hi := valueRange(op.Operand(0)); w.cls == rF32 && lo > -(1<<31) && hi < 1<<31 {
+			// within 32 bits (and NaN, which both give 0): the 32-bit
+			// conversion, and no wrap where the range fits the type
+			n := ke.b32("cvt.rzi.s32.f32", w)
+			if tlo, thi := to.IntRange(); laneClass(to) != rB64 && float64(tlo) <= lo && hi < float64(thi)+1 {
+				return n
+			}
+			return ke.int64To(ke.b64("cvt.s64.s32", n), to)
+		}
+		n := ke.floatToInt64(w, from)
 		return ke.int64To(n, to)
 	case to.IsFloat():
 		return ke.intToFloat(x, from, to)
@@ -108,8 +119,19 @@ func (ke *kernelEmitter) toWide(x opnd, from ir.ElemKind) opnd {
 	switch from {
 	case ir.F32, ir.F64:
 		return x
-	case ir.BF16, ir.F16:
-		return ke.f32("cvt.f32."+halfName(from), x)
+	case ir.BF16:
+		// a bf16 is the upper half of the f32 with its bits: from the
+		// word it came in, one and or shift (cvt.f32.bf16 of a half
+		// costs ptxas two instructions for the upper one)
+		if h, ok := ke.halves[x.s]; ok {
+			if h.high {
+				return ke.f32("mov.b32", ke.b32("and.b32", h.word, i32(-0x10000)))
+			}
+			return ke.f32("mov.b32", ke.b32("shl.b32", h.word, i32(16)))
+		}
+		return ke.f32("cvt.f32.bf16", x)
+	case ir.F16:
+		return ke.f32("cvt.f32.f16", x)
 	case ir.F8E4M3FN, ir.F8E5M2:
 		// the f8 value in the low byte becomes the low f16 of the pair
 		h2 := ke.b32("cvt.rn.f16x2."+f8Name(from), x)

@@ -41,14 +41,15 @@ func TestRowKernelText(t *testing.T) {
 		"ld.param.u64",
 		"cvta.to.global.u64",
 		"ld.global.nc.v4.b32",
-		"cvt.f32.bf16",
+		", -65536;", // the upper bf16 of a word, to f32 with its bits
+		", 16;",
 		"shfl.sync.bfly.b32 \t%r",
 		", 16, 31, -1;",
 		"@%p1 st.shared.f32",
 		"bar.sync \t0;",
 		"rsqrt.approx.f32",
-		"ex2.approx.f32",
-		"div.full.f32",
+		"ex2.approx.ftz.f32",
+		"rcp.approx.ftz.f32",
 		"cvt.rn.bf16x2.f32",
 		"st.global.v4.b32",
 		"ret;",
@@ -113,12 +114,12 @@ cvt.rn.bf16x2.f32 cvt.rn.f16.f32 cvt.rn.f16x2.e4m3x2 cvt.rn.f16x2.f32 cvt.rn.f32
 cvt.rn.f64.s32 cvt.rn.satfinite.e4m3x2.f32 cvt.rn.satfinite.e5m2x2.f32 cvt.rni.f32.f32
 cvt.rni.f64.f64 cvt.rpi.f32.f32 cvt.rz.f32.f64 cvt.rzi.f64.f64 cvt.rzi.s32.f32 cvt.rzi.s32.f64
 cvt.rzi.s64.f32 cvt.s64.s32 cvt.u16.u32 cvt.u32.u16 cvt.u32.u64 cvt.u64.u32 cvta.to.global.u64
-div.full.f32 div.rn.f32 div.rn.f64 div.s64 div.u64 ex2.approx.f32 fma.rn.f32 fma.rn.f64
+div.full.f32 div.rn.f32 div.rn.f64 div.s64 div.u64 ex2.approx.f32 ex2.approx.ftz.f32 fma.rn.f32 fma.rn.f64
 ld.global.nc.b16 ld.global.nc.b32 ld.global.nc.f32 ld.global.nc.f64 ld.global.nc.u8
 ld.global.nc.v2.b32 ld.global.nc.v2.f64 ld.global.nc.v4.b32 ld.global.nc.v4.f32 ld.param.u64
 ld.shared.f32 ld.shared.f64 ld.shared.v4.f32 mad.lo.s64 max.NaN.f32 max.f32 max.f64 max.s64
 min.NaN.f32 min.f32 min.f64 min.s64 mov.b32 mov.b64 mov.f32 mov.f64 mov.u32 mov.u64 mul.lo.s64
-mul.rn.f32 mul.rn.f64 neg.f32 neg.f64 not.pred or.b32 or.pred rcp.rn.f32 rcp.rn.f64 rem.s64 ret
+mul.rn.f32 mul.rn.f64 neg.f32 neg.f64 not.pred or.b32 or.pred rcp.approx.f32 rcp.approx.ftz.f32 rcp.rn.f32 rcp.rn.f64 rem.s64 ret
 rsqrt.approx.f32 selp.b16 selp.b32 selp.f32 selp.f64 selp.u32 setp.eq.f32 setp.eq.f64 setp.eq.s32
 setp.eq.s64 setp.ge.f32 setp.ge.f64 setp.ge.s32 setp.ge.s64 setp.gt.f32 setp.gt.f64 setp.gt.s32
 setp.gt.u32 setp.le.f32 setp.lt.f32 setp.lt.f64 setp.lt.s32 setp.lt.s64 setp.lt.u32 setp.nan.f32
@@ -198,7 +199,7 @@ func planOf(t *testing.T, src string) *plan {
 	m := lower(t, src, fullPipeline, "h200")
 	for op := m.Body().First(); op != nil; op = op.Next() {
 		if k, ok := loop.AsKernel(op); ok {
-			ke := &kernelEmitter{k: k, body: k.Body().Entry()}
+			ke := &kernelEmitter{k: k, body: k.Body().Entry(), nin: int(k.NumInputs())}
 			for o := ke.body.First(); o != nil; o = o.Next() {
 				if p, ok := loop.AsParallel(o); ok {
 					ke.grid = p
@@ -264,6 +265,51 @@ func TestPlans(t *testing.T) {
 	assert.Equal(t, 64, p.phases[0].group)
 	assert.Equal(t, 4, p.phases[0].rows)
 	assert.True(t, p.phases[0].nested)
+}
+
+// TestPlanShapes: groups that divide the row, copies that divide a flat
+// loop's rows, more iterations per thread for rows reduced to one value,
+// and the loads moved ahead of a combine.
+func TestPlanShapes(t *testing.T) {
+	for _, c := range []struct{ trip, target, want int64 }{
+		{1024, 4, 256}, // 8192 bf16: 256 threads of 4 vectors
+		{640, 4, 160},  // 5120 bf16: 160 of 4, not 256 with a third copy half idle
+		{1792, 4, 448}, // 14336 bf16
+		{512, 8, 64},   // 4096 bf16 reduced to one value per row: 64 of 8
+		{250, 4, 64},   // no multiple of a warp divides: the power of two
+		{8, 4, 2},      // short rows: groups within a warp
+		{8192, 4, 1024},
+	} {
+		assert.Equal(t, int(c.want), groupFor(c.trip, c.target), "trip %d", c.trip)
+	}
+	assert.Equal(t, 7, flatUnroll(3584), "28672 bf16: two chunks of 7 copies")
+	assert.Equal(t, 4, flatUnroll(4096))
+	assert.Equal(t, 4, flatUnroll(1000), "not whole chunks: 4 copies, guarded")
+	assert.Equal(t, 2, flatUnroll(300))
+
+	p := planOf(t, rmsSiluMul)
+	var ahead []string
+	for _, loads := range p.prefetch {
+		for _, l := range loads {
+			ahead = append(ahead, l.Operand(0).Name)
+		}
+	}
+	assert.Equal(t, []string{"z"}, ahead, "z ahead of the combine; w, the same for every row, where it is used")
+	assert.True(t, p.narrowRows)
+
+	p = planOf(t, `func.func @f(%s: tensor<?x4096xbf16>) -> tensor<?xf32> {
+  %x = graph.cast %s : (tensor<?x4096xbf16>) -> tensor<?x4096xf32>
+  %l = graph.logsumexp %x {axis = -1} : (tensor<?x4096xf32>) -> tensor<?xf32>
+  return %l : tensor<?xf32>
+}`)
+	assert.Equal(t, 64, p.group)
+
+	p = planOf(t, `func.func @f(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %y = graph.logaddexp %a, %b : tensor<?xf32>
+  return %y : tensor<?xf32>
+}`)
+	require.True(t, p.flat)
+	assert.Len(t, p.prefetch[p.phases[0].loop], 2, "the loads of a and b of every copy first")
 }
 
 func TestSplit(t *testing.T) {

@@ -90,12 +90,28 @@ type kernelEmitter struct {
 	copyIdx int
 
 	preReduced map[*ir.Operation][]opnd
+	prefetched map[prefetchKey][]opnd // loads issued ahead of their loop body
+	halves     map[string]halfSrc     // 16-bit lanes unpacked from a 32-bit word
 	hoisted    map[*ir.Operation]addr
 	precision  map[*ir.Value]int // memo of precisionNeeded
 
 	// addresses computed in the scopes being emitted, to reuse them
 	addrCache map[string]opnd
 	scopes    [][]string
+}
+
+// halfSrc is where a 16-bit lane came from: the low or high half of a
+// 32-bit word (a load's word, or a pair rounded by cvt.rn.bf16x2.f32).
+type halfSrc struct {
+	word opnd
+	high bool
+}
+
+// prefetchKey names a load issued ahead of its loop: the load and the
+// unrolled copy of the body it belongs to.
+type prefetchKey struct {
+	op   *ir.Operation
+	copy int
 }
 
 // emitKernel translates k into the text of a PTX entry called entry.
@@ -115,6 +131,7 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 		k: k, entry: entry, a: newAsm("$L_" + entry),
 		vals: map[*ir.Value][]opnd{}, ixs: map[*ir.Value]ixv{}, mults: map[*ir.Value]int64{},
 		bufs: map[*ir.Value]*buffer{}, preReduced: map[*ir.Operation][]opnd{}, hoisted: map[*ir.Operation]addr{},
+		prefetched: map[prefetchKey][]opnd{}, halves: map[string]halfSrc{},
 		addrCache: map[string]opnd{},
 	}
 	ke.body = k.Body().Entry()
@@ -492,6 +509,13 @@ func (ke *kernelEmitter) emitFlatPhase(ph *flatPhase, lb, step, n ixv, ctaid, nc
 	} else if !nchunks.has && nchunks.off == 1 {
 		inst = ixv{reg: q, has: true}
 		jbase = ixv{reg: lane, has: true}
+	} else if !n.has && n.off == 1 {
+		// one instance (a rank-1 element-wise kernel): the tile is the
+		// chunk, with no division
+		j := a.reg(rB64)
+		a.ins("mad.lo.s64", j, q, intImm(chunk, rB64), lane)
+		inst = constIx(0)
+		jbase = ixv{reg: j, has: true}
 	} else {
 		nc := ke.ixReg(nchunks)
 		kq := a.reg(rB64)
@@ -516,17 +540,30 @@ func (ke *kernelEmitter) emitFlatPhase(ph *flatPhase, lb, step, n ixv, ctaid, nc
 	iv := body.Args[0]
 	ke.hoistAddresses(ph.loop)
 	ndReg := ke.ixReg(nd)
-	for u := 0; u < ph.unroll; u++ {
+	guards := make([]*opnd, ph.unroll)
+	its := make([]ixv, ph.unroll)
+	for u := range its {
 		j := jbase
 		j.off += int64(u * ph.group)
-		var guard *opnd
 		if ph.guard {
 			g := a.reg(rPred)
 			a.ins("setp.lt.s64", g, ke.ixReg(j), ndReg)
-			guard = &g
+			guards[u] = &g
 		}
-		ke.ixs[iv] = ke.ixAdd(ke.ixMul(j, fstep), flb)
-		ke.mults[iv] = gcd(ke.multOf(f.Lower()), ke.multOf(f.Step()))
+		its[u] = ke.ixAdd(ke.ixMul(j, fstep), flb)
+	}
+	ivMult := gcd(ke.multOf(f.Lower()), ke.multOf(f.Step()))
+	if loads := ke.plan.prefetch[ph.loop]; len(loads) > 0 {
+		a.comment("the loads of the %d copies first, so that they are in flight together", ph.unroll)
+		for u := range its {
+			ke.ixs[iv], ke.mults[iv] = its[u], ivMult
+			ke.prefetchLoads(loads, u, guards[u])
+		}
+	}
+	for u := 0; u < ph.unroll; u++ {
+		guard := guards[u]
+		ke.ixs[iv], ke.mults[iv] = its[u], ivMult
+		ke.copyIdx = u
 		if ph.nested && guard != nil {
 			// a body with loops of its own is skipped, not predicated
 			skip := a.newLabel()

@@ -168,17 +168,11 @@ func (ke *kernelEmitter) emitThreadsLoop(f loop.ForOp) {
 		a.comment("threads loop: %d iteration(s), %d copies over %d lane(s)", lp.trip, lp.unroll, g)
 		carried = ke.initLanes(f)
 		base := ke.ixAdd(ke.ixMul(ixv{reg: ke.lane, has: true}, step), lb)
-		ubr := ke.ixReg(ub)
 		ke.pushScope()
 		for t := 0; t < lp.unroll; t++ {
 			it := base
 			it.off += int64(t) * g * step.off
-			var guard *opnd
-			if lp.guard && int64(t+1)*g > lp.trip {
-				p := a.reg(rPred)
-				a.ins("setp.lt.s64", p, ke.ixReg(it), ubr)
-				guard = &p
-			}
+			guard := ke.copyGuard(lp, t, it, ub)
 			ke.ixs[iv] = it
 			ke.mults[iv] = gcd(ke.multOf(f.Lower()), ke.multOf(f.Step()))
 			ke.curLoop, ke.copyIdx = f.Operation, t
@@ -226,12 +220,64 @@ func (ke *kernelEmitter) emitThreadsLoop(f loop.ForOp) {
 	ke.ldPred, ke.stPred = savedLd, savedSt
 	ke.curLoop, ke.copyIdx = savedLoop, savedCopy
 	if len(f.Values()) > 0 {
+		ke.prefetchLater(f.Operation)
 		ke.combineThreads(f, carried, kinds)
 	}
 	if pl.barrierAfter[f.Operation] {
 		a.comment("other threads of the group read the sram this loop wrote")
 		a.ins("bar.sync", i32(0))
 	}
+}
+
+// prefetchLater issues, before the combine of threads loop op, the loads
+// the plan moved ahead of the unrolled threads loops that follow it in
+// the grid body: their memory latency overlaps the combine's shuffles
+// and barriers and this loop's arithmetic (in rms_silu_mul, w and z are
+// in flight while the sum of squares crosses the group).
+func (ke *kernelEmitter) prefetchLater(op *ir.Operation) {
+	pl := ke.plan
+	if op.Block() != ke.grid.Body().Entry() {
+		return
+	}
+	for next := op.Next(); next != nil; next = next.Next() {
+		loads := pl.prefetch[next]
+		lp := pl.loops[next]
+		if len(loads) == 0 || lp == nil || lp.unroll == 0 {
+			continue
+		}
+		f := loop.ForOp{Operation: next}
+		lb, okL := ke.ixs[f.Lower()]
+		ub, okU := ke.ixs[f.Upper()]
+		step, okS := ke.ixs[f.Step()]
+		if !okL || !okU || !okS || step.has {
+			continue
+		}
+		ke.a.comment("the inputs of the threads loop after the combine, ahead of it")
+		iv := f.Body().Entry().Args[0]
+		base := ke.ixAdd(ke.ixMul(ixv{reg: ke.lane, has: true}, step), lb)
+		g := int64(pl.group)
+		for t := 0; t < lp.unroll; t++ {
+			it := base
+			it.off += int64(t) * g * step.off
+			ke.ixs[iv] = it
+			ke.mults[iv] = gcd(ke.multOf(f.Lower()), ke.multOf(f.Step()))
+			ke.prefetchLoads(loads, t, ke.copyGuard(lp, t, it, ub))
+		}
+		delete(ke.ixs, iv)
+		// the copies' loads are issued once
+		delete(pl.prefetch, next)
+	}
+}
+
+// copyGuard is the predicate of copy t of an unrolled threads loop whose
+// iteration it is: nil when every lane's iteration is in the loop.
+func (ke *kernelEmitter) copyGuard(lp *loopPlan, t int, it, ub ixv) *opnd {
+	if !lp.guard || int64(t+1)*int64(ke.plan.group) <= lp.trip {
+		return nil
+	}
+	p := ke.a.reg(rPred)
+	ke.a.ins("setp.lt.s64", p, ke.ixReg(it), ke.ixReg(ub))
+	return &p
 }
 
 // combineThreads combines a threads loop's carried values over the group

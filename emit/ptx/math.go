@@ -60,7 +60,7 @@ func (ke *kernelEmitter) unaryF32(op *ir.Operation, x opnd) opnd {
 		if ke.precisionNeeded(op.Result(0)) <= fastBits {
 			return ke.expFastF32(x)
 		}
-		return ke.expF32(x, nil)
+		return ke.expF32(x, maxShiftedSum(op))
 	case loop.OpExp2:
 		return ke.f32("ex2.approx.f32", x)
 	case loop.OpLog:
@@ -114,27 +114,201 @@ func (ke *kernelEmitter) selF32(p, x, y opnd) opnd { return ke.f32("selp.f32", x
 // ---------------------------------------------------------------------------
 // exp
 
-// Cody-Waite split of ln 2 for exp: j * lnHi is exact for |j| <= 2^9.
+// Cody-Waite split of ln 2, for the exp that scales by 2^bias.
 const (
 	expLnHi = 0x3f317200 // 0.693145751953125
 	expLnLo = 0x35bfbe8e // 1.42860677e-6
-	log2e   = 0x3fb8aa3b // 1.44269504
+	log2e   = 0x3fb8aa3b // 1.44269502, log2(e) rounded to f32
+	log2eLo = 0x32a57060 // 1.92596299e-8, log2(e) - log2e
+	ln2F32  = 0x3f317218 // 0.693147182
 )
 
-// expF32 is e^(hi + lo) for the pair hi + lo (lo nil: 0), within 3 ULP:
+// The bounds of the correction in expF32: |t + expEdgeBias| >= expEdge
+// holds exactly for t >= 128 (ex2.approx's result is +inf) and for
+// t <= -160 (0): expEdge = 144 + 2^-16 has an odd last bit, so that
+// t = 128 - 2^-17, the f32 below 128, plus expEdgeBias rounds down to
+// 144, not up to expEdge.
+var (
+	expEdgeBias = fv(16 + math.Ldexp(1, -16))
+	expEdge     = fv(144 + math.Ldexp(1, -16))
+)
+
+// expF32 is e^x within 3 ULP:
+//
+//	t = x * log2e                     (rounded)
+//	p = ex2.approx(t)                 (2 ULP of 2^t, full range)
+//	r = x * log2e - t + x * log2eLo   (fma: the exact rest of the product)
+//	e^x = p + (p ln2) r               (one rounding)
+//
+// The product's rounding, up to 2^-17.5 of the result near overflow, is
+// put back by the last fma with its exact residual (|r ln2| < 2^-17, so
+// 2^r = 1 + r ln2 to 2^-35). The sequence has no conversion and no
+// integer arithmetic: the multiply-add pipe does all but the one
+// ex2.approx. Where ex2.approx's result is 0 or +inf (t <= -160,
+// t >= 128, and x = ±inf, where r is NaN) that result stands; subnormal
+// results take the correction like the others.
+//
+// With ftz (the terms of a max-shifted sum, maxShiftedSum) results below
+// 2^-126 are 0: ex2.approx.ftz.f32 is the bare special-function
+// instruction, where for ex2.approx.f32 ptxas adds four instructions that
+// halve the argument and square the result below 2^-126.
+func (ke *kernelEmitter) expF32(x opnd, ftz bool) opnd {
+	t := ke.f32("mul.rn.f32", x, fb(log2e))
+	ex2 := "ex2.approx.f32"
+	if ftz {
+		ex2 = "ex2.approx.ftz.f32"
+	}
+	p := ke.f32(ex2, t)
+	nt := ke.f32("neg.f32", t)
+	r := ke.f32("fma.rn.f32", x, fb(log2e), nt)
+	r = ke.f32("fma.rn.f32", x, fb(log2eLo), r)
+	q := ke.f32("mul.rn.f32", p, fb(ln2F32))
+	e := ke.f32("fma.rn.f32", q, r, p)
+	s := ke.f32("add.rn.f32", t, expEdgeBias)
+	s = ke.f32("abs.f32", s)
+	edge := ke.pred("setp.ge.f32", s, expEdge)
+	return ke.selF32(edge, p, e)
+}
+
+// maxShiftedSum reports whether an exp is a term of logsumexp's sum,
+// exp(x - m) with m the maximum of the row x (or 0 where that maximum is
+// infinite), whose only use is that sum:
+//
+//	%acc = loop.for ... {combine = ["max"]} { ...; %m1 = loop.max %c, %x; loop.store %x, %row, %i; ... }
+//	%m = loop.reduce %acc {kind = "max"}      (%s = loop.select %inf, 0.0, %m)
+//	loop.for ... {combine = ["add"]} { %v = loop.load %row, %j; %d = loop.sub %v, broadcast(%s);
+//	                                    %e = loop.exp %d; %a = loop.add %c2, %e; loop.yield %a }
+//
+// The largest term is then e^0 = 1, and terms below 2^-126 flushed to 0
+// change the sum by less than n 2^-126 relatively.
+func maxShiftedSum(op *ir.Operation) bool {
+	sub := op.Operand(0).DefiningOp()
+	if sub == nil || sub.Name() != loop.OpSub || !op.Result(0).HasUses() {
+		return false
+	}
+	for _, u := range op.Result(0).Users() {
+		if u.Name() != loop.OpAdd || !feedsCarriedSum(u) {
+			return false
+		}
+	}
+	row, ok := loop.AsLoad(sub.Operand(0).DefiningOp())
+	if !ok || len(row.Indices()) != 1 {
+		return false
+	}
+	shift := sub.Operand(1).DefiningOp()
+	if shift != nil && shift.Name() == loop.OpBroadcast {
+		shift = shift.Operand(0).DefiningOp()
+	}
+	if shift != nil && shift.Name() == loop.OpSelect {
+		if c, ok := constValue(shift.Operand(1)); !ok || c != 0 {
+			return false
+		}
+		shift = shift.Operand(2).DefiningOp()
+	}
+	red, ok := loop.AsReduce(shift)
+	if !ok || red.Kind() != "max" {
+		return false
+	}
+	// the maximum is over the values the row holds: the loop that
+	// stores them into the row also takes their maximum
+	acc := red.Input()
+	first := acc.DefiningOp()
+	f, ok := loop.AsFor(first)
+	if !ok || f.Dist() != "threads" {
+		return false
+	}
+	j := -1
+	for i, r := range f.Values() {
+		if r == acc {
+			j = i
+		}
+	}
+	if j < 0 || f.Combine()[j] != "max" {
+		return false
+	}
+	body := f.Body().Entry()
+	var yielded *ir.Value
+	stores := 0
+	for o := body.First(); o != nil; o = o.Next() {
+		if o.Name() == loop.OpYield {
+			yielded = o.Operand(j)
+		}
+	}
+	mx := yielded.DefiningOp()
+	if mx == nil || mx.Name() != loop.OpMax {
+		return false
+	}
+	carried := body.Args[1+j]
+	var x *ir.Value
+	switch {
+	case mx.Operand(0) == carried:
+		x = mx.Operand(1)
+	case mx.Operand(1) == carried:
+		x = mx.Operand(0)
+	default:
+		return false
+	}
+	for _, u := range row.Memref().Users() {
+		if st, ok := loop.AsStore(u); ok {
+			stores++
+			if st.Value() != x || u.Block() != body || len(st.Indices()) != 1 || st.Indices()[0] != body.Args[0] {
+				return false
+			}
+		}
+	}
+	if stores != 1 {
+		return false
+	}
+	// the row is read at the index of the same iteration space
+	g, ok := loop.AsFor(row.Operation.Block().ParentOp())
+	if !ok || row.Indices()[0] != g.Body().Entry().Args[0] {
+		return false
+	}
+	for _, p := range [][2]*ir.Value{{f.Lower(), g.Lower()}, {f.Upper(), g.Upper()}, {f.Step(), g.Step()}} {
+		a, okA := staticIndex(p[0])
+		b, okB := staticIndex(p[1])
+		if p[0] != p[1] && !(okA && okB && a == b) {
+			return false
+		}
+	}
+	return true
+}
+
+// feedsCarriedSum reports whether an add is a loop's running sum: one
+// operand the carried value, the result yielded in its place, combined
+// with add over the threads.
+func feedsCarriedSum(add *ir.Operation) bool {
+	body := add.Block()
+	f, ok := loop.AsFor(body.ParentOp())
+	if !ok || !add.Result(0).HasUses() {
+		return false
+	}
+	for _, u := range add.Result(0).Users() {
+		if u.Name() != loop.OpYield {
+			return false
+		}
+		for i, v := range u.Operands() {
+			if v == add.Result(0) && (body.Args[1+i] != add.Operand(0) && body.Args[1+i] != add.Operand(1) || f.Combine()[i] != "add") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// expF32Reduced is e^(hi + lo) * 2^bias for the pair hi + lo (lo nil:
+// 0), within 3 ULP, with ex2.approx's result kept normal: results that
+// are subnormal (or that a bias keeps normal, for silu, which multiplies
+// them by x) round once, so that a product with them stays accurate.
 //
 //	j = round(hi * log2 e)            (clamped to [-160, 160])
 //	r = hi - j * ln2 (two parts) + lo, |r| <= ln2/2 (+ |lo|)
-//	e^x = ex2.approx(r * log2 e) * 2^j
+//	e^x 2^bias = ex2.approx(r * log2 e) * 2^(j + bias)
 //
 // The product r * log2 e is rounded to 2^-25 absolute at most, which is
-// below 0.7 ULP of the result; ex2.approx adds 2 ULP. 2^j is applied as
-// two exact powers of two, so results in the subnormal range round once.
-func (ke *kernelEmitter) expF32(hi opnd, lo *opnd) opnd { return ke.expF32Scaled(hi, lo, 0) }
-
-// expF32Scaled is e^(hi + lo) * 2^bias, for a bias that keeps results of
-// e^x that would be subnormal normal instead (silu multiplies them by x).
-func (ke *kernelEmitter) expF32Scaled(hi opnd, lo *opnd, bias int) opnd {
+// below 0.7 ULP of the result; ex2.approx adds 2 ULP. 2^(j + bias) is
+// applied as two exact powers of two.
+func (ke *kernelEmitter) expF32Reduced(hi opnd, lo *opnd, bias int) opnd {
 	t := ke.f32("mul.rn.f32", hi, fb(log2e))
 	j := ke.f32("cvt.rni.f32.f32", t)
 	j = ke.f32("max.f32", j, fv(-160))
@@ -396,6 +570,97 @@ func (ke *kernelEmitter) log1pF32(x opnd) opnd {
 }
 
 // ---------------------------------------------------------------------------
+// log1p(e^z) for z <= 0: logaddexp's tail
+
+// Coefficients of log(1 + e^-d) on [0, 1], after ln 2: c1 d + ... + c8 d^8
+// (a least-squares fit, 2^-28 from the function; ln 2 is added last as
+// its f32 value plus the rest, softplusLn2Lo).
+var (
+	softplusPoly  = []uint32{0xbf000000, 0x3e000003, 0xb55feb7b, 0xbbaa7ac1, 0xb7a510da, 0x39c975db, 0xb81dc635, 0xb717c675}
+	softplusLn2Lo = fb(0xb102e308) // ln 2 - f32(ln 2), -1.90465e-9
+)
+
+// softplusArg reports whether a log1p is log(1 + e^z) with z known to be
+// at most 0 (logaddexp's max(a, b) + log1p(exp(-|a - b|))), and returns
+// the lanes of z.
+func (ke *kernelEmitter) softplusArg(op *ir.Operation) ([]opnd, bool) {
+	if op.Name() != loop.OpLog1p || elemKindOf(op.Result(0).Type()) != ir.F32 {
+		return nil, false
+	}
+	e := op.Operand(0).DefiningOp()
+	if e == nil || e.Name() != loop.OpExp || e.Block() != op.Block() {
+		return nil, false
+	}
+	if _, hi := valueRange(e.Operand(0)); !(hi <= 0) {
+		return nil, false
+	}
+	z, ok := ke.vals[e.Operand(0)]
+	return z, ok
+}
+
+// expOnlyInSoftplus reports whether every use of an exp is a log1p that
+// softplusArg computes from the exp's operand: the exp itself is then
+// not emitted.
+func (ke *kernelEmitter) expOnlyInSoftplus(op *ir.Operation) bool {
+	if op.Name() != loop.OpExp || !op.Result(0).HasUses() {
+		return false
+	}
+	for _, u := range op.Result(0).Users() {
+		if u.Name() != loop.OpLog1p || u.Operand(0) != op.Result(0) || u.Block() != op.Block() ||
+			elemKindOf(u.Result(0).Type()) != ir.F32 {
+			return false
+		}
+	}
+	_, hi := valueRange(op.Operand(0))
+	return hi <= 0
+}
+
+// log1pExpF32 is log(1 + e^z) for z <= 0, as a function of d = -z, in
+// ULPs of max(|y|, |a|, |b|) of the logaddexp it ends (docs/numerics.md):
+// the absolute error matters, and it is below 2^-24.4 here.
+//
+//   - d < 1: a polynomial in d. No exp is involved, so the result near
+//     d = 0 (where max(|y|, |a|, |b|) can be as small as ln(2)/2) does not
+//     carry ex2.approx's 2 ULP of e^-d ~ 1.
+//   - d >= 1 (and ±inf, NaN): e = ex2.approx(z log2 e) <= e^-1, and msun's
+//     log1pf series on it without reduction (1 + e < sqrt 2): with
+//     s = e/(2 + e) <= 0.16, log1p(e) = e - (e^2/2 - s (e^2/2 + R(s^2))).
+//     s enters only the correction, of the order of e^3, so rcp.approx
+//     (1 ULP) serves for the division. The rounding of z log2 e is
+//     d 2^-24 of e, absolute e d 2^-24 <= 2^-25.4, below the 2 ULP of
+//     max(|y|, |a|, |b|) >= (d + log1p(e^-d))/2 >= 0.65 that it may cost.
+func (ke *kernelEmitter) log1pExpF32(z opnd) opnd {
+	d := ke.f32("neg.f32", z)
+	// near: ln 2 + d (c1 + d (c2 + ...))
+	q := ke.reg(fb(softplusPoly[len(softplusPoly)-1]))
+	for i := len(softplusPoly) - 2; i >= 0; i-- {
+		q = ke.f32("fma.rn.f32", q, d, fb(softplusPoly[i]))
+	}
+	near := ke.f32("fma.rn.f32", d, q, softplusLn2Lo)
+	near = ke.f32("add.rn.f32", near, fv(math.Ln2))
+	// far: log1p(e), e = e^z
+	t := ke.f32("mul.rn.f32", z, fb(log2e))
+	e := ke.f32("ex2.approx.ftz.f32", t) // below 2^-126 log1p(e) = e is no error
+	den := ke.f32("add.rn.f32", e, fv(2))
+	rd := ke.f32("rcp.approx.ftz.f32", den) // den in [2, 3]
+	s := ke.f32("mul.rn.f32", e, rd)
+	s2 := ke.f32("mul.rn.f32", s, s)
+	r := ke.reg(logLg4)
+	for _, c := range []opnd{logLg3, logLg2, logLg1} {
+		r = ke.f32("fma.rn.f32", r, s2, c)
+	}
+	r = ke.f32("mul.rn.f32", r, s2)
+	he := ke.f32("mul.rn.f32", e, fv(0.5))
+	hfsq := ke.f32("mul.rn.f32", he, e)
+	u := ke.f32("add.rn.f32", hfsq, r)
+	nhfsq := ke.f32("neg.f32", hfsq)
+	u = ke.f32("fma.rn.f32", s, u, nhfsq) // s (hfsq + R) - hfsq
+	far := ke.f32("add.rn.f32", e, u)
+	isNear := ke.pred("setp.lt.f32", d, fv(1))
+	return ke.selF32(isNear, near, far)
+}
+
+// ---------------------------------------------------------------------------
 // expm1, tanh (msun expm1f, tanhf)
 
 // expm1F32 is e^x - 1 (msun expm1f, below 1 ULP): x = k ln2 + r (+ c),
@@ -522,18 +787,18 @@ func (ke *kernelEmitter) tanhF32(x opnd) opnd {
 // -|x| for both (x times that for silu, which is -0 at -inf); fast, the
 // exp and the division are the approximate ones.
 func (ke *kernelEmitter) sigmoidF32(x opnd, silu, fast bool) opnd {
+	if fast {
+		return ke.sigmoidFastF32(x, silu)
+	}
 	ax := ke.f32("abs.f32", x)
 	nax := ke.f32("neg.f32", ax)
-	if fast {
-		return ke.logisticF32(x, x, ke.expFastF32(nax), silu, true)
-	}
 	if !silu {
-		return ke.logisticF32(x, x, ke.expF32(nax, nil), false, false)
+		return ke.logisticF32(x, x, ke.expF32(nax, false), false, false)
 	}
 	// silu: x e^x for x < 0 is representable where e^x alone is subnormal
 	// or zero (x down to -104): e^x is formed times 2^64, multiplied by x,
 	// and scaled back once
-	es := ke.expF32Scaled(nax, nil, 64)
+	es := ke.expF32Reduced(nax, nil, 64)
 	e := ke.f32("mul.rn.f32", es, fv(math.Ldexp(1, -64)))
 	d := ke.f32("add.rn.f32", e, fv(1))
 	xe := ke.f32("mul.rn.f32", x, es)
@@ -542,6 +807,51 @@ func (ke *kernelEmitter) sigmoidF32(x opnd, silu, fast bool) opnd {
 	y := ke.divRefined(ke.selF32(pos, x, xe), d)
 	minf := ke.pred("setp.eq.f32", x, f32NegInf)
 	return ke.selF32(minf, f32NegZ, y)
+}
+
+// sigmoidFastF32 is the sigmoid of x (x times it for silu) for a result
+// rounded to 10 bits or fewer: 1/(1 + e^-x) with e^-x formed times 2^-64,
+// so that it stays finite down to x = -120, below which the sigmoid (and
+// x times it) is under half the least bf16 or f16, as it is at -120:
+//
+//	x' = max.NaN(x, -120)                  (-inf gives 0, and -0 for silu)
+//	e = ex2.approx.ftz(-x' log2 e - 64)    (e^-x' 2^-64, one fma)
+//	s = rcp(e + 2^-64) 2^-64               (the sigmoid; rcpFastF32)
+//	y = x' s
+//
+// The fma's rounding is 2^-16.5 of e at most, ex2.approx 2 ULP and the
+// refined reciprocal 1: the sigmoid is within 2^-16 relatively, unseen
+// after rounding to 10 bits. ex2's results below 2^-126 are 0 (.ftz, the
+// bare special-function instruction: without it ptxas adds a scaling of
+// subnormal results), beside 2^-64 that is no error. Eight instructions
+// (nine for silu), of which only max.NaN is not on the multiply-add pipe
+// or the special-function unit.
+func (ke *kernelEmitter) sigmoidFastF32(x opnd, silu bool) opnd {
+	x = ke.f32("max.NaN.f32", x, fv(-120))
+	t := ke.f32("fma.rn.f32", x, fb(log2e|0x80000000), fv(-64))
+	e := ke.f32("ex2.approx.ftz.f32", t)
+	d := ke.f32("add.rn.f32", e, fv(math.Ldexp(1, -64)))
+	r := ke.rcpFastF32(d)
+	sg := ke.f32("mul.rn.f32", r, fv(math.Ldexp(1, -64)))
+	if !silu {
+		return sg
+	}
+	return ke.f32("mul.rn.f32", x, sg)
+}
+
+// rcpFastF32 is 1/d for a normal d whose reciprocal is normal or
+// flushed to 0 with no harm: rcp.approx.ftz (the bare special-function
+// instruction; without .ftz ptxas wraps it in a scaling of subnormals)
+// refined by one Newton step on the multiply-add pipe, r + r (1 - d r),
+// which leaves it within 1 ULP of f32 whatever the hardware's
+// approximation: a sigmoid rounded to bf16 then flips its rounding no
+// more often than a correctly rounded one would (swiglu's product with u
+// would carry such a flip into 2 ULP of its result).
+func (ke *kernelEmitter) rcpFastF32(d opnd) opnd {
+	r := ke.f32("rcp.approx.ftz.f32", d)
+	nd := ke.f32("neg.f32", d)
+	e := ke.f32("fma.rn.f32", nd, r, fv(1))
+	return ke.f32("fma.rn.f32", r, e, r)
 }
 
 // logisticF32 is the sigmoid of z (or x times it) from e = e^-|z|.
@@ -557,7 +867,9 @@ func (ke *kernelEmitter) logisticF32(x, z, e opnd, timesX, fast bool) opnd {
 	}
 	var y opnd
 	if fast {
-		y = ke.f32("div.full.f32", num, d)
+		// d is in [1, 2]: rcp.approx (1 ULP) and the product, 1.5 ULP of
+		// f32, unseen after rounding to 10 bits or fewer
+		y = ke.f32("mul.rn.f32", num, ke.rcpFastF32(d))
 	} else {
 		y = ke.divRefined(num, d)
 	}
@@ -604,7 +916,7 @@ func (ke *kernelEmitter) geluTanhF32(x opnd, fast bool) opnd {
 	pos := ke.pred("setp.ge.f32", zh, fv(0))
 	nzl := ke.f32("neg.f32", zl)
 	lo := ke.selF32(pos, nzl, zl) // -|z| = -|zh| - sign(z) zl
-	e := ke.expF32(nazh, &lo)
+	e := ke.expF32Reduced(nazh, &lo, 0)
 	y := ke.logisticF32(xc, zh, e, true, false)
 	big := ke.pred("setp.gt.f32", x, fv(20))
 	y = ke.selF32(big, x, y)
@@ -689,7 +1001,7 @@ func (ke *kernelEmitter) geluErfF32(x opnd) opnd {
 	q = ke.f64("fma.rn.f64", q, dv(-0.5), dv(-0.5625)) // -a^2 - 0.5625, exact
 	qh, ql := ke.splitF64(q)
 	lo := ke.f32("add.rn.f32", ql, rs)
-	w := ke.expF32(qh, &lo)
+	w := ke.expF32Reduced(qh, &lo, 0)
 	w = ke.f32("mul.rn.f32", w, fv(1/math.Sqrt2))
 	// the forms of the result
 	tailPos := ke.f32("sub.rn.f32", x, w)

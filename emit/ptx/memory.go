@@ -40,6 +40,10 @@ type buffer struct {
 	input     bool    // an input of the kernel: read only
 	promoted  bool    // an sram buffer held in registers
 	regs      map[int][]opnd
+	// narrow: per copy, the 16-bit lanes a promoted buffer's values were
+	// widened from (a bf16 or f16 row cast to f32); narrowKind their kind
+	narrow     map[int][]opnd
+	narrowKind ir.ElemKind
 }
 
 // addr is a computed address: register plus constant byte offset, with a
@@ -160,6 +164,9 @@ func (ke *kernelEmitter) hoistAddresses(loopOp *ir.Operation) {
 		}
 		b, ok := ke.bufs[mem]
 		if !ok || b.promoted || len(idx) < 2 {
+			continue
+		}
+		if _, ahead := ke.prefetched[prefetchKey{op, 0}]; ahead {
 			continue
 		}
 		outside := true
@@ -346,11 +353,51 @@ func (ke *kernelEmitter) load(op *ir.Operation) {
 		if !ok || ke.curLoop == nil {
 			ke.fail(op, "reads an sram element no earlier store of this thread wrote (internal error in the PTX emitter's plan)")
 		}
+		if src, ok := b.narrow[ke.copyIdx]; ok {
+			// widened again from the narrow lanes, which take half the
+			// registers while the loads ahead of this loop are in flight
+			lanes = make([]opnd, len(src))
+			for i, x := range src {
+				lanes[i] = ke.toWide(x, b.narrowKind)
+			}
+		}
+		ke.vals[op.Result(0)] = lanes
+		return
+	}
+	if lanes, ok := ke.prefetched[prefetchKey{op, ke.copyIdx}]; ok {
+		delete(ke.prefetched, prefetchKey{op, ke.copyIdx})
 		ke.vals[op.Result(0)] = lanes
 		return
 	}
 	ad := ke.access(op, b, l.Indices())
 	ke.vals[op.Result(0)] = ke.loadLanes(b, ad, int64(lanesOf(t)), elemKindOf(t))
+}
+
+// prefetchLoads issues loads of an unrolled loop body for its copy c,
+// under guard (the copy's iterations past the end), ahead of the body:
+// the body's own translation then takes their registers. The induction
+// variable is bound to the copy's value; a load whose indices are not
+// all known yet is left to the body.
+func (ke *kernelEmitter) prefetchLoads(loads []*ir.Operation, c int, guard *opnd) {
+	saved := ke.ldPred
+	ke.ldPred = guard
+	for _, op := range loads {
+		l := loop.LoadOp{Operation: op}
+		ready := true
+		for _, v := range l.Indices() {
+			if _, ok := ke.ixs[v]; !ok {
+				ready = false
+			}
+		}
+		if !ready {
+			continue
+		}
+		b := ke.buf(op, l.Memref())
+		t := l.Output().Type()
+		ad := ke.access(op, b, l.Indices())
+		ke.prefetched[prefetchKey{op, c}] = ke.loadLanes(b, ad, int64(lanesOf(t)), elemKindOf(t))
+	}
+	ke.ldPred = saved
 }
 
 // loadLanes reads w lanes of kind k at ad.
@@ -393,6 +440,7 @@ func (ke *kernelEmitter) unpack(wd opnd, n, esize int64, k ir.ElemKind) []opnd {
 	if c == rB16 && esize == 2 {
 		lo, hi := a.reg(rB16), a.reg(rB16)
 		a.raw(nil, false, "mov.b32", "{"+lo.s+", "+hi.s+"}", wd.s)
+		ke.halves[lo.s], ke.halves[hi.s] = halfSrc{wd, false}, halfSrc{wd, true}
 		return []opnd{lo, hi}
 	}
 	out := make([]opnd, n)
@@ -430,6 +478,15 @@ func (ke *kernelEmitter) store(op *ir.Operation) {
 			ke.fail(op, "writes an sram buffer held in registers outside an unrolled loop (internal error in the PTX emitter's plan)")
 		}
 		b.regs[ke.copyIdx] = lanes
+		if c, ok := loop.AsCast(s.Value().DefiningOp()); ok && ke.plan.narrowRows && elemKindOf(s.Value().Type()) == ir.F32 {
+			if from := elemKindOf(c.Operand(0).Type()); from == ir.BF16 || from == ir.F16 {
+				if b.narrow == nil {
+					b.narrow = map[int][]opnd{}
+				}
+				b.narrow[ke.copyIdx] = ke.get(op, c.Operand(0))
+				b.narrowKind = from
+			}
+		}
 		return
 	}
 	ad := ke.access(op, b, s.Indices())

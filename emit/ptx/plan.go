@@ -23,6 +23,10 @@ const (
 	groupsBlock = 256
 )
 
+// flatMaxUnroll bounds the copies per thread of a flat kernel's long
+// loops (a variable so that tests and measurements can change it).
+var flatMaxUnroll int64 = 8
+
 // regBudget bounds the registers per thread holding sram buffers (a
 // variable so that tests can send every buffer to shared memory).
 var regBudget int64 = 64
@@ -47,6 +51,19 @@ type plan struct {
 	redBytes     int64                       //
 	shared       int64                       // dynamic shared memory per CTA
 	barrierAfter map[*ir.Operation]bool      // ops after which shared sram must be synchronised
+
+	// prefetch lists, per unrolled loop (a threads loop, or a flat
+	// kernel's long loop), the loads of kernel inputs issued ahead of the
+	// loop body: for a threads loop before the combine of the threads loop
+	// that precedes it, so that their latency overlaps the combine's
+	// shuffles and barriers; for a flat loop the loads of every copy
+	// before the first copy's arithmetic
+	prefetch map[*ir.Operation][]*ir.Operation
+	// narrowRows keeps sram rows widened from bf16 or f16 in their narrow
+	// form between the loops (widened again where read): where loads are
+	// held ahead of a combine, the registers matter more than one
+	// instruction per element
+	narrowRows bool
 
 	// flat form
 	phases      []*flatPhase
@@ -74,7 +91,7 @@ func makePlan(ke *kernelEmitter) *plan {
 	pl := &plan{
 		loops: map[*ir.Operation]*loopPlan{}, promoted: map[*ir.Operation]bool{},
 		allocOffset: map[*ir.Operation]int64{}, barrierAfter: map[*ir.Operation]bool{},
-		distributed: map[*ir.Operation]bool{},
+		distributed: map[*ir.Operation]bool{}, prefetch: map[*ir.Operation][]*ir.Operation{},
 	}
 	gb := ke.grid.Body().Entry()
 	if gb == nil {
@@ -289,13 +306,39 @@ func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
 			if ph.nested {
 				ph.unroll = 1
 			} else if ph.trip >= 0 {
-				ph.unroll = int(min(targetIters, ceilDiv(ph.trip, flatBlock)))
+				ph.unroll = flatUnroll(ph.trip)
 			}
 			ph.guard = !(ph.trip >= 0 && ph.trip%int64(ph.group*ph.unroll) == 0)
 		}
 		pl.phases = append(pl.phases, ph)
+		if ph.unroll > 1 && !ph.nested {
+			pl.planPrefetch(ke, d, int64(ph.unroll), prefetchBudget, false)
+		}
 	}
 	return true
+}
+
+// flatUnroll is the copies per thread of a long loop of a flat kernel
+// with a static trip count: targetIters, or where that leaves the last
+// chunk of each instance partly empty and a count of copies from 2 to
+// flatMaxUnroll divides the instance into whole chunks, that count (the
+// largest): a row of 28672 bf16 is 3584 vectors, 14 per thread of 256,
+// two chunks of 7 copies rather than four chunks of 4, the last half
+// empty.
+func flatUnroll(trip int64) int {
+	per := ceilDiv(trip, flatBlock)
+	if per <= targetIters {
+		return int(max(per, 1))
+	}
+	if trip%flatBlock != 0 || per%targetIters == 0 {
+		return int(targetIters)
+	}
+	for u := flatMaxUnroll; u >= 2; u-- {
+		if per%u == 0 {
+			return int(u)
+		}
+	}
+	return int(targetIters)
 }
 
 // threadsLoops lists the threads loops in the grid body, in order.
@@ -336,17 +379,47 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 	case dynamic:
 		pl.group = 256
 	default:
-		pl.group = int(min(1024, pow2Ceil(ceilDiv(maxTrip, targetIters))))
+		target := targetIters
+		if !storesPerIteration(tls) {
+			// a row reduced to per-row results (logsumexp): the
+			// threads' fixed work per row (the combines, the row's
+			// scalars) is most of what they do beside the loads, and
+			// fewer threads per row do less of it
+			target *= 2
+		}
+		pl.group = groupFor(maxTrip, target)
 	}
 	for {
 		pl.planLoops(tls)
 		// more threads per instance hold fewer registers each, down to one
 		// iteration per thread
-		if pl.promotion(allocs, false) || pl.group >= 1024 || len(tls) == 0 || dynamic || maxTrip <= int64(pl.group) {
+		if pl.promotion(allocs, false) || 2*pl.group > 1024 || len(tls) == 0 || dynamic || maxTrip <= int64(pl.group) {
 			pl.promotion(allocs, true)
 			break
 		}
 		pl.group *= 2
+	}
+	// the inputs that later threads loops read go ahead of the earlier
+	// loops' combines, in the registers the sram left
+	var promotedRegs int64
+	for al := range pl.promoted {
+		regs, _ := pl.promotable(al)
+		promotedRegs += regs
+	}
+	left := min(prefetchBudget, regsPerThread(pl.group)-promotedRegs)
+	seenCombine := false
+	for _, op := range tls {
+		f := loop.ForOp{Operation: op}
+		lp := pl.loops[op]
+		if seenCombine && lp.unroll > 0 && op.Block() == gb {
+			if used := pl.planPrefetch(ke, op, int64(lp.unroll), left, true); used > 0 {
+				left -= used
+				pl.narrowRows = true
+			}
+		}
+		if len(f.Values()) > 0 && pl.group > 1 {
+			seenCombine = true
+		}
 	}
 	pl.rows = 1
 	if pl.group < 32 {
@@ -402,6 +475,58 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 		ke.fail(ke.k.Operation, "needs %d bytes of shared memory per CTA (%d instance(s) of %d bytes of sram, %d of scratch); sm_90 allows %d",
 			pl.shared, pl.rows, pl.groupBytes, pl.redBytes, maxSharedBytes)
 	}
+}
+
+// groupFor is the group size for threads loops of at most trip
+// iterations: the threads that give each one about targetIters
+// iterations. When a multiple of a warp divides the trip count into
+// between 2 and maxUnroll iterations, every thread gets the same number
+// (the one nearest targetIters): a row of 5120 bf16 (640 vectors) gets
+// 160 threads of 4 vectors, where 256 threads would leave half of them
+// idle in a third copy, and a row of 14336 (1792 vectors) 448 threads
+// of 4. Otherwise the group is the power of two that gives each thread
+// targetIters or fewer (below a warp, groups share a CTA).
+func groupFor(trip, targetIters int64) int {
+	umin := max(ceilDiv(trip, 1024), 2)
+	best, bestDist := int64(0), int64(0)
+	for u := umin; u <= maxUnroll; u++ {
+		if trip%u != 0 || (trip/u)%32 != 0 {
+			continue
+		}
+		d := u - targetIters
+		if d < 0 {
+			// fewer iterations per thread are less work in flight than as
+			// many more
+			d = -2 * d
+		}
+		if best == 0 || d < bestDist {
+			best, bestDist = trip/u, d
+		}
+	}
+	if best > 0 {
+		return int(best)
+	}
+	return int(min(1024, pow2Ceil(ceilDiv(trip, targetIters))))
+}
+
+// storesPerIteration reports whether some threads loop stores to a
+// buffer of the kernel (a per-element result, or sram).
+func storesPerIteration(tls []*ir.Operation) bool {
+	for _, op := range tls {
+		stores := false
+		op.Walk(func(o *ir.Operation) bool {
+			if _, ok := loop.AsStore(o); ok {
+				if m, isMem := o.Operand(1).Type().(ir.MemRefType); isMem && m.Space == ir.DRAM {
+					stores = true
+				}
+			}
+			return !stores
+		})
+		if stores {
+			return true
+		}
+	}
+	return false
 }
 
 // regsPerThread is what a thread of a CTA of block threads may hold
@@ -506,6 +631,62 @@ func (pl *plan) promotable(al *ir.Operation) (int64, bool) {
 		per = 2
 	}
 	return int64(space.unroll) * int64(lanes) * per, true
+}
+
+// prefetchBudget bounds the registers per thread that hold loads issued
+// ahead of their loop.
+var prefetchBudget int64 = 64
+
+// planPrefetch chooses the loads of an unrolled loop's body to issue
+// ahead of it, copies times each, within budget registers (32-bit words
+// of the loaded data), and returns the registers they take. A load
+// qualifies when it reads an input of the kernel (never written by it)
+// at indices known before the body runs: the induction variable and
+// values defined outside the loop. With perInstance, only loads whose
+// address depends on the instance qualify: what every instance reads
+// alike (rmsnorm's weight) stays in the caches after the first, and is
+// not worth the registers.
+func (pl *plan) planPrefetch(ke *kernelEmitter, loopOp *ir.Operation, copies, budget int64, perInstance bool) int64 {
+	body := loopOp.Region(0).Entry()
+	gridIV := ke.grid.Body().Entry().Args[0]
+	var used int64
+	for op := body.First(); op != nil; op = op.Next() {
+		l, ok := loop.AsLoad(op)
+		if !ok || !isKernelInput(ke, l.Memref()) {
+			continue
+		}
+		ready, varies := true, false
+		for _, v := range l.Indices() {
+			if v != body.Args[0] && definedIn(loopOp, v) {
+				ready = false
+			}
+			if v == gridIV || (valueBlock(v) != ke.body && v != body.Args[0]) {
+				varies = true
+			}
+		}
+		if perInstance && !varies {
+			continue
+		}
+		m := l.Memref().Type().(ir.MemRefType)
+		words := ceilDiv(int64(lanesOf(l.Output().Type()))*max(m.Elem.Kind.ByteSize(), 1), 4) * copies
+		if !ready || used+words > budget {
+			continue
+		}
+		used += words
+		pl.prefetch[loopOp] = append(pl.prefetch[loopOp], op)
+	}
+	return used
+}
+
+// isKernelInput reports whether v is a buffer argument the kernel only
+// reads.
+func isKernelInput(ke *kernelEmitter, v *ir.Value) bool {
+	for i, a := range ke.body.Args {
+		if a == v {
+			return i < ke.nin
+		}
+	}
+	return false
 }
 
 // isSharedSram reports whether buf is an sram buffer kept in shared memory.

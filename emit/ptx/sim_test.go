@@ -20,9 +20,9 @@ import (
 // return the correctly rounded value, nudged by simNudge ULPs so that a
 // test can put them at the edge of their documented error.
 
-// simNudge moves the results of ex2.approx by this many ULPs (f32), and
-// those of rsqrt.approx and tanh.approx by their documented relative
-// error in the direction of its sign, to check accuracy bounds at the
+// simNudge moves the results of ex2.approx by this many ULPs (f32), those
+// of rcp.approx by one ULP and those of rsqrt.approx and tanh.approx by
+// their documented relative error, in the direction of its sign, to check accuracy bounds at the
 // approximation errors the PTX ISA allows.
 var simNudge = 0
 
@@ -475,12 +475,25 @@ func bitsF32(f float32) uint64 {
 func bitsF64(f float64) uint64 { return math.Float64bits(f) }
 
 // nudge moves an f32 by simNudge ULPs (not NaN, inf or zero).
-func nudge(f float32) float32 {
-	if simNudge == 0 || f == 0 || math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+func nudge(f float32) float32 { return nudgeULPs(f, simNudge) }
+
+// sign is -1, 0 or 1.
+func sign(k int) int {
+	switch {
+	case k < 0:
+		return -1
+	case k > 0:
+		return 1
+	}
+	return 0
+}
+
+// nudgeULPs moves an f32 by k ULPs (not NaN, inf or zero).
+func nudgeULPs(f float32, k int) float32 {
+	if k == 0 || f == 0 || math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 		return f
 	}
 	dir := float32(math.Inf(1))
-	k := simNudge
 	if k < 0 {
 		dir, k = float32(math.Inf(-1)), -k
 	}
@@ -725,7 +738,15 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 	case "cvt":
 		c.cvt(t, in)
 	case "ex2":
-		set(0, bitsF32(nudge(float32(math.Exp2(float64(f32of(get(1))))))))
+		x := f32of(get(1))
+		if hasPart(p, "ftz") && math.Abs(float64(x)) < 0x1p-126 {
+			x = 0
+		}
+		y := nudge(float32(math.Exp2(float64(x))))
+		if hasPart(p, "ftz") && math.Abs(float64(y)) < 0x1p-126 {
+			y = 0 // subnormal results flushed
+		}
+		set(0, bitsF32(y))
 	case "rsqrt":
 		x := float64(f32of(get(1)))
 		set(0, bitsF32(nudgeRel(1/math.Sqrt(x), -22.9)))
@@ -738,9 +759,22 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 			set(0, bitsF32(float32(math.Sqrt(float64(f32of(get(1)))))))
 		}
 	case "rcp":
-		if typ == "f64" {
+		switch {
+		case typ == "f64":
 			set(0, bitsF64(1/f64of(get(1))))
-		} else {
+		case hasPart(p, "approx"):
+			// 1 ULP across the full range (PTX ISA); .ftz flushes
+			// subnormal operands and results
+			x := f32of(get(1))
+			if hasPart(p, "ftz") && math.Abs(float64(x)) < 0x1p-126 {
+				x = float32(math.Copysign(0, float64(x)))
+			}
+			y := nudgeULPs(float32(1/float64(x)), sign(simNudge))
+			if hasPart(p, "ftz") && math.Abs(float64(y)) < 0x1p-126 {
+				y = float32(math.Copysign(0, float64(y)))
+			}
+			set(0, bitsF32(y))
+		default:
 			set(0, bitsF32(float32(1/float64(f32of(get(1))))))
 		}
 	default:

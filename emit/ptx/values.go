@@ -251,6 +251,17 @@ func (ke *kernelEmitter) combine(op *ir.Operation, kind string, k ir.ElemKind, x
 func (ke *kernelEmitter) elementwise(op *ir.Operation) {
 	k := elemKindOf(op.Result(0).Type())
 	n := lanesOf(op.Result(0).Type())
+	if ke.expOnlyInSoftplus(op) {
+		return // its log1p computes from its operand
+	}
+	if z, ok := ke.softplusArg(op); ok {
+		out := make([]opnd, n)
+		for l := range out {
+			out[l] = ke.log1pExpF32(ke.reg(z[l]))
+		}
+		ke.vals[op.Result(0)] = out
+		return
+	}
 	args := make([][]opnd, op.NumOperands())
 	for i, v := range op.Operands() {
 		args[i] = ke.get(op, v)
@@ -418,14 +429,24 @@ func (ke *kernelEmitter) binaryLane(op *ir.Operation, name string, k ir.ElemKind
 		case loop.OpMul:
 			return ke.f32("mul.rn.f32", x, y)
 		case loop.OpDiv:
+			if r, ok := exactReciprocal(op, name); ok {
+				// x / 2^k and x * 2^-k round the same exact value
+				return ke.f32("mul.rn.f32", x, fv(r))
+			}
 			if ke.precisionNeeded(op.Result(0)) <= fastBits && op.Name() == loop.OpDiv {
 				// 2 ULP of f32 across the full range, unseen after rounding
 				return ke.f32("div.full.f32", x, y)
 			}
 			return ke.f32("div.rn.f32", x, y)
 		case loop.OpMax:
+			if y.imm && y.s == f32NegInf.s {
+				return x // max.NaN(x, -inf) is x, NaN and -0 included: a maximum's first step
+			}
 			return ke.f32("max.NaN.f32", x, y)
 		case loop.OpMin:
+			if y.imm && y.s == f32Inf.s {
+				return x
+			}
 			return ke.f32("min.NaN.f32", x, y)
 		case loop.OpPow:
 			return ke.powF32(ke.reg(x), ke.reg(y))
@@ -439,6 +460,9 @@ func (ke *kernelEmitter) binaryLane(op *ir.Operation, name string, k ir.ElemKind
 		case loop.OpMul:
 			return ke.f64("mul.rn.f64", x, y)
 		case loop.OpDiv:
+			if r, ok := exactReciprocal(op, name); ok {
+				return ke.f64("mul.rn.f64", x, dv(r))
+			}
 			return ke.f64("div.rn.f64", x, y)
 		case loop.OpMax:
 			return ke.maxMinF64("max", ke.reg(x), ke.reg(y))
@@ -452,6 +476,33 @@ func (ke *kernelEmitter) binaryLane(op *ir.Operation, name string, k ir.ElemKind
 	}
 	ke.fail(op, "is not an element-wise op the PTX emitter knows")
 	return opnd{}
+}
+
+// exactReciprocal is 1/c for a division by a constant c = ±2^k whose
+// reciprocal is a normal number of the op's type (quantize's x / 0.5):
+// the product by it is the quotient, bit for bit, subnormal, infinite and
+// NaN results included.
+func exactReciprocal(op *ir.Operation, name string) (float64, bool) {
+	if name != loop.OpDiv || op.Name() != loop.OpDiv || op.NumOperands() != 2 {
+		return 0, false
+	}
+	c, ok := constValue(op.Operand(1))
+	if !ok || c == 0 || math.IsInf(c, 0) || math.IsNaN(c) {
+		return 0, false
+	}
+	frac, e := math.Frexp(math.Abs(c))
+	if frac != 0.5 {
+		return 0, false
+	}
+	// |c| = 2^(e-1); 1/c must be normal in the type
+	minExp, maxExp := -126, 127
+	if elemKindOf(op.Result(0).Type()) == ir.F64 {
+		minExp, maxExp = -1022, 1023
+	}
+	if k := 1 - e; k < minExp || k > maxExp {
+		return 0, false
+	}
+	return 1 / c, true
 }
 
 // maxMinF64 is IEEE 754-2019 maximum / minimum on f64: max.f64 orders -0

@@ -98,7 +98,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "add_rmsnorm.ptx
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("add_rmsnorm_k0", 512, 64),
+    ("add_rmsnorm_k0", 448, 56),
 )
 
 _modules = {}
@@ -173,5 +173,5 @@ def add_rmsnorm(*args):
     r_d0 = r.shape[0]
     h = torch.empty((x_d0, 14336), dtype=torch.bfloat16, device=device)
     n = torch.empty((x_d0, 14336), dtype=torch.bfloat16, device=device)
-    _launch(fns, "add_rmsnorm_k0", _grid_add_rmsnorm_k0(sm, x_d0, r_d0, x_d0, x_d0), 512, 64, stream, (x, r, w, h, n, x_d0, r_d0, x_d0, x_d0))
+    _launch(fns, "add_rmsnorm_k0", _grid_add_rmsnorm_k0(sm, x_d0, r_d0, x_d0, x_d0), 448, 56, stream, (x, r, w, h, n, x_d0, r_d0, x_d0, x_d0))
     return (h, n)

@@ -98,7 +98,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rms_silu_mul.pt
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("rms_silu_mul_k0", 512, 64),
+    ("rms_silu_mul_k0", 448, 56),
 )
 
 _modules = {}
@@ -172,5 +172,5 @@ def rms_silu_mul(*args):
     x_d0 = x.shape[0]
     z_d0 = z.shape[0]
     y = torch.empty((x_d0, 14336), dtype=torch.bfloat16, device=device)
-    _launch(fns, "rms_silu_mul_k0", _grid_rms_silu_mul_k0(sm, x_d0, z_d0, x_d0), 512, 64, stream, (x, w, z, y, x_d0, z_d0, x_d0))
+    _launch(fns, "rms_silu_mul_k0", _grid_rms_silu_mul_k0(sm, x_d0, z_d0, x_d0), 448, 56, stream, (x, w, z, y, x_d0, z_d0, x_d0))
     return y
