@@ -221,7 +221,7 @@ func (fe *fnEmitter) expF32(x value.Value, base2 bool, bias int64) value.Value {
 		n := b.NewFSub(tt, fconst(t, roundShiftF))
 		// llvm.fma, not fmuladd: the exactness of r needs the single rounding
 		r := b.NewCall(fma, n, fconst(t, -ln2HiF), c)
-		s = b.NewFAdd(r, b.NewFMul(n, fconst(t, -ln2LoF)))
+		s = b.NewCall(fmuladd, n, fconst(t, -ln2LoF), r)
 	}
 	var p value.Value = fconst(t, expfPoly[0])
 	for _, k := range expfPoly[1:] {
