@@ -412,7 +412,10 @@ def run_workloads(out, only, timing):
         g, u = bf(torch.randn(T, 28672, device=DEV)), bf(torch.randn(T, 28672, device=DEV))
         f = workload(out, "swiglu_28672", "swiglu")
         y = f(g, u)
-        ok &= compare_ulp("swiglu", y, rb(F.silu(g.double())) * u.double(), 2)
+        # silu is within 1 bf16 ULP (the fast form), a relative error of up to
+        # 2^-7 in the product: 2 ULP where the product lands just below a power
+        # of two, plus the final rounding
+        ok &= compare_ulp("swiglu", y, rb(F.silu(g.double())) * u.double(), 2.5)
         print("     swiglu: %.4f of elements equal to PyTorch eager" % (y == F.silu(g) * u).float().mean().item())
         timeit("swiglu 4096x28672", lambda: f(g, u), 3 * T * 28672 * 2)
     if want("softmax"):
