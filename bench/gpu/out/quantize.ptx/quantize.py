@@ -153,7 +153,7 @@ def _launch(fns, name, grid, block, shared, stream, args):
 
 def _grid_quantize_k0(sm, e0, e1):
     n = _trip(0, 1, 1)
-    return min(max(n * _cdiv(_trip(0, (e1 - _remi(e1, 4)), 4), 1024), n * _cdiv(_trip((e1 - _remi(e1, 4)), e1, 1), 1024)), sm * 32)
+    return min(max(n * _cdiv(_trip(0, (e1 - _remi(e1, 4)), 4), 1024), n * _cdiv(_trip((e1 - _remi(e1, 4)), e1, 1), 1024)), sm * 64)
 
 
 def quantize(*args):

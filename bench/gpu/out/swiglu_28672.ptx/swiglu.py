@@ -153,7 +153,7 @@ def _launch(fns, name, grid, block, shared, stream, args):
 
 def _grid_swiglu_k0(sm, e0, e1, e2):
     n = _trip(0, e2, 1)
-    return min(n * _cdiv(_trip(0, 28672, 8), 1792), sm * 32)
+    return min(n * _cdiv(_trip(0, 28672, 8), 1792), sm * 64)
 
 
 def swiglu(*args):
