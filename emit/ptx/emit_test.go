@@ -117,6 +117,8 @@ cvt.rzi.s64.f32 cvt.s64.s32 cvt.u16.u32 cvt.u32.u16 cvt.u32.u64 cvt.u64.u32 cvta
 div.full.f32 div.rn.f32 div.rn.f64 div.s64 div.u64 ex2.approx.f32 ex2.approx.ftz.f32 fma.rn.f32 fma.rn.f64
 ld.global.nc.b16 ld.global.nc.b32 ld.global.nc.f32 ld.global.nc.f64 ld.global.nc.u8
 ld.global.nc.v2.b32 ld.global.nc.v2.f64 ld.global.nc.v4.b32 ld.global.nc.v4.f32 ld.param.u64
+ld.global.b16 ld.global.b32 ld.global.f32 ld.global.f64 ld.global.u8 ld.global.v2.b32 ld.global.v2.f64
+ld.global.v4.b32 ld.global.v4.f32
 ld.shared.f32 ld.shared.f64 ld.shared.v4.f32 mad.lo.s64 max.NaN.f32 max.f32 max.f64 max.s64
 min.NaN.f32 min.f32 min.f64 min.s64 mov.b32 mov.b64 mov.f32 mov.f64 mov.u32 mov.u64 mul.lo.s64
 mul.rn.f32 mul.rn.f64 neg.f32 neg.f64 not.pred or.b32 or.pred rcp.approx.f32 rcp.approx.ftz.f32 rcp.rn.f32 rcp.rn.f64 rem.s64 ret

@@ -230,7 +230,7 @@ func (ke *kernelEmitter) emit() {
 		if i < nbuf {
 			g := a.reg(rB64)
 			a.ins("cvta.to.global.u64", g, p)
-			ke.bufs[arg] = &buffer{base: g, input: i < ke.nin}
+			ke.bufs[arg] = &buffer{base: g, input: i < ke.nin, cached: !ke.plan.flat}
 			continue
 		}
 		ke.ixs[arg] = ixv{reg: p, has: true}
