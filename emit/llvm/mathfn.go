@@ -206,7 +206,10 @@ func (fe *fnEmitter) expF32(x value.Value, base2 bool, bias int64) value.Value {
 	if bias != 0 {
 		lo = -120
 	}
-	c := b.NewSelect(b.NewFCmp(enum.FPredOGT, x, fconst(t, hi)), fconst(t, hi), x)
+	c := x
+	if bias == 0 { // with a bias the argument is <= 0 (or NaN)
+		c = b.NewSelect(b.NewFCmp(enum.FPredOGT, x, fconst(t, hi)), fconst(t, hi), x)
+	}
 	c = b.NewSelect(b.NewFCmp(enum.FPredOLT, c, fconst(t, lo)), fconst(t, lo), c)
 	fmuladd := fe.me.intrinsic("llvm.fmuladd", t, t, t, t)
 	fma := fe.me.intrinsic("llvm.fma", t, t, t, t)
@@ -266,8 +269,8 @@ func (fe *fnEmitter) siluF32(x value.Value) value.Value {
 	xc := b.NewSelect(b.NewFCmp(enum.FPredOLT, x, fconst(t, -120)), fconst(t, -120), x)
 	num := b.NewSelect(pos, x, b.NewFMul(xc, es))
 	q := b.NewFDiv(num, b.NewFAdd(fconst(t, 1), e))
-	r := b.NewSelect(pos, q, b.NewFMul(q, fconst(t, 0x1p-64)))
-	return fe.atNegInf(x, r)
+	// -inf needs no case of its own: its numerator is -120 e^-120 2^64
+	return b.NewSelect(pos, q, b.NewFMul(q, fconst(t, 0x1p-64)))
 }
 
 // geluTanhF32 is the tanh form of gelu on float lanes, x * sigmoid(2u),
