@@ -42,9 +42,9 @@ type buffer struct {
 	// ld.global.nc. Flat kernels, which read each byte once in a pure
 	// stream, use plain ld.global: 1% faster on the H200's element-wise
 	// workloads, where the row kernels are 1 to 2% faster with .nc.
-	cached bool
-	promoted  bool    // an sram buffer held in registers
-	regs      map[int][]opnd
+	cached   bool
+	promoted bool // an sram buffer held in registers
+	regs     map[int][]opnd
 	// narrow: per copy, the 16-bit lanes a promoted buffer's values were
 	// widened from (a bf16 or f16 row cast to f32); narrowKind their kind
 	narrow     map[int][]opnd
