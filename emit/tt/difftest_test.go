@@ -101,12 +101,7 @@ func buildCasesWith(t *testing.T, name, src, pipeline, targetName string, inputs
 		require.NoError(t, err)
 		want, err := geval.Run(fn, cloneAll(in), geval.Options{})
 		require.NoError(t, err)
-		c := &emuCase{name: fmt.Sprintf("%s @%s on %s", name, fn.SymName(), targetName), out: out, fn: fn.SymName(), in: in}
-		for _, w := range want {
-			c.outShapes = append(c.outShapes, w.Shape)
-			c.outElems = append(c.outElems, w.Elem)
-		}
-		cases = append(cases, builtCase{c: c, want: want})
+		cases = append(cases, newBuiltCase(fmt.Sprintf("%s @%s on %s", name, fn.SymName(), targetName), out, fn.SymName(), in, want))
 	}
 	return cases, nil
 }
@@ -232,6 +227,24 @@ func TestDifferential(t *testing.T) {
 		require.NoError(t, err, name)
 		cases = append(cases, built...)
 	}
+	runAndCompare(t, cases)
+}
+
+// newBuiltCase is the case running fn of the program in out on in, whose
+// results the interpreter gave as want.
+func newBuiltCase(name string, out *Output, fn string, in, want []*geval.Tensor) builtCase {
+	c := &emuCase{name: name, out: out, fn: fn, in: in}
+	for _, w := range want {
+		c.outShapes = append(c.outShapes, w.Shape)
+		c.outElems = append(c.outElems, w.Elem)
+	}
+	return builtCase{c: c, want: want}
+}
+
+// runAndCompare runs every case in the emulation (one harness) and holds
+// its results to the interpreter's.
+func runAndCompare(t *testing.T, cases []builtCase) {
+	t.Helper()
 	emuCases := make([]*emuCase, len(cases))
 	for i, c := range cases {
 		emuCases[i] = c.c

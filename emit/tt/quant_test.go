@@ -1,7 +1,6 @@
 package tt
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -92,19 +91,7 @@ func TestQuantizationIsExact(t *testing.T) {
 	require.NoError(t, err)
 	cases = append(cases, built...)
 
-	emuCases := make([]*emuCase, len(cases))
-	for i, c := range cases {
-		emuCases[i] = c.c
-	}
-	results := runEmu(t, emuCases)
-	for i, c := range cases {
-		r := results[i]
-		require.Zero(t, r.code, "%s: the emulation failed:\n%s", c.c.name, r.stderr)
-		require.Len(t, r.outs, len(c.want), c.c.name)
-		for j := range c.want {
-			compareTT(t, fmt.Sprintf("%s, result %d", c.c.name, j), c.want[j], r.outs[j])
-		}
-	}
+	runAndCompare(t, cases)
 }
 
 func TestQuantizeEmitsTypecast(t *testing.T) {

@@ -89,26 +89,10 @@ func TestTwoPassWhenTheRowsDoNotFit(t *testing.T) {
 			require.NoError(t, err)
 			want, err := geval.Run(fn, cloneAll(in), geval.Options{})
 			require.NoError(t, err)
-			c := &emuCase{name: fmt.Sprintf("two-pass %s @%s on %s", name, fn.SymName(), tg), out: out, fn: fn.SymName(), in: in}
-			for _, w := range want {
-				c.outShapes = append(c.outShapes, w.Shape)
-				c.outElems = append(c.outElems, w.Elem)
-			}
-			cases = append(cases, builtCase{c: c, want: want})
+			cases = append(cases, newBuiltCase(fmt.Sprintf("two-pass %s @%s on %s", name, fn.SymName(), tg), out, fn.SymName(), in, want))
 		}
 	}
-	emuCases := make([]*emuCase, len(cases))
-	for i, c := range cases {
-		emuCases[i] = c.c
-	}
-	results := runEmu(t, emuCases)
-	for i, c := range cases {
-		r := results[i]
-		require.Zero(t, r.code, "%s: the emulation failed:\n%s", c.c.name, r.stderr)
-		for j := range c.want {
-			compareTT(t, fmt.Sprintf("%s, result %d", c.c.name, j), c.want[j], r.outs[j])
-		}
-	}
+	runAndCompare(t, cases)
 }
 
 func mustTarget(t *testing.T, name string) *target.Target {
