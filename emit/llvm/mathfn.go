@@ -171,12 +171,13 @@ func (fe *fnEmitter) atNegInf(d, r value.Value) value.Value {
 //	c = clamp(x, -104, 89)                 NaN passes through
 //	t = c*log2(e) + 1.5*2^23               rounds to the integer n in t's low bits
 //	r = c - n*ln2Hi                        exact (fused; ln2Hi = ln 2 rounded to f32)
-//	s = r - n*ln2Lo                        the rest of ln 2
+//	s = r - n*ln2Lo                        the rest of ln 2 (fused where the target has FMA)
 //	e^s = 1 + s (1 + s (1/2 + s p(s)))     Cephes' expf coefficients, Horner to the end,
 //	                                       so the last step rounds once
 //	2^n applied in two halves              results down to the subnormals round once
 //
-// Over every f32 input the largest error is 0.89 ULP; the tests hold it to 1.
+// A float32 model of the sequence is at most 0.89 ULP from e^x over every
+// f32 input; TestF32TranscendentalsSweep holds the native code to 1 ULP.
 
 // Cephes expf's polynomial: e^s = 1 + s + s^2 (expfPoly in s), highest power first.
 var expfPoly = []float64{1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}
