@@ -143,7 +143,7 @@ func buildInputs(fn ir.Func, e *execOptions) ([]*eval.Tensor, *ir.Diagnostic) {
 			return nil, ir.Errorf(ir.Location{}, "--random-inputs takes an integer seed, not '%s'", e.seed)
 		}
 		if random, err = eval.RandomInputs(fn, seed, 1, randomInputExtent); err != nil {
-			return nil, ir.Errorf(fn.Loc, "%v", err)
+			return nil, errorDiagAt(fn.Loc, err)
 		}
 	}
 	for i, t := range inputs {
