@@ -90,7 +90,7 @@ func (o *compileOptions) register(fs *flagSet) {
 	fs.boolVar(&o.verifyDiagnostics, "verify-diagnostics", "check the diagnostics against '// expected-error {{...}}' comments")
 	fs.boolVar(&o.generic, "print-op-generic", "print every op in the generic form")
 	fs.boolVar(&o.debugInfo, "print-debuginfo", "print the location of every op: loc(\"file.tir\":3:5)")
-	fs.listVar(&o.remarks, "remarks", "CATS", "report remarks of these categories (fusion, ..., all)")
+	fs.listVar(&o.remarks, "remarks", "KINDS", "report remarks of these kinds: "+strings.Join(remarkKinds, ", "))
 	fs.stringVar(&o.crashReproducer, "crash-reproducer", "FILE", "when a pass fails or crashes, write the IR before it and the pipeline to FILE")
 	fs.dynamic = func(name string) *flagDef {
 		if isOptLevelSpelling(name) {
@@ -200,6 +200,9 @@ func newCompiler(o *compileOptions, sio *stdio) *compiler {
 			}
 		}
 	}
+	if d := checkRemarks(o.remarks); d != nil {
+		return fail(d)
+	}
 	if len(o.remarks) > 0 {
 		c.remarks = map[string]bool{}
 		for _, r := range o.remarks {
@@ -295,6 +298,11 @@ func passSet(names []string) map[string]bool {
 func (c *compiler) emit(m ir.Module) (string, []*ir.Diagnostic) {
 	var buf bytes.Buffer
 	diags := &ir.Diagnostics{}
+	if ops := c.fileSymbolOps(); len(ops) > 0 {
+		if long := checkFileSymbols(m, ops, c.opts.emit); len(long) > 0 {
+			return "", long
+		}
+	}
 	req := &emitRequest{Module: m, Target: c.target, Print: c.printOptions(), Out: &buf, OutPath: c.opts.output, Diags: diags}
 	if err := c.emitter.emit(req); err != nil {
 		seen := map[*ir.Diagnostic]bool{}
