@@ -65,7 +65,22 @@ func (v *Value) HasUses() bool { return len(v.uses) > 0 }
 // Users returns the distinct ops using v, in use order.
 func (v *Value) Users() []*Operation {
 	var out []*Operation
-	seen := map[*Operation]bool{}
+	if len(v.uses) <= 8 {
+		for _, u := range v.uses {
+			dup := false
+			for _, o := range out {
+				if o == u.Owner {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				out = append(out, u.Owner)
+			}
+		}
+		return out
+	}
+	seen := make(map[*Operation]bool, len(v.uses))
 	for _, u := range v.uses {
 		if !seen[u.Owner] {
 			seen[u.Owner] = true
@@ -86,22 +101,25 @@ func (v *Value) ReplaceAllUsesWith(w *Value) {
 	v.uses = nil
 	for _, o := range uses {
 		o.value = w
-	}
-	if w != nil {
-		w.uses = append(w.uses, uses...)
+		if w != nil {
+			o.useIdx = len(w.uses)
+			w.uses = append(w.uses, o)
+		}
 	}
 }
 
+// removeUse drops o from v's use list in O(1): the last use takes its
+// place.
 func (v *Value) removeUse(o *Operand) {
-	for i, u := range v.uses {
-		if u == o {
-			last := len(v.uses) - 1
-			v.uses[i] = v.uses[last]
-			v.uses[last] = nil
-			v.uses = v.uses[:last]
-			return
-		}
+	i := o.useIdx
+	if i < 0 || i >= len(v.uses) || v.uses[i] != o {
+		return
 	}
+	last := len(v.uses) - 1
+	v.uses[i] = v.uses[last]
+	v.uses[i].useIdx = i
+	v.uses[last] = nil
+	v.uses = v.uses[:last]
 }
 
 // Operand is one use of a value by an operation.
@@ -109,6 +127,8 @@ type Operand struct {
 	value *Value
 	Owner *Operation
 	Index int
+	// useIdx is the operand's place in its value's use list.
+	useIdx int
 }
 
 // Value returns the used value.
@@ -121,6 +141,7 @@ func (o *Operand) Set(v *Value) {
 	}
 	o.value = v
 	if v != nil {
+		o.useIdx = len(v.uses)
 		v.uses = append(v.uses, o)
 	}
 }

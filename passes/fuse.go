@@ -199,6 +199,14 @@ type fuser struct {
 	group  map[*ir.Operation]*fusionGroup
 	end    *ir.Operation // the op after the range (nil: the block's end)
 	block  *ir.Block
+	// horizon bounds the cycle checks: every op of a group of two ops or
+	// more is at a position <= horizon, so a path that reaches an op
+	// after it only meets ungrouped ops, later and later, and cannot come
+	// back. While the producers of an op are decided it is that op's
+	// position; afterwards, the end of the range.
+	horizon int
+	// visits counts the ops the cycle checks visited (for tests).
+	visits int
 }
 
 func newFuser(ctx *ir.PassContext, opts FuseOptions, ops []*ir.Operation) *fuser {
@@ -272,11 +280,12 @@ func (f *fuser) producers(op *ir.Operation) []*ir.Operation {
 // alone; otherwise a lone op is left for lowering to wrap. It returns the
 // graph.fused ops created.
 func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
-	for _, op := range f.nodes {
+	for i, op := range f.nodes {
 		role, _ := f.role(op)
 		if role == roleClone {
 			continue
 		}
+		f.horizon = i
 		if role == roleFusible {
 			f.group[op] = &fusionGroup{ops: []*ir.Operation{op}}
 		}
@@ -284,6 +293,7 @@ func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
 			f.decide(p, op)
 		}
 	}
+	f.horizon = len(f.nodes)
 	f.fuseSiblings()
 	return f.materialize(wrapAll)
 }
@@ -332,8 +342,24 @@ func (f *fuser) fuseSiblings() {
 		all := slices.Clone(v.Users())
 		slices.SortFunc(all, func(a, b *ir.Operation) int { return f.pos[a] - f.pos[b] })
 		var users []*ir.Operation
+		var groups map[*fusionGroup]bool // the groups of users, once there are many
 		for _, u := range all {
-			if g := f.group[u]; g != nil && !slices.ContainsFunc(users, func(o *ir.Operation) bool { return f.group[o] == g }) {
+			g := f.group[u]
+			if g == nil {
+				continue
+			}
+			if groups == nil && len(users) >= 8 {
+				groups = make(map[*fusionGroup]bool, len(all))
+				for _, o := range users {
+					groups[f.group[o]] = true
+				}
+			}
+			if groups != nil {
+				if !groups[g] {
+					groups[g] = true
+					users = append(users, u)
+				}
+			} else if !slices.ContainsFunc(users, func(o *ir.Operation) bool { return f.group[o] == g }) {
 				users = append(users, u)
 			}
 		}
@@ -423,8 +449,9 @@ func (f *fuser) merge(a, b *fusionGroup, info *KernelInfo) {
 // depend on itself. Groups already formed count as one node each (they
 // become one kernel), so a path through any member of a group continues
 // from all of its members: two groups that feed each other are a cycle too.
+// Ops after f.horizon are not searched: no path from them leads back.
 func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
-	in := map[*ir.Operation]bool{}
+	in := make(map[*ir.Operation]bool, len(union))
 	for _, op := range union {
 		in[op] = true
 	}
@@ -435,7 +462,8 @@ func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
 		if in[op] {
 			return true
 		}
-		if _, inRange := f.pos[op]; !inRange || seen[op] {
+		f.visits++
+		if p, inRange := f.pos[op]; !inRange || p > f.horizon || seen[op] {
 			return false
 		}
 		members := []*ir.Operation{op}
@@ -472,7 +500,7 @@ func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
 // (constants to be cloned left out) and the results it must write: those
 // used by any op outside the set.
 func (f *fuser) kernelIO(ops []*ir.Operation) (inputs, outputs []*ir.Value, clones []*ir.Operation) {
-	in := map[*ir.Operation]bool{}
+	in := make(map[*ir.Operation]bool, len(ops))
 	for _, op := range ops {
 		in[op] = true
 	}

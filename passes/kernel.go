@@ -308,7 +308,7 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 			return nil, ir.OpError(op, "reduces axes %s, not the last axis alone, so it is a kernel of its own", graph.FormatShape(axes))
 		}
 	}
-	c := &classifier{ops: ops, inputs: inputs, outputs: outputs, cands: map[*ir.Value]accessSet{}}
+	c := &classifier{ops: ops, inputs: inputs, outputs: outputs, cands: make(map[*ir.Value]accessSet, len(ops)+len(inputs))}
 	if len(reductions) == 0 {
 		return c.elementwise()
 	}
@@ -421,7 +421,7 @@ type classifier struct {
 }
 
 func (c *classifier) markDefined() {
-	c.defined = map[*ir.Value]bool{}
+	c.defined = make(map[*ir.Value]bool, len(c.ops))
 	for _, op := range c.ops {
 		if isConstant(op) {
 			continue
@@ -436,7 +436,7 @@ func (c *classifier) markDefined() {
 // first-use order: the inputs, then constants and other values used.
 func (c *classifier) sources() []*ir.Value {
 	var out []*ir.Value
-	seen := map[*ir.Value]bool{}
+	seen := make(map[*ir.Value]bool, len(c.inputs)+len(c.outputs))
 	add := func(v *ir.Value) {
 		if !seen[v] && !c.defined[v] {
 			seen[v] = true
@@ -520,7 +520,7 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 		}
 	}
 	info := &KernelInfo{Kind: KernelElementwise, Shape: slices.Clone(shape), Ops: c.ops, Phases: make([]int, len(c.ops)),
-		NumPhases: 1, access: map[*ir.Value]Access{}}
+		NumPhases: 1, access: make(map[*ir.Value]Access, len(c.ops)+len(c.inputs))}
 	classOf := func(v *ir.Value) (Access, error) {
 		s := shapeOf(v)
 		switch {
