@@ -160,6 +160,10 @@ func newCompiler(o *compileOptions, sio *stdio) *compiler {
 	if c.emitter.outputDir && o.output == "" {
 		return fail(ir.Errorf(ir.Location{}, "--emit=%s writes several files: name a directory with -o DIR", o.emit))
 	}
+	if c.partFiles() && (o.output == "" || o.output == "-") {
+		return fail(ir.Errorf(ir.Location{}, "--split-input-file with --emit=%s writes one file per part (DIR/part0%s, DIR/part1%s, ...), since the parts' %s do not make one valid file: name a directory with -o DIR",
+			o.emit, partFileExt[o.emit], partFileExt[o.emit], partFileWhat[o.emit]))
+	}
 
 	pieces := o.pipeline
 	level := o.defaultLevel
@@ -293,9 +297,9 @@ func passSet(names []string) map[string]bool {
 	return s
 }
 
-// emit runs the emitter on a compiled module; single-file output is
-// returned as text.
-func (c *compiler) emit(m ir.Module) (string, []*ir.Diagnostic) {
+// emit runs the emitter on a compiled module, part number part of the
+// input; single-file output is returned as text.
+func (c *compiler) emit(m ir.Module, part int) (string, []*ir.Diagnostic) {
 	var buf bytes.Buffer
 	diags := &ir.Diagnostics{}
 	if ops := c.fileSymbolOps(); len(ops) > 0 {
@@ -303,7 +307,7 @@ func (c *compiler) emit(m ir.Module) (string, []*ir.Diagnostic) {
 			return "", long
 		}
 	}
-	req := &emitRequest{Module: m, Target: c.target, Print: c.printOptions(), Out: &buf, OutPath: c.opts.output, Diags: diags}
+	req := &emitRequest{Module: m, Target: c.target, Print: c.printOptions(), Out: &buf, OutPath: c.partOutput(part), Diags: diags}
 	if err := c.emitter.emit(req); err != nil {
 		seen := map[*ir.Diagnostic]bool{}
 		for _, d := range diags.List {
@@ -387,11 +391,16 @@ func compileCommand(args []string, sio *stdio) int {
 		}
 		diags := res.Diags
 		if res.Module.Operation != nil {
-			out, emitDiags := c.emit(res.Module)
-			diags = append(diags, emitDiags...)
+			out, emitDiags := c.emit(res.Module, i)
 			if !hasErrors(emitDiags) {
 				outputs[i] = out
+				if c.partFiles() {
+					if d := writePartFile(c.partOutput(i), out); d != nil {
+						emitDiags = append(emitDiags, d)
+					}
+				}
 			}
+			diags = append(diags, emitDiags...)
 		}
 		if o.verifyDiagnostics {
 			diags = verifyDiagnostics(file, ch.Text, ch.FirstLine, diags)
@@ -401,7 +410,7 @@ func compileCommand(args []string, sio *stdio) int {
 		}
 	}
 	text := strings.Join(outputs, splitMarker+"\n")
-	if c.emitter.outputDir {
+	if c.emitter.outputDir || c.partFiles() {
 		return statusOf(failed)
 	}
 	if o.output == "" || o.output == "-" {
