@@ -11,7 +11,7 @@ import (
 // emitKinds are the values `--emit` accepts, in the order the
 // specification lists them. A kind without a registered emitter is
 // answered with "not available".
-var emitKinds = []string{"tir", "llvm", "ptx", "triton", "metal", "tt", "dot"}
+var emitKinds = []string{"tir", "llvm", "so", "ptx", "triton", "metal", "tt", "dot"}
 
 // emitRequest is what an emitter receives: the module after the pipeline
 // and where its output goes.

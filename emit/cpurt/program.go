@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -201,15 +202,13 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 		return nil, nil, fmt.Errorf("@%s takes %d inputs, got %d", p.fn.SymName(), len(p.ins), len(inputs))
 	}
 	inShapes := make([][]int64, len(inputs))
-	var manifest strings.Builder
-	fmt.Fprintf(&manifest, "entry %d\nruns %d\n", p.index, runs)
 	var files []string
 	defer func() {
 		for _, f := range files {
 			os.Remove(f)
 		}
 	}()
-	var inLines []string
+	ins := make([]Region, len(inputs))
 	for i, t := range inputs {
 		if t == nil {
 			return nil, nil, fmt.Errorf("input #%d is missing", i)
@@ -227,39 +226,121 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 			return nil, nil, err
 		}
 		files = append(files, path)
-		inLines = append(inLines, fmt.Sprintf("in %d %s\n", len(data), path))
+		ins[i] = Region{Path: path, Size: int64(len(data))}
 	}
 	outShapes, err := OutputShapes(p.fn, inShapes)
 	if err != nil {
 		return nil, nil, err
 	}
+	outs := make([]Region, len(p.outs))
+	for i, m := range p.outs {
+		n, _ := ir.NumElements(outShapes[i])
+		path := filepath.Join(dir, fmt.Sprintf("out%d.bin", i))
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			return nil, nil, err
+		}
+		files = append(files, path)
+		outs[i] = Region{Path: path, Size: n * m.Elem.Kind.ByteSize()}
+	}
+	times, err := p.RunFiles(ins, inShapes, outs, outShapes, runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	results := make([]*eval.Tensor, len(p.outs))
+	for i, m := range p.outs {
+		data, err := os.ReadFile(outs[i].Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if results[i], err = decode(data, m.Elem.Kind, outShapes[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return results, times, nil
+}
+
+// Region is a buffer held in a file: Size bytes at Offset of Path (the
+// data of a .npy file, say).
+type Region struct {
+	Path         string
+	Offset, Size int64
+}
+
+// InputTypes and OutputTypes are the buffer types of the function's
+// arguments.
+func (p *Program) InputTypes() []ir.MemRefType  { return p.ins }
+func (p *Program) OutputTypes() []ir.MemRefType { return p.outs }
+
+// OutputShapes resolves the shapes of the outputs from the inputs' shapes
+// (see the function OutputShapes).
+func (p *Program) OutputShapes(inShapes [][]int64) ([][]int64, error) {
+	return OutputShapes(p.fn, inShapes)
+}
+
+// RunFiles executes the program runs times (at least once) on buffers held
+// in files, with no conversion: each input region holds the elements of
+// its argument's type, row-major, and each output region receives them.
+// The program maps the regions whose offset is a multiple of 64 into
+// memory (an output file is extended to the end of its region), so the
+// kernels read and write the files' pages directly; it reads and writes
+// the others. inShapes and outShapes give the extents of every buffer (an
+// output's from OutputShapes). The second and later runs are timed.
+func (p *Program) RunFiles(ins []Region, inShapes [][]int64, outs []Region, outShapes [][]int64, runs int) ([]time.Duration, error) {
+	if p.mod.dir == "" {
+		return nil, fmt.Errorf("the program is closed")
+	}
+	if len(ins) != len(p.ins) || len(inShapes) != len(p.ins) {
+		return nil, fmt.Errorf("@%s takes %d inputs, got %d", p.fn.SymName(), len(p.ins), len(ins))
+	}
+	if len(outs) != len(p.outs) || len(outShapes) != len(p.outs) {
+		return nil, fmt.Errorf("@%s has %d outputs, got %d", p.fn.SymName(), len(p.outs), len(outs))
+	}
+	runs = max(runs, 1)
+	var manifest strings.Builder
+	fmt.Fprintf(&manifest, "entry %d\nruns %d\n", p.index, runs)
 	// the extents of every `?`, inputs then outputs, in dimension order
 	all := append(append([]ir.MemRefType(nil), p.ins...), p.outs...)
 	shapes := append(append([][]int64(nil), inShapes...), outShapes...)
+	regions := append(append([]Region(nil), ins...), outs...)
 	for i, m := range all {
+		if !matchShape(shapes[i], m.Shape) {
+			return nil, fmt.Errorf("buffer #%d has shape %s, which does not match %s", i, eval.FormatShape(shapes[i]), m)
+		}
+		n, ok := ir.NumElements(shapes[i])
+		if !ok || regions[i].Size != n*m.Elem.Kind.ByteSize() {
+			return nil, fmt.Errorf("buffer #%d of shape %s takes %d bytes, not %d", i, eval.FormatShape(shapes[i]), n*m.Elem.Kind.ByteSize(), regions[i].Size)
+		}
+		if strings.ContainsAny(regions[i].Path, "\n\r") || regions[i].Offset < 0 {
+			return nil, fmt.Errorf("buffer #%d: bad file region %q at %d", i, regions[i].Path, regions[i].Offset)
+		}
 		for d, n := range m.Shape {
 			if n == ir.Dynamic {
 				fmt.Fprintf(&manifest, "ext %d\n", shapes[i][d])
 			}
 		}
 	}
-	for _, l := range inLines {
-		manifest.WriteString(l)
+	for i, r := range regions {
+		kind := "in"
+		if i >= len(ins) {
+			kind = "out"
+		}
+		path, err := filepath.Abs(r.Path)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&manifest, "%s %d %d %s\n", kind, r.Size, r.Offset, path)
 	}
-	outPaths := make([]string, len(p.outs))
-	for i, m := range p.outs {
-		n, _ := ir.NumElements(outShapes[i])
-		outPaths[i] = filepath.Join(dir, fmt.Sprintf("out%d.bin", i))
-		files = append(files, outPaths[i])
-		fmt.Fprintf(&manifest, "out %d %s\n", n*m.Elem.Kind.ByteSize(), outPaths[i])
+	mf, err := os.CreateTemp(p.mod.dir, "manifest-*.txt")
+	if err != nil {
+		return nil, err
 	}
-	mpath := filepath.Join(dir, "manifest.txt")
-	if err := os.WriteFile(mpath, []byte(manifest.String()), 0o644); err != nil {
-		return nil, nil, err
+	defer os.Remove(mf.Name())
+	_, werr := mf.WriteString(manifest.String())
+	if cerr := mf.Close(); werr != nil || cerr != nil {
+		return nil, fmt.Errorf("cannot write the manifest: %v", errors.Join(werr, cerr))
 	}
-	files = append(files, mpath)
 
-	cmd := exec.Command(p.mod.exe, mpath)
+	cmd := exec.Command(p.mod.exe, mf.Name())
 	cmd.Env = os.Environ()
 	if p.Threads > 0 {
 		cmd.Env = append(cmd.Env, "TF_NUM_THREADS="+strconv.Itoa(p.Threads))
@@ -267,7 +348,7 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, nil, fmt.Errorf("the compiled program failed (%v): %s", err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("the compiled program failed (%v): %s", err, strings.TrimSpace(stderr.String()))
 	}
 	var times []time.Duration
 	sc := bufio.NewScanner(&stdout)
@@ -278,17 +359,7 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 			}
 		}
 	}
-	outs := make([]*eval.Tensor, len(p.outs))
-	for i, m := range p.outs {
-		data, err := os.ReadFile(outPaths[i])
-		if err != nil {
-			return nil, nil, err
-		}
-		if outs[i], err = decode(data, m.Elem.Kind, outShapes[i]); err != nil {
-			return nil, nil, err
-		}
-	}
-	return outs, times, nil
+	return times, nil
 }
 
 func argName(f ir.Func, i int) string {
@@ -469,8 +540,18 @@ func evalIndexOp(op *ir.Operation, env map[*ir.Value]int64, shapes map[*ir.Value
 // ---------------------------------------------------------------------------
 // Tensors in memory
 
-// encode writes t's values as elements of kind k, little-endian. Floats
-// are rounded to k; integers must be exact.
+// Encode writes t's values as elements of kind k, little-endian, the
+// storage of the library's ABI (f16 and bf16 as their bits, i1 a byte).
+// Floats are rounded to k; integers must be exact.
+func Encode(t *eval.Tensor, k ir.ElemKind) ([]byte, error) { return encode(t, k) }
+
+// Decode reads elements of kind k (as Encode writes them) into a tensor of
+// the given shape.
+func Decode(data []byte, k ir.ElemKind, shape []int64) (*eval.Tensor, error) {
+	return decode(data, k, shape)
+}
+
+// encode is Encode.
 func encode(t *eval.Tensor, k ir.ElemKind) ([]byte, error) {
 	size := int(k.ByteSize())
 	out := make([]byte, len(t.Data)*size)

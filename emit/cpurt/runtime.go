@@ -13,19 +13,29 @@ const runtimeC = `// TensorForge CPU runtime.
 #include <string.h>
 #include <unistd.h>
 
+/* The functions of the shared library's ABI; everything else is hidden. */
+#define TF_API __attribute__((visibility("default")))
+
 typedef void (*tf_task)(void *ctx, int64_t begin, int64_t end);
 
-/* The pool: tf_nthreads - 1 workers plus the calling thread. A job is
- * published under tf_mu with a new generation; every thread claims chunks
- * of iterations with an atomic counter, and the caller waits until every
- * worker has finished before returning. */
-static int tf_nthreads = 1;
+/* The pool: workers plus the calling thread. A job is published under
+ * tf_mu with a new generation and the number of threads that take part;
+ * every one of them claims chunks of iterations with an atomic counter,
+ * and the caller waits until they have all finished before returning.
+ * Jobs run one at a time (tf_call_mu), so the functions of a library may
+ * be called from several threads. The pool grows on demand to the number
+ * of threads asked for (tf_set_num_threads, else $TF_NUM_THREADS, else
+ * every online core); idle workers beyond it sleep. */
+#define TF_MAX_THREADS 1024
 static pthread_mutex_t tf_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t tf_call_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tf_start = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t tf_done = PTHREAD_COND_INITIALIZER;
-static pthread_once_t tf_once = PTHREAD_ONCE_INIT;
+static int tf_started = 1; /* threads of the pool, the caller included */
+static _Atomic int tf_want; /* threads for the next calls; 0: the default */
 static uint64_t tf_generation;
 static int tf_pending;
+static int tf_job_threads;
 static tf_task tf_job_fn;
 static void *tf_job_ctx;
 static int64_t tf_job_n, tf_job_chunk;
@@ -41,14 +51,23 @@ static void tf_run_chunks(void) {
   }
 }
 
+struct tf_worker_start {
+  int id;
+  uint64_t generation;
+};
+
 static void *tf_worker(void *arg) {
-  uint64_t seen = 0;
-  (void)arg;
+  struct tf_worker_start *st = arg;
+  int id = st->id;
+  uint64_t seen = st->generation;
+  free(st);
   for (;;) {
     pthread_mutex_lock(&tf_mu);
     while (tf_generation == seen) pthread_cond_wait(&tf_start, &tf_mu);
     seen = tf_generation;
+    int join = id < tf_job_threads;
     pthread_mutex_unlock(&tf_mu);
+    if (!join) continue;
     tf_run_chunks();
     pthread_mutex_lock(&tf_mu);
     if (--tf_pending == 0) pthread_cond_signal(&tf_done);
@@ -57,47 +76,84 @@ static void *tf_worker(void *arg) {
   return NULL;
 }
 
-static void tf_init(void) {
+static int tf_default_threads(void) {
   const char *env = getenv("TF_NUM_THREADS");
-  long n = env ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
+  long n = env && *env ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) n = 1;
-  if (n > 1024) n = 1024;
+  if (n > TF_MAX_THREADS) n = TF_MAX_THREADS;
+  return (int)n;
+}
+
+/* tf_grow starts workers until the pool has n threads (fewer if the
+ * system refuses); called with tf_mu held. */
+static void tf_grow(int n) {
+  if (n <= tf_started) return;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   /* kernels keep their scratchpad on the stack */
   pthread_attr_setstacksize(&attr, (size_t)64 << 20);
-  int started = 1;
-  for (long i = 1; i < n; i++) {
+  while (tf_started < n) {
+    struct tf_worker_start *st = malloc(sizeof *st);
+    if (!st) break;
+    st->id = tf_started;
+    st->generation = tf_generation;
     pthread_t t;
-    if (pthread_create(&t, &attr, tf_worker, NULL) != 0) break;
+    if (pthread_create(&t, &attr, tf_worker, st) != 0) {
+      free(st);
+      break;
+    }
     pthread_detach(t);
-    started++;
+    tf_started++;
   }
   pthread_attr_destroy(&attr);
-  tf_nthreads = started;
 }
 
-int tf_num_threads(void) {
-  pthread_once(&tf_once, tf_init);
-  return tf_nthreads;
+/* tf_set_num_threads sets the number of threads later calls use; n < 1
+ * restores the default. */
+TF_API void tf_set_num_threads(int n) {
+  if (n > TF_MAX_THREADS) n = TF_MAX_THREADS;
+  atomic_store(&tf_want, n < 1 ? 0 : n);
+}
+
+/* tf_num_threads is the number of threads the next call uses. */
+TF_API int tf_num_threads(void) {
+  static _Atomic int fallback;
+  int n = atomic_load(&tf_want);
+  if (n > 0) return n;
+  n = atomic_load(&fallback);
+  if (n == 0) {
+    n = tf_default_threads();
+    atomic_store(&fallback, n);
+  }
+  return n;
 }
 
 void tf_parallel_for(tf_task fn, void *ctx, int64_t n) {
   if (n <= 0) return;
-  pthread_once(&tf_once, tf_init);
-  if (tf_nthreads == 1 || n == 1) {
+  int want = n == 1 ? 1 : tf_num_threads();
+  if (want == 1) {
     fn(ctx, 0, n);
     return;
   }
-  int64_t chunk = n / ((int64_t)tf_nthreads * 8);
-  if (chunk < 1) chunk = 1;
+  pthread_mutex_lock(&tf_call_mu);
   pthread_mutex_lock(&tf_mu);
+  tf_grow(want);
+  int threads = want < tf_started ? want : tf_started;
+  if (threads == 1) {
+    pthread_mutex_unlock(&tf_mu);
+    fn(ctx, 0, n);
+    pthread_mutex_unlock(&tf_call_mu);
+    return;
+  }
+  int64_t chunk = n / ((int64_t)threads * 8);
+  if (chunk < 1) chunk = 1;
   tf_job_fn = fn;
   tf_job_ctx = ctx;
   tf_job_n = n;
   tf_job_chunk = chunk;
+  tf_job_threads = threads;
   atomic_store(&tf_job_next, 0);
-  tf_pending = tf_nthreads - 1;
+  tf_pending = threads - 1;
   tf_generation++;
   pthread_cond_broadcast(&tf_start);
   pthread_mutex_unlock(&tf_mu);
@@ -105,6 +161,7 @@ void tf_parallel_for(tf_task fn, void *ctx, int64_t n) {
   pthread_mutex_lock(&tf_mu);
   while (tf_pending > 0) pthread_cond_wait(&tf_done, &tf_mu);
   pthread_mutex_unlock(&tf_mu);
+  pthread_mutex_unlock(&tf_call_mu);
 }
 
 /* Buffers are 64-byte aligned, with their size in a 64-byte header. Freed
@@ -198,24 +255,33 @@ __attribute__((weak)) uint16_t __gnu_f2h_ieee(float f) {
 
 // harnessC is the generic main of a compiled program. It reads a
 // manifest naming the function (an index into tf_entries), the runs, the
-// extents and one raw binary file per buffer (inputs, then outputs), calls
-// the function, and writes the outputs:
+// extents and one file region per buffer (inputs, then outputs: the size
+// in bytes, the offset in the file, the path), calls the function, and
+// leaves the outputs in their files:
 //
 //	entry 0
 //	runs 3
 //	ext 8
-//	in 2048 /tmp/x/in0.bin
-//	out 2048 /tmp/x/out0.bin
+//	in 2048 128 /tmp/x/x.npy
+//	out 2048 128 /tmp/x/result0.npy
 //
-// The first call produces the results; each further one is timed and
-// reported as `time_ns N` on standard output.
+// A region whose offset is a multiple of 64 is mapped (inputs privately,
+// outputs shared, the output file extended to its end), so the kernels
+// read and write the files' pages with no copy; other regions are read
+// into, and written from, an allocated buffer. The first call produces
+// the results; each further one is timed and reported as `time_ns N` on
+// standard output.
 const harnessC = `// TensorForge program harness.
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef void (*tf_entry_fn)(void **buffers, int64_t *extents);
 extern const tf_entry_fn tf_entries[];
@@ -229,6 +295,63 @@ static void die(const char *what, const char *path) {
   exit(2);
 }
 
+struct region {
+  char *path;
+  int64_t size, offset;
+  int fd, out, mapped;
+  void *map;
+  size_t mapLen;
+};
+
+/* open_region makes the buffer of one manifest line. */
+static void *open_region(struct region *r) {
+  r->fd = open(r->path, r->out ? O_RDWR : O_RDONLY);
+  if (r->fd < 0) die("cannot open", r->path);
+  struct stat st;
+  if (fstat(r->fd, &st) != 0) die("cannot stat", r->path);
+  int64_t end = r->offset + r->size;
+  if (r->out && st.st_size < end && ftruncate(r->fd, (off_t)end) != 0) die("cannot extend", r->path);
+  if (!r->out && st.st_size < end) {
+    fprintf(stderr, "error: '%s' has %lld bytes, %lld expected\n", r->path, (long long)st.st_size, (long long)end);
+    exit(2);
+  }
+  if (r->size > 0 && r->offset % 64 == 0) {
+    r->mapLen = (size_t)end;
+    r->map = mmap(NULL, r->mapLen, PROT_READ | PROT_WRITE, r->out ? MAP_SHARED : MAP_PRIVATE, r->fd, 0);
+    if (r->map != MAP_FAILED) {
+      r->mapped = 1;
+      return (char *)r->map + r->offset;
+    }
+  }
+  void *buf = tf_alloc(r->size);
+  if (r->out) {
+    memset(buf, 0, (size_t)r->size);
+  } else {
+    int64_t done = 0;
+    while (done < r->size) {
+      ssize_t k = pread(r->fd, (char *)buf + done, (size_t)(r->size - done), (off_t)(r->offset + done));
+      if (k <= 0) die("short read of", r->path);
+      done += k;
+    }
+  }
+  return buf;
+}
+
+/* close_region writes an output that was not mapped. */
+static void close_region(struct region *r, void *buf) {
+  if (r->mapped) {
+    if (munmap(r->map, r->mapLen) != 0) die("cannot unmap", r->path);
+  } else if (r->out) {
+    int64_t done = 0;
+    while (done < r->size) {
+      ssize_t k = pwrite(r->fd, (char *)buf + done, (size_t)(r->size - done), (off_t)(r->offset + done));
+      if (k <= 0) die("cannot write", r->path);
+      done += k;
+    }
+  }
+  if (close(r->fd) != 0) die("cannot write", r->path);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s MANIFEST\n", argv[0]);
@@ -237,15 +360,14 @@ int main(int argc, char **argv) {
   FILE *m = fopen(argv[1], "r");
   if (!m) die("cannot open", argv[1]);
   static void *bufs[TF_MAX];
-  static int64_t exts[TF_MAX], sizes[TF_MAX];
-  static char *outPaths[TF_MAX];
-  static int outIndex[TF_MAX];
-  int nbuf = 0, next = 0, nout = 0;
+  static int64_t exts[TF_MAX];
+  static struct region regions[TF_MAX];
+  int nbuf = 0, next = 0;
   long runs = 1, entry = 0;
   char line[8192];
   while (fgets(line, sizeof line, m)) {
     line[strcspn(line, "\n")] = 0;
-    long long v;
+    long long v, o;
     int off = 0;
     if (sscanf(line, "runs %ld", &runs) == 1) continue;
     if (sscanf(line, "entry %ld", &entry) == 1) {
@@ -264,23 +386,16 @@ int main(int argc, char **argv) {
     if (!isIn && !isOut) continue;
     if (nbuf >= TF_MAX) return 2;
     const char *rest = line + (isIn ? 3 : 4);
-    if (sscanf(rest, "%lld %n", &v, &off) != 1) {
+    if (sscanf(rest, "%lld %lld %n", &v, &o, &off) != 2 || v < 0 || o < 0) {
       fprintf(stderr, "error: bad manifest line '%s'\n", line);
       return 2;
     }
-    const char *path = rest + off;
-    sizes[nbuf] = v;
-    bufs[nbuf] = tf_alloc(v);
-    if (isIn) {
-      FILE *f = fopen(path, "rb");
-      if (!f) die("cannot open", path);
-      if (v > 0 && fread(bufs[nbuf], 1, (size_t)v, f) != (size_t)v) die("short read of", path);
-      fclose(f);
-    } else {
-      memset(bufs[nbuf], 0, (size_t)v);
-      outPaths[nout] = strdup(path);
-      outIndex[nout++] = nbuf;
-    }
+    struct region *r = &regions[nbuf];
+    r->path = strdup(rest + off);
+    r->size = v;
+    r->offset = o;
+    r->out = isOut;
+    bufs[nbuf] = open_region(r);
     nbuf++;
   }
   fclose(m);
@@ -293,13 +408,7 @@ int main(int argc, char **argv) {
     long long ns = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
     printf("time_ns %lld\n", ns);
   }
-  for (int i = 0; i < nout; i++) {
-    FILE *f = fopen(outPaths[i], "wb");
-    if (!f) die("cannot create", outPaths[i]);
-    int64_t n = sizes[outIndex[i]];
-    if (n > 0 && fwrite(bufs[outIndex[i]], 1, (size_t)n, f) != (size_t)n) die("cannot write", outPaths[i]);
-    if (fclose(f) != 0) die("cannot write", outPaths[i]);
-  }
+  for (int i = 0; i < nbuf; i++) close_region(&regions[i], bufs[i]);
   return 0;
 }
 `

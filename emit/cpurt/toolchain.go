@@ -2,6 +2,7 @@ package cpurt
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,20 +87,19 @@ func run(dir, name string, args ...string) error {
 	return nil
 }
 
-// build turns the LLVM IR text into an executable in dir:
+// compileLL turns the LLVM IR text into prog.o in dir:
 //
 //	opt -O2 prog.ll -o prog.bc
 //	llc -O3 -relocation-model=pic -mcpu=native -filetype=obj prog.bc -o prog.o
-//	cc -O2 prog.o runtime.c harness.c -o prog -lpthread -lm
-func (tc *Toolchain) build(dir, llText string) (string, error) {
+func (tc *Toolchain) compileLL(dir, llText string) error {
 	ll := filepath.Join(dir, "prog.ll")
 	if err := os.WriteFile(ll, []byte(llText), 0o644); err != nil {
-		return "", err
+		return err
 	}
 	src := "prog.ll"
 	if tc.Opt != "" {
 		if err := run(dir, tc.Opt, "-O2", "prog.ll", "-o", "prog.bc"); err != nil {
-			return "", err
+			return err
 		}
 		src = "prog.bc"
 	}
@@ -107,16 +107,154 @@ func (tc *Toolchain) build(dir, llText string) (string, error) {
 	if tc.CPU != "" {
 		args = append(args, "-mcpu="+tc.CPU)
 	}
-	if err := run(dir, tc.LLC, args...); err != nil {
-		return "", err
-	}
-	for name, text := range map[string]string{"runtime.c": runtimeC, "harness.c": harnessC} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			return "", err
+	return run(dir, tc.LLC, args...)
+}
+
+// build turns the LLVM IR text into an executable in dir:
+//
+//	opt, llc as compileLL
+//	cc -O2 prog.o runtime.o harness.o -o prog -lpthread -lm
+//
+// where runtime.o and harness.o come from the object cache (cObjects).
+func (tc *Toolchain) build(dir, llText string) (string, error) {
+	// A program built before from the same IR with the same tools is
+	// taken from the cache.
+	var cached string
+	if cache := tc.cacheDir(); cache != "" {
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", toolIdentity(tc.LLC), toolIdentity(tc.Opt), tc.CPU,
+			toolIdentity(tc.CC), strings.Join(cFlags, " "), runtimeC, harnessC, llText)
+		cached = filepath.Join(cache, fmt.Sprintf("prog-%x", h.Sum(nil)[:16]))
+		if st, err := os.Stat(cached); err == nil && st.Mode().IsRegular() && st.Mode()&0o100 != 0 {
+			return cached, nil
 		}
 	}
-	if err := run(dir, tc.CC, "-O2", "-std=gnu11", "prog.o", "runtime.c", "harness.c", "-o", "prog", "-lpthread", "-lm"); err != nil {
+	exe, err := tc.buildFresh(dir, llText)
+	if err != nil || cached == "" {
+		return exe, err
+	}
+	if copyInto(exe, cached, 0o755) {
+		return cached, nil
+	}
+	return exe, nil
+}
+
+// copyInto copies src to dst through a temporary file and a rename, so
+// that a concurrent reader never sees a partial file.
+func copyInto(src, dst string, mode os.FileMode) bool {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return false
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+"-*.tmp")
+	if err != nil {
+		return false
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr == nil && cerr == nil && os.Chmod(tmp.Name(), mode) == nil && os.Rename(tmp.Name(), dst) == nil {
+		return true
+	}
+	os.Remove(tmp.Name())
+	return false
+}
+
+func (tc *Toolchain) buildFresh(dir, llText string) (string, error) {
+	if err := tc.compileLL(dir, llText); err != nil {
+		return "", err
+	}
+	objs, err := tc.cObjects(dir, map[string]string{"runtime": runtimeC, "harness": harnessC})
+	if err != nil {
+		return "", err
+	}
+	args := append([]string{"-O2", "prog.o"}, objs["runtime"], objs["harness"])
+	args = append(args, "-o", "prog", "-lpthread", "-lm")
+	if err := run(dir, tc.CC, args...); err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, "prog"), nil
+}
+
+// cFlags compile the runtime and the harness: position-independent (the
+// runtime also goes into shared libraries) and with hidden symbols but
+// for those marked TF_API.
+var cFlags = []string{"-O2", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-c"}
+
+// cObjects compiles C sources (name -> text) to objects and returns their
+// paths. The objects are kept in a cache directory ($TFC_CACHE_DIR, else
+// tensorforge/ under the user's cache directory; TFC_CACHE_DIR=off: none), keyed by the text, the
+// flags and the compiler, so a compile after the first one only links;
+// when the cache cannot be used, they are compiled in dir.
+func (tc *Toolchain) cObjects(dir string, sources map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	cache := tc.cacheDir()
+	for name, text := range sources {
+		if cache != "" {
+			h := sha256.New()
+			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", toolIdentity(tc.CC), strings.Join(cFlags, " "), text)
+			obj := filepath.Join(cache, fmt.Sprintf("%s-%x.o", name, h.Sum(nil)[:12]))
+			if st, err := os.Stat(obj); err == nil && st.Size() > 0 {
+				out[name] = obj
+				continue
+			}
+			if err := tc.compileC(dir, name, text); err != nil {
+				return nil, err
+			}
+			out[name] = filepath.Join(dir, name+".o")
+			if copyInto(out[name], obj, 0o644) {
+				out[name] = obj
+			}
+			continue
+		}
+		if err := tc.compileC(dir, name, text); err != nil {
+			return nil, err
+		}
+		out[name] = filepath.Join(dir, name+".o")
+	}
+	return out, nil
+}
+
+// compileC writes name.c into dir and compiles it to name.o.
+func (tc *Toolchain) compileC(dir, name, text string) error {
+	if err := os.WriteFile(filepath.Join(dir, name+".c"), []byte(text), 0o644); err != nil {
+		return err
+	}
+	args := append(append([]string(nil), cFlags...), name+".c", "-o", name+".o")
+	return run(dir, tc.CC, args...)
+}
+
+// cacheDir is the object cache, created on demand; "" when there is none.
+func (tc *Toolchain) cacheDir() string {
+	base := os.Getenv("TFC_CACHE_DIR")
+	if base == "off" {
+		return ""
+	}
+	if base == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		base = filepath.Join(d, "tensorforge")
+	}
+	dir := filepath.Join(base, "cpurt")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	return dir
+}
+
+// toolIdentity names a tool for the cache keys: its path, size and
+// modification time.
+func toolIdentity(path string) string {
+	if path == "" {
+		return ""
+	}
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		p = path
+	}
+	if st, err := os.Stat(p); err == nil {
+		return fmt.Sprintf("%s %d %d", p, st.Size(), st.ModTime().UnixNano())
+	}
+	return p
 }
