@@ -1,0 +1,140 @@
+"""The torch.compile backend: capture, partition, translate, compile, launch.
+
+``torch.compile(m, backend="tensorforge")`` hands Dynamo's graph to
+``tensorforge_backend``, which lowers it to ATen with AOTAutograd and passes
+the inference graph to ``compile_aten``. ``compile_aten`` is also what the
+tests call on graphs traced with ``make_fx`` (``trace``), where Dynamo is
+not available.
+"""
+
+import sys
+
+import torch
+import torch.fx
+
+from . import cudagraphs, fxpasses, partition, runtime, translate
+from .compiler import Compiler
+from .config import Options
+from .types import Unsupported
+
+_compilers = {}
+
+# Every graph compiled in this process, for inspection (its .tir, its fallback log).
+compiled_graphs = []
+
+
+def _compiler(opts):
+    key = (opts.tfc, opts.cache_dir, opts.flags)
+    c = _compilers.get(key)
+    if c is None:
+        c = _compilers[key] = Compiler(tfc=opts.tfc, cache_dir=opts.cache_dir, extra_flags=opts.flags)
+    return c
+
+
+def _ensure_meta(gm, example_inputs):
+    """Shapes and dtypes on every node: Dynamo/AOT record them; make_fx in torch 1.x may not."""
+    need = any("val" not in n.meta and "tensor_meta" not in n.meta
+               for n in gm.graph.nodes if n.op not in ("output",))
+    if need:
+        from torch.fx.passes.shape_prop import ShapeProp
+
+        ShapeProp(gm).propagate(*example_inputs)
+
+
+class CompiledGraph:
+    """The partitioned graph: PyTorch runs its nodes, compiled kernels sit in it as modules."""
+
+    def __init__(self, gm, log, kernels, compiler):
+        self.gm = gm
+        self.log = log
+        self.kernels = kernels  # [Translation]
+        self.compiler = compiler
+
+    def __call__(self, *args):
+        return self.gm(*args)
+
+    @property
+    def tir(self):
+        return "".join(k.text + "\n" for k in self.kernels)
+
+
+def compile_aten(gm, example_inputs, options=None):
+    """Compile the supported regions of an ATen-level inference graph."""
+    opts = options if isinstance(options, Options) else Options.from_dict(options)
+    _ensure_meta(gm, example_inputs)
+    fxpasses.reinplace_input_updates(gm)
+    log = partition.FallbackLog()
+    fused, names = partition.partition(gm, log)
+    translations, single = [], {}
+    for name in names:
+        sub = getattr(fused, name)
+        try:
+            tr = translate.translate(sub, name.replace("fused_", "region_"))
+        except Unsupported as e:
+            log.fallbacks.append((name, "region", "not translated, runs in PyTorch: %s" % e))
+            continue
+        out = [n for n in sub.graph.nodes if n.op == "output"][0]
+        single[name] = not isinstance(out.args[0], (list, tuple))
+        translations.append((name, tr))
+    compiler = _compiler(opts)
+    if translations:
+        text = "".join(tr.text + "\n" for _, tr in translations)
+        folder = compiler.build(text, opts.target, opts.emitter)
+        for name, tr in translations:
+            if opts.emitter == "cpu":
+                fn = runtime.CpuFunction(folder, tr)
+            else:
+                fn = runtime.python_function(folder, opts.emitter, tr.name)
+            setattr(fused, name, runtime.Kernel(fn, tr, single[name]))
+    fused.recompile()
+    if opts.log:
+        print(log.format(), file=sys.stderr)
+    compiled = CompiledGraph(fused, log, [tr for _, tr in translations], compiler)
+    compiled_graphs.append(compiled)
+    if opts.cudagraphs:
+        return cudagraphs.CudaGraphRunner(compiled)
+    return compiled
+
+
+def trace(fn, *example_inputs, dynamic=False):
+    """An ATen-level inference graph of fn (a module or function) with make_fx."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    if isinstance(fn, torch.nn.Module):
+        fn.eval()
+    with torch.no_grad():
+        return make_fx(fn, tracing_mode="symbolic" if dynamic else "real")(*example_inputs)
+
+
+def compile_module(fn, *example_inputs, options=None):
+    """trace + compile_aten: what a user of torch 1.x (no Dynamo) calls."""
+    gm = trace(fn, *example_inputs)
+    return compile_aten(gm, example_inputs, options)
+
+
+# Decompositions applied while AOTAutograd lowers to ATen: composite ops the
+# op table does not declare but whose parts it does.
+def _decompositions():
+    from torch._decomp import get_decompositions
+
+    aten = torch.ops.aten
+    wanted = [getattr(aten, n) for n in ("native_layer_norm", "addcmul", "lerp", "hardswish", "masked_fill",
+                                         "rsub", "silu_backward", "softplus", "hardsigmoid", "mish")
+              if hasattr(aten, n)]
+    return get_decompositions(wanted)
+
+
+def tensorforge_backend(gm, example_inputs, options=None, **kwargs):
+    """The Dynamo backend (torch >= 2): AOTAutograd to ATen, then compile_aten."""
+    from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+
+    opts = Options.from_dict(options)
+
+    def fw(g, ex):
+        return make_boxed_func(compile_aten(g, ex, opts))
+
+    def bw(g, ex):
+        return make_boxed_func(g.forward)
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=fw, bw_compiler=bw,
+                                 decompositions=_decompositions(), keep_inference_input_mutations=True)

@@ -1,0 +1,55 @@
+"""Options of the backend: ``torch.compile(m, backend="tensorforge", options={...})``."""
+
+import os
+
+TARGETS = ("cpu", "h100", "h200")
+EMITTERS_FOR = {"cpu": ("cpu",), "h100": ("triton", "ptx"), "h200": ("triton", "ptx")}
+
+
+class Options:
+    """
+    target:      "h200" (default when CUDA is available), "h100" or "cpu"
+    emitter:     "triton" (default on GPUs) or "ptx"; "cpu" on the cpu target
+    cudagraphs:  capture the compiled graph in CUDA graphs and replay it (default False)
+    cache_dir:   where compiled modules are kept ($TENSORFORGE_CACHE_DIR, else ~/.cache/tensorforge)
+    tfc:         the compiler binary ($TENSORFORGE_TFC, else tfc on PATH)
+    log:         print the regions formed and every op left to PyTorch with its reason
+                 (also TENSORFORGE_LOG=1)
+    flags:       extra tfc flags, e.g. ["-O2"]
+    """
+
+    KEYS = ("target", "emitter", "cudagraphs", "cache_dir", "tfc", "log", "flags")
+
+    def __init__(self, target=None, emitter=None, cudagraphs=False, cache_dir=None, tfc=None, log=None, flags=()):
+        if target is None:
+            import torch
+
+            target = "h200" if torch.cuda.is_available() else "cpu"
+        target = {"h100_sxm": "h100"}.get(target, target)
+        if target not in TARGETS:
+            raise ValueError("tensorforge: unknown target %r (known: %s)" % (target, ", ".join(TARGETS)))
+        if emitter is None:
+            emitter = EMITTERS_FOR[target][0]
+        if emitter not in EMITTERS_FOR[target]:
+            raise ValueError("tensorforge: emitter %r does not serve target %r (it takes: %s)" % (
+                emitter, target, ", ".join(EMITTERS_FOR[target])))
+        if cudagraphs and target == "cpu":
+            raise ValueError("tensorforge: cudagraphs needs a GPU target")
+        self.target = target
+        self.emitter = emitter
+        self.cudagraphs = bool(cudagraphs)
+        self.cache_dir = cache_dir
+        self.tfc = tfc
+        self.log = bool(log) if log is not None else os.environ.get("TENSORFORGE_LOG", "") not in ("", "0")
+        self.flags = tuple(flags)
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d or {})
+        unknown = sorted(set(d) - set(cls.KEYS))
+        if unknown:
+            raise ValueError("tensorforge: unknown option(s) %s (known: %s)" % (", ".join(unknown), ", ".join(cls.KEYS)))
+        return cls(**d)
+
+    def __repr__(self):
+        return "Options(%s)" % ", ".join("%s=%r" % (k, getattr(self, k)) for k in self.KEYS)

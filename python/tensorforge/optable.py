@@ -1,0 +1,652 @@
+"""The ATen op table: one declaration per ATen op.
+
+Each declaration names an ATen overload, the way it translates (its *kind*:
+unary, binary, reduction, view, ...) and the graph-dialect op it becomes.
+The same entry answers both questions the frontend asks of a node:
+
+- ``check(node)``: can TensorForge compile it? ``None`` if so, else the reason,
+  which the partitioner logs when the node stays in PyTorch;
+- ``emit(fn, node)``: the .tir it becomes, inside a function being written.
+
+Ops TensorForge leaves to PyTorch on purpose (matmul, attention, embedding
+lookups, ...) are declared too, with the reason, so that the fallback log
+says why rather than "unknown op".
+
+Kinds are a handful of small functions below; the table at the end is data.
+"""
+
+import math
+import operator
+
+import torch
+
+from .types import FLOATS, DYNAMIC, Unsupported, info_of, tensor_type
+
+aten = torch.ops.aten
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared by the kinds
+
+
+def _arg(node, i, name, default=None):
+    if i < len(node.args):
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def _is_tensor_arg(a):
+    return isinstance(a, torch.fx.Node) and info_of(a) is not None
+
+
+def _is_scalar(a):
+    return isinstance(a, (int, float, bool)) and not isinstance(a, torch.fx.Node)
+
+
+def _out(node):
+    info = info_of(node)
+    if info is None:
+        raise Unsupported("its result is not a single tensor")
+    return info
+
+
+def _need_tensor(node, a, what):
+    if not _is_tensor_arg(a):
+        raise Unsupported("%s is not a tensor with known shape and dtype" % what)
+
+
+def _norm_axes(axes, rank):
+    return [a + rank if a < 0 else a for a in axes]
+
+
+def _compute_dtype(out_dtype, operands):
+    """The dtype an element-wise op computes in, as PyTorch's opmath does.
+
+    A reduced-precision float result with a Python scalar operand is computed
+    in f32 (the scalar is not rounded to bf16 first); otherwise operands are
+    brought to the result dtype, which is PyTorch's promoted type.
+    """
+    if out_dtype in (torch.float16, torch.bfloat16) and any(_is_scalar(a) for a in operands):
+        return torch.float32
+    return out_dtype
+
+
+def _promote(operands):
+    """torch.result_type of FX operands (tensors and Python scalars)."""
+    tensors = [info_of(a).dtype for a in operands if _is_tensor_arg(a)]
+    scalars = [a for a in operands if _is_scalar(a)]
+    if not tensors:
+        raise Unsupported("no tensor operand")
+    dt = tensors[0]
+    for t in tensors[1:]:
+        dt = torch.promote_types(dt, t)
+    for s in scalars:
+        if isinstance(s, float) and dt not in FLOATS:
+            dt = torch.get_default_dtype()
+        elif isinstance(s, bool) or isinstance(s, int):
+            pass
+    return dt
+
+
+# ---------------------------------------------------------------------------
+# Kinds: each is (check, emit). check raises Unsupported; emit returns the
+# name of the value the node becomes.
+
+
+class Kind:
+    def check(self, decl, node):
+        pass
+
+    def emit(self, decl, fn, node):
+        raise NotImplementedError
+
+
+class Unary(Kind):
+    """``%y = graph.OP %x : T``; the operand is cast to the result dtype first.
+
+    ``float_only``: the op is defined on floats (exp, tanh, ...).
+    """
+
+    def check(self, decl, node):
+        x = node.args[0]
+        _need_tensor(node, x, "the operand")
+        out = _out(node)
+        if decl.params.get("float_only") and out.dtype not in FLOATS:
+            raise Unsupported("%s of %s is not defined in the graph dialect" % (decl.tir, out.dtype))
+        for key, allowed in decl.params.get("attrs_allowed", {}).items():
+            v = _arg(node, 1, key, allowed[0])
+            if v not in allowed:
+                raise Unsupported("%s=%r is not supported" % (key, v))
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        x = fn.value(node.args[0], out.dtype)
+        attrs = {}
+        for key, allowed in decl.params.get("attrs_allowed", {}).items():
+            v = _arg(node, 1, key, allowed[0])
+            attrs[decl.params.get("attr_names", {}).get(key, key)] = v
+        return fn.op(decl.tir, [x], out, attrs, node=node)
+
+
+class Binary(Kind):
+    """``%z = graph.OP %a, %b``, NumPy broadcasting, scalars as constants.
+
+    ``alpha``: the ATen op takes alpha (add, sub): only 1 is accepted.
+    ``reverse``: the operands are swapped (rsub).
+    """
+
+    def check(self, decl, node):
+        a, b = node.args[0], node.args[1]
+        if not (_is_tensor_arg(a) or _is_tensor_arg(b)):
+            raise Unsupported("no tensor operand")
+        for v, what in ((a, "the first operand"), (b, "the second operand")):
+            if not (_is_tensor_arg(v) or _is_scalar(v)):
+                raise Unsupported("%s is neither a tensor nor a Python number" % what)
+        if decl.params.get("alpha") and _arg(node, 2, "alpha", 1) != 1:
+            raise Unsupported("alpha != 1")
+        if _arg(node, 2, "rounding_mode", None) is not None and decl.params.get("div"):
+            raise Unsupported("rounding_mode is not supported")
+        out = _out(node)
+        if out.dtype == torch.bool:
+            raise Unsupported("boolean arithmetic is not in the graph dialect")
+
+    def emit(self, decl, fn, node):
+        a, b = node.args[0], node.args[1]
+        if decl.params.get("reverse"):
+            a, b = b, a
+        out = _out(node)
+        cdt = _compute_dtype(out.dtype, [a, b])
+        va, vb = fn.value(a, cdt), fn.value(b, cdt)
+        if cdt == out.dtype:
+            return fn.op(decl.tir, [va, vb], out, node=node)
+        t = fn.op(decl.tir, [va, vb], out.with_dtype(cdt), node=node)
+        return fn.cast(t, out.with_dtype(cdt), out)
+
+
+class Compare(Kind):
+    """``%c = graph.cmp %a, %b {predicate = P}``, computed in the promoted dtype."""
+
+    def check(self, decl, node):
+        a, b = node.args[0], node.args[1]
+        if not (_is_tensor_arg(a) or _is_tensor_arg(b)):
+            raise Unsupported("no tensor operand")
+        _promote([a, b])
+
+    def emit(self, decl, fn, node):
+        a, b = node.args[0], node.args[1]
+        dt = _promote([a, b])
+        return fn.op("graph.cmp", [fn.value(a, dt), fn.value(b, dt)], _out(node),
+                     {"predicate": decl.params["predicate"]}, node=node)
+
+
+class Where(Kind):
+    """``aten.where.self(c, a, b)`` as ``graph.select``."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the condition")
+        if info_of(node.args[0]).dtype != torch.bool:
+            raise Unsupported("the condition is not bool")
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        c = fn.value(node.args[0], torch.bool)
+        return fn.op("graph.select", [c, fn.value(node.args[1], out.dtype), fn.value(node.args[2], out.dtype)],
+                     out, node=node)
+
+
+class Cast(Kind):
+    """Dtype conversions (``_to_copy``, ``convert_element_type``, ``to.dtype``)."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        if node.kwargs.get("pin_memory"):
+            raise Unsupported("pin_memory= is not a dtype conversion")
+        if node.kwargs.get("layout") not in (None, torch.strided):
+            raise Unsupported("layout= is not a dtype conversion")
+        inp, out = info_of(node.args[0]), _out(node)
+        val = node.args[0].meta.get("val")
+        dev = node.kwargs.get("device")
+        if dev is not None and isinstance(val, torch.Tensor) and torch.device(dev) != val.device:
+            raise Unsupported("moves the tensor to another device")
+        if inp.shape != out.shape:
+            raise Unsupported("changes the shape")
+
+    def emit(self, decl, fn, node):
+        inp, out = info_of(node.args[0]), _out(node)
+        x = fn.value(node.args[0])
+        if inp.dtype == out.dtype:
+            return x
+        return fn.cast(x, inp, out, node=node)
+
+
+class Identity(Kind):
+    """Copies and aliases: SSA values are immutable, so they are the operand."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        if info_of(node.args[0]).shape != _out(node).shape or info_of(node.args[0]).dtype != _out(node).dtype:
+            raise Unsupported("changes the shape or dtype")
+
+    def emit(self, decl, fn, node):
+        return fn.value(node.args[0])
+
+
+class Reduce(Kind):
+    """``sum/mean/amax/amin`` over dims, with keepdim; ``dtype=`` as a cast first."""
+
+    def _axes(self, node, rank):
+        dims = _arg(node, 1, "dim", None)
+        if dims is None or dims == []:
+            return list(range(rank))
+        if isinstance(dims, int):
+            dims = [dims]
+        return _norm_axes(list(dims), rank)
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        inp = info_of(node.args[0])
+        axes = self._axes(node, inp.rank)
+        for a in axes:
+            if inp.shape[a] is DYNAMIC:
+                raise Unsupported("reduces a dimension of run-time extent")
+        out = _out(node)
+        if decl.tir == "graph.reduce_mean" and out.dtype not in FLOATS:
+            raise Unsupported("mean of integers")
+
+    def emit(self, decl, fn, node):
+        inp, out = info_of(node.args[0]), _out(node)
+        axes = self._axes(node, inp.rank)
+        keep = bool(_arg(node, 2, "keepdim", False))
+        x = fn.value(node.args[0], out.dtype)
+        return fn.op(decl.tir, [x], out, {"axes": axes, "keepdim": keep}, node=node)
+
+
+class Norm(Kind):
+    """``_softmax``, ``_log_softmax`` (x, dim, half_to_float) and ``logsumexp``."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        inp = info_of(node.args[0])
+        dim = node.args[1]
+        if isinstance(dim, (list, tuple)):
+            if len(dim) != 1:
+                raise Unsupported("reduces several dims")
+            dim = dim[0]
+        if inp.shape[dim] is DYNAMIC:
+            raise Unsupported("normalises a dimension of run-time extent")
+        if decl.tir == "graph.logsumexp" and _arg(node, 2, "keepdim", False):
+            raise Unsupported("keepdim=True")
+        if _out(node).dtype not in FLOATS:
+            raise Unsupported("not a float tensor")
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        dim = node.args[1]
+        if isinstance(dim, (list, tuple)):
+            dim = dim[0]
+        x = fn.value(node.args[0], out.dtype)
+        return fn.op(decl.tir, [x], out, {"axis": dim}, node=node)
+
+
+class PowScalar(Kind):
+    """``pow.Tensor_Scalar``: x^2 is x*x (PyTorch's own kernels special-case it too)."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the base")
+        if not _is_scalar(node.args[1]):
+            raise Unsupported("the exponent is not a number")
+        if _out(node).dtype not in FLOATS:
+            raise Unsupported("integer power")
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        e = node.args[1]
+        x = fn.value(node.args[0], out.dtype)
+        if e == 2:
+            return fn.op("graph.mul", [x, x], out, node=node)
+        if e == 1:
+            return x
+        return fn.op("graph.pow", [x, fn.constant(float(e), out.dtype)], out, node=node)
+
+
+class Clamp(Kind):
+    """``clamp(x, min, max)`` with number bounds."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        lo, hi = _arg(node, 1, "min"), _arg(node, 2, "max")
+        for v in (lo, hi):
+            if v is not None and not _is_scalar(v):
+                raise Unsupported("a bound is not a number")
+        if lo is None and hi is None:
+            raise Unsupported("no bound")
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        x = fn.value(node.args[0], out.dtype)
+        lo, hi = _arg(node, 1, "min"), _arg(node, 2, "max")
+        lo = -math.inf if lo is None else lo
+        hi = math.inf if hi is None else hi
+        return fn.op("graph.clamp", [x], out, {"min": float(lo), "max": float(hi)}, node=node)
+
+
+class Gelu(Kind):
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        if _arg(node, 1, "approximate", "none") not in ("none", "tanh"):
+            raise Unsupported("unknown approximation")
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        return fn.op("graph.gelu", [fn.value(node.args[0], out.dtype)], out,
+                     {"approximate": _arg(node, 1, "approximate", "none")}, node=node)
+
+
+class Reshape(Kind):
+    """view, reshape, unsqueeze, squeeze, flatten: ``graph.reshape``."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        inp, out = info_of(node.args[0]), _out(node)
+        if DYNAMIC in inp.shape or DYNAMIC in out.shape:
+            # A reshape that only adds or drops unit dims keeps every `?`.
+            if [d for d in inp.shape if d != 1] != [d for d in out.shape if d != 1] or \
+               [s for s in inp.symbols if s] != [s for s in out.symbols if s]:
+                raise Unsupported("reshapes dimensions of run-time extent")
+
+    def emit(self, decl, fn, node):
+        inp, out = info_of(node.args[0]), _out(node)
+        x = fn.value(node.args[0])
+        if inp.shape == out.shape:
+            return x
+        return fn.op("graph.reshape", [x], out, node=node)
+
+
+class Transpose(Kind):
+    """transpose.int, permute, t: ``graph.transpose {perm}``."""
+
+    def _perm(self, decl, node, rank):
+        if decl.params.get("t"):
+            return [1, 0] if rank == 2 else list(range(rank))
+        if decl.params.get("permute"):
+            return _norm_axes(list(node.args[1]), rank)
+        d0, d1 = _norm_axes([node.args[1], node.args[2]], rank)
+        perm = list(range(rank))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return perm
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+
+    def emit(self, decl, fn, node):
+        inp = info_of(node.args[0])
+        perm = self._perm(decl, node, inp.rank)
+        x = fn.value(node.args[0])
+        if perm == list(range(inp.rank)):
+            return x
+        return fn.op("graph.transpose", [x], _out(node), {"perm": perm}, node=node)
+
+
+class Expand(Kind):
+    """expand: ``graph.broadcast_to``."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+
+    def emit(self, decl, fn, node):
+        inp, out = info_of(node.args[0]), _out(node)
+        x = fn.value(node.args[0])
+        if inp.shape == out.shape:
+            return x
+        return fn.op("graph.broadcast_to", [x], out, node=node)
+
+
+class Slice(Kind):
+    """slice.Tensor(x, dim, start, end, step=1): ``graph.slice`` (static sizes)."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        inp, out = info_of(node.args[0]), _out(node)
+        if _arg(node, 4, "step", 1) != 1:
+            raise Unsupported("a step other than 1")
+        if DYNAMIC in inp.shape:
+            raise Unsupported("graph.slice needs static sizes and this tensor has a run-time extent")
+        start = _arg(node, 2, "start", 0)
+        if start is not None and not isinstance(start, int):
+            raise Unsupported("the start is not a constant")
+        del out
+
+    def emit(self, decl, fn, node):
+        inp, out = info_of(node.args[0]), _out(node)
+        dim = _norm_axes([_arg(node, 1, "dim", 0)], inp.rank)[0]
+        start = _arg(node, 2, "start", 0) or 0
+        if start < 0:
+            start += inp.shape[dim]
+        start = max(0, min(start, inp.shape[dim]))
+        x = fn.value(node.args[0])
+        if out.shape == inp.shape:
+            return x
+        offsets = [0] * inp.rank
+        offsets[dim] = start
+        return fn.op("graph.slice", [x], out, {"offsets": offsets, "sizes": list(out.shape)}, node=node)
+
+
+class Cat(Kind):
+    """cat(tensors, dim): ``graph.concat {axis}``."""
+
+    def check(self, decl, node):
+        ts = node.args[0]
+        if not isinstance(ts, (list, tuple)) or not ts:
+            raise Unsupported("no tensors")
+        for t in ts:
+            _need_tensor(node, t, "an operand")
+        out = _out(node)
+        dim = _norm_axes([_arg(node, 1, "dim", 0)], out.rank)[0]
+        if out.shape[dim] is DYNAMIC:
+            raise Unsupported("joins along a dimension of run-time extent")
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        dim = _norm_axes([_arg(node, 1, "dim", 0)], out.rank)[0]
+        parts = [t for t in node.args[0] if info_of(t).shape[dim] != 0]
+        vals = [fn.value(t, out.dtype) for t in parts]
+        if len(vals) == 1:
+            return vals[0]
+        return fn.op("graph.concat", vals, out, {"axis": dim}, node=node)
+
+
+class Stays(Kind):
+    """An op left to PyTorch on purpose; ``reason`` says why."""
+
+    def check(self, decl, node):
+        raise Unsupported(decl.params["reason"])
+
+
+# ---------------------------------------------------------------------------
+# The table
+
+
+class OpDecl:
+    __slots__ = ("aten", "kind", "tir", "params")
+
+    def __init__(self, aten_name, kind, tir=None, **params):
+        self.aten = aten_name
+        self.kind = kind
+        self.tir = tir
+        self.params = params
+
+    def check(self, node):
+        """None if the node translates, else the reason it stays in PyTorch."""
+        try:
+            self.kind.check(self, node)
+            _out(node)
+        except Unsupported as e:
+            return str(e)
+        return None
+
+    def emit(self, fn, node):
+        return self.kind.emit(self, fn, node)
+
+
+UNARY, BINARY, COMPARE = Unary(), Binary(), Compare()
+CAST, IDENTITY, REDUCE, NORM = Cast(), Identity(), Reduce(), Norm()
+RESHAPE, TRANSPOSE, EXPAND, SLICE, CAT = Reshape(), Transpose(), Expand(), Slice(), Cat()
+STAYS = Stays()
+
+MATMUL = "matmul stays in PyTorch (cuBLAS) until TensorForge's tensor-core matmul is faster"
+ATTENTION = "attention (scaled_dot_product_attention) stays in PyTorch"
+
+DECLS = [
+    # element-wise unary
+    OpDecl("aten.neg.default", UNARY, "graph.neg"),
+    OpDecl("aten.abs.default", UNARY, "graph.abs"),
+    OpDecl("aten.exp.default", UNARY, "graph.exp", float_only=True),
+    OpDecl("aten.exp2.default", UNARY, "graph.exp2", float_only=True),
+    OpDecl("aten.log.default", UNARY, "graph.log", float_only=True),
+    OpDecl("aten.log2.default", UNARY, "graph.log2", float_only=True),
+    OpDecl("aten.log1p.default", UNARY, "graph.log1p", float_only=True),
+    OpDecl("aten.expm1.default", UNARY, "graph.expm1", float_only=True),
+    OpDecl("aten.sqrt.default", UNARY, "graph.sqrt", float_only=True),
+    OpDecl("aten.rsqrt.default", UNARY, "graph.rsqrt", float_only=True),
+    OpDecl("aten.reciprocal.default", UNARY, "graph.reciprocal", float_only=True),
+    OpDecl("aten.tanh.default", UNARY, "graph.tanh", float_only=True),
+    OpDecl("aten.sigmoid.default", UNARY, "graph.sigmoid", float_only=True),
+    OpDecl("aten.silu.default", UNARY, "graph.silu", float_only=True),
+    OpDecl("aten.relu.default", UNARY, "graph.relu"),
+    OpDecl("aten.sin.default", UNARY, "graph.sin", float_only=True),
+    OpDecl("aten.cos.default", UNARY, "graph.cos", float_only=True),
+    OpDecl("aten.floor.default", UNARY, "graph.floor", float_only=True),
+    OpDecl("aten.ceil.default", UNARY, "graph.ceil", float_only=True),
+    OpDecl("aten.round.default", UNARY, "graph.round", float_only=True),
+    OpDecl("aten.gelu.default", Gelu()),
+    # element-wise binary
+    OpDecl("aten.add.Tensor", BINARY, "graph.add", alpha=True),
+    OpDecl("aten.sub.Tensor", BINARY, "graph.sub", alpha=True),
+    OpDecl("aten.rsub.Scalar", BINARY, "graph.sub", alpha=True, reverse=True),
+    OpDecl("aten.mul.Tensor", BINARY, "graph.mul"),
+    OpDecl("aten.div.Tensor", BINARY, "graph.div", div=True),
+    OpDecl("aten.maximum.default", BINARY, "graph.max"),
+    OpDecl("aten.minimum.default", BINARY, "graph.min"),
+    OpDecl("aten.pow.Tensor_Tensor", BINARY, "graph.pow"),
+    OpDecl("aten.logaddexp.default", BINARY, "graph.logaddexp"),
+    OpDecl("aten.logaddexp2.default", BINARY, "graph.logaddexp2"),
+    OpDecl("aten.pow.Tensor_Scalar", PowScalar()),
+    OpDecl("aten.clamp.default", Clamp()),
+    # comparisons and select
+    OpDecl("aten.eq.Tensor", COMPARE, predicate="eq"),
+    OpDecl("aten.eq.Scalar", COMPARE, predicate="eq"),
+    OpDecl("aten.ne.Tensor", COMPARE, predicate="ne"),
+    OpDecl("aten.ne.Scalar", COMPARE, predicate="ne"),
+    OpDecl("aten.lt.Tensor", COMPARE, predicate="lt"),
+    OpDecl("aten.lt.Scalar", COMPARE, predicate="lt"),
+    OpDecl("aten.le.Tensor", COMPARE, predicate="le"),
+    OpDecl("aten.le.Scalar", COMPARE, predicate="le"),
+    OpDecl("aten.gt.Tensor", COMPARE, predicate="gt"),
+    OpDecl("aten.gt.Scalar", COMPARE, predicate="gt"),
+    OpDecl("aten.ge.Tensor", COMPARE, predicate="ge"),
+    OpDecl("aten.ge.Scalar", COMPARE, predicate="ge"),
+    OpDecl("aten.where.self", Where()),
+    # conversions and copies
+    OpDecl("aten._to_copy.default", CAST),
+    OpDecl("prims.convert_element_type.default", CAST),
+    OpDecl("aten.to.dtype", CAST),
+    OpDecl("aten.clone.default", IDENTITY),
+    OpDecl("aten.alias.default", IDENTITY),
+    OpDecl("aten.detach.default", IDENTITY),
+    OpDecl("aten.contiguous.default", IDENTITY),
+    # reductions and normalisations
+    OpDecl("aten.sum.dim_IntList", REDUCE, "graph.reduce_sum"),
+    OpDecl("aten.mean.dim", REDUCE, "graph.reduce_mean"),
+    OpDecl("aten.amax.default", REDUCE, "graph.reduce_max"),
+    OpDecl("aten.amin.default", REDUCE, "graph.reduce_min"),
+    OpDecl("aten._softmax.default", NORM, "graph.softmax"),
+    OpDecl("aten._log_softmax.default", NORM, "graph.log_softmax"),
+    OpDecl("aten.logsumexp.default", NORM, "graph.logsumexp"),
+    # views (each a kernel of its own in TensorForge today; see partition.py)
+    OpDecl("aten.view.default", RESHAPE, view=True),
+    OpDecl("aten._unsafe_view.default", RESHAPE, view=True),
+    OpDecl("aten.reshape.default", RESHAPE, view=True),
+    OpDecl("aten._reshape_alias.default", RESHAPE, view=True),
+    OpDecl("aten.unsqueeze.default", RESHAPE, view=True),
+    OpDecl("aten.squeeze.dim", RESHAPE, view=True),
+    OpDecl("aten.squeeze.default", RESHAPE, view=True),
+    OpDecl("aten.flatten.using_ints", RESHAPE, view=True),
+    OpDecl("aten.transpose.int", TRANSPOSE, view=True),
+    OpDecl("aten.permute.default", TRANSPOSE, view=True, permute=True),
+    OpDecl("aten.t.default", TRANSPOSE, view=True, t=True),
+    OpDecl("aten.expand.default", EXPAND, view=True),
+    OpDecl("aten.slice.Tensor", SLICE, view=True),
+    OpDecl("aten.cat.default", CAT, view=True),
+    # left to PyTorch on purpose
+    OpDecl("aten.mm.default", STAYS, reason=MATMUL),
+    OpDecl("aten.addmm.default", STAYS, reason=MATMUL),
+    OpDecl("aten.bmm.default", STAYS, reason=MATMUL),
+    OpDecl("aten.baddbmm.default", STAYS, reason=MATMUL),
+    OpDecl("aten.matmul.default", STAYS, reason=MATMUL),
+    OpDecl("aten.linear.default", STAYS, reason=MATMUL),
+    OpDecl("aten.scaled_dot_product_attention.default", STAYS, reason=ATTENTION),
+    OpDecl("aten._scaled_dot_product_flash_attention.default", STAYS, reason=ATTENTION),
+    OpDecl("aten._scaled_dot_product_efficient_attention.default", STAYS, reason=ATTENTION),
+    OpDecl("aten._scaled_dot_product_cudnn_attention.default", STAYS, reason=ATTENTION),
+    OpDecl("aten.embedding.default", STAYS, reason="embedding lookups (gathers) stay in PyTorch"),
+    OpDecl("aten.index.Tensor", STAYS, reason="indexing by tensors (gathers) stays in PyTorch"),
+    OpDecl("aten.index_select.default", STAYS, reason="gathers stay in PyTorch"),
+    OpDecl("aten.topk.default", STAYS, reason="top-k stays in PyTorch"),
+    OpDecl("aten.sort.default", STAYS, reason="sorting stays in PyTorch"),
+    OpDecl("aten.index_copy.default", STAYS, reason="scatters (KV-cache updates) stay in PyTorch"),
+    OpDecl("aten.index_put.default", STAYS, reason="scatters (KV-cache updates) stay in PyTorch"),
+    OpDecl("aten.copy_.default", STAYS, reason="in-place copies stay in PyTorch"),
+    OpDecl("aten.copy.default", STAYS, reason="copies into existing storage stay in PyTorch"),
+    OpDecl("aten.arange.start", STAYS, reason="factory ops stay in PyTorch"),
+    OpDecl("aten.arange.default", STAYS, reason="factory ops stay in PyTorch"),
+    OpDecl("aten.full.default", STAYS, reason="factory ops stay in PyTorch"),
+    OpDecl("aten.zeros.default", STAYS, reason="factory ops stay in PyTorch"),
+    OpDecl("aten.empty.memory_format", STAYS, reason="factory ops stay in PyTorch"),
+]
+
+
+def _key(target):
+    """The table key of an FX call_function target: 'aten.add.Tensor'."""
+    if isinstance(target, torch._ops.OpOverload):
+        ns = target.namespace
+        return "%s.%s.%s" % (ns, target._schema.name.split("::")[-1], target._overloadname)
+    if target is operator.getitem:
+        return "getitem"
+    return getattr(target, "__name__", str(target))
+
+
+TABLE = {d.aten: d for d in DECLS}
+if len(TABLE) != len(DECLS):
+    raise RuntimeError("an ATen op is declared twice in the op table")
+
+
+def lookup(node):
+    """The declaration of a call_function node, or None."""
+    if node.op != "call_function":
+        return None
+    return TABLE.get(_key(node.target))
+
+
+def support_reason(node):
+    """None if TensorForge compiles this node, else why it stays in PyTorch."""
+    if node.op != "call_function":
+        return "not an op call (%s)" % node.op
+    decl = lookup(node)
+    if decl is None:
+        return "no declaration in the op table for %s" % _key(node.target)
+    return decl.check(node)
+
+
+def is_view(node):
+    decl = lookup(node)
+    return decl is not None and decl.params.get("view", False)
+
+
+def is_free(node):
+    """Views and identities: nodes that compute nothing."""
+    decl = lookup(node)
+    return decl is not None and (decl.params.get("view", False) or decl.kind in (IDENTITY,))
+
+
+def type_of(node):
+    return tensor_type(_out(node).shape, _out(node).dtype)

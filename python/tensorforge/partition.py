@@ -1,0 +1,125 @@
+"""Partitioning: which connected regions of an ATen graph TensorForge compiles.
+
+The op table is the operator support: a node is supported exactly when its
+declaration's check passes, and the reason a node stays in PyTorch is the
+one that check gave. Regions are formed by torch.fx's capability-based
+partitioner, then trimmed:
+
+- views and copies at the edge of a region are handed back to PyTorch,
+  where a view costs nothing; inside TensorForge each would be a kernel of
+  its own (until views fuse as index maps);
+- a region with nothing left to compute is dropped.
+"""
+
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupport
+
+from . import optable
+
+
+class FallbackLog:
+    """What stays in PyTorch and why, and the kernels formed: one entry per node."""
+
+    def __init__(self):
+        self.fallbacks = []  # (node name, aten op, reason)
+        self.regions = []  # (region name, [node names], ops)
+
+    def fallback(self, node, reason):
+        self.fallbacks.append((node.name, optable._key(node.target) if node.op == "call_function" else node.op, reason))
+
+    def region(self, name, nodes):
+        self.regions.append((name, [n.name for n in nodes], len(nodes)))
+
+    def format(self):
+        out = []
+        for name, nodes, n in self.regions:
+            out.append("[tensorforge] region %s: %d ops (%s)" % (name, n, ", ".join(nodes)))
+        for name, op, reason in self.fallbacks:
+            out.append("[tensorforge] stays in PyTorch: %s (%s): %s" % (name, op, reason))
+        return "\n".join(out)
+
+    def summary(self):
+        """Counts of fallback reasons per ATen op: {op: {reason: count}}."""
+        s = {}
+        for _, op, reason in self.fallbacks:
+            s.setdefault(op, {}).setdefault(reason, 0)
+            s[op][reason] += 1
+        return s
+
+
+class TableSupport(OperatorSupport):
+    """torch.fx operator support backed by the op table."""
+
+    def __init__(self):
+        super().__init__()
+        self.reasons = {}
+
+    def is_node_supported(self, submodules, node):
+        if node.op != "call_function":
+            return False
+        reason = optable.support_reason(node)
+        if reason is not None:
+            self.reasons[node] = reason
+            return False
+        return True
+
+
+EDGE_VIEW = "a view or copy at the edge of a region costs nothing in PyTorch (inside TensorForge it would be a copy kernel)"
+NOTHING = "its region would compute nothing but views and copies"
+
+
+def _trim(nodes):
+    """Peel free nodes (views, copies) off the edges of a region until none is left there."""
+    nodes = set(nodes)
+    peeled = []
+    changed = True
+    while changed:
+        changed = False
+        for n in sorted(nodes, key=lambda n: n.name):
+            if not optable.is_free(n):
+                continue
+            ins = [a for a in n.all_input_nodes]
+            leading = all(a not in nodes for a in ins)
+            trailing = all(u not in nodes for u in n.users)
+            if leading or trailing:
+                nodes.discard(n)
+                peeled.append(n)
+                changed = True
+    return nodes, peeled
+
+
+def partition(gm, log=None):
+    """Fuse the supported regions of gm into submodules fused_0, fused_1, ...
+
+    Returns (gm, [submodule names]) and fills log.
+    """
+    log = log if log is not None else FallbackLog()
+    support = TableSupport()
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    proposed = partitioner.propose_partitions()
+    kept, in_region = [], set()
+    for p in proposed:
+        nodes, peeled = _trim(p.nodes)
+        for n in peeled:
+            log.fallback(n, EDGE_VIEW)
+        if not any(not optable.is_free(n) for n in nodes):
+            for n in nodes:
+                log.fallback(n, NOTHING)
+            continue
+        # an ordered set, so that the fused submodule (and its .tir) is the same on every run
+        p.nodes = {n: None for n in sorted(nodes, key=order.get)}
+        kept.append(p)
+        in_region.update(nodes)
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n not in in_region and n in support.reasons:
+            log.fallback(n, support.reasons[n])
+    kept.sort(key=lambda p: min(order[n] for n in p.nodes))
+    for i, p in enumerate(kept):
+        log.region("fused_%d" % i, sorted(p.nodes, key=order.get))
+    if not kept:
+        return gm, []
+    fused = partitioner.fuse_partitions(kept)
+    names = [name for name, _ in fused.named_children() if name.startswith("fused_")]
+    names.sort(key=lambda s: int(s.split("_")[1]))
+    return fused, names

@@ -1,0 +1,118 @@
+"""Loading compiled modules and calling their functions on torch tensors.
+
+Triton and PTX modules are Python files tfc wrote (a launcher per function
+with one calling convention: tensors in, the result or a tuple out); they
+are imported once per folder. CPU modules are shared libraries with the C
+ABI of docs/cpu-backend.md, called through ctypes. Loaded modules are kept
+for the life of the process.
+"""
+
+import ctypes
+import importlib.util
+import os
+import sys
+import threading
+
+import torch
+
+from .types import DYNAMIC
+
+_loaded = {}
+_lock = threading.Lock()
+
+
+def _import(path):
+    with _lock:
+        mod = _loaded.get(path)
+        if mod is None:
+            name = "tensorforge_compiled_%d" % len(_loaded)
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            spec.loader.exec_module(mod)
+            _loaded[path] = mod
+        return mod
+
+
+def _cdll(path):
+    with _lock:
+        lib = _loaded.get(path)
+        if lib is None:
+            lib = ctypes.CDLL(path)
+            _loaded[path] = lib
+        return lib
+
+
+def python_function(folder, emitter, name):
+    """The launcher of func @name in a Triton or PTX build folder."""
+    if emitter == "triton":
+        return getattr(_import(os.path.join(folder, "module.py")), name)
+    return getattr(_import(os.path.join(folder, name + ".py")), name)
+
+
+class CpuFunction:
+    """A function of a CPU shared library: allocates the outputs, passes pointers and extents."""
+
+    def __init__(self, folder, tr):
+        lib = _cdll(os.path.join(folder, "kernels.so"))
+        self.fn = getattr(lib, "tf_entry_" + tr.name)
+        self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64)]
+        self.fn.restype = None
+        self.arg_infos = tr.arg_infos
+        self.result_infos = tr.result_infos
+        # where each `?` extent of a result comes from: (argument, dim)
+        self.sources = []
+        for r in tr.result_infos:
+            src = []
+            for d, (n, sym) in enumerate(zip(r.shape, r.symbols)):
+                if n is DYNAMIC:
+                    src.append(_find_symbol(tr.arg_infos, sym, r, d))
+                else:
+                    src.append(None)
+            self.sources.append(src)
+
+    def __call__(self, *args):
+        ins = [a.contiguous() for a in args]
+        outs = []
+        for r, src in zip(self.result_infos, self.sources):
+            shape = [n if s is None else ins[s[0]].shape[s[1]] for n, s in zip(r.shape, src)]
+            outs.append(torch.empty(shape, dtype=r.dtype))
+        bufs = (ctypes.c_void_p * (len(ins) + len(outs)))(*[t.data_ptr() for t in ins + outs])
+        ext = []
+        for t, info in zip(ins + outs, list(self.arg_infos) + list(self.result_infos)):
+            ext.extend(int(t.shape[d]) for d, n in enumerate(info.shape) if n is DYNAMIC)
+        exts = (ctypes.c_int64 * max(1, len(ext)))(*ext)
+        self.fn(bufs, exts)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _find_symbol(arg_infos, sym, r, d):
+    for i, a in enumerate(arg_infos):
+        for j, s in enumerate(a.symbols):
+            if s is not None and s == sym:
+                return (i, j)
+    raise ValueError("the run-time extent %s of dim %d of a result is no argument's extent" % (sym, d))
+
+
+class Kernel(torch.nn.Module):
+    """A compiled partition in the outer FX graph: picks its tensor inputs, calls, maps outputs."""
+
+    def __init__(self, fn, tr, single_output):
+        super().__init__()
+        self.fn = fn
+        self.inputs = tr.inputs
+        self.outputs = tr.outputs
+        self.single = single_output
+        self.name = tr.name
+
+    def forward(self, *args):
+        res = self.fn(*[args[i] for i in self.inputs])
+        if not isinstance(res, tuple):
+            res = (res,)
+        outs = []
+        for o in self.outputs:
+            if isinstance(o, tuple):
+                outs.append(args[o[1]].clone())
+            else:
+                outs.append(res[o])
+        return outs[0] if self.single else tuple(outs)

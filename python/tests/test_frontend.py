@@ -1,0 +1,262 @@
+"""The PyTorch frontend on the CPU: trace, translate, compile with tfc, run, compare with eager.
+
+Runs on torch 1.13 (Debian's python3-torch) and later. Needs tfc: set
+TENSORFORGE_TFC (the Go test that runs this file builds it) or put tfc on PATH.
+
+    TENSORFORGE_TFC=/tmp/tfc python3 -m unittest discover -s python/tests -v
+"""
+
+import math
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tensorforge  # noqa: E402
+from tensorforge import compiler as tfcompiler  # noqa: E402
+from tensorforge import optable, partition, translate  # noqa: E402
+from tensorforge.backend import _ensure_meta  # noqa: E402
+
+BF = torch.bfloat16
+
+
+# Modules written the way transformers writes them.
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(d))
+        self.eps = eps
+
+    def forward(self, h):
+        dt = h.dtype
+        h = h.to(torch.float32)
+        var = h.pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(var + self.eps)
+        return self.weight * h.to(dt)
+
+
+class AddNorm(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm = RMSNorm(d)
+
+    def forward(self, x, residual):
+        h = x + residual
+        return h, self.norm(h)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Rope(torch.nn.Module):
+    def forward(self, q, k, cos, sin):
+        cos = cos.unsqueeze(1)
+        sin = sin.unsqueeze(1)
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+class SwiGLU(torch.nn.Module):
+    def __init__(self, d, f):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(d, f, bias=False)
+        self.up_proj = torch.nn.Linear(d, f, bias=False)
+        self.down_proj = torch.nn.Linear(f, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class ScoresSoftmax(torch.nn.Module):
+    def forward(self, q, k, mask):
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        s = s + mask
+        return F.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
+
+
+class NaiveLogAddExp(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.log(torch.exp(a) + torch.exp(b))
+
+
+class GeluTanh(torch.nn.Module):
+    def forward(self, x):
+        return F.gelu(x, approximate="tanh") * 2.0 - 1.0
+
+
+def _tfc():
+    try:
+        return tensorforge.find_tfc()
+    except tensorforge.CompileError as e:
+        raise unittest.SkipTest(str(e)) if os.environ.get("TENSORFORGE_ALLOW_NO_TFC") else AssertionError(str(e))
+
+
+class FrontendTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tfc = _tfc()
+        cls.cache = tempfile.mkdtemp(prefix="tf-cache-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.cache, ignore_errors=True)
+
+    def opts(self, **kw):
+        d = dict(target="cpu", tfc=self.tfc, cache_dir=self.cache)
+        d.update(kw)
+        return d
+
+    def run_case(self, mod, ins, atol, rtol, regions=None):
+        torch.manual_seed(0)
+        with torch.no_grad():
+            want = mod(*ins)
+            compiled = tensorforge.compile_module(mod, *ins, options=self.opts())
+            got = compiled(*ins)
+        if not isinstance(want, tuple):
+            want, got = (want,), (got,)
+        self.assertEqual(len(want), len(got))
+        for w, g in zip(want, got):
+            self.assertEqual(w.dtype, g.dtype)
+            self.assertEqual(w.shape, g.shape)
+            torch.testing.assert_close(g.float(), w.float(), atol=atol, rtol=rtol, equal_nan=True)
+        if regions is not None:
+            self.assertEqual(len(compiled.kernels), regions, compiled.log.format())
+        return compiled
+
+    # --- real-model patterns, compiled for the CPU and run --------------
+    def test_rmsnorm_bf16(self):
+        # one bf16 ULP (2^-8 relative) on the weight product, as eager rounds
+        c = self.run_case(RMSNorm(64).to(BF), (torch.randn(3, 5, 64).to(BF),), atol=1e-2, rtol=8e-3, regions=1)
+        self.assertIn("graph.reduce_mean", c.tir)
+        self.assertIn("graph.rsqrt", c.tir)
+
+    def test_rmsnorm_f32_extremes(self):
+        x = torch.randn(4, 64)
+        x[0, 0], x[1, 3], x[2, :] = 3e38, 1e-40, 0.0
+        x[3, 5] = float("nan")
+        with torch.no_grad():
+            m = RMSNorm(64)
+            want = m(x)
+            got = tensorforge.compile_module(m, x, options=self.opts())(x)
+        # row 0 overflows to inf in the sum of squares: eager and compiled give 0 / nan alike
+        for r in range(4):
+            torch.testing.assert_close(got[r], want[r], atol=1e-6, rtol=2e-6, equal_nan=True)
+
+    def test_add_rmsnorm_two_results(self):
+        self.run_case(AddNorm(32).to(BF), (torch.randn(4, 32).to(BF), torch.randn(4, 32).to(BF)),
+                      atol=1e-2, rtol=8e-3, regions=1)
+
+    def test_rope_rotate_half(self):
+        ins = (torch.randn(1, 4, 8, 16), torch.randn(1, 2, 8, 16), torch.randn(1, 8, 16), torch.randn(1, 8, 16))
+        c = self.run_case(Rope(), ins, atol=1e-6, rtol=1e-6, regions=1)
+        self.assertIn("graph.concat", c.tir)
+        self.assertIn("graph.neg", c.tir)
+
+    def test_swiglu_matmul_stays(self):
+        c = self.run_case(SwiGLU(16, 32), (torch.randn(2, 3, 16),), atol=1e-5, rtol=1e-5, regions=1)
+        self.assertIn("graph.silu", c.tir)
+        reasons = {op: r for _, op, r in c.log.fallbacks}
+        self.assertIn("aten.mm.default", reasons)
+        self.assertIn("matmul stays in PyTorch", reasons["aten.mm.default"])
+
+    def test_attention_scores_softmax(self):
+        q, k = torch.randn(1, 2, 8, 16).to(BF), torch.randn(1, 2, 8, 16).to(BF)
+        mask = torch.triu(torch.full((8, 8), float("-inf")), 1).to(BF)
+        c = self.run_case(ScoresSoftmax(), (q, k, mask), atol=1e-2, rtol=1e-2)
+        self.assertIn("graph.softmax", c.tir)
+
+    def test_naive_logaddexp_is_legalised(self):
+        a = torch.tensor([0.0, 100.0, -100.0, 1000.0, float("-inf"), float("inf")])
+        b = torch.tensor([0.0, 100.0, -101.0, 999.0, float("-inf"), 1.0])
+        with torch.no_grad():
+            got = tensorforge.compile_module(NaiveLogAddExp(), a, b, options=self.opts())(a, b)
+        ref = torch.logaddexp(a.double(), b.double()).float()
+        # eager overflows to inf at 100 and 1000; TensorForge's legalised form does not
+        self.assertTrue(torch.isinf(NaiveLogAddExp()(a, b)[1]))
+        torch.testing.assert_close(got, ref, atol=0, rtol=4e-7, equal_nan=True)
+
+    def test_gelu_tanh(self):
+        self.run_case(GeluTanh(), (torch.randn(4, 33) * 4,), atol=1e-5, rtol=1e-5, regions=1)
+
+    # --- translation ------------------------------------------------------
+    def test_translation_is_deterministic(self):
+        m = RMSNorm(16)
+        x = torch.randn(2, 16)
+        texts = []
+        for _ in range(2):
+            gm = tensorforge.trace(m, x)
+            _ensure_meta(gm, (x,))
+            fused, names = partition.partition(gm)
+            texts.append(translate.translate(getattr(fused, names[0]), "region_0").text)
+        self.assertEqual(texts[0], texts[1])
+        self.assertIn("func.func @region_0(", texts[0])
+
+    def test_every_declaration_names_a_real_op(self):
+        for d in optable.DECLS:
+            ns, name, overload = d.aten.split(".")
+            packet = getattr(getattr(torch.ops, ns), name, None)
+            if packet is None:
+                continue  # an op of a later torch (e.g. the sdpa variants)
+            self.assertIn(overload, [o for o in packet.overloads()], d.aten)
+
+    def test_unsupported_op_is_logged(self):
+        class Topk(torch.nn.Module):
+            def forward(self, x):
+                return torch.topk(x.exp(), 2).values * 2
+
+        x = torch.randn(3, 8)
+        with torch.no_grad():
+            c = tensorforge.compile_module(Topk(), x, options=self.opts())
+            torch.testing.assert_close(c(x), Topk()(x))
+        reasons = [r for _, op, r in c.log.fallbacks if op == "aten.topk.default"]
+        self.assertEqual(reasons, ["top-k stays in PyTorch"])
+        self.assertIn("stays in PyTorch: topk", c.log.format())
+
+    # --- cache and driver -------------------------------------------------
+    def test_warm_start_calls_tfc_zero_times(self):
+        cache = tempfile.mkdtemp(prefix="tf-warm-")
+        try:
+            m, x = RMSNorm(24), torch.randn(2, 24)
+            opts = self.opts(cache_dir=cache)
+            c1 = tensorforge.compile_module(m, x, options=opts)
+            calls = c1.compiler.tfc_calls
+            self.assertEqual(calls, 1)
+            # a fresh compiler object, as in a new process
+            tensorforge.backend._compilers.clear()
+            c2 = tensorforge.compile_module(m, x, options=opts)
+            self.assertEqual(c2.compiler.tfc_calls, 0)
+            self.assertEqual(c2.compiler.cache_hits, 1)
+            torch.testing.assert_close(c2(x), m(x))
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+
+    def test_missing_tfc_says_how_to_build(self):
+        with self.assertRaises(tensorforge.CompileError) as cm:
+            tfcompiler.find_tfc("/nonexistent/tfc")
+        self.assertIn("go build -o", str(cm.exception))
+
+    def test_bad_options(self):
+        with self.assertRaises(ValueError):
+            tensorforge.Options.from_dict(dict(target="tpu"))
+        with self.assertRaises(ValueError):
+            tensorforge.Options.from_dict(dict(target="cpu", emitter="ptx"))
+        with self.assertRaises(ValueError):
+            tensorforge.Options.from_dict(dict(bogus=1))
+
+    def test_tfc_error_is_reported(self):
+        comp = tfcompiler.Compiler(tfc=self.tfc, cache_dir=self.cache)
+        with self.assertRaises(tensorforge.CompileError) as cm:
+            comp.build("func.func @region_0(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y : tensor<4xf32>\n}\n",
+                       "cpu", "cpu")
+        self.assertIn("module.tir:2", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
