@@ -74,6 +74,8 @@ func (p *parser) parseAttrValue() ir.Attr {
 		p.advance()
 		return ir.StringAttr(s)
 	case tokLBracket:
+		p.nest(p.tok.Pos, "array")
+		defer p.unnest()
 		p.advance()
 		arr := ir.ArrayAttr{}
 		if p.accept(tokRBracket) {
@@ -378,6 +380,8 @@ func (p *parser) parseDenseLiteral() *denseLit {
 
 func (p *parser) parseDenseList(d *denseLit, depth int) {
 	open := p.tok.Pos
+	p.nest(open, "dense literal list")
+	defer p.unnest()
 	p.advance() // [
 	var n int64
 	if !p.is(tokRBracket) {

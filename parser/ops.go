@@ -353,6 +353,8 @@ func (p *parser) parseRegion(r *ir.Region, entry *ir.Block, noLabel string) {
 	if !p.is(tokLBrace) {
 		p.failExpected("expected '{' to begin a region, found %s", p.describe(p.tok))
 	}
+	p.nest(p.tok.Pos, "region")
+	defer p.unnest()
 	p.advance()
 	cur := entry
 	if entry != nil {

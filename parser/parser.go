@@ -70,7 +70,30 @@ type parser struct {
 
 	// defsPerFunc estimates the values a function defines (-1: not yet)
 	defsPerFunc int
+
+	// depth counts the regions and attribute lists open around the current
+	// token (see MaxNestingDepth)
+	depth int
 }
+
+// MaxNestingDepth bounds how deeply regions (modules, functions, op
+// regions) and attribute lists (arrays, dense literals) may nest. Deeper
+// input is an error at the opening bracket that goes past the limit: the
+// recursive descent, the verifier and the printer would otherwise recurse
+// without bound.
+const MaxNestingDepth = 256
+
+// nest enters one level of nesting at pos, what names what opens it
+// ("region", "array").
+func (p *parser) nest(pos lexer.Position, what string) {
+	p.depth++
+	if p.depth > MaxNestingDepth {
+		p.failAt(pos, "%s nested too deeply: more than %d levels of regions and attribute lists", what, MaxNestingDepth)
+	}
+}
+
+// unnest leaves the level nest entered.
+func (p *parser) unnest() { p.depth-- }
 
 func newParser(filename, src string, firstLine int) *parser {
 	if firstLine < 1 {
