@@ -250,7 +250,63 @@ func verifyParallel(op *ir.Operation) error {
 	if y, ok := AsYield(body.Last()); !ok || y.NumOperands() != 0 {
 		return ir.OpError(op, "expects the body to end with '%s' without operands", OpYield)
 	}
+	return checkBounds(op)
+}
+
+// ConstIndex returns the value of v when a loop.const of an integer value
+// defines it.
+func ConstIndex(v *ir.Value) (int64, bool) {
+	c, ok := AsConst(v.DefiningOp())
+	if !ok {
+		return 0, false
+	}
+	switch a := c.Attr("value").(type) {
+	case ir.IntAttr:
+		return a.Value, true
+	case ir.FloatAttr:
+		if n := int64(a.Value); float64(n) == a.Value {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// checkBounds checks the constant bounds of a loop.for or loop.parallel
+// (operands 0, 1, 2: lower, upper, step). Every backend counts the
+// induction variable up from lower by step, so a step that is not
+// positive would never end, and a negative lower bound indexes before
+// the start of every buffer.
+//
+//	has a step of 0; the step must be positive
+//	has a negative lower bound (-4); indices start at 0
+func checkBounds(op *ir.Operation) error {
+	if step, ok := ConstIndex(op.Operand(2)); ok && step <= 0 {
+		return ir.OpError(op, "has a step of %d; the step must be positive", step)
+	}
+	if lo, ok := ConstIndex(op.Operand(0)); ok && lo < 0 {
+		return ir.OpError(op, "has a negative lower bound (%d); indices start at 0", lo)
+	}
 	return nil
+}
+
+// ivRange returns the first and last value the induction variable v
+// takes, when v is the induction variable of a loop.for or loop.parallel
+// with constant bounds that runs at least once.
+func ivRange(v *ir.Value) (first, last int64, ok bool) {
+	if !v.IsBlockArg() || v.OwnerBlock() == nil || len(v.OwnerBlock().Args) == 0 || v.OwnerBlock().Args[0] != v {
+		return 0, 0, false
+	}
+	loopOp := v.OwnerBlock().ParentOp()
+	if loopOp == nil || (loopOp.Name() != OpFor && loopOp.Name() != OpParallel) || loopOp.NumOperands() < 3 {
+		return 0, 0, false
+	}
+	lo, ok1 := ConstIndex(loopOp.Operand(0))
+	hi, ok2 := ConstIndex(loopOp.Operand(1))
+	step, ok3 := ConstIndex(loopOp.Operand(2))
+	if !ok1 || !ok2 || !ok3 || step <= 0 || hi <= lo {
+		return 0, 0, false
+	}
+	return lo, lo + (hi-lo-1)/step*step, true
 }
 
 // Combine kinds of a threads loop.
@@ -288,6 +344,9 @@ func verifyFor(op *ir.Operation) error {
 		if na.Name != "dist" && na.Name != "combine" {
 			return ir.OpError(op, "unknown attribute '%s'", na.Name)
 		}
+	}
+	if err := checkBounds(op); err != nil {
+		return err
 	}
 	inits := f.Inits()
 	if len(inits) != op.NumResults() {
@@ -402,8 +461,8 @@ func verifyAlloc(op *ir.Operation) error {
 //	expects 2 indices for 'memref<?x8xf32, dram>', but found 1
 //	accesses 'vector<8xbf16>', but the buffer holds 'f32'
 //	reads 16 lanes, more than the 8 of the last dimension of 'memref<4x8xf32, dram>'
-func checkAccess(op *ir.Operation, m ir.MemRefType, nidx int, value ir.Type) error {
-	if nidx != len(m.Shape) {
+func checkAccess(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value ir.Type) error {
+	if nidx := len(indices); nidx != len(m.Shape) {
 		return ir.OpError(op, "expects %d indices for %s, but found %d", len(m.Shape), q(m), nidx)
 	}
 	if elemKind(value) != m.Elem.Kind {
@@ -417,6 +476,38 @@ func checkAccess(op *ir.Operation, m ir.MemRefType, nidx int, value ir.Type) err
 			return ir.OpError(op, "accesses %d lanes, more than the %d of the last dimension of %s", w, last, q(m))
 		}
 	}
+	return checkInRange(op, m, indices, value)
+}
+
+// checkInRange checks the indices that are induction variables of loops
+// with constant bounds against the static extents of the buffer: the
+// last iteration's access (its lanes included, along the last dimension)
+// must stay inside it.
+//
+//	index #1 goes up to 64 (the loop's last iteration), past the 64 elements of dimension #1 of 'memref<4x64xf32, dram>'
+func checkInRange(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value ir.Type) error {
+	for d, idx := range indices {
+		extent := m.Shape[d]
+		if extent == ir.Dynamic {
+			continue
+		}
+		_, last, ok := ivRange(idx)
+		if !ok {
+			continue
+		}
+		end := last + 1
+		if d == len(indices)-1 {
+			if w := width(value); w > 0 {
+				end = last + w
+			}
+		}
+		if end > extent {
+			if end-1 == last {
+				return ir.OpError(op, "index #%d goes up to %d (the loop's last iteration), past the %d elements of dimension #%d of %s", d, last, extent, d, q(m))
+			}
+			return ir.OpError(op, "index #%d goes up to %d (the loop's last iteration), and its %d lanes end at %d, past the %d elements of dimension #%d of %s", d, last, end-last, end, extent, d, q(m))
+		}
+	}
 	return nil
 }
 
@@ -424,14 +515,14 @@ func checkAccess(op *ir.Operation, m ir.MemRefType, nidx int, value ir.Type) err
 func verifyLoad(op *ir.Operation) error {
 	l := LoadOp{op}
 	m, _ := l.Memref().Type().(ir.MemRefType)
-	return checkAccess(op, m, len(l.Indices()), l.Output().Type())
+	return checkAccess(op, m, l.Indices(), l.Output().Type())
 }
 
 // verifyStore: `loop.store %v, %y, %r, %i : (vector<8xbf16>, memref<?x8xbf16, dram>, index, index) -> ()`.
 func verifyStore(op *ir.Operation) error {
 	s := StoreOp{op}
 	m, _ := s.Memref().Type().(ir.MemRefType)
-	return checkAccess(op, m, len(s.Indices()), s.Value().Type())
+	return checkAccess(op, m, s.Indices(), s.Value().Type())
 }
 
 // verifyConst: a scalar, vector or index of a value its type can hold.
