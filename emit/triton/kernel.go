@@ -779,7 +779,32 @@ func mulExpr(a, e string) string {
 	case a == "1":
 		return e
 	}
-	return "(" + a + " * " + e + ")"
+	return "(" + atom(a) + " * " + atom(e) + ")"
+}
+
+// atom parenthesises a Python expression unless it is one token or
+// already wrapped in one pair of parentheses, so that it can be an
+// operand of a product: (t1 * 8) + t2 times 16 is ((t1 * 8) + t2) * 16.
+func atom(s string) string {
+	if !strings.ContainsAny(s, " +-*/%") {
+		return s
+	}
+	if strings.HasPrefix(s, "(") {
+		depth := 0
+		for i, c := range s {
+			switch c {
+			case '(':
+				depth++
+			case ')':
+				depth--
+				if depth == 0 && i != len(s)-1 {
+					return "(" + s + ")"
+				}
+			}
+		}
+		return s
+	}
+	return "(" + s + ")"
 }
 
 // join joins the terms that are not the literal 0 with op.
