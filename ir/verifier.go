@@ -58,10 +58,39 @@ func (v *verifier) verifyOp(op *Operation) {
 	if err := v.verifyOne(op); err != nil {
 		v.errs = append(v.errs, AsDiagnostics(err)...)
 	}
+	if op.name == ModuleOpName {
+		v.verifySymbols(op)
+	}
 	for _, r := range op.regions {
 		for _, b := range r.Blocks {
 			for o := b.first; o != nil; o = o.next {
 				v.verifyOp(o)
+			}
+		}
+	}
+}
+
+// verifySymbols checks that the ops of a module body (functions,
+// kernels, nested modules) have distinct symbol names: a second
+// definition is an error at it, with a note at the first.
+func (v *verifier) verifySymbols(module *Operation) {
+	var first map[string]*Operation
+	for _, r := range module.regions {
+		for _, b := range r.Blocks {
+			for o := b.first; o != nil; o = o.next {
+				name, ok := o.Attrs.Get("sym_name").(StringAttr)
+				if !ok {
+					continue
+				}
+				if first == nil {
+					first = map[string]*Operation{}
+				}
+				if prev := first[string(name)]; prev != nil {
+					v.errs = append(v.errs, Errorf(o.Loc, "redefinition of symbol named '%s'", string(name)).
+						AddNote(prev.Loc, "see existing symbol definition here"))
+					continue
+				}
+				first[string(name)] = o
 			}
 		}
 	}

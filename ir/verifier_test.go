@@ -57,6 +57,20 @@ func TestVerify(t *testing.T) {
 			`, edit: func(t *testing.T, m ir.Module) {
 			findOp(t, m.Operation, opTest).SetOperand(0, nil)
 		}, want: []string{"t.tir:2:3: error: 'test.op' op operand #0 is null"}},
+		{name: "duplicate function names", src: `
+			func.func @f() {
+			  return
+			}
+			func.func @g() {
+			  return
+			}
+			func.func @f() {
+			  return
+			}
+			`, want: []string{
+			"t.tir:7:1: error: redefinition of symbol named 'f'",
+			"  t.tir:1:1: note: see existing symbol definition here",
+		}},
 		{name: "use before definition", src: `
 			func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
 			  %x = graph.neg %y : tensor<4xf32>

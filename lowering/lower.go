@@ -58,10 +58,11 @@ func LowerToLoops(m ir.Module, t *target.Target) error {
 			return err
 		}
 	}
+	// kernel names must not clash with the module's other symbols
 	names := map[string]bool{}
 	for o := m.Body().First(); o != nil; o = o.Next() {
-		if k, ok := loop.AsKernel(o); ok {
-			names[k.SymName()] = true
+		if s, ok := o.Attr("sym_name").(ir.StringAttr); ok {
+			names[string(s)] = true
 		}
 	}
 	for _, f := range m.Funcs() {
