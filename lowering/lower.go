@@ -69,8 +69,12 @@ func LowerToLoops(m ir.Module, t *target.Target) error {
 		if !isGraphFunc(f) {
 			continue
 		}
+		unsupported := checkLowerable(f)
 		l := &funcLowering{target: t, module: m, fn: f, kernelNames: names}
 		if err := l.run(); err != nil {
+			if unsupported != nil {
+				return unsupported
+			}
 			return err
 		}
 	}
