@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
@@ -28,20 +28,31 @@ const randomInputExtent = eval.ExtremeDynExtent
 // execOptions are the flags of the commands that compile a program and
 // then execute it (interpret, run), besides the compile flags.
 type execOptions struct {
-	inputs   []string // NAME=FILE, in flag order
-	output   string
-	funcName string
-	seed     string
+	inputs     []inputFlag // in flag order
+	output     string
+	funcName   string
+	seed       string
+	castInputs bool
 }
+
+// inputFlag is one --input or --inputs.
+type inputFlag struct{ flag, value string }
 
 // register declares the execution flags on fs.
 func (e *execOptions) register(fs *flagSet) {
 	fs.add(&flagDef{name: "input", kind: valueFlag, arg: "NAME=FILE.npy",
-		help: "the value of argument %NAME, from a NumPy file (repeatable)",
+		help: "the value of argument %NAME, from a NumPy file; or FILE.npz, whose arrays are named after the arguments (repeatable)",
 		set: func(v string, _ bool) error {
-			e.inputs = append(e.inputs, v)
+			e.inputs = append(e.inputs, inputFlag{"input", v})
 			return nil
 		}})
+	fs.add(&flagDef{name: "inputs", kind: valueFlag, arg: "FILE.npz",
+		help: "the values of the arguments named by the arrays of a NumPy .npz file",
+		set: func(v string, _ bool) error {
+			e.inputs = append(e.inputs, inputFlag{"inputs", v})
+			return nil
+		}})
+	fs.boolVar(&e.castInputs, "cast-inputs", "convert inputs of another dtype to the argument's element type (otherwise an error)")
 	fs.stringVar(&e.output, "output", "DIR", "write the results as DIR/result0.npy, DIR/result1.npy, ...")
 	fs.stringVar(&e.funcName, "func", "NAME", "the function to run (default: the only or first one)")
 	fs.stringVar(&e.seed, "random-inputs", "SEED", "fill the inputs not given with --input from this seed (normal values, '?' extents 16)")
@@ -53,12 +64,27 @@ func (e *execOptions) register(fs *flagSet) {
 type execution struct {
 	file, src string
 	fn        ir.Func // as written, before any pass
-	inputs    []*eval.Tensor
+	values    []*inputValue
+}
+
+// tensors returns the inputs as tensors of the arguments' types.
+func (x *execution) tensors() ([]*eval.Tensor, *ir.Diagnostic) {
+	out := make([]*eval.Tensor, len(x.values))
+	for i, v := range x.values {
+		t, err := v.tensorOf()
+		if err != nil {
+			return nil, ir.Errorf(ir.Location{}, "%v", err)
+		}
+		out[i] = t
+	}
+	return out, nil
 }
 
 // prepareExecution reads the input file, picks the function and builds its
-// inputs from the --input files and --random-inputs. Problems are printed;
-// a nil execution means failure.
+// inputs from the --input files and --random-inputs: their dtypes must be
+// the arguments' (or --cast-inputs given), their shapes fit the types, and
+// their `?` extents agree where the function's element-wise ops pair them.
+// Problems are printed; a nil execution means failure.
 func prepareExecution(e *execOptions, positional []string, sio *stdio) *execution {
 	fail := func(d *ir.Diagnostic) *execution {
 		printDiagnostics(sio.err, nil, []*ir.Diagnostic{d})
@@ -71,10 +97,10 @@ func prepareExecution(e *execOptions, positional []string, sio *stdio) *executio
 	if d != nil {
 		return fail(d)
 	}
+	sm := &ir.SourceManager{}
+	sm.AddFile(file, src)
 	m, err := parser.ParseAt(file, src, 1)
 	if err != nil {
-		sm := &ir.SourceManager{}
-		sm.AddFile(file, src)
 		printDiagnostics(sio.err, sm, ir.AsDiagnostics(err))
 		return nil
 	}
@@ -82,11 +108,19 @@ func prepareExecution(e *execOptions, positional []string, sio *stdio) *executio
 	if d != nil {
 		return fail(d)
 	}
-	inputs, d := buildInputs(fn, e)
-	if d != nil {
-		return fail(d)
+	values, d := readInputs(fn, e)
+	if d == nil {
+		d = fillRandom(fn, values, e)
 	}
-	return &execution{file: file, src: src, fn: fn, inputs: inputs}
+	if d != nil {
+		printDiagnostics(sio.err, sm, []*ir.Diagnostic{d})
+		return nil
+	}
+	if d := checkExtents(fn, values); d != nil {
+		printDiagnostics(sio.err, sm, []*ir.Diagnostic{d})
+		return nil
+	}
+	return &execution{file: file, src: src, fn: fn, values: values}
 }
 
 // pickFunc returns the function called name, or the only or first one.
@@ -109,53 +143,92 @@ func pickFunc(m ir.Module, name string) (ir.Func, *ir.Diagnostic) {
 	return ir.Func{}, ir.Errorf(ir.Location{}, "--func: no function @%s (the input has %s)", name, strings.Join(names, ", "))
 }
 
-// buildInputs reads the --input files of fn's arguments (named without
-// '%') and fills the rest from --random-inputs.
-func buildInputs(fn ir.Func, e *execOptions) ([]*eval.Tensor, *ir.Diagnostic) {
-	args := fn.Args()
-	index := map[string]int{}
-	var names []string
-	for i, a := range args {
-		index[a.Name] = i
-		names = append(names, a.Name)
+// checkExtents follows the concrete shapes of the inputs through the
+// function's element-wise ops, and refuses inputs whose `?` extents the
+// ops pair but which differ: two `?` extents that broadcast together must
+// be equal at run time (the lowering assumes it; docs/loop-dialect.md),
+// and a `?` paired with a static extent n must be n, or 1 in a leading
+// dimension. Shapes are followed through element-wise ops and ops whose
+// result has the type of their first operand.
+func checkExtents(fn ir.Func, values []*inputValue) *ir.Diagnostic {
+	shapes := map[*ir.Value][]int64{}
+	what := map[*ir.Value]string{}
+	for i, a := range fn.Args() {
+		shapes[a] = values[i].shape
+		what[a] = "%" + a.Name
 	}
-	inputs := make([]*eval.Tensor, len(args))
-	for _, spec := range e.inputs {
-		name, path, ok := strings.Cut(spec, "=")
-		name = strings.TrimPrefix(name, "%")
-		if !ok || name == "" || path == "" {
-			return nil, ir.Errorf(ir.Location{}, "--input takes NAME=FILE.npy, not '%s'", spec)
+	name := func(v *ir.Value) string {
+		if w, ok := what[v]; ok {
+			return w
 		}
-		i, known := index[name]
-		if !known {
-			return nil, ir.Errorf(ir.Location{}, "--input %s: @%s has no argument %%%s (its arguments: %s)", spec, fn.SymName(), name, "%"+strings.Join(names, ", %"))
+		if v.Name != "" {
+			return "%" + v.Name
 		}
-		t, err := eval.ReadNpy(path)
-		if err != nil {
-			return nil, ir.Errorf(ir.Location{}, "--input %s: %v", spec, err)
-		}
-		inputs[i] = t
+		return "a value"
 	}
-	var random []*eval.Tensor
-	if e.seed != "" {
-		seed, err := strconv.ParseInt(e.seed, 0, 64)
-		if err != nil {
-			return nil, ir.Errorf(ir.Location{}, "--random-inputs takes an integer seed, not '%s'", e.seed)
-		}
-		if random, err = eval.RandomInputs(fn, seed, 1, randomInputExtent); err != nil {
-			return nil, errorDiagAt(fn.Loc, err)
-		}
-	}
-	for i, t := range inputs {
-		if t != nil {
+	for op := fn.Body().First(); op != nil; op = op.Next() {
+		if op.NumResults() != 1 {
 			continue
 		}
-		if random == nil {
-			return nil, ir.Errorf(ir.Location{}, "no value for argument %%%s of @%s: give --input %s=FILE.npy or --random-inputs SEED", args[i].Name, fn.SymName(), args[i].Name)
+		rt, ok := op.Result(0).Type().(ir.TensorType)
+		if !ok {
+			continue
 		}
-		inputs[i] = random[i]
+		if !op.HasTrait(ir.Elementwise) {
+			if op.NumOperands() > 0 {
+				if ot, ok := op.Operand(0).Type().(ir.TensorType); ok && slices.Equal(ot.Shape, rt.Shape) && shapes[op.Operand(0)] != nil {
+					shapes[op.Result(0)] = shapes[op.Operand(0)]
+				}
+			}
+			continue
+		}
+		rank := len(rt.Shape)
+		out := make([]int64, rank)
+		from := make([]int, rank)
+		for d := range out {
+			out[d] = rt.Shape[d]
+			from[d] = -1
+		}
+		known := true
+		for oi := 0; oi < op.NumOperands(); oi++ {
+			o := op.Operand(oi)
+			ot, ok := o.Type().(ir.TensorType)
+			s := shapes[o]
+			if !ok || s == nil || len(s) != len(ot.Shape) || len(s) > rank {
+				known = known && ok && len(ot.Shape) == 0
+				continue
+			}
+			for j, ext := range s {
+				d := rank - len(s) + j
+				if ot.Shape[j] != ir.Dynamic {
+					continue
+				}
+				if rt.Shape[d] != ir.Dynamic {
+					if ext != rt.Shape[d] && !(ext == 1 && d != rank-1) {
+						return ir.OpError(op, "operand #%d (%s) has extent %d in dimension %d, where the result has %d: a '?' extent paired with a static one must be equal to it (or 1, except in the last dimension)",
+							oi, name(o), ext, j, rt.Shape[d])
+					}
+					continue
+				}
+				if from[d] < 0 {
+					out[d], from[d] = ext, oi
+					continue
+				}
+				if out[d] != ext {
+					prev := op.Operand(from[d])
+					return ir.OpError(op, "the '?' extents of its operands disagree: %s has %d in dimension %d, %s has %d (two '?' extents that broadcast together must be equal)",
+						name(prev), out[d], len(shapes[prev])-rank+d, name(o), ext)
+				}
+			}
+		}
+		for d := range out {
+			known = known && out[d] != ir.Dynamic
+		}
+		if known {
+			shapes[op.Result(0)] = out
+		}
 	}
-	return inputs, nil
+	return nil
 }
 
 // writeResults writes DIR/result<i>.npy.
@@ -207,7 +280,18 @@ func interpretCommand(args []string, sio *stdio) int {
 		printDiagnostics(sio.err, nil, []*ir.Diagnostic{ir.Errorf(ir.Location{}, "the pipeline removed function @%s", x.fn.SymName())})
 		return exitFailure
 	}
-	results, err := eval.Run(fn, x.inputs, eval.Options{F64: f64})
+	if d := checkValueSizes(fn); d != nil {
+		sm := &ir.SourceManager{}
+		sm.AddFile(x.file, x.src)
+		printDiagnostics(sio.err, sm, []*ir.Diagnostic{d})
+		return exitFailure
+	}
+	inputs, d := x.tensors()
+	if d != nil {
+		printDiagnostics(sio.err, nil, []*ir.Diagnostic{d})
+		return exitFailure
+	}
+	results, err := eval.Run(fn, inputs, eval.Options{F64: f64})
 	if err != nil {
 		sm := &ir.SourceManager{}
 		sm.AddFile(x.file, x.src)

@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tensorforge/tensorforge/emit/cpurt"
@@ -27,12 +30,18 @@ func init() {
 // It compiles with the pipeline the flags give (-O2 by default), finishes
 // lowering if the pipeline stopped at the graph level, emits LLVM IR,
 // builds it with llc and the C compiler into a program with the runtime,
-// and runs it on every core.
+// and runs it on every core. An input whose dtype is its argument's is
+// handed to the program as the region of its file (mapped, not copied),
+// and a result of a NumPy dtype is written by the program into its .npy
+// file: no element is converted on the way.
 func runCommand(args []string, sio *stdio) int {
 	o := defaultCompileOptions()
 	o.defaultLevel = "O2"
 	fs := sio.newFlagSet()
 	o.register(fs)
+	// run compiles for the host CPU and writes DIR/result<i>.npy: the
+	// emitter's flags have no meaning here
+	removeFlags(fs, "emit", "target", "o")
 	var e execOptions
 	e.register(fs)
 	var threads, timeRuns string
@@ -82,7 +91,7 @@ func runCommand(args []string, sio *stdio) int {
 	}
 	defer p.Close()
 	p.Threads = nthreads
-	times, results, err := p.Time(x.inputs, ntime)
+	times, err := runNative(p, x, e.output, ntime)
 	if err != nil {
 		return fail(err)
 	}
@@ -91,7 +100,103 @@ func runCommand(args []string, sio *stdio) int {
 		fmt.Fprintf(sio.err, "@%s: median %v over %d runs (min %v, max %v)\n", x.fn.SymName(),
 			times[len(times)/2], len(times), times[0], times[len(times)-1].Round(time.Microsecond))
 	}
-	return writeResults(e.output, results, sio)
+	return exitOK
+}
+
+// removeFlags takes declared flags out of a flag set (and its help).
+func removeFlags(fs *flagSet, names ...string) {
+	for _, n := range names {
+		delete(fs.defs, n)
+	}
+	fs.order = slices.DeleteFunc(fs.order, func(d *flagDef) bool { return slices.Contains(names, d.name) })
+}
+
+// runNative runs the program on the inputs and writes DIR/result<i>.npy.
+// Inputs of the arguments' own dtype are passed as their files' regions;
+// others are converted once into a scratch file. Results of a NumPy dtype
+// are written by the program into their .npy files (created here with
+// their headers, under a temporary name renamed at the end, so that an
+// input file is never overwritten while it is read); f16, bf16 and f8
+// results come back raw and are written as float32.
+func runNative(p *cpurt.Program, x *execution, outDir string, ntime int) ([]time.Duration, error) {
+	insT, outsT := p.InputTypes(), p.OutputTypes()
+	if len(insT) != len(x.values) {
+		return nil, fmt.Errorf("@%s takes %d inputs after lowering, %d given", x.fn.SymName(), len(insT), len(x.values))
+	}
+	scratch, err := os.MkdirTemp("", "tfc-run-data-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	ins := make([]cpurt.Region, len(x.values))
+	inShapes := make([][]int64, len(x.values))
+	for i, v := range x.values {
+		if v.elem != insT[i].Elem.Kind {
+			return nil, fmt.Errorf("%s: argument #%d is %s after lowering, %s before", v.spec, i, insT[i].Elem.Kind, v.elem)
+		}
+		if ins[i], err = v.region(scratch, i); err != nil {
+			return nil, err
+		}
+		inShapes[i] = v.shape
+	}
+	outShapes, err := p.OutputShapes(inShapes)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create '%s': %s", outDir, sysError(err, "no such directory"))
+	}
+	outs := make([]cpurt.Region, len(outsT))
+	finals := make([]string, len(outsT))
+	defer func() {
+		for _, o := range outs {
+			if o.Path != "" && strings.HasPrefix(filepath.Base(o.Path), ".") {
+				os.Remove(o.Path)
+			}
+		}
+	}()
+	for j, t := range outsT {
+		k := t.Elem.Kind
+		if d := checkAlloc(ir.Location{}, fmt.Sprintf("result #%d of @%s", j, x.fn.SymName()), outShapes[j], k.ByteSize()); d != nil {
+			return nil, d
+		}
+		n, _ := ir.NumElements(outShapes[j])
+		finals[j] = filepath.Join(outDir, fmt.Sprintf("result%d.npy", j))
+		if _, direct := npyDescr(k); direct {
+			tmp := filepath.Join(outDir, fmt.Sprintf(".result%d.npy.%d.tmp", j, os.Getpid()))
+			off, err := createNpy(tmp, k, outShapes[j])
+			if err != nil {
+				return nil, err
+			}
+			outs[j] = cpurt.Region{Path: tmp, Offset: off, Size: n * k.ByteSize()}
+			continue
+		}
+		raw := filepath.Join(scratch, fmt.Sprintf("out%d.bin", j))
+		if err := os.WriteFile(raw, nil, 0o644); err != nil {
+			return nil, err
+		}
+		outs[j] = cpurt.Region{Path: raw, Size: n * k.ByteSize()}
+	}
+	times, err := p.RunFiles(ins, inShapes, outs, outShapes, ntime+1)
+	if err != nil {
+		return nil, err
+	}
+	for j, t := range outsT {
+		if _, direct := npyDescr(t.Elem.Kind); direct {
+			if err := os.Rename(outs[j].Path, finals[j]); err != nil {
+				return nil, fmt.Errorf("cannot write '%s': %v", finals[j], err)
+			}
+			continue
+		}
+		raw, err := os.ReadFile(outs[j].Path)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeNpyF32(finals[j], raw, t.Elem.Kind, outShapes[j]); err != nil {
+			return nil, err
+		}
+	}
+	return times, nil
 }
 
 // nonNegativeIntFlag parses the value of --name (0 when empty).

@@ -109,7 +109,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"run", "-", "--output", dir}, "no value for argument %x of @f: give --input x=FILE.npy or --random-inputs SEED"},
 		{[]string{"run", "-", "--random-inputs", "1"}, "name the directory of the results with --output DIR"},
 		{[]string{"run", "-", "--random-inputs", "1", "--output", dir, "--threads", "-2"}, "--threads takes a non-negative integer, not '-2'"},
-		{[]string{"run", "-", "--input", "x", "--output", dir}, "--input takes NAME=FILE.npy, not 'x'"},
+		{[]string{"run", "-", "--input", "x", "--output", dir}, "--input takes NAME=FILE.npy or FILE.npz, not 'x'"},
 		{[]string{"interpret", "-", "--random-inputs", "1", "--output", dir, "--func", "@g"}, "--func: no function @g (the input has @f)"},
 	}
 	for _, tt := range tests {
