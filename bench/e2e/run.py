@@ -115,13 +115,29 @@ def max_err(out, ref):
     return dict(max_abs=d.max().item(), rel=(d.max() / ref.float().abs().max().clamp_min(1e-30)).item())
 
 
-def make_static_cache(cfg, batch):
-    from transformers import StaticCache
+class StaticKV:
+    """A static KV cache of one layer, kept as transformers' StaticCache keeps it.
 
-    try:
-        return StaticCache(config=cfg, max_cache_len=2048, max_batch_size=batch, device=DEV, dtype=BF)
-    except TypeError:
-        return StaticCache(config=cfg, max_cache_len=2048)
+    [batch, kv_heads, 2048, head_dim] buffers at fixed addresses
+    (mark_static_address), updated in place at the decode position with
+    index_copy_, the whole buffer returned to attention. The layer calls only
+    update(); the bench owns the position.
+    """
+
+    is_compileable = True
+
+    def __init__(self, keys, values, pos):
+        self.keys, self.values, self.pos = keys, values, pos
+        torch._dynamo.mark_static_address(self.keys)
+        torch._dynamo.mark_static_address(self.values)
+
+    def update(self, key_states, value_states, layer_idx=0, cache_kwargs=None):
+        self.keys.index_copy_(2, self.pos, key_states)
+        self.values.index_copy_(2, self.pos, value_states)
+        return self.keys, self.values
+
+    def get_seq_length(self, layer_idx=0):
+        return self.keys.shape[2]
 
 
 def run_model(name, args, out, results):
@@ -146,33 +162,20 @@ def run_model(name, args, out, results):
         pos_emb = (cos, sin)
         pos_emb32 = (cos.float(), sin.float())
 
-        def mk_cache(lay_dtype=BF):
+        kvh = cfg.num_key_value_heads
+        hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        g = torch.Generator(device=DEV).manual_seed(2)
+        k0 = torch.randn(b, kvh, 2048, hd, device=DEV, dtype=BF, generator=g) if decode else None
+        v0 = torch.randn(b, kvh, 2048, hd, device=DEV, dtype=BF, generator=g) if decode else None
+
+        def mk_cache(dtype=BF):
+            # the first 2047 positions filled, the token decoded at 2047
             if not decode:
                 return None
-            c = make_static_cache(cfg, b)
-            # fill the cache with keys and values of the first 2047 positions
-            kv = cfg.num_key_value_heads
-            hd = getattr(cfg, "head_dim", cfg.hidden_size // cfg.num_attention_heads)
-            g = torch.Generator(device=DEV).manual_seed(2)
-            k0 = torch.randn(b, kv, 2048, hd, device=DEV, dtype=lay_dtype, generator=g)
-            v0 = torch.randn(b, kv, 2048, hd, device=DEV, dtype=lay_dtype, generator=g)
-            c.update(k0, v0, 0, {"cache_position": torch.arange(2048, device=DEV)})
-            return c
+            return StaticKV(k0.to(dtype).clone(), v0.to(dtype).clone(), cache_position)
 
         with torch.no_grad():
-            cache32 = None
-            if decode:
-                try:
-                    cache32 = make_static_cache(cfg, b)
-                    c_bf = mk_cache()
-                    layer_k = c_bf.layers[0].keys if hasattr(c_bf, "layers") else c_bf.key_cache[0]
-                    layer_v = c_bf.layers[0].values if hasattr(c_bf, "layers") else c_bf.value_cache[0]
-                    cache32.update(layer_k.float(), layer_v.float(), 0, {"cache_position": torch.arange(2048, device=DEV)})
-                except Exception as e:  # noqa: BLE001
-                    row["error"] = "static cache: %r" % e
-                    print(key, "static cache failed:", e, flush=True)
-                    continue
-            ref = layer_call(layer32, x.float(), pos_emb32, cache32, cache_position)
+            ref = layer_call(layer32, x.float(), pos_emb32, mk_cache(torch.float32), cache_position)
             torch.cuda.synchronize()
 
             modes = [("eager", None)]
@@ -244,20 +247,24 @@ def run_model(name, args, out, results):
                     row[mname] = dict(error="%s: %s" % (type(e).__name__, e))
                     print("%-40s %-42s FAILED %s" % (key, mname, e), flush=True)
                     traceback.print_exc()
+        json.dump(results, open(os.path.join(out, "e2e.json"), "w"), indent=1)
     del layer, layer32
     torch.cuda.empty_cache()
 
 
 def greedy_decode(args, out, results):
-    """A 2-layer LlamaForCausalLM, greedy decoding of 64 tokens: same tokens as eager, recompiles counted."""
+    """A 2-layer LlamaForCausalLM, greedy decoding of 64 tokens against eager, recompiles counted.
+
+    In f32 the claim is the same tokens as eager. In bf16, where a near tie
+    of two logits flips with any change of rounding, the agreement of
+    Inductor with eager is measured beside TensorForge's for scale.
+    """
     import transformers as tr
 
     cls_cfg, kw, _ = configs()["llama3-8b"]
     cfg = cls_cfg(**dict(kw, num_hidden_layers=2))
     cfg._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    model = tr.LlamaForCausalLM(cfg).to(DEV, BF).eval()
-    ids = torch.randint(0, cfg.vocab_size, (1, 16), device=DEV)
+    ids = None
 
     def generate(fwd, n=64):
         cache = tr.DynamicCache()
@@ -271,18 +278,38 @@ def greedy_decode(args, out, results):
             toks.append(cur.item())
         return toks
 
-    with torch.no_grad():
-        want = generate(model.forward)
-        torch._dynamo.reset()
-        tfbackend.compiled_graphs.clear()
-        cfwd = torch.compile(model.forward, backend="tensorforge", options=dict(target="h200"))
-        got = generate(cfwd)
-    same = sum(a == b for a, b in zip(want, got))
-    results["greedy 2-layer llama"] = dict(tokens=len(want), same_tokens=same, first_diff=next(
-        (i for i, (a, b) in enumerate(zip(want, got)) if a != b), None),
-        tensorforge_compiles=len(tfbackend.compiled_graphs))
-    print("greedy decode: %d/%d tokens equal to eager, %d graphs compiled" % (
-        same, len(want), len(tfbackend.compiled_graphs)), flush=True)
+    for dtype in (torch.float32, BF):
+        torch.manual_seed(0)
+        model = tr.LlamaForCausalLM(cfg).to(DEV, dtype).eval()
+        ids = torch.randint(0, cfg.vocab_size, (1, 16), device=DEV, generator=torch.Generator(device=DEV).manual_seed(3))
+        row = {}
+        with torch.no_grad():
+            want = generate(model.forward)
+            backends = [("tensorforge", dict(backend="tensorforge", options=dict(target="h200")))]
+            if dtype == BF:
+                backends.append(("inductor", dict()))
+            for bname, kw in backends:
+                torch._dynamo.reset()
+                tfbackend.compiled_graphs.clear()
+                try:
+                    got = generate(torch.compile(model.forward, **kw))
+                except Exception as e:  # noqa: BLE001
+                    row[bname] = dict(error="%s: %s" % (type(e).__name__, e))
+                    traceback.print_exc()
+                    continue
+                same = sum(a == b for a, b in zip(want, got))
+                row[bname] = dict(tokens=len(want), same_tokens=same, first_diff=next(
+                    (i for i, (a, b) in enumerate(zip(want, got)) if a != b), None))
+                if bname == "tensorforge":
+                    row[bname]["graphs_compiled"] = len(tfbackend.compiled_graphs)
+                    row[bname]["tfc_calls"] = sum(g.compiler.tfc_calls for g in tfbackend.compiled_graphs[:1])
+                print("greedy decode %s %s: %d/%d tokens equal to eager, first difference at %s, %s" % (
+                    str(dtype), bname, same, len(want), row[bname]["first_diff"],
+                    "%d graphs compiled" % len(tfbackend.compiled_graphs) if bname == "tensorforge" else ""),
+                    flush=True)
+        results["greedy 2-layer llama %s" % str(dtype).replace("torch.", "")] = row
+        del model
+        torch.cuda.empty_cache()
 
 
 def main():

@@ -20,13 +20,13 @@ dev = "cuda"
 fails = 0
 
 
-def check(name, mod, ins, atol, rtol, dynamic=False, **opts):
+def check(name, mod, ins, atol, rtol, dynamic=False, ref=None, **opts):
     global fails
     try:
         torch._dynamo.reset()
         tfbackend.compiled_graphs.clear()
         with torch.no_grad():
-            want = mod(*ins)
+            want = ref(*ins) if ref is not None else mod(*ins)
             c = torch.compile(mod, backend="tensorforge", dynamic=dynamic, options=dict(target="h200", **opts))
             got = c(*ins)
         if not isinstance(want, tuple):
@@ -59,7 +59,8 @@ for emitter in ("triton", "ptx"):
         mask = torch.triu(torch.full((8, 8), float("-inf"), device=dev), 1).to(BF)
         check("scores softmax", ScoresSoftmax(), (q, k, mask), 1e-2, 1e-2, **o)
         a = torch.tensor([0.0, 100.0, -100.0, 1000.0], device=dev)
-        check("naive logaddexp", NaiveLogAddExp(), (a, a * 0.5), 1e30, 1e30, **o)
+        check("naive logaddexp", NaiveLogAddExp(), (a, a * 0.5), 0, 4e-7,
+              ref=lambda p, q: torch.logaddexp(p.double(), q.double()).float(), **o)
         check("gelu tanh", GeluTanh(), (torch.randn(4, 33, device=dev),), 1e-5, 1e-5, **o)
 # dynamic: one compiled kernel for two row counts
 m = RMSNorm(256).to(dev, BF)

@@ -86,6 +86,7 @@ def compile_aten(gm, example_inputs, options=None):
             else:
                 fn = runtime.python_function(folder, opts.emitter, tr.name)
             setattr(fused, name, runtime.Kernel(fn, tr, single[name]))
+    fxpasses.views_to_reshapes(fused)
     fused.recompile()
     if opts.log:
         print(log.format(), file=sys.stderr)

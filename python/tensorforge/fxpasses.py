@@ -44,3 +44,25 @@ def reinplace_input_updates(gm):
         g.lint()
         gm.recompile()
     return changed
+
+
+_VIEWS = (aten.view.default, aten._unsafe_view.default)
+
+
+def views_to_reshapes(gm):
+    """Let the ops PyTorch runs take any strides of a compiled region's results.
+
+    A compiled region returns contiguous tensors where eager may have kept an
+    input's layout (an element-wise op on a transposed tensor writes a
+    transposed result), so a later ``view`` that was valid for eager's
+    strides can be invalid for ours. In a functional inference graph
+    ``reshape`` means the same and copies only when it must.
+    """
+    changed = False
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target in _VIEWS:
+            n.target = aten.reshape.default
+            changed = True
+    if changed:
+        gm.recompile()
+    return changed

@@ -106,7 +106,12 @@ class Kernel(torch.nn.Module):
         self.name = tr.name
 
     def forward(self, *args):
-        res = self.fn(*[args[i] for i in self.inputs])
+        ins = [args[i] for i in self.inputs]
+        dev = next((t.device for t in ins if t.device.type != "cpu"), None)
+        if dev is not None:
+            # a Python number Dynamo passes as a 0-d CPU tensor (an unspecialised float)
+            ins = [t.to(dev, non_blocking=True) if t.device.type == "cpu" and t.dim() == 0 else t for t in ins]
+        res = self.fn(*ins)
         if not isinstance(res, tuple):
             res = (res,)
         outs = []
