@@ -46,10 +46,12 @@ const (
 // the op's location.
 func Emit(m ir.Module, opts Options) (out *lir.Module, err error) {
 	me := &moduleEmitter{
-		src:     m,
-		out:     lir.NewModule(),
-		decls:   map[string]*lir.Func{},
-		kernels: map[string]*kernel{},
+		src:       m,
+		out:       lir.NewModule(),
+		decls:     map[string]*lir.Func{},
+		kernels:   map[string]*kernel{},
+		funcNames: map[string]string{},
+		globals:   globalNames{},
 	}
 	me.out.SourceFilename = "tensorforge"
 	defer func() {
@@ -75,7 +77,11 @@ func Emit(m ir.Module, opts Options) (out *lir.Module, err error) {
 		}
 		return nil, ir.OpError(op, "cannot be translated to LLVM IR: only func.func and loop.kernel may appear at module level")
 	}
-	// Declare every kernel first, so launches can refer to any of them.
+	// Name every function and kernel, then declare every kernel, so
+	// launches can refer to any of them.
+	for _, f := range funcs {
+		me.funcNames[f.SymName()] = me.globals.claim(f.SymName())
+	}
 	for _, k := range kernels {
 		if err := me.declareKernel(k); err != nil {
 			return nil, err
@@ -119,6 +125,9 @@ type moduleEmitter struct {
 	out     *lir.Module
 	decls   map[string]*lir.Func // intrinsics, libm and runtime functions
 	kernels map[string]*kernel
+	// funcNames maps each function's IR name to its LLVM name
+	funcNames map[string]string
+	globals   globalNames
 }
 
 // declare returns the external function name, declaring it on first use.

@@ -74,7 +74,7 @@ func (me *moduleEmitter) defineHostFunc(f ir.Func) (*lir.Func, error) {
 	if err != nil {
 		return nil, ir.OpError(f.Operation, "%v", err)
 	}
-	fn := me.out.NewFunc(f.SymName(), types.Void, params...)
+	fn := me.out.NewFunc(me.funcNames[f.SymName()], types.Void, params...)
 	nounwind(fn)
 	fe := newFnEmitter(me, fn)
 	if err := fe.bindArgs(body.Args, params, len(body.Args)); err != nil {
@@ -229,7 +229,7 @@ var entryType = types.NewFunc(types.Void, types.NewPointer(types.I8Ptr), types.N
 // defineEntry emits `void @f.entry(i8** %buffers, i64* %extents)`, which
 // unpacks the two arrays and calls the host function hf.
 func (me *moduleEmitter) defineEntry(f ir.Func, hf *lir.Func) *lir.Func {
-	fn := me.out.NewFunc(f.SymName()+".entry", types.Void,
+	fn := me.out.NewFunc(me.globals.claim(me.funcNames[f.SymName()]+".entry"), types.Void,
 		lir.NewParam("buffers", types.NewPointer(types.I8Ptr)), lir.NewParam("extents", types.NewPointer(types.I64)))
 	nounwind(fn)
 	b := fn.NewBlock("entry")

@@ -55,7 +55,8 @@ type kernel struct {
 // arguments i64.
 func kernelParams(args []*ir.Value) ([]*lir.Param, error) {
 	ps := make([]*lir.Param, len(args))
-	names := paramNames{}
+	// the row range parameters of a kernel come after these
+	names := paramNames{"row_begin": true, "row_end": true}
 	for i, a := range args {
 		var t types.Type
 		switch at := a.Type().(type) {
@@ -78,10 +79,14 @@ func kernelParams(args []*ir.Value) ([]*lir.Param, error) {
 }
 
 // paramNames hands out distinct parameter names: the IR's value names
-// where they are free, `arg<i>` otherwise.
+// where they are free (made names LLVM reads, see llvmIdent), `arg<i>`
+// otherwise.
 type paramNames map[string]bool
 
 func (pn paramNames) unique(name string, i int) string {
+	if name != "" {
+		name = llvmIdent(name)
+	}
 	if name == "" || pn[name] {
 		name = fmt.Sprintf("arg%d", i)
 	}
@@ -106,6 +111,8 @@ func (me *moduleEmitter) declareKernel(k loop.KernelOp) error {
 		return ir.OpError(k.Operation, "%v", err)
 	}
 	kn := &kernel{op: k}
+	irName := name
+	name = me.globals.claim(name, ".grid", ".args", ".task")
 	for _, p := range params {
 		kn.argTypes = append(kn.argTypes, p.Typ)
 	}
@@ -122,7 +129,7 @@ func (me *moduleEmitter) declareKernel(k loop.KernelOp) error {
 	kn.task = me.out.NewFunc(name+".task", types.Void,
 		lir.NewParam("ctx", types.I8Ptr), lir.NewParam("begin", types.I64), lir.NewParam("end", types.I64))
 	nounwind(kn.task)
-	me.kernels[name] = kn
+	me.kernels[irName] = kn
 	return nil
 }
 
