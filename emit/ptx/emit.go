@@ -213,7 +213,8 @@ type namer struct {
 }
 
 func newNamer() *namer {
-	return &namer{entries: map[string]string{}, used: map[string]bool{}, files: map[string]bool{}}
+	// the shared memory symbol is a module-level name beside the entries
+	return &namer{entries: map[string]string{}, used: map[string]bool{SharedName: true}, files: map[string]bool{}}
 }
 
 // identifier maps a symbol to [A-Za-z_][A-Za-z0-9_]*.

@@ -37,6 +37,27 @@ var pyReserved = map[string]bool{
 	"pass": true, "raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
 	"torch": true, "ctypes": true, "os": true, "args": true, "device": true, "stream": true, "fns": true,
 	"sm": true, "min": true, "max": true, "len": true, "range": true, "print": true, "type": true,
+	// builtins the runtime of the launcher calls, and other common ones
+	"str": true, "list": true, "tuple": true, "dict": true, "set": true, "int": true, "float": true,
+	"bool": true, "bytes": true, "object": true, "isinstance": true, "any": true, "all": true, "zip": true,
+	"abs": true, "sum": true, "round": true, "map": true, "iter": true, "next": true, "id": true,
+	"super": true, "open": true, "getattr": true, "setattr": true, "hasattr": true, "Exception": true,
+	"TypeError": true, "ValueError": true, "RuntimeError": true, "OSError": true, "match": true,
+	"case": true, "self": true, "cls": true,
+}
+
+// pyFuncName names the launcher of function sym: a Python identifier that
+// is no keyword, builtin or name of the launcher's runtime (whose names
+// start with '_').
+func pyFuncName(sym string) string {
+	n := identifier(sym)
+	if strings.HasPrefix(n, "_") {
+		n = "f" + n
+	}
+	for pyReserved[n] {
+		n += "_"
+	}
+	return n
 }
 
 // pyNames gives IR values Python variable names.
@@ -72,10 +93,7 @@ func pyShape(dims []string) string {
 
 // emitLauncher writes the launcher of f.
 func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, infos map[string]*kernelInfo) (string, error) {
-	fname := identifier(f.SymName())
-	if pyReserved[fname] || strings.HasPrefix(fname, "_") {
-		return "", ir.OpError(f.Operation, "is called '%s', which cannot name a Python function", f.SymName())
-	}
+	fname := pyFuncName(f.SymName())
 	args := f.Args()
 	nres := 0
 	if a, ok := f.Operation.Attr("num_results").(ir.IntAttr); ok {

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// pythonKeywords and the other names no generated identifier may take:
-// the modules and builtins the generated code refers to, and the names of
+// Python's keywords and the other names no generated identifier may take:
+// the modules and builtins the generated code refers to (a function named
+// str would hide the builtin from the tensor checks), and the names of
 // the keyword arguments it passes (so that a kernel never reads a
 // variable where a keyword was meant).
 var reservedNames = strings.Fields(`
@@ -14,6 +15,10 @@ var reservedNames = strings.Fields(`
 	finally for from global if import in is lambda nonlocal not or pass raise return try
 	while with yield match case type
 	torch triton tl libdevice float int range len tuple isinstance any all zip print
+	str list dict set bool bytes object type min max abs sum round pow divmod map filter
+	sorted reversed enumerate iter next getattr setattr hasattr id super open math
+	Exception TypeError ValueError RuntimeError AssertionError NotImplemented Ellipsis
+	__name__ __file__ __doc__ __builtins__ self cls
 	mask other axis keep_dims eviction_policy propagate_nan dtype device num_warps
 	BLOCK ROWS WIDE WIDE_FROM CONFIGS`)
 
