@@ -117,11 +117,11 @@ func parseNpy(r io.ReaderAt, size int64, source string) (*npyArray, error) {
 	}
 	var pre [12]byte
 	n, _ := r.ReadAt(pre[:], 0)
-	if n < 10 || string(pre[:6]) != "\x93NUMPY" {
-		if n < 6 {
-			return nil, bad("%d bytes, shorter than the magic string '\\x93NUMPY'", size)
-		}
+	if n < 6 || string(pre[:6]) != "\x93NUMPY" {
 		return nil, bad("it does not start with the magic string '\\x93NUMPY'")
+	}
+	if n < 10 {
+		return nil, bad("%d bytes, too short for a header", size)
 	}
 	major := pre[6]
 	var hlen, start int64
