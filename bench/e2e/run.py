@@ -140,6 +140,9 @@ class StaticKV:
         return self.keys.shape[2]
 
 
+HEADLINE = ("prefill 1x4096", "decode b32 kv2048")
+
+
 def run_model(name, args, out, results):
     cfg, layer, rope = build_layer(name)
     layer32 = copy.deepcopy(layer).float()
@@ -187,7 +190,7 @@ def run_model(name, args, out, results):
                     modes.append(("tensorforge %s%s" % (emitter, " +cudagraphs" if cg else ""),
                                   dict(backend="tensorforge", options=dict(emitter=emitter, cudagraphs=cg,
                                                                            target="h200"))))
-            if args.quick:
+            if args.quick or args.autotune == "none" or (args.autotune == "headline" and sname not in HEADLINE):
                 modes = [m for m in modes if "max-autotune" not in m[0]]
             for mname, spec in modes:
                 cache = mk_cache()
@@ -312,12 +315,46 @@ def greedy_decode(args, out, results):
         torch.cuda.empty_cache()
 
 
+def dynamic_rows(args, out, results):
+    """One compiled graph for every token count: the layer compiled with dynamic=True, run at three shapes."""
+    cfg, layer, rope = build_layer("llama3-8b")
+    layer32 = copy.deepcopy(layer).float()
+    row = {}
+    torch._dynamo.reset()
+    tfbackend.compiled_graphs.clear()
+    clayer = torch.compile(layer, backend="tensorforge", dynamic=True, options=dict(target="h200"))
+    with torch.no_grad():
+        for b, s in ((1, 1000), (8, 512), (1, 4096)):
+            x = torch.randn(b, s, cfg.hidden_size, device=DEV, dtype=BF)
+            pos = torch.arange(s, device=DEV).unsqueeze(0).expand(b, s)
+            cos, sin = rope(x, pos)
+            try:
+                y = layer_call(clayer, x, (cos, sin))
+                ref = layer_call(layer32, x.float(), (cos.float(), sin.float()))
+                row["%dx%d" % (b, s)] = dict(err=max_err(y, ref), graphs=len(tfbackend.compiled_graphs),
+                                             tfc_calls=sum(g.compiler.tfc_calls for g in tfbackend.compiled_graphs[:1]))
+            except Exception as e:  # noqa: BLE001
+                row["%dx%d" % (b, s)] = dict(error="%s: %s" % (type(e).__name__, e))
+                traceback.print_exc()
+            print("dynamic rows %dx%d:" % (b, s), row["%dx%d" % (b, s)], flush=True)
+    if tfbackend.compiled_graphs:
+        g = tfbackend.compiled_graphs[-1]
+        with open(os.path.join(out, "llama3-8b-dynamic-triton.tir"), "w") as f:
+            f.write(g.tir)
+        with open(os.path.join(out, "llama3-8b-dynamic-triton.log"), "w") as f:
+            f.write(g.log.format() + "\n")
+    results["dynamic rows llama3-8b"] = row
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--models", default="llama3-8b,qwen3-8b,mistral-7b,gemma2-9b")
+    ap.add_argument("--models", default="llama3-8b,qwen3-8b,mistral-7b,gemma2-9b", help="comma-separated; '' for none")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-greedy", action="store_true")
+    ap.add_argument("--autotune", default="all", choices=["all", "headline", "none"],
+                    help="the shapes measured with max-autotune-no-cudagraphs (it tunes for minutes)")
+    ap.add_argument("--dynamic", action="store_true", help="also the dynamic-shape check")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = {}
@@ -325,13 +362,19 @@ def main():
 
     results["versions"] = dict(torch=torch.__version__, transformers=transformers.__version__,
                                gpu=torch.cuda.get_device_name())
-    for name in args.models.split(","):
+    for name in [m for m in args.models.split(",") if m]:
         try:
             run_model(name, args, args.out, results)
         except Exception as e:  # noqa: BLE001
             results[name] = dict(error="%s: %s" % (type(e).__name__, e))
             traceback.print_exc()
         json.dump(results, open(os.path.join(args.out, "e2e.json"), "w"), indent=1)
+    if args.dynamic:
+        try:
+            dynamic_rows(args, args.out, results)
+        except Exception as e:  # noqa: BLE001
+            results["dynamic rows llama3-8b"] = dict(error="%s: %s" % (type(e).__name__, e))
+            traceback.print_exc()
     if not args.no_greedy:
         try:
             greedy_decode(args, args.out, results)

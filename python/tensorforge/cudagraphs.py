@@ -6,7 +6,8 @@ then captures one CUDA graph of it. Later calls copy the inputs that are not
 static into the graph's own buffers and replay it. Parameters and tensors
 marked static (``torch._dynamo.mark_static_address``, as transformers'
 StaticCache does) are read in place: their addresses are checked on every
-call, and a moved one is copied, never read stale.
+call, and inputs at new addresses get a graph of their own, never a stale
+read.
 
 Outputs are the graph's own buffers: the next replay overwrites them, as
 with torch.compile's reduce-overhead mode.
@@ -25,6 +26,12 @@ class _Captured:
         self.inputs = [a if (not isinstance(a, torch.Tensor) or s) else a.clone()
                        for a, s in zip(args, self.static)]
         self.ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else None for a in self.inputs]
+        # what is checked on every call: the shapes of the copied inputs
+        # (static ones keep theirs) and the values of the other arguments
+        self.copied = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and not self.static[i]]
+        self.shapes = [args[i].shape for i in self.copied]
+        self.others = [(i, a) for i, a in enumerate(args) if not isinstance(a, torch.Tensor)]
+        self.statics = [i for i, s in enumerate(self.static) if s]
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -35,18 +42,33 @@ class _Captured:
         with torch.cuda.graph(self.graph, pool=pool):
             self.outputs = fn(*self.inputs)
 
+    def matches(self, args):
+        if len(args) != len(self.inputs):
+            return False
+        for i, shape in zip(self.copied, self.shapes):
+            if args[i].shape != shape:
+                return False
+        ptrs = self.ptrs
+        for i in self.statics:
+            if args[i].data_ptr() != ptrs[i]:
+                return False  # a static input moved (a new cache, say): another graph
+        return all(args[i] == v for i, v in self.others)
+
     def run(self, args):
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor) and a.data_ptr() != self.ptrs[i]:
-                self.inputs[i].copy_(a)
+        inputs = self.inputs
+        for i in self.copied:
+            inputs[i].copy_(args[i])
         self.graph.replay()
         return self.outputs
 
 
 class CudaGraphRunner:
+    """Captures and replays the compiled graph; one CUDA graph per input signature."""
+
     def __init__(self, fn):
         self.fn = fn
-        self.graphs = {}
+        self.graphs = []
+        self.last = None
         self.pool = None
         self.captures = 0
 
@@ -54,12 +76,14 @@ class CudaGraphRunner:
         return getattr(self.__dict__["fn"], name)
 
     def __call__(self, *args):
-        key = tuple((tuple(a.shape), a.dtype, tuple(a.stride()), a.device) if isinstance(a, torch.Tensor) else ("v", a)
-                    for a in args)
-        cap = self.graphs.get(key)
-        if cap is None:
-            if self.pool is None:
-                self.pool = torch.cuda.graph_pool_handle()
-            cap = self.graphs[key] = _Captured(self.fn, args, self.pool)
-            self.captures += 1
+        cap = self.last
+        if cap is None or not cap.matches(args):
+            cap = next((c for c in self.graphs if c.matches(args)), None)
+            if cap is None:
+                if self.pool is None:
+                    self.pool = torch.cuda.graph_pool_handle()
+                cap = _Captured(self.fn, args, self.pool)
+                self.graphs.append(cap)
+                self.captures += 1
+            self.last = cap
         return cap.run(args)

@@ -1,0 +1,34 @@
+"""Where the time of one decoder layer goes: CUDA kernel times per kernel, TensorForge beside Inductor.
+
+    TENSORFORGE_TFC=.bin/tfc python3 bench/e2e/kernel_profile.py [MODEL] [BATCH] [TOKENS]
+"""
+import os
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as e2e  # noqa: E402
+
+name = sys.argv[1] if len(sys.argv) > 1 else "llama3-8b"
+b = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+s = int(sys.argv[3]) if len(sys.argv) > 3 else 4096
+cfg, layer, rope = e2e.build_layer(name)
+x = torch.randn(b, s, cfg.hidden_size, device="cuda", dtype=torch.bfloat16)
+pos = torch.arange(s, device="cuda").unsqueeze(0).expand(b, s)
+pe = rope(x, pos)
+with torch.no_grad():
+    for label, kw in (("inductor", {}), ("tensorforge triton", dict(backend="tensorforge", options=dict(target="h200"))),
+                      ("tensorforge ptx", dict(backend="tensorforge", options=dict(target="h200", emitter="ptx")))):
+        torch._dynamo.reset()
+        c = torch.compile(layer, dynamic=False, **kw)
+        for _ in range(3):
+            e2e.layer_call(c, x, pe)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(5):
+                e2e.layer_call(c, x, pe)
+            torch.cuda.synchronize()
+        print("=== %s, %s %dx%d, 5 calls" % (label, name, b, s))
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
