@@ -298,17 +298,25 @@ func passSet(names []string) map[string]bool {
 }
 
 // emit runs the emitter on a compiled module, part number part of the
-// input; single-file output is returned as text.
-func (c *compiler) emit(m ir.Module, part int) (string, []*ir.Diagnostic) {
+// input; single-file output is returned as text. A broken invariant of
+// the emitter comes back as an internal error.
+func (c *compiler) emit(m ir.Module, part int) (string, []*ir.Diagnostic, *emitInternalError) {
 	var buf bytes.Buffer
 	diags := &ir.Diagnostics{}
 	if ops := c.fileSymbolOps(); len(ops) > 0 {
 		if long := checkFileSymbols(m, ops, c.opts.emit); len(long) > 0 {
-			return "", long
+			return "", long, nil
 		}
+	}
+	before := ""
+	if c.opts.crashReproducer != "" {
+		before = ir.Print(m.Operation, ir.PrintOptions{})
 	}
 	req := &emitRequest{Module: m, Target: c.target, Print: c.printOptions(), Out: &buf, OutPath: c.partOutput(part), Diags: diags}
 	if err := c.emitter.emit(req); err != nil {
+		if ie := (*ir.InternalError)(nil); errors.As(err, &ie) {
+			return "", nil, &emitInternalError{ie: ie, before: before}
+		}
 		seen := map[*ir.Diagnostic]bool{}
 		for _, d := range diags.List {
 			seen[d] = true
@@ -319,7 +327,7 @@ func (c *compiler) emit(m ir.Module, part int) (string, []*ir.Diagnostic) {
 			}
 		}
 	}
-	return buf.String(), diags.List
+	return buf.String(), diags.List, nil
 }
 
 // reportInternal prints an internal compiler error of a pass. When the
@@ -391,7 +399,10 @@ func compileCommand(args []string, sio *stdio) int {
 		}
 		diags := res.Diags
 		if res.Module.Operation != nil {
-			out, emitDiags := c.emit(res.Module, i)
+			out, emitDiags, ie := c.emit(res.Module, i)
+			if ie != nil {
+				return c.reportEmitInternal(sio, sm, ie)
+			}
 			if !hasErrors(emitDiags) {
 				outputs[i] = out
 				if c.partFiles() {

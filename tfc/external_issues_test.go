@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/ir"
 )
 
 // Regression tests of defects reported against the driver from outside.
@@ -97,4 +99,36 @@ func TestOverlongFileNamesAreRefusedWithALocation(t *testing.T) {
 	status, _, errOut := runTFC(t, nil, src, "--emit=ptx", "--target=h200", "-o", dir, "-")
 	require.Equal(t, exitOK, status, errOut)
 	assert.FileExists(t, filepath.Join(dir, strings.Repeat("b", maxFileSymbolBytes)+".ptx"))
+}
+
+func init() {
+	registerEmitter(&emitter{kind: "test-internal", summary: "breaks an invariant of its own, to test how the driver reports it",
+		emit: func(req *emitRequest) error {
+			op := req.Module.Funcs()[0].Operation
+			return &ir.InternalError{Pass: "--emit=test-internal", Value: "broken",
+				Diags: []*ir.Diagnostic{ir.Errorf(op.Loc, "'test' backend: kernel 'k' broke its own check")}}
+		}})
+}
+
+// An emitter's broken invariant is an internal compiler error (exit
+// status 2, the crash reproducer hint), not a user error: the tt
+// backend's "overwrites its kept row" check used to read as a problem of
+// the program.
+func TestEmitterInternalErrorIsInternal(t *testing.T) {
+	status, out, errOut := runTFC(t, nil, twoExps, "--emit=test-internal", "-")
+	assert.Equal(t, exitInternal, status)
+	assert.Empty(t, out)
+	assert.Equal(t, "error: internal compiler error: --emit=test-internal broke an invariant of its own\n"+
+		"<stdin>:1:1: error: 'test' backend: kernel 'k' broke its own check\n"+
+		"func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n^\n"+
+		"note: please rerun with --crash-reproducer=FILE to save the IR and the pipeline that reproduce the failure\n", errOut)
+
+	repro := filepath.Join(t.TempDir(), "repro.tir")
+	status, _, errOut = runTFC(t, nil, twoExps, "--emit=test-internal", "--cse", "--crash-reproducer="+repro, "-")
+	assert.Equal(t, exitInternal, status)
+	assert.Contains(t, errOut, "note: a crash reproducer was written to '"+repro+"'")
+	data, err := os.ReadFile(repro)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(data), "// Crash reproducer: the IR the --emit=test-internal backend failed on.\n// Reproduce with: tfc --emit=test-internal --target=cpu "+repro+"\nmodule {\n"), string(data))
+	assert.Equal(t, 1, strings.Count(string(data), "graph.exp"), "the IR after the pipeline (cse)")
 }

@@ -163,7 +163,7 @@ func (c *computeGen) alloc() int {
 			return i
 		}
 	}
-	panic(bail{c.g.errorf(nil, "ran out of DST tiles (internal error in the tt backend)")})
+	panic(internalBail{c.g.errorf(nil, "ran out of DST tiles")})
 }
 
 func (c *computeGen) release(i int) { c.free[i] = false }
@@ -498,7 +498,7 @@ func (c *computeGen) eval(n *node, ctx class) int {
 	}
 	bin, ok := sfpuBinary[key]
 	if !ok || len(n.args) != 2 {
-		panic(bail{c.g.errorf(nil, "has an op the SFPU has no form for: %s (internal error in the tt backend)", n.describe())})
+		panic(internalBail{c.g.errorf(nil, "has an op the SFPU has no form for: %s", n.describe())})
 	}
 	order := evalOrder(n.args)
 	slots := make([]int, 2)

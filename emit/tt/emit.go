@@ -21,6 +21,7 @@ package tt
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,20 +71,29 @@ func Emit(m ir.Module, opts Options) (*Output, error) {
 		case loop.OpKernel:
 			k, _ := loop.AsKernel(op)
 			g, err := buildKernel(a, k)
+			if ie := (*ir.InternalError)(nil); errors.As(err, &ie) {
+				return nil, ie
+			}
 			if err != nil {
 				errs = append(errs, ir.AsDiagnostics(err)...)
 				continue
 			}
 			g.assignCBIndices(func(cb *cbuf) int { return cbRole(g, cb) })
 			if d := g.checkL1(); d != nil {
-				g, d = rereadIfTooBig(a, k, d)
+				if err := catchInternal(func() { g, d = rereadIfTooBig(a, k, d) }); err != nil {
+					return nil, err
+				}
 				if d != nil {
 					errs = append(errs, d)
 					continue
 				}
 			}
 			kernels[g.name] = g
-			kj, files := g.files()
+			var kj Kernel
+			var files []File
+			if err := catchInternal(func() { kj, files = g.files() }); err != nil {
+				return nil, err
+			}
 			prog.Kernels = append(prog.Kernels, kj)
 			out.Files = append(out.Files, files...)
 		case "func.func", loop.OpReturn:
@@ -200,6 +210,9 @@ func rereadIfTooBig(a *arch, k loop.KernelOp, tooBig *ir.Diagnostic) (*kgen, *ir
 		return nil, tooBig
 	}
 	g, err := buildKernel(a, two)
+	if ie := (*ir.InternalError)(nil); errors.As(err, &ie) {
+		panic(internalBail{ie.Diags[0]})
+	}
 	if err != nil {
 		tooBig.Message += fmt.Sprintf("; reading the row again from DRAM instead is not possible: %v", ir.AsDiagnostics(err)[0].Message)
 		return nil, tooBig

@@ -214,6 +214,39 @@ func (g *kgen) fail(op *ir.Operation, format string, args ...any) {
 	panic(bail{g.errorf(op, format, args...)})
 }
 
+// internalBail carries a broken invariant of the backend out of the
+// analysis or the code generation: a bug in the backend, not a problem of
+// the program.
+type internalBail struct{ d *ir.Diagnostic }
+
+// internal stops with an internal error at op (the kernel when nil).
+func (g *kgen) internal(op *ir.Operation, format string, args ...any) {
+	panic(internalBail{g.errorf(op, format, args...)})
+}
+
+// internalError is the error Emit returns for a broken invariant: an
+// *ir.InternalError, which the driver reports as an internal compiler
+// error (exit status 2), with the located diagnostic as its detail.
+func internalError(d *ir.Diagnostic) *ir.InternalError {
+	return &ir.InternalError{Pass: "--emit=tt", Value: d.Message, Diags: []*ir.Diagnostic{d}}
+}
+
+// catchInternal runs f and returns the internal error it stops with, if
+// any.
+func catchInternal(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ib, ok := r.(internalBail)
+			if !ok {
+				panic(r)
+			}
+			err = internalError(ib.d)
+		}
+	}()
+	f()
+	return nil
+}
+
 // buildKernel analyses a loop.kernel and builds its statement lists.
 func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 	g = &kgen{a: a, k: k, name: k.SymName(), kind: k.Kind(), byArg: map[*ir.Value]*param{}, extent: map[*ir.Value]Expr{},
@@ -222,11 +255,14 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 		accCBs: map[*ir.Operation][]*cbuf{}, accKind: map[*ir.Value]string{}, accFinal: map[*ir.Value]*cbValue{}}
 	defer func() {
 		if r := recover(); r != nil {
-			b, ok := r.(bail)
-			if !ok {
+			switch b := r.(type) {
+			case bail:
+				g, err = nil, b.d
+			case internalBail:
+				g, err = nil, internalError(b.d)
+			default:
 				panic(r)
 			}
-			g, err = nil, b.d
 		}
 	}()
 	if g.kind == "generic" {
@@ -269,11 +305,7 @@ func (g *kgen) readParams() {
 		if !ok {
 			g.fail(nil, "argument #%d is not a buffer", i)
 		}
-		name := cIdent(a.Name, fmt.Sprintf("arg%d", i))
-		for used[name] {
-			name += "_"
-		}
-		used[name] = true
+		name := paramIdent(a.Name, fmt.Sprintf("arg%d", i), used)
 		f, ok := formatOf(m.Elem.Kind)
 		if !ok {
 			g.fail(nil, "reads or writes %s elements; %s", m.Elem, unsupportedElem(m.Elem.Kind))
@@ -781,7 +813,8 @@ func (g *kgen) ct() int64 { return (g.rowLen + TileCols - 1) / TileCols }
 // newCB adds a circular buffer with a C++ name not used yet.
 func (g *kgen) newCB(name string, f format, pages int64, purpose string) *cbuf {
 	base := name
-	for i := 2; g.names[name]; i++ {
+	// cb_<name> of a value may spell an API call (cb_wait_front)
+	for i := 2; g.names[name] || cbAPI[name]; i++ {
 		name = fmt.Sprintf("%s_%d", base, i)
 	}
 	g.names[name] = true

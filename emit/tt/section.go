@@ -384,7 +384,7 @@ func (g *kgen) operand(a *ir.Value) *node {
 		return &node{kind: nLeaf, cls: inf.cls, leaf: inf.cbv}
 	}
 	if base.DefiningOp() == nil || g.isRoot(base) {
-		g.fail(base.DefiningOp(), "uses a value before the tile holding it is made (internal error in the tt backend)")
+		g.internal(base.DefiningOp(), "uses a value before the tile holding it is made")
 	}
 	return g.tree(base)
 }
@@ -413,7 +413,7 @@ func (g *kgen) forLoop(f loop.ForOp, b *ir.Block) []stmt {
 		pre = append(pre, g.section(&node{kind: nConst, cls: clsConst, c: c}, []*cbuf{acc}, b, "start "+acc.name+" at "+floatComment(c))...)
 	}
 	g.accCBs[lop] = accs
-	body := g.scope(f.Body().Entry(), lop)
+	body := g.deferInPlace(f.Body().Entry(), g.scope(f.Body().Entry(), lop))
 	g.placeWaits(f.Body().Entry(), body)
 	for j, r := range f.Values() {
 		final := &cbValue{cb: accs[j], index: "0", cls: clsFull, scope: b}
@@ -686,6 +686,55 @@ func (g *kgen) roundsTo16(v *ir.Value, depth int) bool {
 	return true
 }
 
+// deferInPlace makes sure a kept row overwritten tile by tile gets its
+// replacement tile only once the tile it replaces is read for the last
+// time: the row's buffer holds the row and no more, so the section
+// pushing the replacement must come no earlier than the one popping the
+// front tile (checkInPlace). Sections follow the ops, and a value stored
+// into the row may be computed before other values that read the old
+// tile (x - max stored in place, while logaddexp(min, x) of the same tile
+// still reads x); such a section packs into a tile of its own instead,
+// copied into the row after the last section reading the old tile.
+func (g *kgen) deferInPlace(b *ir.Block, stmts []stmt) []stmt {
+	lastRead := map[*cbuf]int{}
+	for i, s := range stmts {
+		if sec, ok := s.(*sectionStmt); ok {
+			for _, v := range sec.reads {
+				if v.scope == b && g.isSram(v.cb) {
+					lastRead[v.cb] = i
+				}
+			}
+		}
+	}
+	copies := map[int][]stmt{}
+	for i, s := range stmts {
+		sec, ok := s.(*sectionStmt)
+		if !ok {
+			continue
+		}
+		for j, d := range sec.dests {
+			last, inPlace := lastRead[d]
+			if !inPlace || last <= i {
+				continue
+			}
+			tmp := g.newCB(d.name+"_next", d.fmt, 1, fmt.Sprintf("the tile replacing the front of %s, until the front is read for the last time", d.name))
+			sec.dests[j] = tmp
+			v := &cbValue{cb: tmp, index: "0", cls: clsFull, scope: b}
+			copies[last] = append(copies[last], &sectionStmt{comment: "store " + tmp.name,
+				tree: &node{kind: nLeaf, cls: clsFull, leaf: v}, dests: []*cbuf{d}, reads: []*cbValue{v}})
+		}
+	}
+	if len(copies) == 0 {
+		return stmts
+	}
+	var out []stmt
+	for i, s := range stmts {
+		out = append(out, s)
+		out = append(out, copies[i]...)
+	}
+	return out
+}
+
 // placeWaits places, in the statements of block b, the wait before the
 // first statement reading each tile produced in b and the pop after the
 // last one.
@@ -762,7 +811,7 @@ func (g *kgen) checkInPlace(stmts []stmt) {
 		}
 		for _, d := range sec.dests {
 			if inPlace[d] && !popped[d] {
-				g.fail(nil, "overwrites its kept row (%s) before it is done reading the tile", d.name)
+				g.internal(nil, "overwrites its kept row (%s) before it is done reading the tile", d.name)
 			}
 		}
 	}
