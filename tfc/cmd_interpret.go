@@ -291,7 +291,7 @@ func interpretCommand(args []string, sio *stdio) int {
 		printDiagnostics(sio.err, nil, []*ir.Diagnostic{d})
 		return exitFailure
 	}
-	results, err := eval.Run(fn, inputs, eval.Options{F64: f64})
+	results, err := interpretFunc(m, fn, inputs, f64)
 	if err != nil {
 		sm := &ir.SourceManager{}
 		sm.AddFile(x.file, x.src)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tensorforge/tensorforge/dialects/graph/eval"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -131,4 +132,39 @@ func TestEmitterInternalErrorIsInternal(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(data), "// Crash reproducer: the IR the --emit=test-internal backend failed on.\n// Reproduce with: tfc --emit=test-internal --target=cpu "+repro+"\nmodule {\n"), string(data))
 	assert.Equal(t, 1, strings.Count(string(data), "graph.exp"), "the IR after the pipeline (cse)")
+}
+
+// interpret after a lowering pipeline runs the lowered function in the
+// loop interpreter, its output buffers allocated for it; it used to fail
+// with "@f takes 2 arguments but 1 inputs were given".
+func TestInterpretLoweredProgram(t *testing.T) {
+	src := `func.func @f(%x: tensor<3x40xf32>, %w: tensor<40xf32>) -> (tensor<3x40xf32>, tensor<3x40xf32>) {
+  %e = graph.exp %x : tensor<3x40xf32>
+  %s = graph.softmax %x : tensor<3x40xf32>
+  %m = graph.mul %s, %w : (tensor<3x40xf32>, tensor<40xf32>) -> tensor<3x40xf32>
+  return %e, %m : tensor<3x40xf32>, tensor<3x40xf32>
+}
+`
+	ref := t.TempDir()
+	status, _, errOut := runTFC(t, nil, src, "interpret", "-", "--random-inputs", "3", "--output", ref)
+	require.Equal(t, exitOK, status, errOut)
+	for _, pipeline := range [][]string{{"-O2"}, {"-O0"}, {"--pass-pipeline=decompose,fuse,lower-to-loops"}, {"-O2", "--target=h200"}} {
+		dir := t.TempDir()
+		args := append([]string{"interpret", "-"}, pipeline...)
+		status, _, errOut := runTFC(t, nil, src, append(args, "--random-inputs", "3", "--output", dir)...)
+		require.Equal(t, exitOK, status, "%v: %s", pipeline, errOut)
+		for _, r := range []string{"result0.npy", "result1.npy"} {
+			want, err := eval.ReadNpy(filepath.Join(ref, r))
+			require.NoError(t, err)
+			got, err := eval.ReadNpy(filepath.Join(dir, r))
+			require.NoError(t, err, "%v", pipeline)
+			require.Equal(t, want.Shape, got.Shape, "%v %s", pipeline, r)
+			for i := range want.Data {
+				assert.InDelta(t, want.Data[i], got.Data[i], 1e-6, "%v %s element %d", pipeline, r, i)
+			}
+		}
+	}
+	status, _, errOut = runTFC(t, nil, src, "interpret", "-", "-O2", "--f64", "--random-inputs", "3", "--output", t.TempDir())
+	assert.Equal(t, exitFailure, status)
+	assert.Contains(t, errOut, "<stdin>:1:1: error: --f64 evaluates graph-level functions only, and the pipeline lowered @f to loops")
 }
