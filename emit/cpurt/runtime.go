@@ -305,7 +305,7 @@ struct region {
 
 /* open_region makes the buffer of one manifest line. */
 static void *open_region(struct region *r) {
-  r->fd = open(r->path, r->out ? O_RDWR : O_RDONLY);
+  r->fd = r->out ? open(r->path, O_RDWR | O_CREAT, 0644) : open(r->path, O_RDONLY);
   if (r->fd < 0) die("cannot open", r->path);
   struct stat st;
   if (fstat(r->fd, &st) != 0) die("cannot stat", r->path);

@@ -1,0 +1,65 @@
+package cpurt_test
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/emit/cpurt"
+)
+
+// RunFiles hands the program file regions: mapped when their offset is a
+// multiple of 64, read and written through a buffer otherwise. Both ways
+// leave the bytes around the regions alone and give the same results.
+func TestRunFilesRegions(t *testing.T) {
+	if _, err := cpurt.FindToolchain(); err != nil {
+		t.Skip(err)
+	}
+	lowered, err := compile(`func.func @f(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %y = graph.neg %x : tensor<?xf32>
+  return %y : tensor<?xf32>
+}`, pipelines["O2"]+","+lowerTail())
+	require.NoError(t, err)
+	p, err := cpurt.Compile(lowered, "f")
+	require.NoError(t, err)
+	defer p.Close()
+	const n = 1000
+	dir := t.TempDir()
+	for _, off := range []int64{0, 64, 3, 130} {
+		data := make([]byte, off+4*n+7)
+		for i := range data {
+			data[i] = 0xEE
+		}
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint32(data[off+int64(4*i):], math.Float32bits(float32(i)-0.5))
+		}
+		in := filepath.Join(dir, "in.bin")
+		require.NoError(t, os.WriteFile(in, data, 0o644))
+		out := filepath.Join(dir, "out.bin")
+		outOff := off + 9
+		require.NoError(t, os.WriteFile(out, make([]byte, outOff), 0o644))
+		_, err := p.RunFiles([]cpurt.Region{{Path: in, Offset: off, Size: 4 * n}}, [][]int64{{n}},
+			[]cpurt.Region{{Path: out, Offset: outOff, Size: 4 * n}}, [][]int64{{n}}, 2)
+		require.NoError(t, err, "offset %d", off)
+		got, err := os.ReadFile(out)
+		require.NoError(t, err)
+		require.Len(t, got, int(outOff)+4*n)
+		for i := 0; i < n; i++ {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(got[outOff+int64(4*i):]))
+			require.Equal(t, 0.5-float32(i), v, "offset %d element %d", off, i)
+		}
+		after, err := os.ReadFile(in)
+		require.NoError(t, err)
+		require.Equal(t, data, after, "the input file is unchanged")
+	}
+	// a region past the end of an input file is an error
+	in := filepath.Join(dir, "short.bin")
+	require.NoError(t, os.WriteFile(in, make([]byte, 10), 0o644))
+	_, err = p.RunFiles([]cpurt.Region{{Path: in, Size: 4 * n}}, [][]int64{{n}},
+		[]cpurt.Region{{Path: filepath.Join(dir, "o2.bin"), Size: 4 * n}}, [][]int64{{n}}, 1)
+	require.ErrorContains(t, err, "has 10 bytes, 4000 expected")
+}
