@@ -122,7 +122,11 @@ func (tc *Toolchain) build(dir, llText string) (string, error) {
 	var cached string
 	if cache := tc.cacheDir(); cache != "" {
 		h := sha256.New()
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", toolIdentity(tc.LLC), toolIdentity(tc.Opt), tc.CPU,
+		cpu := tc.CPU
+		if cpu == "native" {
+			cpu += " " + hostCPU()
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", toolIdentity(tc.LLC), toolIdentity(tc.Opt), cpu,
 			toolIdentity(tc.CC), strings.Join(cFlags, " "), runtimeC, harnessC, llText)
 		cached = filepath.Join(cache, fmt.Sprintf("prog-%x", h.Sum(nil)[:16]))
 		if st, err := os.Stat(cached); err == nil && st.Mode().IsRegular() && st.Mode()&0o100 != 0 {
@@ -257,4 +261,31 @@ func toolIdentity(path string) string {
 		return fmt.Sprintf("%s %d %d", p, st.Size(), st.ModTime().UnixNano())
 	}
 	return p
+}
+
+// hostCPU names the host's processor for the program cache (a program
+// built for -mcpu=native runs only where its instructions exist): the
+// model and feature flags of /proc/cpuinfo's first processor.
+func hostCPU() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	var model, flags string
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			if model != "" || flags != "" {
+				break // the end of the first processor
+			}
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "model name":
+			model = strings.TrimSpace(v)
+		case "flags":
+			flags = strings.TrimSpace(v)
+		}
+	}
+	return model + "|" + flags
 }
