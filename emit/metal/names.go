@@ -47,7 +47,9 @@ func newNamer(extra ...string) *namer {
 // if it is taken; names starting with tf_ or partial are the emitter's.
 func (n *namer) fresh(base string) string {
 	base = sanitize(base)
-	if strings.HasPrefix(base, "tf_") || strings.HasPrefix(base, "partial") || strings.HasPrefix(base, "sram") {
+	if strings.HasPrefix(base, "tf_") || strings.HasPrefix(base, "partial") || strings.HasPrefix(base, "sram") ||
+		strings.HasPrefix(base, "__") || macroLike(base) {
+		// the emitter's names, the implementation's, and macros (HUGE_VALF)
 		base = "v_" + base
 	}
 	name := base
@@ -75,4 +77,18 @@ func sanitize(s string) string {
 		out = "v" + out
 	}
 	return out
+}
+
+// macroLike reports whether a name is spelled like a C macro (INFINITY,
+// HUGE_VALF, FLT_MAX): no lower-case letter, two characters at least.
+func macroLike(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'a' && c <= 'z' {
+			return false
+		}
+	}
+	return true
 }

@@ -305,11 +305,7 @@ func (g *kgen) readParams() {
 		if !ok {
 			g.fail(nil, "argument #%d is not a buffer", i)
 		}
-		name := cIdent(a.Name, fmt.Sprintf("arg%d", i))
-		for used[name] {
-			name += "_"
-		}
-		used[name] = true
+		name := paramIdent(a.Name, fmt.Sprintf("arg%d", i), used)
 		f, ok := formatOf(m.Elem.Kind)
 		if !ok {
 			g.fail(nil, "reads or writes %s elements; %s", m.Elem, unsupportedElem(m.Elem.Kind))
@@ -817,7 +813,8 @@ func (g *kgen) ct() int64 { return (g.rowLen + TileCols - 1) / TileCols }
 // newCB adds a circular buffer with a C++ name not used yet.
 func (g *kgen) newCB(name string, f format, pages int64, purpose string) *cbuf {
 	base := name
-	for i := 2; g.names[name]; i++ {
+	// cb_<name> of a value may spell an API call (cb_wait_front)
+	for i := 2; g.names[name] || cbAPI[name]; i++ {
 		name = fmt.Sprintf("%s_%d", base, i)
 	}
 	g.names[name] = true

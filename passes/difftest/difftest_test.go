@@ -590,3 +590,16 @@ func TestRandomPrograms(t *testing.T) {
 	}
 	checkAll(t, progs, Options{Seeds: []int64{1, 2}})
 }
+
+// TestRandomProgramsAdversarialNames: names that are keywords, digits or
+// like the ones passes and emitters derive change nothing the programs
+// compute.
+func TestRandomProgramsAdversarialNames(t *testing.T) {
+	var progs []program
+	for seed := int64(1); seed <= 40; seed++ {
+		m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{AdversarialNames: true})
+		require.NoError(t, err, "seed %d", seed)
+		progs = append(progs, program{name: "randprog adversarial names seed " + strconv.Itoa(int(seed)), m: m})
+	}
+	checkAll(t, progs, Options{Seeds: []int64{1}})
+}

@@ -52,6 +52,8 @@ func fuzzConfig(seed int64, choice uint8) randprog.Config {
 		MaxRank:        1 + int(u>>7%4),
 		MaxExtent:      2 + int64(u>>9%7),
 		DynamicPercent: []int{25, -1, 100}[choice>>6%3],
+		// one choice in two names values and functions adversarially
+		AdversarialNames: choice&0x20 != 0,
 	}
 }
 

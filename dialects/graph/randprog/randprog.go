@@ -75,6 +75,13 @@ type Config struct {
 	NoIntCasts bool
 	// NoQuant leaves out quantize, dequantize and requantize.
 	NoQuant bool
+	// AdversarialNames names values and functions in ways that trip
+	// emitters: digits (%0), keywords of C++, Metal and Python (%int,
+	// %lambda, %tl), names beside the ones emitters derive from them (%x
+	// with %x_addr, %cb_x, %x.d0) and functions named like generated
+	// kernels, helpers and C entry points (@main, @f_k0, @g_k0.task).
+	// The program is the same as without it, names aside.
+	AdversarialNames bool
 }
 
 // withDefaults fills in the zero fields.
@@ -114,6 +121,9 @@ func Generate(r *rand.Rand, cfg Config) (ir.Module, error) {
 			return ir.Module{}, err
 		}
 		m.Body().Append(f.Operation)
+	}
+	if cfg.AdversarialNames {
+		nameAdversarially(r, m)
 	}
 	return m, nil
 }
