@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -83,6 +84,10 @@ func npyDtypeOf(k ir.ElemKind) string {
 func (v *inputValue) tensorOf() (*eval.Tensor, error) {
 	if v.tensor != nil {
 		return v.tensor, nil
+	}
+	// the values are held as float64s
+	if d := checkAlloc(ir.Location{}, fmt.Sprintf("%s: the value", v.spec), v.shape, 8); d != nil {
+		return nil, errors.New(d.Message)
 	}
 	vals, err := v.arr.values()
 	if err != nil {
