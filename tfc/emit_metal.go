@@ -20,9 +20,10 @@ import (
 //	tfc --emit=metal --target=m3-max -o model.metal model.tir
 //	model.metal, model.json  every kernel, every function
 //
-// A pipeline that stops at the graph level is finished with the lowering
-// the CPU backend uses (decompose, lower-to-loops, sram-alloc), for the
-// Metal target named, or for m3-max when the target is not a Metal one.
+// A target that is not a Metal one is refused, as --emit=triton and
+// --emit=tt refuse theirs. A pipeline that stops at the graph level is
+// finished with the lowering the CPU backend uses (decompose,
+// lower-to-loops, sram-alloc) for the Metal target named.
 // Kernels lowered without sram-alloc get their sram planned here, so that
 // a plan beyond the threadgroup memory is reported either way.
 func init() {
@@ -34,18 +35,11 @@ func init() {
 		emit: func(req *emitRequest) error {
 			t := req.Target
 			if t == nil || t.Family != target.Metal {
-				m3, err := target.Lookup("m3-max")
-				if err != nil {
-					return err
+				name := "cpu"
+				if t != nil {
+					name = t.Name
 				}
-				if !isLowered(req.Module) {
-					name := "cpu"
-					if t != nil {
-						name = t.Name
-					}
-					req.Diags.Emit(ir.SevWarning, req.Module.Loc, "--emit=metal for target '%s': lowering for m3-max (name a Metal target with --target=m3-max)", name)
-				}
-				t = m3
+				return ir.Errorf(ir.Location{}, "--emit=metal generates Metal kernels; it needs a Metal target (--target=m3-max), not '%s'", name)
 			}
 			if err := lowerForCPU(req.Module, t); err != nil {
 				return err
