@@ -105,6 +105,7 @@ func helpText() string {
 	defaultCompileOptions().register(fs)
 	sb.WriteString(fs.usage())
 	fmt.Fprintf(&sb, "  %-30s %s\n", "--PASS[=OPTIONS]", "run one registered pass, in flag order with --pass-pipeline (see `tfc passes`)")
+	sb.WriteString("mlir-opt's spellings are accepted too: --mlir-print-ir-after-all is --print-ir-after-all, --mlir-timing\nis --timing, --mlir-pass-pipeline-crash-reproducer is --crash-reproducer, and so on.\n")
 	sb.WriteString("\nExit status: 0 success, 1 bad input (diagnostics on standard error), 2 internal compiler error.\n")
 	return sb.String()
 }

@@ -168,3 +168,60 @@ func TestInterpretLoweredProgram(t *testing.T) {
 	assert.Equal(t, exitFailure, status)
 	assert.Contains(t, errOut, "<stdin>:1:1: error: --f64 evaluates graph-level functions only, and the pipeline lowered @f to loops")
 }
+
+// A mistyped command is answered with the command it is close to, not
+// taken for the name of the input file.
+func TestMistypedCommandSuggestsOne(t *testing.T) {
+	for typo, want := range map[string]string{"runn": "run", "interpet": "interpret", "pases": "passes", "verison": "version", "rofline": "roofline"} {
+		status, out, errOut := runTFC(t, nil, "", typo, "x.tir")
+		assert.Equal(t, exitFailure, status, typo)
+		assert.Empty(t, out)
+		assert.Equal(t, "error: unknown command '"+typo+"'; did you mean `tfc "+want+"`? (see `tfc help`)\n", errOut)
+	}
+	// a word far from every command, or that looks like a path, is still
+	// the input file
+	for _, word := range []string{"xyzzy", "runn.tir", "dir/runn"} {
+		status, _, errOut := runTFC(t, nil, "", word)
+		assert.Equal(t, exitFailure, status, word)
+		assert.Contains(t, errOut, "error: cannot open '"+word+"'", word)
+	}
+	// an existing file of that name compiles
+	dir := t.TempDir()
+	path := filepath.Join(dir, "runn")
+	require.NoError(t, os.WriteFile(path, []byte(twoExps), 0o644))
+	t.Chdir(dir)
+	status, out, errOut := runTFC(t, nil, "", "runn")
+	assert.Equal(t, exitOK, status, errOut)
+	assert.Contains(t, out, "func.func @f")
+}
+
+// mlir-opt's spellings of the flags are aliases of the flags without the
+// `mlir-` prefix.
+func TestMLIRFlagSpellings(t *testing.T) {
+	for mlirFlag, flag := range map[string]string{
+		"--mlir-print-ir-after-all":    "--print-ir-after-all",
+		"--mlir-print-ir-before-all":   "--print-ir-before-all",
+		"--mlir-print-ir-after-change": "--print-ir-after-change",
+		"--mlir-print-ir-after=cse":    "--print-ir-after=cse",
+		"--mlir-print-debuginfo":       "--print-debuginfo",
+		"--mlir-print-op-generic":      "--print-op-generic",
+		"-mlir-print-op-generic=false": "-print-op-generic=false",
+	} {
+		s1, out1, err1 := runTFC(t, nil, twoExps, "--cse", mlirFlag, "-")
+		s2, out2, err2 := runTFC(t, nil, twoExps, "--cse", flag, "-")
+		require.Equal(t, exitOK, s1, "%s: %s", mlirFlag, err1)
+		assert.Equal(t, s2, s1, mlirFlag)
+		assert.Equal(t, out2, out1, mlirFlag)
+		assert.Equal(t, err2, err1, mlirFlag)
+	}
+	status, _, errOut := runTFC(t, nil, twoExps, "--cse", "--mlir-timing", "-")
+	require.Equal(t, exitOK, status, errOut)
+	assert.Contains(t, errOut, "Execution time report")
+	repro := filepath.Join(t.TempDir(), "r.tir")
+	status, _, errOut = runTFC(t, testEnv, twoExps, "--test-panic", "--mlir-pass-pipeline-crash-reproducer="+repro, "-")
+	assert.Equal(t, exitInternal, status)
+	assert.Contains(t, errOut, "a crash reproducer was written to '"+repro+"'")
+	status, _, errOut = runTFC(t, nil, twoExps, "--mlir-bogus", "-")
+	assert.Equal(t, exitFailure, status)
+	assert.Equal(t, "error: unknown flag '--mlir-bogus' (see `tfc help`)\n", errOut)
+}

@@ -88,8 +88,32 @@ func (fs *flagSet) listVar(p *[]string, name, arg, help string) {
 	}})
 }
 
-// lookup finds a declared or dynamic flag.
+// mlirPrefix starts mlir-opt's spellings of its flags
+// (`--mlir-print-ir-after-all`, `--mlir-timing`): each is accepted as an
+// alias of the flag without the prefix.
+const mlirPrefix = "mlir-"
+
+// mlirAliases are mlir-opt spellings whose name differs past the prefix.
+var mlirAliases = map[string]string{
+	"mlir-pass-pipeline-crash-reproducer": "crash-reproducer",
+}
+
+// lookup finds a declared or dynamic flag, or the flag an mlir-opt
+// spelling stands for.
 func (fs *flagSet) lookup(name string) *flagDef {
+	if d := fs.lookupExact(name); d != nil {
+		return d
+	}
+	if alias, ok := mlirAliases[name]; ok {
+		return fs.lookupExact(alias)
+	}
+	if rest, ok := strings.CutPrefix(name, mlirPrefix); ok && rest != "" {
+		return fs.lookupExact(rest)
+	}
+	return nil
+}
+
+func (fs *flagSet) lookupExact(name string) *flagDef {
 	if d, ok := fs.defs[name]; ok {
 		return d
 	}

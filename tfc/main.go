@@ -85,6 +85,10 @@ func run(args []string, sio *stdio) (status int) {
 			}
 			return c.run(args[1:], sio)
 		}
+		if d := mistypedCommand(name); d != nil {
+			printDiagnostics(sio.err, nil, []*ir.Diagnostic{d})
+			return exitFailure
+		}
 	}
 	return compileCommand(args, sio)
 }
