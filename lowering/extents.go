@@ -94,6 +94,8 @@ func (e *extentEnv) propagate(op *ir.Operation) {
 func (e *extentEnv) resultDim(op *ir.Operation, r *ir.Value, d int) *ir.Value {
 	rank := len(shapeOf(r))
 	switch op.Name() {
+	case graph.OpRoll:
+		return e.dim(op.Operand(0), d) // the operand's shape
 	case graph.OpTranspose:
 		perm := graph.TransposeOp{Operation: op}.Perm()
 		src := rank - 1 - d // the default reverses

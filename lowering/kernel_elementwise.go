@@ -38,7 +38,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	width := int64(1)
 	if n > 0 {
 		leadExt, cols = ext[:n-1], ext[n-1]
-		width = k.vectorWidth(info.Shape[n-1], ev.alongRow())
+		width = rollWidth(k.vectorWidth(info.Shape[n-1], ev.alongRow()), info.Ops)
 	}
 	k.setAttr("vector_width", intAttr(width))
 	rows := k.product(k.kb, leadExt)

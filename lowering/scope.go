@@ -252,6 +252,10 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	case op != nil && op.Name() == graph.OpConstant:
 		c := graph.ConstantOp{Operation: op}
 		x = ev.k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
+	case op != nil && op.Name() == graph.OpRoll && !op.Operand(0).IsBlockArg():
+		x = s.get(op.Operand(0)) // a splat constant, which rotation leaves as it is
+	case op != nil && op.Name() == graph.OpRoll:
+		x = s.loadRolled(graph.RollOp{Operation: op})
 	case s.parent != nil && !ev.varying[v]:
 		x = s.broadcast(s.parent.get(v))
 	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil:
@@ -335,6 +339,44 @@ func (s *scope) load(v *ir.Value) *ir.Value {
 		x.Name = v.Name
 	}
 	return x
+}
+
+// loadRolled reads the operand of a graph.roll, a block argument read in
+// full, at the rotated column: element j of the result is element
+// (j + n - shift mod n) mod n of the operand's row. The kernel's vector
+// width divides the shift, so a vector of the result is one contiguous
+// vector of the operand.
+func (s *scope) loadRolled(r graph.RollOp) *ir.Value {
+	v := r.Input()
+	if !v.IsBlockArg() || s.parent == nil {
+		fail(r.Operation, "is not a load of a kernel operand along the row (internal error in lower-to-loops)")
+	}
+	ev := s.ev
+	buf := ev.buffers[v]
+	shape := shapeOf(v)
+	n := shape[len(shape)-1]
+	idx := s.indices(buf)
+	last := len(idx) - 1
+	if off := ((n-r.Shift())%n + n) % n; off != 0 {
+		sum := must(loop.BuildAddi(s.b, ev.k.loc, idx[last], ev.k.index(off))).Output()
+		idx[last] = must(loop.BuildRemi(s.b, ev.k.loc, sum, ev.k.index(n))).Output()
+	}
+	x := must(loop.BuildLoad(s.b, ev.k.loc, buf, idx, s.typeOf(elemOf(v)))).Output()
+	x.Name = "rolled"
+	return x
+}
+
+// rollWidth narrows a vector width w until it divides the shift of every
+// graph.roll among ops, so that each rotated vector is contiguous.
+func rollWidth(w int64, ops []*ir.Operation) int64 {
+	for _, op := range ops {
+		if r, ok := graph.AsRoll(op); ok {
+			for w > 1 && r.Shift()%w != 0 {
+				w /= 2
+			}
+		}
+	}
+	return w
 }
 
 // store writes x (of this scope's shape) to output buffer buf.

@@ -242,7 +242,7 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 			return roleClone, ""
 		}
 		return roleBarrier, fmt.Sprintf("'%s' holds a dense tensor, which kernels read from memory", op.Name())
-	case isElementwisePrimitive(op) || isRowReduction(op):
+	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll:
 		return roleFusible, ""
 	case singleOpKinds[op.Name()] != "":
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own", op.Name())

@@ -290,6 +290,10 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 		case isRowReduction(op):
 			reductions = append(reductions, op)
 		case isElementwisePrimitive(op):
+		case op.Name() == graph.OpRoll:
+			if err := checkRollOperand(op, inputs); err != nil {
+				return nil, err
+			}
 		case isReduceOp(op) || singleOpKinds[op.Name()] != "":
 		default:
 			return nil, ir.OpError(op, "cannot be part of a kernel")
@@ -310,9 +314,38 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 	}
 	c := &classifier{ops: ops, inputs: inputs, outputs: outputs, cands: make(map[*ir.Value]accessSet, len(ops)+len(inputs))}
 	if len(reductions) == 0 {
-		return c.elementwise()
+		info, err := c.elementwise()
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range body {
+			if op.Name() == graph.OpRoll && op.Operand(0).IsBlockArg() && info.AccessOf(op.Operand(0)) != AccessFull {
+				return nil, ir.OpError(op, "rolls an operand the kernel reads broadcast; graph.roll reads a full operand at rotated columns")
+			}
+		}
+		return info, nil
+	}
+	for _, op := range body {
+		if op.Name() == graph.OpRoll {
+			return nil, ir.OpError(op, "is an index map of element-wise kernels; a row kernel cannot read through it yet")
+		}
 	}
 	return c.row(reductions)
+}
+
+// checkRollOperand: a graph.roll in a kernel is an index map on a load, so
+// its operand is one the kernel reads from memory, not a value it computes.
+func checkRollOperand(op *ir.Operation, inputs []*ir.Value) error {
+	x := op.Operand(0)
+	if d := x.DefiningOp(); d != nil && isConstant(d) {
+		if c, ok := d.Attr("value").(ir.DenseAttr); ok && c.IsSplat() {
+			return nil // a rotated splat is the splat
+		}
+	}
+	if !slices.Contains(inputs, x) {
+		return ir.OpError(op, "reads its operand at rotated columns, so the operand must be one the kernel reads from memory, not one it computes")
+	}
+	return nil
 }
 
 // classifySingle classifies a kernel of its own: one op, with constants

@@ -284,6 +284,7 @@ var everyOp = func() []string {
 	f("%x: tensor<4x8xf32>", "tensor<8x4xf32>", "%y = graph.transpose %x {perm = [1, 0]} : (tensor<4x8xf32>) -> tensor<8x4xf32>\n  return %y : tensor<8x4xf32>")
 	f("%x: tensor<8xf32>", "tensor<4x8xf32>", "%y = graph.broadcast_to %x : (tensor<8xf32>) -> tensor<4x8xf32>\n  return %y : tensor<4x8xf32>")
 	f("%x: tensor<4x8xf32>", "tensor<2x4xf32>", "%y = graph.slice %x {offsets = [1, 2], sizes = [2, 4]} : (tensor<4x8xf32>) -> tensor<2x4xf32>\n  return %y : tensor<2x4xf32>")
+	f("%x: tensor<4x8xbf16>", "tensor<4x8xbf16>", "%y = graph.roll %x {shift = 3} : tensor<4x8xbf16>\n  return %y : tensor<4x8xbf16>")
 	f("%x: tensor<4x8xf32>, %z: tensor<4x2xf32>", "tensor<4x10xf32>",
 		"%y = graph.concat %x, %z {axis = 1} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>\n  return %y : tensor<4x10xf32>")
 	f("%x: tensor<4x8xbf16>, %z: tensor<2x8xbf16>", "tensor<4x2xbf16>",

@@ -109,6 +109,8 @@ const (
 	OpBroadcastTo = "graph.broadcast_to"
 	// OpSlice is graph.slice: a rectangular part of a tensor.
 	OpSlice = "graph.slice"
+	// OpRoll is graph.roll: rotation along the last axis.
+	OpRoll = "graph.roll"
 	// OpConcat is graph.concat: joins tensors along an axis.
 	OpConcat = "graph.concat"
 	// OpMatMul is graph.matmul: matrix multiplication.
@@ -4268,6 +4270,85 @@ func verifySliceOp(op *ir.Operation) error {
 	return ods.CheckInferred(op, inferSlice)
 }
 
+// RollOp is a graph.roll op: rotation along the last axis.
+//
+//	%y = graph.roll %x {shift = 4} : tensor<2x8xf32>
+type RollOp struct {
+	*ir.Operation
+}
+
+// AsRoll returns op as a RollOp if it is a graph.roll.
+func AsRoll(op *ir.Operation) (RollOp, bool) {
+	if op == nil || op.Name() != OpRoll {
+		return RollOp{}, false
+	}
+	return RollOp{op}, true
+}
+
+// Input returns operand #0 (input).
+func (op RollOp) Input() *ir.Value {
+	return op.Operand(0)
+}
+
+// Output returns result #0 (output).
+func (op RollOp) Output() *ir.Value {
+	return op.Result(0)
+}
+
+// Shift returns attribute shift: the rotation: element j of the result is element (j - shift) mod n of the operand.
+func (op RollOp) Shift() int64 {
+	v, _ := ods.GetInt(op.Operation, "shift")
+	return v
+}
+
+// BuildRoll creates a graph.roll at b's insertion point and infers its result type.
+// It returns an error, and leaves nothing behind, when the op would not verify.
+func BuildRoll(b *ir.Builder, loc ir.Location, input *ir.Value, shift int64) (RollOp, error) {
+	var attrs ir.AttrDict
+	attrs.Set("shift", ir.IntAttr{Value: shift, Type: ir.I64Type})
+	op := ir.NewOperation(OpRoll, loc, []*ir.Value{input}, nil, attrs, 0)
+	if err := ods.Build(b, op, checkRollInputs, verifyRollOp, inferRoll); err != nil {
+		return RollOp{}, err
+	}
+	return RollOp{op}, nil
+}
+
+// checkRollInputs checks what graph.roll's results derive from: operand and region
+// counts, operand types and attributes.
+func checkRollInputs(op *ir.Operation) error {
+	if err := ods.CheckNumOperands(op, 1, 0, false); err != nil {
+		return err
+	}
+	if err := ods.CheckNumRegions(op, 0); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 0, ods.AnyTensor); err != nil {
+		return err
+	}
+	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "shift", ods.IntKind, true); err != nil {
+		return err
+	}
+	return nil
+}
+
+// verifyRollOp is the verifier of graph.roll: its declaration, then the rules of
+// class Roll through inferRoll.
+func verifyRollOp(op *ir.Operation) error {
+	if err := checkRollInputs(op); err != nil {
+		return err
+	}
+	if err := ods.CheckNumResults(op, 1, false); err != nil {
+		return err
+	}
+	if err := ods.CheckResult(op, 0, ods.AnyTensor); err != nil {
+		return err
+	}
+	return ods.CheckInferred(op, inferRoll)
+}
+
 // ConcatOp is a graph.concat op: joins tensors along an axis.
 //
 //	%y = graph.concat %a, %b {axis = 1} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
@@ -4974,6 +5055,13 @@ func init() {
 		Traits:  ir.Pure,
 		Attrs:   []string{"offsets", "sizes"},
 		Verify:  verifySliceOp,
+	})
+	ir.RegisterOp(&ir.OpDef{
+		Name:    OpRoll,
+		Summary: "rotation along the last axis",
+		Traits:  ir.Pure,
+		Attrs:   []string{"shift"},
+		Verify:  verifyRollOp,
 	})
 	ir.RegisterOp(&ir.OpDef{
 		Name:    OpConcat,

@@ -163,3 +163,24 @@ func inferConcat(op *ir.Operation) ([]ir.Type, error) {
 	}
 	return []ir.Type{ir.TensorType{Shape: shape, Elem: first.Elem}}, nil
 }
+
+// inferRoll: `%y = graph.roll %x {shift = 4} : tensor<2x8xf32>` has its
+// operand's type; the rotated (last) dimension is static.
+//
+//	rolls a dimension of run-time extent; graph.roll needs a static last dimension
+func inferRoll(op *ir.Operation) ([]ir.Type, error) {
+	in := operandType(op, 0)
+	if in.Rank() == 0 {
+		return nil, ir.OpError(op, "rolls a rank-0 tensor, which has no last axis")
+	}
+	if in.Shape[in.Rank()-1] == ir.Dynamic {
+		return nil, ir.OpError(op, "rolls a dimension of run-time extent; graph.roll needs a static last dimension")
+	}
+	return same(op)
+}
+
+// RollSource is the column of the operand that column j of a roll's
+// result reads: (j - shift) mod n.
+func RollSource(j, shift, n int64) int64 {
+	return ((j-shift)%n + n) % n
+}

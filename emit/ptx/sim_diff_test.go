@@ -284,6 +284,18 @@ func.func @pick(%c: tensor<?xi1>, %a: tensor<?xbf16>, %b: tensor<?xbf16>) -> ten
   %y = graph.select %c, %a, %b : (tensor<?xi1>, tensor<?xbf16>, tensor<?xbf16>) -> tensor<?xbf16>
   return %y : tensor<?xbf16>
 }
+func.func @rope(%q: tensor<2x4x8x16xbf16>, %cos: tensor<2x1x8x16xbf16>, %sin: tensor<2x1x8x16xbf16>, %sign: tensor<16xbf16>) -> tensor<2x4x8x16xbf16> {
+  %a = graph.mul %q, %cos : (tensor<2x4x8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+  %r = graph.roll %q {shift = 8} : tensor<2x4x8x16xbf16>
+  %rs = graph.mul %r, %sign : (tensor<2x4x8x16xbf16>, tensor<16xbf16>) -> tensor<2x4x8x16xbf16>
+  %b = graph.mul %rs, %sin : (tensor<2x4x8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+  %y = graph.add %a, %b : tensor<2x4x8x16xbf16>
+  return %y : tensor<2x4x8x16xbf16>
+}
+func.func @roll_rows(%x: tensor<?x12xf32>) -> tensor<?x12xf32> {
+  %y = graph.roll %x {shift = -3} : tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
 func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) {
   return %a, %a : tensor<?x4xf32>, tensor<?x4xf32>
 }
@@ -291,6 +303,8 @@ func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>
 	m := lower(t, src, fullPipeline, "h200")
 	for _, c := range []simCase{
 		{fn: "concat", shapes: [][]int64{{5, 3}, {5, 5}}},
+		{fn: "rope", shapes: [][]int64{{2, 4, 8, 16}, {2, 1, 8, 16}, {2, 1, 8, 16}, {16}}},
+		{fn: "roll_rows", shapes: [][]int64{{7, 12}}},
 		{fn: "slice", shapes: [][]int64{{9, 12}}},
 		{fn: "reshape", shapes: [][]int64{{7, 6}}},
 		{fn: "bcast", shapes: [][]int64{{1, 5}}},

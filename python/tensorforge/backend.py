@@ -63,6 +63,7 @@ def compile_aten(gm, example_inputs, options=None):
     opts = options if isinstance(options, Options) else Options.from_dict(options)
     _ensure_meta(gm, example_inputs)
     fxpasses.reinplace_input_updates(gm)
+    fxpasses.rotate_half_as_roll(gm)
     log = partition.FallbackLog()
     fused, names = partition.partition(gm, log)
     translations, single = [], {}

@@ -12,6 +12,8 @@ import torch
 
 aten = torch.ops.aten
 
+_BIG = 2 ** 62  # a slice end that means "to the end"
+
 _INPLACE = {
     aten.index_copy.default: aten.index_copy_.default,
     aten.index_put.default: aten.index_put_.default,
@@ -64,5 +66,97 @@ def views_to_reshapes(gm):
             n.target = aten.reshape.default
             changed = True
     if changed:
+        gm.recompile()
+    return changed
+
+
+def _last_axis(dim, rank):
+    return dim == -1 or dim == rank - 1
+
+
+def _slice_of(node, rank):
+    """(source, start, end) of a slice.Tensor over the last axis with step 1, else None."""
+    if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target == aten.slice.Tensor):
+        return None
+    args = list(node.args) + [None] * (5 - len(node.args))
+    src, dim, start, end, step = args[:5]
+    dim = node.kwargs.get("dim", 0 if dim is None else dim)
+    step = node.kwargs.get("step", 1 if step is None else step)
+    start = node.kwargs.get("start", 0 if start is None else start)
+    end = node.kwargs.get("end", _BIG if end is None else end)
+    if step != 1 or not _last_axis(dim, rank) or not isinstance(start, int) or not isinstance(end, int):
+        return None
+    return src, start, end
+
+
+def _meta(node):
+    """A node's FakeTensor (Dynamo, AOT) or ShapeProp metadata: anything with .shape and .dtype."""
+    v = node.meta.get("val")
+    if isinstance(v, torch.Tensor):
+        return v
+    return node.meta.get("tensor_meta")
+
+
+def rotate_half_as_roll(gm):
+    """``cat(-x[..., h:], x[..., :h])`` (transformers' rotate_half) as ``roll(x, h) * sign``.
+
+    The graph dialect's roll is an index map that an element-wise kernel
+    reads through, so rotary embeddings become one kernel reading q (and k)
+    once, where the slices and the concat would each be a copy. The sign is
+    a constant of -1 over the first half and +1 over the second: the product
+    is exact, so the values are rotate_half's bit for bit, and PyTorch runs
+    the rewritten nodes just as well where the region is not compiled.
+    """
+    g = gm.graph
+    changed = 0
+    signs = {}
+    for cat in list(g.nodes):
+        if cat.op != "call_function" or cat.target != aten.cat.default:
+            continue
+        parts = cat.args[0]
+        dim = cat.args[1] if len(cat.args) > 1 else cat.kwargs.get("dim", 0)
+        val = _meta(cat)
+        if not isinstance(parts, (list, tuple)) or len(parts) != 2 or val is None:
+            continue
+        rank = len(val.shape)
+        n = val.shape[-1]
+        if not _last_axis(dim, rank) or not isinstance(n, int) or n % 2:
+            continue
+        h = n // 2
+        neg, second = parts
+        if not (isinstance(neg, torch.fx.Node) and neg.op == "call_function" and neg.target == aten.neg.default):
+            continue
+        hi, lo = _slice_of(neg.args[0], rank), _slice_of(second, rank)
+        if hi is None or lo is None or hi[0] is not lo[0]:
+            continue
+        x = hi[0]
+        xval = _meta(x) if isinstance(x, torch.fx.Node) else None
+        if xval is None or xval.shape[-1] != n or xval.dtype != val.dtype:
+            continue
+        if (hi[1], min(hi[2], n)) != (h, n) or (lo[1], min(lo[2], n)) != (0, h):
+            continue
+        name = "_tf_rotate_half_sign_%d_%s" % (n, str(val.dtype).replace("torch.", ""))
+        if not hasattr(gm, name):
+            sign = torch.cat([-torch.ones(h, dtype=val.dtype), torch.ones(h, dtype=val.dtype)])
+            sign = sign.to(getattr(xval, "device", None) or "cpu")
+            gm.register_buffer(name, sign)
+        sign_node = signs.get(name)
+        if sign_node is None:
+            first = next(n for n in g.nodes if n.op != "placeholder")
+            with g.inserting_before(first):
+                sign_node = signs[name] = g.get_attr(name)
+            sign_node.meta["val"] = getattr(gm, name)
+        with g.inserting_before(cat):
+            roll = g.call_function(aten.roll.default, (x, [h], [-1]))
+            roll.meta.update({k: v for k, v in x.meta.items() if k in ("val", "tensor_meta")})
+            rot = g.call_function(aten.mul.Tensor, (roll, sign_node))
+            rot.meta.update({k: v for k, v in cat.meta.items() if k in ("val", "tensor_meta")})
+        cat.replace_all_uses_with(rot)
+        for dead in (cat, neg, neg.args[0], second):
+            if not dead.users:
+                g.erase_node(dead)
+        changed += 1
+    if changed:
+        g.lint()
         gm.recompile()
     return changed

@@ -455,6 +455,28 @@ class Cat(Kind):
         return fn.op("graph.concat", vals, out, {"axis": dim}, node=node)
 
 
+class Roll(Kind):
+    """roll(x, [shift], [-1]): ``graph.roll {shift}``, an index map of element-wise kernels."""
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        inp = info_of(node.args[0])
+        shifts, dims = _arg(node, 1, "shifts"), _arg(node, 2, "dims", [])
+        shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        if len(shifts) != 1 or len(dims) != 1 or dims[0] not in (-1, inp.rank - 1):
+            raise Unsupported("rolls other than one shift along the last axis")
+        if not isinstance(shifts[0], int):
+            raise Unsupported("the shift is not a constant")
+        if inp.rank == 0 or inp.shape[-1] is DYNAMIC:
+            raise Unsupported("rolls a dimension of run-time extent")
+
+    def emit(self, decl, fn, node):
+        shifts = _arg(node, 1, "shifts")
+        shift = shifts if isinstance(shifts, int) else shifts[0]
+        return fn.op("graph.roll", [fn.value(node.args[0])], _out(node), {"shift": shift}, node=node)
+
+
 class Stays(Kind):
     """An op left to PyTorch on purpose; ``reason`` says why."""
 
@@ -577,6 +599,7 @@ DECLS = [
     OpDecl("aten.expand.default", EXPAND, view=True),
     OpDecl("aten.slice.Tensor", SLICE, view=True),
     OpDecl("aten.cat.default", CAT, view=True),
+    OpDecl("aten.roll.default", Roll()),
     # left to PyTorch on purpose
     OpDecl("aten.mm.default", STAYS, reason=MATMUL),
     OpDecl("aten.addmm.default", STAYS, reason=MATMUL),

@@ -56,6 +56,8 @@ The weight (and bias) are 1-D tensors of that dimension's extent, with the input
 to the result shape (as ` + "`BinaryBroadcast`" + ` combines them, giving the result shape).`},
 	{Name: "Slice", Infers: true, Doc: `` + "`offsets`" + ` and ` + "`sizes`" + ` have one entry per dimension, none negative, and
 each slice lies inside its static dimension. The result shape is ` + "`sizes`" + `.`},
+	{Name: "Roll", Infers: true, Doc: `The operand has rank 1 or more and a static last dimension n. The result has the
+operand's type.`},
 	{Name: "Concat", Infers: true, Doc: `At least one operand; all have the same element type and rank. ` + "`axis`" + ` is in
 [-rank, rank). Extents agree except along ` + "`axis`" + ` (` + "`?`" + ` agrees with anything); the result extent
 along ` + "`axis`" + ` is their sum, ` + "`?`" + ` if any is ` + "`?`" + `.`},
@@ -414,6 +416,19 @@ var ops = []ods.OpDecl{
 			{Name: "offsets", Kind: ods.IntArrayKind, Doc: "the first index in each dimension"},
 			{Name: "sizes", Kind: ods.IntArrayKind, Doc: "the extent in each dimension"},
 		},
+	},
+	{
+		Name: "roll", Summary: "rotation along the last axis",
+		Description: "`y[..., j] = x[..., (j - shift) mod n]` for the last extent n, as `numpy.roll(x, shift, axis=-1)`. " +
+			"Inside a kernel it is an index map: an element-wise kernel reads its operand at the rotated column, " +
+			"so rotary embeddings' `rotate_half` (`concat(-x2, x1)` is `roll(x, n/2)` times a sign) costs no copy.",
+		Example:  "%y = graph.roll %x {shift = 4} : tensor<2x8xf32>",
+		Class:    "Roll",
+		Traits:   ir.Pure,
+		Operands: input(ods.AnyTensor),
+		Results:  output(ods.AnyTensor),
+		Attrs: []ods.AttrDecl{{Name: "shift", Kind: ods.IntKind,
+			Doc: "the rotation: element j of the result is element (j - shift) mod n of the operand"}},
 	},
 	{
 		Name: "concat", Summary: "joins tensors along an axis",

@@ -12,6 +12,7 @@ func init() {
 	register(evalTranspose, "graph.transpose")
 	register(evalBroadcastTo, "graph.broadcast_to")
 	register(evalSlice, "graph.slice")
+	register(evalRoll, "graph.roll")
 	register(evalConcat, "graph.concat")
 	register(evalMatmul, "graph.matmul")
 	register(evalConstant, "graph.constant")
@@ -388,4 +389,34 @@ func evalConstant(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, erro
 		out.Data[i] = numeric.RoundTo(dense.At(int64(i)), k)
 	}
 	return []*Tensor{out}, nil
+}
+
+// evalRoll is `graph.roll %x {shift = 4}`: y[..., j] = x[..., (j - shift) mod n].
+func evalRoll(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) {
+	if err := wantOperands(args, 1, 1); err != nil {
+		return nil, err
+	}
+	x := args[0]
+	k, err := resultElem(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	if x.Rank() == 0 {
+		return nil, fmt.Errorf("operand must have rank 1 or more")
+	}
+	shift, ok := op.Attr("shift").(ir.IntAttr)
+	if !ok {
+		return nil, fmt.Errorf("attribute 'shift' is missing")
+	}
+	t := NewTensor(k, x.Shape)
+	n := x.Shape[x.Rank()-1]
+	if n == 0 {
+		return []*Tensor{t}, nil
+	}
+	for base := 0; base < len(t.Data); base += int(n) {
+		for j := int64(0); j < n; j++ {
+			t.Data[base+int(j)] = m.store(x.Data[base+int(((j-shift.Value)%n+n)%n)], k)
+		}
+	}
+	return []*Tensor{t}, nil
 }

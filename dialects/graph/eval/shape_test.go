@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -62,6 +63,26 @@ func TestBroadcastTo(t *testing.T) {
 	assert.ErrorContains(t, err, "shape 3 does not broadcast to 2x4")
 	_, err = evalOp("graph.broadcast_to", nil, tt(ir.F32, ir.Dynamic, 3), defOpt, x)
 	assert.ErrorContains(t, err, "cannot resolve dynamic extent #0")
+}
+
+func TestRoll(t *testing.T) {
+	x := ramp(ir.F32, 2, 4) // [0 1 2 3; 4 5 6 7]
+	for _, c := range []struct {
+		shift int64
+		want  []float64
+	}{
+		{1, []float64{3, 0, 1, 2, 7, 4, 5, 6}},
+		{-1, []float64{1, 2, 3, 0, 5, 6, 7, 4}},
+		{2, []float64{2, 3, 0, 1, 6, 7, 4, 5}},
+		{0, []float64{0, 1, 2, 3, 4, 5, 6, 7}},
+		{4, []float64{0, 1, 2, 3, 4, 5, 6, 7}},
+		{-9, []float64{1, 2, 3, 0, 5, 6, 7, 4}},
+	} {
+		got := mustOp(t, "graph.roll", ir.Attrs("shift", ir.IntAttr{Value: c.shift}), tt(ir.F32, 2, 4), defOpt, x)
+		checkValues(t, fmt.Sprint("shift ", c.shift), c.want, got, exact)
+	}
+	_, err := evalOp("graph.roll", nil, tt(ir.F32, 2, 4), defOpt, x)
+	assert.ErrorContains(t, err, "attribute 'shift' is missing")
 }
 
 func TestSlice(t *testing.T) {

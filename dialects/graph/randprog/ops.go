@@ -35,6 +35,7 @@ func generators(cfg Config) []generator {
 		{"softmax", 5, genSoftmax},
 		{"reshape", 3, genReshape},
 		{"transpose", 3, genTranspose},
+		{"roll", 2, genRoll},
 		{"slice", 3, genSlice},
 		{"concat", 2, genConcat},
 		{"matmul", 3, genMatMul},
@@ -466,6 +467,23 @@ func genTranspose(g *gen) error {
 		perm[i] = int64(p)
 	}
 	_, err := g.push(val(graph.BuildTranspose(g.b, loc, x, perm)))
+	return err
+}
+
+// genRoll rotates a value with a static last dimension by a shift in
+// [-n, n] (any integer is valid; these cover both signs and the identity).
+func genRoll(g *gen) error {
+	x := g.pick(func(v *ir.Value) bool {
+		s := g.shapeOf(v)
+		return len(s) >= 1 && s[len(s)-1] != ir.Dynamic && s[len(s)-1] > 0
+	})
+	if x == nil {
+		return errNotApplicable
+	}
+	s := g.shapeOf(x)
+	n := s[len(s)-1]
+	shift := g.r.Int64N(2*n+1) - n
+	_, err := g.push(val(graph.BuildRoll(g.b, loc, x, shift)))
 	return err
 }
 
