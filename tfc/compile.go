@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
@@ -245,8 +246,12 @@ func (c *compiler) compile(file, text string, firstLine int) compileResult {
 	diags := &ir.Diagnostics{}
 	ctx := &ir.PassContext{Diags: diags, Target: c.target, Remarks: c.remarks}
 	before, after := passSet(c.opts.printBefore), passSet(c.opts.printAfter)
+	pipeline, timer := c.pipeline, (*passTimer)(nil)
+	if c.opts.timing {
+		pipeline, timer = timePipeline(c.pipeline)
+	}
 	pm := &ir.PassManager{
-		Pipeline:   c.pipeline,
+		Pipeline:   pipeline,
 		VerifyEach: c.opts.verifyEach,
 		Instr: ir.Instrumentation{
 			PrintBefore:      before,
@@ -255,7 +260,6 @@ func (c *compiler) compile(file, text string, firstLine int) compileResult {
 			PrintAfterAll:    c.opts.printAfterAll,
 			PrintAfterChange: c.opts.printAfterChange,
 			PrintOptions:     c.printOptions(),
-			Timing:           c.opts.timing,
 			Out:              c.dumps,
 		},
 		CrashReproducer: c.opts.crashReproducer,
@@ -263,9 +267,13 @@ func (c *compiler) compile(file, text string, firstLine int) compileResult {
 			return os.WriteFile(path, data, 0o644)
 		},
 	}
+	start := time.Now()
 	err = pm.Run(m, ctx)
 	all := diags.List
 	if err == nil {
+		if timer != nil {
+			timer.report(c.dumps, time.Since(start))
+		}
 		return compileResult{Module: m, Diags: all}
 	}
 	var ie *ir.InternalError
