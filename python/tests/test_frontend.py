@@ -205,6 +205,23 @@ class FrontendTest(unittest.TestCase):
     def test_gelu_tanh(self):
         self.run_case(GeluTanh(), (torch.randn(4, 33) * 4,), atol=1e-5, rtol=1e-5, regions=1)
 
+    def test_dynamic_dims_one_module_for_every_extent(self):
+        # traced with symbolic shapes, every extent is `?`: one module serves them all
+        def swiglu(g, u):
+            return F.silu(g) * u
+
+        g, u = torch.randn(3, 8), torch.randn(3, 8)
+        gm = tensorforge.trace(swiglu, g, u, dynamic=True)
+        tensorforge.backend._compilers.clear()
+        cache = tempfile.mkdtemp(prefix="tf-dyn-")
+        self.addCleanup(shutil.rmtree, cache, True)
+        c = tensorforge.compile_aten(gm, (g, u), self.opts(cache_dir=cache))
+        self.assertIn("tensor<?x?xf32>", c.tir)
+        for shape in ((3, 8), (5, 8), (2, 16), (1, 1)):
+            g, u = torch.randn(*shape), torch.randn(*shape)
+            torch.testing.assert_close(c(g, u), swiglu(g, u), atol=1e-6, rtol=1e-6)
+        self.assertEqual(c.compiler.tfc_calls, 1)
+
     # --- translation ------------------------------------------------------
     def test_translation_is_deterministic(self):
         m = RMSNorm(16)
