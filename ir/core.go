@@ -334,7 +334,10 @@ func (op *Operation) Remove() {
 	}
 	op.prev, op.next, op.block = nil, nil, nil
 	b.count--
-	b.orderValid = false
+	// the ops left keep their relative order: positions stay valid
+	if b.symbols != nil {
+		b.forgetSymbol(op)
+	}
 }
 
 // Erase unlinks op and drops every operand use inside it (recursively).
@@ -416,6 +419,9 @@ type Block struct {
 	parent      *Region
 	// Label is the printer's preferred label (without '^').
 	Label string
+	// symbols indexes the ops with a sym_name once LookupSymbol was asked
+	// (nil before); see symbols.go.
+	symbols map[string]*Operation
 }
 
 // NewBlock creates a detached block with arguments of the given types.
@@ -478,6 +484,9 @@ func (b *Block) Append(op *Operation) {
 	}
 	b.last = op
 	b.count++
+	if b.symbols != nil {
+		b.noteSymbol(op)
+	}
 	if b.orderValid {
 		if op.prev != nil {
 			op.order = op.prev.order + 1
@@ -514,6 +523,9 @@ func (b *Block) insertBefore(op, pos *Operation) {
 	pos.prev = op
 	b.count++
 	b.orderValid = false
+	if b.symbols != nil {
+		b.noteSymbol(op)
+	}
 }
 
 func (b *Block) insertAfter(op, pos *Operation) {

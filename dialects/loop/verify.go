@@ -158,8 +158,9 @@ func LookupKernel(op *ir.Operation, name string) (KernelOp, bool) {
 	if m == nil || m.NumRegions() != 1 || len(m.Region(0).Blocks) != 1 {
 		return KernelOp{}, false
 	}
-	for o := m.Region(0).Blocks[0].First(); o != nil; o = o.Next() {
-		if k, ok := AsKernel(o); ok && k.SymName() == name {
+	// an index lookup: a module launches each of its many kernels by name
+	if o := m.Region(0).Blocks[0].LookupSymbol(name); o != nil {
+		if k, ok := AsKernel(o); ok {
 			return k, true
 		}
 	}
