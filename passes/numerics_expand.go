@@ -424,7 +424,7 @@ type quantParam struct {
 // zero returns the zero point in compute kind ck, built on first use.
 func (p *quantParam) zero(e *emitter, ck ir.ElemKind) *ir.Value {
 	if p.zeroCache == nil {
-		if p.perTensor {
+		if p.perTensor || p.zeroPoints == nil {
 			p.zeroCache = e.constant(ck, p.zeroValue)
 		} else {
 			p.zeroCache = e.cast(p.zeroPoints, ck)
@@ -433,8 +433,14 @@ func (p *quantParam) zero(e *emitter, ck ir.ElemKind) *ir.Value {
 	return p.zeroCache
 }
 
-// hasZero reports whether the zero point may be nonzero.
-func (p *quantParam) hasZero() bool { return !p.perTensor || p.zeroValue != 0 }
+// hasZero reports whether the zero point may be nonzero: per channel,
+// when the zero points are given (graph.dequantize may leave them out).
+func (p *quantParam) hasZero() bool {
+	if p.perTensor {
+		return p.zeroValue != 0
+	}
+	return p.zeroPoints != nil
+}
 
 // channelOperand reshapes a per-channel operand [C] of data x to
 // [C, 1, ..., 1] along axis, so that it broadcasts against x.
@@ -458,7 +464,8 @@ func (e *emitter) channelOperand(p, x *ir.Value, axis int64) *ir.Value {
 
 // quantSide builds the parameters of one side of a conversion: the
 // attributes scale/zero_point (per tensor) or the operands scales and
-// zeroPoints (per channel, when scales is not nil).
+// zeroPoints (per channel, when scales is not nil; zeroPoints nil means
+// zero points of 0).
 func (e *emitter) quantSide(x *ir.Value, ck ir.ElemKind, scales, zeroPoints *ir.Value, scale float64, zero int64, axis int64) *quantParam {
 	if scales == nil {
 		return &quantParam{
@@ -466,10 +473,11 @@ func (e *emitter) quantSide(x *ir.Value, ck ir.ElemKind, scales, zeroPoints *ir.
 			scaleValue: numeric.RoundTo(scale, ck), zeroValue: float64(zero),
 		}
 	}
-	return &quantParam{
-		scale:      e.cast(e.channelOperand(scales, x, axis), ck),
-		zeroPoints: e.channelOperand(zeroPoints, x, axis),
+	p := &quantParam{scale: e.cast(e.channelOperand(scales, x, axis), ck)}
+	if zeroPoints != nil {
+		p.zeroPoints = e.channelOperand(zeroPoints, x, axis)
 	}
+	return p
 }
 
 // quantComputeKind is f32 unless the data or a scale needs f64: an f64
@@ -605,7 +613,7 @@ func (e *emitter) quantizeCore(x *ir.Value, p *quantParam, resultType ir.TensorT
 // exactly there, since f32 cannot hold every i32.
 func (e *emitter) dequantizeCore(x *ir.Value, p *quantParam, ck ir.ElemKind) *ir.Value {
 	var d *ir.Value
-	wide := elemKindOf(x) == ir.I32 && (p.perTensor || elemKindOf(p.zeroPoints).IsInt())
+	wide := elemKindOf(x) == ir.I32 && p.hasZero() && (p.perTensor || elemKindOf(p.zeroPoints).IsInt())
 	switch {
 	case !p.hasZero():
 		d = e.cast(x, ck)

@@ -3636,7 +3636,7 @@ func (op DequantizeOp) Scales() *ir.Value {
 	return op.Operand(1)
 }
 
-// ZeroPoints returns operand #2 (zero_points), or nil when the optional operands are absent: per-channel input zero points.
+// ZeroPoints returns operand #2 (zero_points), or nil when it is left out: per-channel input zero points (0 when left out).
 func (op DequantizeOp) ZeroPoints() *ir.Value {
 	if op.NumOperands() <= 2 {
 		return nil
@@ -3682,6 +3682,7 @@ func (op DequantizeOp) Dtype() ir.Type {
 // BuildDequantize creates a graph.dequantize at b's insertion point.
 // Attributes equal to their defaults are left out.
 // The optional operands (scales, zeroPoints) are passed as nil to leave them out.
+// Of them, zeroPoints may be left out while the others are given.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildDequantize(b *ir.Builder, loc ir.Location, input *ir.Value, scales *ir.Value, zeroPoints *ir.Value, outputType ir.Type, scale float64, zeroPoint int64, axis int64) (DequantizeOp, error) {
 	var attrs ir.AttrDict
@@ -3696,7 +3697,10 @@ func BuildDequantize(b *ir.Builder, loc ir.Location, input *ir.Value, scales *ir
 	}
 	operands := []*ir.Value{input}
 	if scales != nil || zeroPoints != nil {
-		operands = append(operands, scales, zeroPoints)
+		operands = append(operands, scales)
+		if zeroPoints != nil {
+			operands = append(operands, zeroPoints)
+		}
 	}
 	op := ir.NewOperation(OpDequantize, loc, operands, []ir.Type{outputType}, attrs, 0)
 	if err := ods.Build(b, op, checkDequantizeInputs, verifyDequantizeOp, nil); err != nil {
@@ -3708,7 +3712,7 @@ func BuildDequantize(b *ir.Builder, loc ir.Location, input *ir.Value, scales *ir
 // checkDequantizeInputs checks what graph.dequantize's results derive from: operand and region
 // counts, operand types and attributes.
 func checkDequantizeInputs(op *ir.Operation) error {
-	if err := ods.CheckNumOperands(op, 1, 2, false); err != nil {
+	if err := ods.CheckNumOperandsOmissible(op, 1, 1, 2); err != nil {
 		return err
 	}
 	if err := ods.CheckNumRegions(op, 0); err != nil {

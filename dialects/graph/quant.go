@@ -97,6 +97,9 @@ func checkQuant(op *ir.Operation, axis int64, sides ...quantSide) error {
 	d := norm[0]
 	for _, s := range sides {
 		for i, name := range []string{s.prefix + "scales", s.prefix + "zero_points"} {
+			if s.first+i >= op.NumOperands() {
+				continue // zero points left out (dequantize): all 0
+			}
 			t := operandType(op, s.first+i)
 			if len(t.Shape) != 1 || !extentsAgree(t.Shape[0], in.Shape[d]) {
 				return ir.OpError(op, "operand '%s' must have shape %s (dimension %d of the input), but got %s",

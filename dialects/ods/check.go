@@ -38,6 +38,25 @@ func CheckNumOperands(op *ir.Operation, fixed, optional int, variadic bool) erro
 	return nil
 }
 
+// CheckNumOperandsOmissible checks the operand count of an op whose
+// optional group of optional operands ends in omissible ones: fixed
+// operands alone, or the group's first required operands and any number
+// of the omissible rest.
+//
+//	expected 1, 2 or 3 operands, but found 4
+func CheckNumOperandsOmissible(op *ir.Operation, fixed, required, optional int) error {
+	n := op.NumOperands()
+	if n == fixed || (n >= fixed+required && n <= fixed+optional) {
+		return nil
+	}
+	counts := []string{fmt.Sprint(fixed)}
+	for k := fixed + required; k <= fixed+optional; k++ {
+		counts = append(counts, fmt.Sprint(k))
+	}
+	list := strings.Join(counts[:len(counts)-1], ", ") + " or " + counts[len(counts)-1]
+	return ir.OpError(op, "expected %s operands, but found %d", list, n)
+}
+
 // CheckNumResults checks the result count: exactly fixed, or any number if variadic.
 func CheckNumResults(op *ir.Operation, fixed int, variadic bool) error {
 	if !variadic && op.NumResults() != fixed {

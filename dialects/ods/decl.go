@@ -84,13 +84,21 @@ type OpDecl struct {
 //
 // At most one operand may be Variadic (zero or more values) and it must be
 // the last. Optional operands form one trailing group that is either
-// entirely present or entirely absent, so no segment sizes are needed.
+// entirely present or entirely absent, so no segment sizes are needed;
+// the group's last operands may be Omissible as well: present or not when
+// the ones before them are (graph.dequantize's per-channel zero points,
+// which default to 0).
 type OperandDecl struct {
 	Name       string
 	Constraint Constraint
 	Variadic   bool
 	Optional   bool
-	Doc        string
+	// Omissible marks an Optional operand that may be left out while the
+	// earlier operands of the optional group are given. Every later
+	// operand must be Omissible too, so the operands present are still a
+	// prefix of the declared ones.
+	Omissible bool
+	Doc       string
 }
 
 // ResultDecl is one result or, if Variadic (then the only one), all of them.

@@ -121,6 +121,15 @@ func validateOp(o *OpDecl, where string, fail func(string, ...any)) {
 		if i > 0 && o.Operands[i-1].Optional && !od.Optional {
 			fail("%s: optional operands must come last", where)
 		}
+		if od.Omissible && !od.Optional {
+			fail("%s: operand %s is omissible but not optional", where, od.Name)
+		}
+		if i > 0 && o.Operands[i-1].Omissible && !od.Omissible {
+			fail("%s: operand %s follows an omissible operand, so it must be omissible too", where, od.Name)
+		}
+		if od.Omissible && (i == 0 || !o.Operands[i-1].Optional) {
+			fail("%s: operand %s is omissible, but no optional operand comes before it (make it optional alone)", where, od.Name)
+		}
 	}
 	for _, r := range o.Results {
 		claim(r.Name, "result")

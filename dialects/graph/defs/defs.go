@@ -47,7 +47,7 @@ The weight (and bias) are 1-D tensors of that dimension's extent, with the input
 ` + "`eps`" + ` is finite and not negative. The result has the input's type.`},
 	{Name: "Softmax", Infers: true, Doc: "`axis` is in [-rank, rank) and names a static dimension. The result has the input's type."},
 	{Name: "Quantize", Doc: quantDoc},
-	{Name: "Dequantize", Doc: "As `Quantize`, with the quantised type on the operand and a float result."},
+	{Name: "Dequantize", Doc: "As `Quantize`, with the quantised type on the operand and a float result; per channel, the zero points may be left out (all 0)."},
 	{Name: "Requantize", Doc: `As ` + "`Quantize`" + `, for both the input parameters (` + "`in_scale`, `in_zero_point`" + `, or the
 ` + "`in_scales`, `in_zero_points`" + ` operands) and the output ones.`},
 	{Name: "Reshape", Doc: "The result has the operand's element type and, when both shapes are static, the same element count."},
@@ -147,6 +147,14 @@ func quantAttrs(prefix, side string) []ods.AttrDecl {
 
 var quantAxis = ods.AttrDecl{Name: "axis", Kind: ods.IntKind, Default: int64(-1),
 	Doc: "the channel dimension (per channel only)"}
+
+// omissibleZeroPoints lets the zero points of a side's per-channel
+// operands be left out (all 0).
+func omissibleZeroPoints(ds []ods.OperandDecl) []ods.OperandDecl {
+	ds[len(ds)-1].Omissible = true
+	ds[len(ds)-1].Doc += " (0 when left out)"
+	return ds
+}
 
 func channelOperands(prefix, side string) []ods.OperandDecl {
 	return []ods.OperandDecl{
@@ -351,11 +359,12 @@ var ops = []ods.OpDecl{
 	{
 		Name: "dequantize", Summary: "quantised values to float",
 		Description: "`x = (q - zero_point) * scale`. Per channel, `scales` and `zero_points` give the " +
-			"parameters of each index along `axis`.",
+			"parameters of each index along `axis`; without `zero_points` (`graph.dequantize %q, %scales " +
+			"{axis = 1}`) every zero point is 0, as for symmetric quantisation.",
 		Example:  "%x = graph.dequantize %q {scale = 0.5 : f32, zero_point = 128} : (tensor<4x8xui8>) -> tensor<4x8xf32>",
 		Class:    "Dequantize",
 		Traits:   ir.Pure,
-		Operands: append(input(ods.DequantizableTensor), channelOperands("", "input")...),
+		Operands: append(input(ods.DequantizableTensor), omissibleZeroPoints(channelOperands("", "input"))...),
 		Results:  output(ods.FloatTensor),
 		Attrs:    append(quantAttrs("", "input"), quantAxis, dtype),
 	},

@@ -134,6 +134,18 @@ func (g opGen) fixedOperands() (fixed, optional int, variadic bool) {
 	return
 }
 
+// omissibleOperands counts the optional operands that may be left out
+// alone.
+func (g opGen) omissibleOperands() int {
+	n := 0
+	for _, od := range g.o.Operands {
+		if od.Omissible {
+			n++
+		}
+	}
+	return n
+}
+
 func docSuffix(doc string) string {
 	if doc == "" {
 		return "."
@@ -153,6 +165,12 @@ func (g opGen) operandAccessors(f *jen.File) {
 						s.Index(jen.Lit(i).Op(":"))
 					}
 				})),
+			)
+		case od.Omissible:
+			f.Commentf("%s returns operand #%d (%s), or nil when it is left out%s", name, i, od.Name, docSuffix(od.Doc))
+			f.Add(g.recv()).Id(name).Params().Op("*").Qual(irPath, "Value").Block(
+				jen.If(jen.Id("op").Dot("NumOperands").Call().Op("<=").Lit(i)).Block(jen.Return(jen.Nil())),
+				jen.Return(jen.Id("op").Dot("Operand").Call(jen.Lit(i))),
 			)
 		case od.Optional:
 			f.Commentf("%s returns operand #%d (%s), or nil when the optional operands are absent%s", name, i, od.Name, docSuffix(od.Doc))
@@ -343,13 +361,17 @@ func (g opGen) builder(f *jen.File) {
 
 	params := []jen.Code{jen.Id("b").Op("*").Qual(irPath, "Builder"), jen.Id("loc").Qual(irPath, "Location")}
 	var operandIDs []jen.Code
-	var variadic, optional []string
+	var variadic, optional, omissible []string
 	for _, od := range g.o.Operands {
 		p := lowerCamel(od.Name)
 		switch {
 		case od.Variadic:
 			params = append(params, jen.Id(p).Index().Op("*").Qual(irPath, "Value"))
 			variadic = append(variadic, p)
+		case od.Omissible:
+			params = append(params, jen.Id(p).Op("*").Qual(irPath, "Value"))
+			optional = append(optional, p)
+			omissible = append(omissible, p)
 		case od.Optional:
 			params = append(params, jen.Id(p).Op("*").Qual(irPath, "Value"))
 			optional = append(optional, p)
@@ -409,19 +431,28 @@ func (g opGen) builder(f *jen.File) {
 		operands = jen.Append(jen.Index().Op("*").Qual(irPath, "Value").Values(operandIDs...), jen.Id(variadic[0]).Op("..."))
 	case len(optional) > 0:
 		body = append(body, jen.Id("operands").Op(":=").Add(operands))
-		var present *jen.Statement
-		var optIDs []jen.Code
-		for _, p := range optional {
-			if present == nil {
-				present = jen.Id(p).Op("!=").Nil()
-			} else {
-				present = present.Op("||").Id(p).Op("!=").Nil()
+		anyOf := func(ps []string) *jen.Statement {
+			var s *jen.Statement
+			for _, p := range ps {
+				if s == nil {
+					s = jen.Id(p).Op("!=").Nil()
+				} else {
+					s = s.Op("||").Id(p).Op("!=").Nil()
+				}
 			}
+			return s
+		}
+		var optIDs []jen.Code
+		for _, p := range optional[:len(optional)-len(omissible)] {
 			optIDs = append(optIDs, jen.Id(p))
 		}
-		body = append(body, jen.If(present).Block(
-			jen.Id("operands").Op("=").Append(append([]jen.Code{jen.Id("operands")}, optIDs...)...),
-		))
+		group := []jen.Code{jen.Id("operands").Op("=").Append(append([]jen.Code{jen.Id("operands")}, optIDs...)...)}
+		// an omissible operand is passed when it or a later one is given
+		for k, p := range omissible {
+			group = append(group, jen.If(anyOf(omissible[k:])).Block(
+				jen.Id("operands").Op("=").Append(jen.Id("operands"), jen.Id(p))))
+		}
+		body = append(body, jen.If(anyOf(optional)).Block(group...))
 		operands = jen.Id("operands")
 	}
 	body = append(body, jen.Id("op").Op(":=").Qual(irPath, "NewOperation").Call(
@@ -453,6 +484,9 @@ func (g opGen) builder(f *jen.File) {
 	if len(optional) > 0 {
 		notes = append(notes, fmt.Sprintf("The optional operands (%s) are passed as nil to leave them out.", strings.Join(optional, ", ")))
 	}
+	if len(omissible) > 0 {
+		notes = append(notes, fmt.Sprintf("Of them, %s may be left out while the others are given.", strings.Join(omissible, ", ")))
+	}
 	notes = append(notes, "It returns an error, and leaves nothing behind, when the op would not verify.")
 	for _, n := range notes {
 		f.Comment(n)
@@ -468,8 +502,12 @@ func (g opGen) verifiers(f *jen.File) {
 	w := g.wrapper()
 	fixed, optional, variadic := g.fixedOperands()
 
+	count := jen.Qual(odsPath, "CheckNumOperands").Call(jen.Id("op"), jen.Lit(fixed), jen.Lit(optional), jen.Lit(variadic))
+	if omissible := g.omissibleOperands(); omissible > 0 {
+		count = jen.Qual(odsPath, "CheckNumOperandsOmissible").Call(jen.Id("op"), jen.Lit(fixed), jen.Lit(optional-omissible), jen.Lit(optional))
+	}
 	checks := []jen.Code{
-		ifErr(jen.Qual(odsPath, "CheckNumOperands").Call(jen.Id("op"), jen.Lit(fixed), jen.Lit(optional), jen.Lit(variadic))),
+		ifErr(count),
 		ifErr(jen.Qual(odsPath, "CheckNumRegions").Call(jen.Id("op"), jen.Lit(len(g.o.Regions)))),
 	}
 	for i, od := range g.o.Operands {

@@ -70,6 +70,8 @@ func Markdown(d *ods.DialectDecl) ([]byte, error) {
 				switch {
 				case od.Variadic:
 					desc = "variadic of " + desc
+				case od.Omissible:
+					desc = "optional (may be left out alone) " + desc
 				case od.Optional:
 					desc = "optional " + desc
 				}
