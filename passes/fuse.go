@@ -186,7 +186,42 @@ const (
 // fusionGroup is a set of ops that will become one kernel.
 type fusionGroup struct {
 	ops  []*ir.Operation // in program order
-	info *KernelInfo     // the classification of ops, once there are several
+	info *KernelInfo     // the classification of ops, once known
+	// shape, when set, is the one shape (extent for extent, `?` for `?`)
+	// of every operand and result of every op, all element-wise
+	// primitives (see uniformShape)
+	shape []int64
+}
+
+// uniformShortcut lets canMerge skip the classification of uniform
+// unions; the tests turn it off to check that it changes nothing.
+var uniformShortcut = true
+
+// uniformShape returns the shape of op's operands and results when op is
+// an element-wise primitive whose operands and results all have it, and
+// nil otherwise. A union of such ops of one shape is an element-wise
+// kernel over it, every value read and written in full: ClassifyKernel
+// accepts it, so fuse need not ask (a chain of n ops would cost
+// n x max-ops).
+func uniformShape(op *ir.Operation) []int64 {
+	if !isElementwisePrimitive(op) || op.NumResults() == 0 {
+		return nil
+	}
+	shape := shapeOf(op.Result(0))
+	if shape == nil {
+		return nil
+	}
+	for _, v := range op.Results() {
+		if !slices.Equal(shapeOf(v), shape) {
+			return nil
+		}
+	}
+	for _, v := range op.Operands() {
+		if !slices.Equal(shapeOf(v), shape) {
+			return nil
+		}
+	}
+	return shape
 }
 
 // fuser groups the ops of one range of a block.
@@ -207,6 +242,9 @@ type fuser struct {
 	horizon int
 	// visits counts the ops the cycle checks visited (for tests).
 	visits int
+	// seen marks the ops a cycle check visited with its number, search.
+	seen   map[*ir.Operation]int
+	search int
 }
 
 func newFuser(ctx *ir.PassContext, opts FuseOptions, ops []*ir.Operation) *fuser {
@@ -287,7 +325,7 @@ func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
 		}
 		f.horizon = i
 		if role == roleFusible {
-			f.group[op] = &fusionGroup{ops: []*ir.Operation{op}}
+			f.group[op] = &fusionGroup{ops: []*ir.Operation{op}, shape: uniformShape(op)}
 		}
 		for _, p := range f.producers(op) {
 			f.decide(p, op)
@@ -316,7 +354,7 @@ func (f *fuser) decide(p, c *ir.Operation) {
 		f.remark(c.Loc, "fused '%s' with its producer '%s' at %s", c.Name(), p.Name(), locString(p.Loc))
 		return
 	}
-	info, reason := f.canMerge(gp, gc)
+	info, reason := f.canMerge(gp, gc, false)
 	if reason != "" {
 		f.remark(c.Loc, "did not fuse '%s' with its producer '%s' at %s: %s", c.Name(), p.Name(), locString(p.Loc), reason)
 		return
@@ -371,7 +409,7 @@ func (f *fuser) fuseSiblings() {
 			if base == g {
 				continue
 			}
-			info, reason := f.canMerge(base, g)
+			info, reason := f.canMerge(base, g, true)
 			if reason != "" || info.AccessOf(v) != AccessFull {
 				continue
 			}
@@ -391,16 +429,23 @@ func describeValue(v *ir.Value) string {
 }
 
 // canMerge checks whether the union of a and b may be one kernel and
-// returns its classification, or the reason it may not.
-func (f *fuser) canMerge(a, b *fusionGroup) (*KernelInfo, string) {
+// returns its classification (when needInfo asks for it), or the reason
+// it may not.
+func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string) {
 	if n := len(a.ops) + len(b.ops); n > f.maxOps {
 		return nil, fmt.Sprintf("the kernel would have %d ops, more than max-ops = %d", n, f.maxOps)
 	}
-	union := mergeOrdered(a.ops, b.ops, f.pos)
-	if via := f.pathOutside(union); via != nil {
+	via, usedOutside := f.pathOutside(a, b)
+	if via != nil {
 		return nil, fmt.Sprintf("fusing them would create a cycle through '%s' at %s", via.Name(), locString(via.Loc))
 	}
-	info, err := f.classify(union)
+	if !needInfo && usedOutside && uniformShortcut && a.shape != nil && b.shape != nil && slices.Equal(a.shape, b.shape) {
+		// element-wise primitives whose every operand and result has one
+		// shape, writing a result: the classification cannot fail (see
+		// uniformShape)
+		return nil, ""
+	}
+	info, err := f.classify(mergeOrdered(a.ops, b.ops, f.pos))
 	if err != nil {
 		return nil, "incompatible iteration space: " + describeError(err)
 	}
@@ -438,32 +483,42 @@ func mergeOrdered(a, b []*ir.Operation, pos map[*ir.Operation]int) []*ir.Operati
 func (f *fuser) merge(a, b *fusionGroup, info *KernelInfo) {
 	a.ops = mergeOrdered(a.ops, b.ops, f.pos)
 	a.info = info
+	if a.shape == nil || b.shape == nil || !slices.Equal(a.shape, b.shape) {
+		a.shape = nil
+	}
 	for _, op := range b.ops {
 		f.group[op] = a
 	}
 	b.ops = nil
 }
 
-// pathOutside returns an op outside union on a path that leaves union and
-// comes back into it, or nil: fusing such a union would make the kernel
-// depend on itself. Groups already formed count as one node each (they
-// become one kernel), so a path through any member of a group continues
-// from all of its members: two groups that feed each other are a cycle too.
-// Ops after f.horizon are not searched: no path from them leads back.
-func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
-	in := make(map[*ir.Operation]bool, len(union))
-	for _, op := range union {
-		in[op] = true
+// pathOutside returns an op outside the union of groups a and b on a path
+// that leaves the union and comes back into it, or nil: fusing such a
+// union would make the kernel depend on itself. Groups already formed
+// count as one node each (they become one kernel), so a path through any
+// member of a group continues from all of its members: two groups that
+// feed each other are a cycle too. Ops after f.horizon are not searched:
+// no path from them leads back. The union is walked in program order, so
+// the op reported is the first such user of its first member. usedOutside
+// reports whether an op outside the union uses a value of it.
+func (f *fuser) pathOutside(a, b *fusionGroup) (via *ir.Operation, usedOutside bool) {
+	in := func(op *ir.Operation) bool {
+		g := f.group[op]
+		return g != nil && (g == a || g == b)
 	}
-	seen := map[*ir.Operation]bool{}
-	// reaches reports whether a path from op leads back into union.
+	// ops seen by this search are marked with its number
+	f.search++
+	if f.seen == nil {
+		f.seen = map[*ir.Operation]int{}
+	}
+	// reaches reports whether a path from op leads back into the union.
 	var reaches func(op *ir.Operation) bool
 	reaches = func(op *ir.Operation) bool {
-		if in[op] {
+		if in(op) {
 			return true
 		}
 		f.visits++
-		if p, inRange := f.pos[op]; !inRange || p > f.horizon || seen[op] {
+		if p, inRange := f.pos[op]; !inRange || p > f.horizon || f.seen[op] == f.search {
 			return false
 		}
 		members := []*ir.Operation{op}
@@ -471,12 +526,12 @@ func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
 			members = g.ops
 		}
 		for _, m := range members {
-			seen[m] = true
+			f.seen[m] = f.search
 		}
 		for _, m := range members {
 			for _, r := range m.Results() {
-				for _, u := range r.Users() {
-					if reaches(u) {
+				for _, u := range r.Uses() {
+					if reaches(u.Owner) {
 						return true
 					}
 				}
@@ -484,16 +539,29 @@ func (f *fuser) pathOutside(union []*ir.Operation) *ir.Operation {
 		}
 		return false
 	}
-	for _, op := range union {
+	i, j := 0, 0
+	for i < len(a.ops) || j < len(b.ops) {
+		var op *ir.Operation
+		if j == len(b.ops) || (i < len(a.ops) && f.pos[a.ops[i]] < f.pos[b.ops[j]]) {
+			op = a.ops[i]
+			i++
+		} else {
+			op = b.ops[j]
+			j++
+		}
 		for _, r := range op.Results() {
-			for _, u := range r.Users() {
-				if !in[u] && reaches(u) {
-					return u
+			for _, u := range r.Uses() {
+				if in(u.Owner) {
+					continue
+				}
+				usedOutside = true
+				if reaches(u.Owner) {
+					return u.Owner, true
 				}
 			}
 		}
 	}
-	return nil
+	return nil, usedOutside
 }
 
 // kernelIO returns the values a set of top-level ops reads from outside

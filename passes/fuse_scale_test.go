@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tensorforge/tensorforge/dialects/graph/randprog"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -85,5 +86,33 @@ func TestCycleChecksAreLinear(t *testing.T) {
 			assert.LessOrEqual(t, float64(large), 4.5*float64(small), "visits grow faster than the program: %d for 1000 ops, %d for 4000", small, large)
 			assert.LessOrEqual(t, large, DefaultMaxOps*4000, "visits for 4000 ops")
 		})
+	}
+}
+
+// TestUniformShortcutChangesNothing: fusing with and without the shortcut
+// for uniform unions gives the same IR and the same remarks, on random
+// programs and on chains, fan-outs and many results.
+func TestUniformShortcutChangesNothing(t *testing.T) {
+	var srcs []string
+	for _, shape := range []string{"chain", "fanout", "results"} {
+		srcs = append(srcs, scaleProgram(shape, 500))
+	}
+	for seed := int64(1); seed <= 150; seed++ {
+		srcs = append(srcs, randprog.GenerateText(seed, randprog.Config{MaxOps: 30}))
+	}
+	fuse := func(src string) string {
+		m := fzParse(t, src)
+		ctx := fzCtx(t, "cpu")
+		ctx.Remarks = map[string]bool{"fusion": true}
+		fzPipeline(t, m, "canonicalize,cse,legalize-numerics,decompose,fuse", ctx)
+		return ir.Print(m.Operation, ir.PrintOptions{}) + strings.Join(fzMessages(ctx.Diags.List), "\n")
+	}
+	defer func() { uniformShortcut = true }()
+	for i, src := range srcs {
+		uniformShortcut = true
+		with := fuse(src)
+		uniformShortcut = false
+		without := fuse(src)
+		require.Equal(t, without, with, "program %d:\n%s", i, src)
 	}
 }
