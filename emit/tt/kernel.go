@@ -578,6 +578,10 @@ func (g *kgen) leadIndices(p *param, idx []*ir.Value) (lead []*ir.Value, hasCol 
 
 // access classifies one load or store of buffer p and records it.
 func (g *kgen) access(op *ir.Operation, p *param, idx []*ir.Value, store bool) class {
+	if n := len(idx); n > 0 && !g.threadsIV[idx[n-1]] && g.dependsOnThreadsIV(idx[n-1]) {
+		// a column computed from the loop's: graph.roll's rotated columns
+		g.fail(op, "reads '%s' at columns computed from the loop's (a graph.roll); tiles are read whole, so the tt backend cannot rotate within them yet", p.name)
+	}
 	lead, hasCol := g.leadIndices(p, idx)
 	same := len(lead) == len(g.lead)
 	for i := 0; same && i < len(lead); i++ {
@@ -625,6 +629,24 @@ func (g *kgen) access(op *ir.Operation, p *param, idx []*ir.Value, store bool) c
 	}
 	p.seen, p.access, p.rowMap = true, c, rowMap
 	return c
+}
+
+// dependsOnThreadsIV reports whether index v is computed from a threads
+// loop's variable.
+func (g *kgen) dependsOnThreadsIV(v *ir.Value) bool {
+	if g.threadsIV[v] {
+		return true
+	}
+	d := v.DefiningOp()
+	if d == nil {
+		return false
+	}
+	for _, a := range d.Operands() {
+		if g.dependsOnThreadsIV(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // unusedParamName is name, or name with underscores added, that no
