@@ -188,8 +188,8 @@ type fusionGroup struct {
 	ops  []*ir.Operation // in program order
 	info *KernelInfo     // the classification of ops, once known
 	// shape, when set, is the one shape (extent for extent, `?` for `?`)
-	// of every operand and result of every op, all element-wise
-	// primitives (see uniformShape)
+	// of every result and every operand but scalars of every op, all
+	// element-wise primitives (see uniformShape)
 	shape []int64
 }
 
@@ -197,12 +197,12 @@ type fusionGroup struct {
 // unions; the tests turn it off to check that it changes nothing.
 var uniformShortcut = true
 
-// uniformShape returns the shape of op's operands and results when op is
-// an element-wise primitive whose operands and results all have it, and
-// nil otherwise. A union of such ops of one shape is an element-wise
-// kernel over it, every value read and written in full: ClassifyKernel
-// accepts it, so fuse need not ask (a chain of n ops would cost
-// n x max-ops).
+// uniformShape returns the shape of op's results when op is an
+// element-wise primitive whose results all have it and whose operands
+// have it or are scalars, and nil otherwise. A union of such ops of one
+// shape is an element-wise kernel over it, every value read and written
+// in full or as a scalar: ClassifyKernel accepts it, so fuse need not ask
+// (a chain of n ops would cost n x max-ops).
 func uniformShape(op *ir.Operation) []int64 {
 	if !isElementwisePrimitive(op) || op.NumResults() == 0 {
 		return nil
@@ -217,7 +217,8 @@ func uniformShape(op *ir.Operation) []int64 {
 		}
 	}
 	for _, v := range op.Operands() {
-		if !slices.Equal(shapeOf(v), shape) {
+		// a scalar operand ([], [1, 1]) is read as one
+		if s := shapeOf(v); !slices.Equal(s, shape) && !allOnes(s) {
 			return nil
 		}
 	}
