@@ -64,6 +64,7 @@ def compile_aten(gm, example_inputs, options=None):
     _ensure_meta(gm, example_inputs)
     fxpasses.reinplace_input_updates(gm)
     fxpasses.rotate_half_as_roll(gm)
+    fxpasses.sink_transposes(gm)
     log = partition.FallbackLog()
     fused, names = partition.partition(gm, log)
     translations, single = [], {}

@@ -94,7 +94,8 @@ def _meta(node):
     v = node.meta.get("val")
     if isinstance(v, torch.Tensor):
         return v
-    return node.meta.get("tensor_meta")
+    tm = node.meta.get("tensor_meta")
+    return tm if hasattr(tm, "shape") and hasattr(tm, "dtype") else None
 
 
 def rotate_half_as_roll(gm):
@@ -155,6 +156,147 @@ def rotate_half_as_roll(gm):
         for dead in (cat, neg, neg.args[0], second):
             if not dead.users:
                 g.erase_node(dead)
+        changed += 1
+    if changed:
+        g.lint()
+        gm.recompile()
+    return changed
+
+
+# Ops that compute element by element with NumPy broadcasting, whose result
+# layout is free: a chain of them can run on the untransposed tensor.
+_POINTWISE = {
+    aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.neg.default,
+    aten.exp.default, aten.silu.default, aten.sigmoid.default, aten.tanh.default, aten.rsqrt.default,
+    aten.maximum.default, aten.minimum.default, aten._to_copy.default,
+}
+
+
+def _permuted_meta(node, perm):
+    """The meta of node's value with its dimensions permuted (result dim i = dim perm[i])."""
+    v = node.meta.get("val")
+    if isinstance(v, torch.Tensor):
+        mode = getattr(v, "fake_mode", None)
+        if mode is not None:
+            with mode:
+                return {"val": v.permute(perm)}
+        return {"val": v.permute(perm)}
+    tm = node.meta.get("tensor_meta")
+    shape = [tm.shape[p] for p in perm]
+    return {"val": torch.empty(shape, dtype=tm.dtype, device="meta")}
+
+
+def _perm_of(node):
+    """The permutation of a transpose.int / permute node that keeps the last axis, else None."""
+    if node.op != "call_function":
+        return None
+    m = _meta(node)
+    if m is None:
+        return None
+    n = len(m.shape)
+    if node.target == aten.transpose.int:
+        d0, d1 = [d + n if d < 0 else d for d in node.args[1:3]]
+        perm = list(range(n))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    elif node.target == aten.permute.default:
+        perm = [d + n if d < 0 else d for d in node.args[1]]
+    else:
+        return None
+    if perm == list(range(n)) or perm[-1] != n - 1:
+        return None
+    return perm
+
+
+def sink_transposes(gm):
+    """Run element-wise chains that start at a transpose on the untransposed tensor.
+
+    ``q = x.transpose(1, 2); y = q * cos + rotate_half(q) * sin`` reads a
+    transposed (strided) q, which a compiled region would first copy to be
+    contiguous. When the transpose keeps the last axis, the chain computes
+    the same on x (its other operands permuted back, as free views) and
+    its results are transposed afterwards (views again): the region reads x
+    as it lies in memory and nothing is copied. Only chains whose values all
+    have the transpose's shape are moved.
+    """
+    g = gm.graph
+    changed = 0
+    for t in list(g.nodes):
+        perm = _perm_of(t)
+        if perm is None:
+            continue
+        shape = tuple(_meta(t).shape)
+        n = len(shape)
+        inv = [perm.index(i) for i in range(n)]
+        order = {x: i for i, x in enumerate(g.nodes)}
+        moved = [t]
+        inside = {t}
+
+        def side_ok(a):
+            # a broadcast operand: fine when it lacks every permuted dim or has full rank
+            if not isinstance(a, torch.fx.Node):
+                return isinstance(a, (int, float, bool))
+            m = _meta(a)
+            if m is None:
+                return False
+            r = len(m.shape)
+            if r == n:
+                return True
+            moved_dims = [i for i in range(n) if perm[i] != i]
+            return all(d < n - r for d in moved_dims)
+
+        grew = True
+        while grew:
+            grew = False
+            for node in sorted({u for m in moved for u in m.users}, key=order.get):
+                if node in inside or node.op != "call_function":
+                    continue
+                if node.target == aten.roll.default:
+                    dims = node.args[2] if len(node.args) > 2 else []
+                    ok = list(dims) in ([-1], [n - 1]) and node.args[0] in inside and len(node.args[1]) == 1
+                elif node.target in _POINTWISE:
+                    ok = all((isinstance(a, torch.fx.Node) and a in inside) or side_ok(a) for a in node.args) and \
+                        all(not isinstance(v, torch.fx.Node) for v in node.kwargs.values())
+                else:
+                    ok = False
+                m = _meta(node)
+                if ok and m is not None and tuple(m.shape) == shape:
+                    inside.add(node)
+                    moved.append(node)
+                    grew = True
+        body = [x for x in moved if x is not t]
+        if not body:
+            continue
+        new = {t: t.args[0]}
+        for node in sorted(body, key=order.get):
+            args = []
+            for a in node.args:
+                if isinstance(a, torch.fx.Node) and a in new:
+                    args.append(new[a])
+                elif isinstance(a, torch.fx.Node) and _meta(a) is not None and len(_meta(a).shape) == n:
+                    with g.inserting_before(node):
+                        p = g.call_function(aten.permute.default, (a, inv))
+                    p.meta.update(_permuted_meta(a, inv))
+                    args.append(p)
+                else:
+                    args.append(a)
+            with g.inserting_before(node):
+                nn = g.call_function(node.target, tuple(args), dict(node.kwargs))
+            nn.meta.update(_permuted_meta(node, inv))
+            new[node] = nn
+        for node in body:
+            outside = [u for u in node.users if u not in inside]
+            if not outside:
+                continue
+            with g.inserting_after(new[node]):
+                back = g.call_function(aten.permute.default, (new[node], perm))
+            back.meta.update({k: v for k, v in node.meta.items() if k in ("val", "tensor_meta")})
+            for u in outside:
+                u.replace_input_with(node, back)
+        for node in sorted(body, key=order.get, reverse=True):
+            if not node.users:
+                g.erase_node(node)
+        if not t.users:
+            g.erase_node(t)
         changed += 1
     if changed:
         g.lint()

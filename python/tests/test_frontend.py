@@ -63,6 +63,21 @@ class Rope(torch.nn.Module):
         return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
 
+class ProjectedRope(torch.nn.Module):
+    """q as attention makes it: a projection viewed as heads and transposed, then rotated."""
+
+    def __init__(self, heads, dim):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+
+    def forward(self, x, cos, sin):
+        b, s, _ = x.shape
+        q = x.view(b, s, self.heads, self.dim).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * cos + rotate_half(q) * sin
+        return torch.matmul(q, q.transpose(-1, -2))
+
+
 class SwiGLU(torch.nn.Module):
     def __init__(self, d, f):
         super().__init__()
@@ -164,6 +179,15 @@ class FrontendTest(unittest.TestCase):
             self.assertIn("shift = 8", c.tir)
             self.assertNotIn("graph.concat", c.tir)
             self.assertNotIn("graph.slice", c.tir)
+
+    def test_rope_on_transposed_heads_reads_them_in_place(self):
+        # the transpose of the projection is moved past the element-wise chain: the region
+        # reads [b, s, h, d] as it lies in memory (no copy to make the transpose contiguous)
+        x, cos, sin = torch.randn(2, 8, 4 * 16), torch.randn(2, 8, 16), torch.randn(2, 8, 16)
+        c = self.run_case(ProjectedRope(4, 16), (x, cos, sin), atol=1e-5, rtol=1e-5, regions=1)
+        self.assertIn("tensor<2x8x4x16xf32>", c.tir.split("\n")[0])
+        self.assertIn("tensor<2x8x1x16xf32>", c.tir.split("\n")[0])
+        self.assertNotIn("graph.transpose", c.tir)
 
     def test_rotate_half_rewrite_keeps_eager_values(self):
         # the rewritten ATen graph, run by PyTorch itself, equals the original exactly
