@@ -305,7 +305,7 @@ def greedy_decode(args, out, results):
                     (i for i, (a, b) in enumerate(zip(want, got)) if a != b), None))
                 if bname == "tensorforge":
                     row[bname]["graphs_compiled"] = len(tfbackend.compiled_graphs)
-                    row[bname]["tfc_calls"] = sum(g.compiler.tfc_calls for g in tfbackend.compiled_graphs[:1])
+                    row[bname]["tfc_calls"] = sum(g.compiler.tfc_calls for g in list(tfbackend.compiled_graphs)[:1])
                 print("greedy decode %s %s: %d/%d tokens equal to eager, first difference at %s, %s" % (
                     str(dtype), bname, same, len(want), row[bname]["first_diff"],
                     "%d graphs compiled" % len(tfbackend.compiled_graphs) if bname == "tensorforge" else ""),
@@ -332,7 +332,7 @@ def dynamic_rows(args, out, results):
                 y = layer_call(clayer, x, (cos, sin))
                 ref = layer_call(layer32, x.float(), (cos.float(), sin.float()))
                 row["%dx%d" % (b, s)] = dict(err=max_err(y, ref), graphs=len(tfbackend.compiled_graphs),
-                                             tfc_calls=sum(g.compiler.tfc_calls for g in tfbackend.compiled_graphs[:1]))
+                                             tfc_calls=sum(g.compiler.tfc_calls for g in list(tfbackend.compiled_graphs)[:1]))
             except Exception as e:  # noqa: BLE001
                 row["%dx%d" % (b, s)] = dict(error="%s: %s" % (type(e).__name__, e))
                 traceback.print_exc()

@@ -7,6 +7,7 @@ tests call on graphs traced with ``make_fx`` (``trace``), where Dynamo is
 not available.
 """
 
+import collections
 import sys
 
 import torch
@@ -19,8 +20,10 @@ from .types import Unsupported
 
 _compilers = {}
 
-# Every graph compiled in this process, for inspection (its .tir, its fallback log).
-compiled_graphs = []
+# The graphs compiled most recently in this process, for inspection (their
+# .tir, their fallback logs); bounded, so that a long-running JIT keeps no
+# more than these alive.
+compiled_graphs = collections.deque(maxlen=256)
 
 
 def _compiler(opts):

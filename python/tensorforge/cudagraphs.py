@@ -13,6 +13,8 @@ Outputs are the graph's own buffers: the next replay overwrites them, as
 with torch.compile's reduce-overhead mode.
 """
 
+import warnings
+
 import torch
 
 
@@ -63,7 +65,14 @@ class _Captured:
 
 
 class CudaGraphRunner:
-    """Captures and replays the compiled graph; one CUDA graph per input signature."""
+    """Captures and replays the compiled graph; one CUDA graph per input signature.
+
+    At most ``max_graphs`` are captured: inputs whose shapes keep changing (a
+    KV cache that grows every step) would otherwise record a graph per call.
+    Past the limit the compiled graph runs as it is, and a warning says so once.
+    """
+
+    max_graphs = 32
 
     def __init__(self, fn):
         self.fn = fn
@@ -71,6 +80,7 @@ class CudaGraphRunner:
         self.last = None
         self.pool = None
         self.captures = 0
+        self.warned = False
 
     def __getattr__(self, name):
         return getattr(self.__dict__["fn"], name)
@@ -79,6 +89,13 @@ class CudaGraphRunner:
         cap = self.last
         if cap is None or not cap.matches(args):
             cap = next((c for c in self.graphs if c.matches(args)), None)
+            if cap is None and len(self.graphs) >= self.max_graphs:
+                if not self.warned:
+                    warnings.warn("tensorforge: %d CUDA graphs captured for as many input shapes; running "
+                                  "without CUDA graphs for new shapes (mark the changing dimensions dynamic, or "
+                                  "use a static cache)" % len(self.graphs))
+                    self.warned = True
+                return self.fn(*args)
             if cap is None:
                 if self.pool is None:
                     self.pool = torch.cuda.graph_pool_handle()
