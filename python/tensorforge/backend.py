@@ -109,7 +109,8 @@ def trace(fn, *example_inputs, dynamic=False):
     if isinstance(fn, torch.nn.Module):
         fn.eval()
     with torch.no_grad():
-        return make_fx(fn, tracing_mode="symbolic" if dynamic else "real")(*example_inputs)
+        return make_fx(fn, decomposition_table=_decompositions(),
+                       tracing_mode="symbolic" if dynamic else "real")(*example_inputs)
 
 
 def compile_module(fn, *example_inputs, options=None):

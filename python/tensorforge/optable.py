@@ -579,6 +579,8 @@ DECLS = [
     # reductions and normalisations
     OpDecl("aten.sum.dim_IntList", REDUCE, "graph.reduce_sum"),
     OpDecl("aten.mean.dim", REDUCE, "graph.reduce_mean"),
+    OpDecl("aten.mean.default", REDUCE, "graph.reduce_mean"),
+    OpDecl("aten.sum.default", REDUCE, "graph.reduce_sum"),
     OpDecl("aten.amax.default", REDUCE, "graph.reduce_max"),
     OpDecl("aten.amin.default", REDUCE, "graph.reduce_min"),
     OpDecl("aten._softmax.default", NORM, "graph.softmax"),
@@ -666,9 +668,14 @@ def is_view(node):
 
 
 def is_free(node):
-    """Views and identities: nodes that compute nothing."""
+    """Views, identities and casts to the same dtype: nodes that compute nothing."""
     decl = lookup(node)
-    return decl is not None and (decl.params.get("view", False) or decl.kind in (IDENTITY,))
+    if decl is None:
+        return False
+    if decl.kind is CAST and node.args and isinstance(node.args[0], torch.fx.Node):
+        a, b = info_of(node.args[0]), info_of(node)
+        return a is not None and b is not None and a.dtype == b.dtype
+    return decl.params.get("view", False) or decl.kind in (IDENTITY,)
 
 
 def type_of(node):

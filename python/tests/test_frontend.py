@@ -246,6 +246,29 @@ class FrontendTest(unittest.TestCase):
             torch.testing.assert_close(c(g, u), swiglu(g, u), atol=1e-6, rtol=1e-6)
         self.assertEqual(c.compiler.tfc_calls, 1)
 
+    def test_more_patterns(self):
+        # decompositions (layer norm, masked_fill) and ops whose forms vary: each compiles a
+        # region and matches eager
+        cases = [
+            ("layernorm", torch.nn.LayerNorm(32), (torch.randn(4, 32),), 1e-5),
+            ("gelu mlp", torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(approximate="tanh"),
+                                             torch.nn.Linear(32, 16)), (torch.randn(3, 16),), 1e-5),
+            ("masked softmax", lambda x, m: x.masked_fill(m, float("-inf")).softmax(-1),
+             (torch.randn(4, 8), torch.rand(4, 8) > 0.7), 1e-6),
+            ("mean of all", lambda x: (x - x.mean()) * 2, (torch.randn(4, 8),), 1e-6),
+            ("sum to f32", lambda x: x.sum(-1, dtype=torch.float32) * 2, (torch.randn(4, 8).to(BF),), 1e-5),
+            ("integers", lambda a, b: (a + b) * 3, (torch.randint(0, 10, (4, 8)), torch.randint(0, 10, (4, 8))), 0),
+            ("logsumexp", lambda x: torch.logsumexp(x, -1), (torch.randn(4, 16) * 50,), 1e-6),
+        ]
+        for name, fn, ins, tol in cases:
+            with self.subTest(name):
+                with torch.no_grad():
+                    want = fn(*ins)
+                    c = tensorforge.compile_module(fn, *ins, options=self.opts())
+                    got = c(*ins)
+                self.assertGreaterEqual(len(c.kernels), 1, c.log.format())
+                torch.testing.assert_close(got, want, atol=tol, rtol=tol, equal_nan=True)
+
     # --- translation ------------------------------------------------------
     def test_translation_is_deterministic(self):
         m = RMSNorm(16)
