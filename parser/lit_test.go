@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	// the ops the lit inputs use, for the verifier tfc runs after parsing
+	_ "github.com/tensorforge/tensorforge/dialects/graph"
+	_ "github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -91,6 +95,9 @@ func fakeTfc(t *testing.T, name, in string, flags []string) string {
 	var outs []string
 	for _, c := range chunks {
 		m, err := ParseAt(name, c.Text, c.FirstLine)
+		if err == nil {
+			err = ir.Verify(m.Operation) // tfc verifies what it parses
+		}
 		if verify {
 			verifyDiagnostics(t, c, err)
 			continue
@@ -103,7 +110,7 @@ func fakeTfc(t *testing.T, name, in string, flags []string) string {
 
 var expectedRE = regexp.MustCompile(`expected-(error|note|warning|remark)\s*(@[-+]\d+|@above|@below)?\s*\{\{(.*?)\}\}`)
 
-// verifyDiagnostics checks the parse error of a chunk (and its notes)
+// verifyDiagnostics checks the parse or verifier errors of a chunk (and their notes)
 // against the chunk's `expected-error @+1 {{...}}` comments.
 func verifyDiagnostics(t *testing.T, c Chunk, err error) {
 	type diag struct {
@@ -128,8 +135,7 @@ func verifyDiagnostics(t *testing.T, c Chunk, err error) {
 		}
 	}
 	var got []diag
-	if err != nil {
-		d := err.(*ir.Diagnostic)
+	for _, d := range ir.AsDiagnostics(err) {
 		for _, x := range append([]*ir.Diagnostic{d}, d.Notes...) {
 			got = append(got, diag{x.Severity.String(), x.Loc.Line, x.Message})
 		}
