@@ -288,8 +288,6 @@ extern const tf_entry_fn tf_entries[];
 extern const int32_t tf_num_entries;
 extern void *tf_alloc(int64_t bytes);
 
-#define TF_MAX 4096
-
 static void die(const char *what, const char *path) {
   fprintf(stderr, "error: %s '%s': %s\n", what, path, strerror(errno));
   exit(2);
@@ -315,11 +313,15 @@ static void *open_region(struct region *r) {
     fprintf(stderr, "error: '%s' has %lld bytes, %lld expected\n", r->path, (long long)st.st_size, (long long)end);
     exit(2);
   }
+  /* no descriptor stays open (a program may have thousands of results):
+   * a mapping outlives its descriptor, and an unmapped output is opened
+   * again when it is written */
   if (r->size > 0 && r->offset % 64 == 0) {
     r->mapLen = (size_t)end;
     r->map = mmap(NULL, r->mapLen, PROT_READ | PROT_WRITE, r->out ? MAP_SHARED : MAP_PRIVATE, r->fd, 0);
     if (r->map != MAP_FAILED) {
       r->mapped = 1;
+      if (close(r->fd) != 0) die("cannot close", r->path);
       return (char *)r->map + r->offset;
     }
   }
@@ -334,6 +336,7 @@ static void *open_region(struct region *r) {
       done += k;
     }
   }
+  if (close(r->fd) != 0) die("cannot close", r->path);
   return buf;
 }
 
@@ -342,14 +345,27 @@ static void close_region(struct region *r, void *buf) {
   if (r->mapped) {
     if (munmap(r->map, r->mapLen) != 0) die("cannot unmap", r->path);
   } else if (r->out) {
+    int fd = open(r->path, O_RDWR);
+    if (fd < 0) die("cannot open", r->path);
     int64_t done = 0;
     while (done < r->size) {
-      ssize_t k = pwrite(r->fd, (char *)buf + done, (size_t)(r->size - done), (off_t)(r->offset + done));
+      ssize_t k = pwrite(fd, (char *)buf + done, (size_t)(r->size - done), (off_t)(r->offset + done));
       if (k <= 0) die("cannot write", r->path);
       done += k;
     }
+    if (close(fd) != 0) die("cannot write", r->path);
   }
-  if (close(r->fd) != 0) die("cannot write", r->path);
+}
+
+/* grow doubles the capacity of an array of n elements of size each. */
+static void *grow(void *p, int *cap, size_t size) {
+  *cap = *cap ? *cap * 2 : 64;
+  void *q = realloc(p, (size_t)*cap * size);
+  if (!q) {
+    fprintf(stderr, "error: out of memory for the manifest's %d entries\n", *cap);
+    exit(2);
+  }
+  return q;
 }
 
 int main(int argc, char **argv) {
@@ -359,10 +375,10 @@ int main(int argc, char **argv) {
   }
   FILE *m = fopen(argv[1], "r");
   if (!m) die("cannot open", argv[1]);
-  static void *bufs[TF_MAX];
-  static int64_t exts[TF_MAX];
-  static struct region regions[TF_MAX];
-  int nbuf = 0, next = 0;
+  void **bufs = NULL;
+  int64_t *exts = NULL;
+  struct region *regions = NULL;
+  int nbuf = 0, next = 0, capBuf = 0, capExt = 0, capReg = 0;
   long runs = 1, entry = 0;
   char line[8192];
   while (fgets(line, sizeof line, m)) {
@@ -378,13 +394,14 @@ int main(int argc, char **argv) {
       continue;
     }
     if (sscanf(line, "ext %lld", &v) == 1) {
-      if (next >= TF_MAX) return 2;
+      if (next >= capExt) exts = grow(exts, &capExt, sizeof *exts);
       exts[next++] = v;
       continue;
     }
     int isIn = strncmp(line, "in ", 3) == 0, isOut = strncmp(line, "out ", 4) == 0;
     if (!isIn && !isOut) continue;
-    if (nbuf >= TF_MAX) return 2;
+    if (nbuf >= capBuf) bufs = grow(bufs, &capBuf, sizeof *bufs);
+    if (nbuf >= capReg) regions = grow(regions, &capReg, sizeof *regions);
     const char *rest = line + (isIn ? 3 : 4);
     if (sscanf(rest, "%lld %lld %n", &v, &o, &off) != 2 || v < 0 || o < 0) {
       fprintf(stderr, "error: bad manifest line '%s'\n", line);
