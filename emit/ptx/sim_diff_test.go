@@ -296,6 +296,13 @@ func.func @roll_rows(%x: tensor<?x12xf32>) -> tensor<?x12xf32> {
   %y = graph.roll %x {shift = -3} : tensor<?x12xf32>
   return %y : tensor<?x12xf32>
 }
+func.func @roll_bcast(%a: tensor<3x2x8xf32>, %b: tensor<2x8xf32>, %c: tensor<3x1x8xf32>) -> tensor<3x2x8xf32> {
+  %r = graph.roll %b {shift = -2} : tensor<2x8xf32>
+  %s = graph.roll %c {shift = 3} : tensor<3x1x8xf32>
+  %m = graph.min %a, %r : (tensor<3x2x8xf32>, tensor<2x8xf32>) -> tensor<3x2x8xf32>
+  %y = graph.add %m, %s : (tensor<3x2x8xf32>, tensor<3x1x8xf32>) -> tensor<3x2x8xf32>
+  return %y : tensor<3x2x8xf32>
+}
 func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) {
   return %a, %a : tensor<?x4xf32>, tensor<?x4xf32>
 }
@@ -305,6 +312,7 @@ func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>
 		{fn: "concat", shapes: [][]int64{{5, 3}, {5, 5}}},
 		{fn: "rope", shapes: [][]int64{{2, 4, 8, 16}, {2, 1, 8, 16}, {2, 1, 8, 16}, {16}}},
 		{fn: "roll_rows", shapes: [][]int64{{7, 12}}},
+		{fn: "roll_bcast", shapes: [][]int64{{3, 2, 8}, {2, 8}, {3, 1, 8}}},
 		{fn: "slice", shapes: [][]int64{{9, 12}}},
 		{fn: "reshape", shapes: [][]int64{{7, 6}}},
 		{fn: "bcast", shapes: [][]int64{{1, 5}}},
