@@ -587,9 +587,9 @@ func (e *emitter) quantizeCore(x *ir.Value, p *quantParam, resultType ir.TensorT
 	if k.IsFloat() {
 		// f8: x / scale + zero_point saturated to the finite range, then
 		// one rounding by the cast; NaN stays NaN through clamp and cast.
-		if p.hasZero() {
-			q = e.add(q, p.zero(e, ck))
-		}
+		// The zero point is added even when it is 0: -0 + 0 is +0, as the
+		// reference computes it (found by FuzzPipeline).
+		q = e.add(q, p.zero(e, ck))
 		lim := numeric.MaxFinite(k)
 		return builtValue(graph.BuildCast(e.b, e.loc, e.clamp(q, -lim, lim), resultType))
 	}
