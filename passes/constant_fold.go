@@ -1,7 +1,10 @@
 package passes
 
 import (
+	"math"
+
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/ir/numeric"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -28,6 +31,9 @@ var constantFold = ir.PatternFunc("ConstantFold", "", func(op *ir.Operation, rw 
 			return false
 		}
 		inputs[i], inTypes[i] = t, v.Type()
+	}
+	if uncheckedCastOutOfRange(op, inputs) {
+		return false
 	}
 	outTypes := make([]ir.Type, op.NumResults())
 	for i, r := range op.Results() {
@@ -62,6 +68,28 @@ var constantFold = ir.PatternFunc("ConstantFold", "", func(op *ir.Operation, rw 
 	rw.ReplaceOp(op, repl)
 	return true
 })
+
+// uncheckedCastOutOfRange reports whether op is a float-to-integer
+// graph.cast of a value it does not hold (NaN, or past the range): what
+// such a cast gives is the target's, until legalize-numerics makes it
+// saturating, so folding it would bake one target's answer in.
+func uncheckedCastOutOfRange(op *ir.Operation, inputs []*eval.Tensor) bool {
+	if op.Name() != "graph.cast" || len(inputs) != 1 {
+		return false
+	}
+	in, ok1 := ir.ElemOf(op.Operand(0).Type())
+	out, ok2 := ir.ElemOf(op.Result(0).Type())
+	if !ok1 || !ok2 || !in.Kind.IsFloat() || !out.Kind.IsInt() {
+		return false
+	}
+	for _, v := range inputs[0].Data {
+		t := math.Trunc(v)
+		if math.IsNaN(v) || numeric.SaturateInt(t, out.Kind) != t {
+			return true
+		}
+	}
+	return false
+}
 
 // constantTensor returns the value of a graph.constant operand.
 func constantTensor(v *ir.Value) (*eval.Tensor, bool) {
