@@ -4,8 +4,8 @@ import (
 	"math"
 
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
-	"github.com/tensorforge/tensorforge/ir/numeric"
 	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
 )
 
 // maxFoldElements bounds the size of a constant the canonicalizer creates:
