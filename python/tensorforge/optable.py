@@ -80,11 +80,9 @@ def _promote(operands):
     dt = tensors[0]
     for t in tensors[1:]:
         dt = torch.promote_types(dt, t)
-    for s in scalars:
-        if isinstance(s, float) and dt not in FLOATS:
-            dt = torch.get_default_dtype()
-        elif isinstance(s, bool) or isinstance(s, int):
-            pass
+    # a Python float makes an integer result float; ints and bools change nothing
+    if any(isinstance(s, float) for s in scalars) and dt not in FLOATS:
+        dt = torch.get_default_dtype()
     return dt
 
 
