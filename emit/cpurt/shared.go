@@ -2,6 +2,7 @@ package cpurt
 
 import (
 	"fmt"
+	"github.com/tensorforge/tensorforge/dialects/graph/eval"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -278,7 +279,7 @@ func (p *Program) cPrototype() string {
 			role, qual = "output", ""
 		}
 		params = append(params, fmt.Sprintf("%s%s *%s", qual, ct, cname))
-		comments = append(comments, fmt.Sprintf(" *   %-10s %s %s, %s", cname, role, shapeText(m.Shape), m.Elem.Kind))
+		comments = append(comments, fmt.Sprintf(" *   %-10s %s %s, %s", cname, role, eval.FormatShape(m.Shape), m.Elem.Kind))
 		for d, n := range m.Shape {
 			if n == ir.Dynamic {
 				en := uniq(fmt.Sprintf("%s_d%d", cname, d))
@@ -297,19 +298,4 @@ func (p *Program) cPrototype() string {
 	fmt.Fprintf(&b, "void %s(%s);\n", name, strings.Join(append(params, extParams...), ", "))
 	fmt.Fprintf(&b, "void %s%s(void *const *buffers, const int64_t *extents);\n", EntryPrefix, name)
 	return b.String()
-}
-
-func shapeText(shape []int64) string {
-	if len(shape) == 0 {
-		return "scalar"
-	}
-	parts := make([]string, len(shape))
-	for i, d := range shape {
-		if d == ir.Dynamic {
-			parts[i] = "?"
-		} else {
-			parts[i] = fmt.Sprint(d)
-		}
-	}
-	return strings.Join(parts, "x")
 }
