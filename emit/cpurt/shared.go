@@ -2,12 +2,12 @@ package cpurt
 
 import (
 	"fmt"
-	"github.com/tensorforge/tensorforge/dialects/graph/eval"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/tensorforge/tensorforge/dialects/graph/eval"
 	llvmemit "github.com/tensorforge/tensorforge/emit/llvm"
 	"github.com/tensorforge/tensorforge/ir"
 )
