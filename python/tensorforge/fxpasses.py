@@ -8,6 +8,8 @@ Where nothing reads the old cache after the update, the pair is the
 in-place update it came from: ``index_copy_`` into the cache, no copy.
 """
 
+import contextlib
+
 import torch
 
 aten = torch.ops.aten
@@ -98,6 +100,15 @@ def _meta(node):
     return tm if hasattr(tm, "shape") and hasattr(tm, "dtype") else None
 
 
+def _real_tensors():
+    """A context in which new tensors are real even under an active fake mode."""
+    try:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+    except ImportError:  # torch 1.x: make_fx traces without an ambient fake mode
+        return contextlib.nullcontext()
+    return unset_fake_temporarily()
+
+
 def rotate_half_as_roll(gm):
     """``cat(-x[..., h:], x[..., :h])`` (transformers' rotate_half) as ``roll(x, h) * sign``.
 
@@ -138,8 +149,11 @@ def rotate_half_as_roll(gm):
             continue
         name = "_tf_rotate_half_sign_%d_%s" % (n, str(val.dtype).replace("torch.", ""))
         if not hasattr(gm, name):
-            sign = torch.cat([-torch.ones(h, dtype=val.dtype), torch.ones(h, dtype=val.dtype)])
-            sign = sign.to(getattr(xval, "device", None) or "cpu")
+            # AOTAutograd calls the compiler with its fake mode active: a
+            # tensor made here would be fake, and the buffer must be real.
+            with _real_tensors():
+                sign = torch.cat([-torch.ones(h, dtype=val.dtype), torch.ones(h, dtype=val.dtype)])
+                sign = sign.to(getattr(xval, "device", None) or "cpu")
             gm.register_buffer(name, sign)
         sign_node = signs.get(name)
         if sign_node is None:
