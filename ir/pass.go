@@ -166,6 +166,11 @@ type PassContext struct {
 	Target *target.Target
 	// Remarks holds the enabled remark categories (`--remarks=fusion,numerics`).
 	Remarks map[string]bool
+	// ExactRounding asks for op-by-op rounding of f16, bf16 and f8 values
+	// inside fused kernels (`tfc --exact-rounding`), where by default they
+	// stay f32 between ops; passes with their own option take it as its
+	// default.
+	ExactRounding bool
 }
 
 // Remark emits a remark of a category if that category is enabled.

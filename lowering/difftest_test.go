@@ -24,9 +24,16 @@ import (
 // its lowering in the loop interpreter on the same inputs and compare the
 // results, element by element.
 //
+// The graph-level passes of a case's pipeline (those before
+// lower-to-loops) run first, and the graph interpreter evaluates their
+// result, so that only lowering's own differences count. Every case runs
+// in both rounding modes: the default (f16, bf16 and f8 values stay f32
+// between the ops of a fused kernel) and exact rounding, the graph
+// interpreter in the same mode as the lowering.
+//
 // The bound: element-wise kernels compute exactly what the graph
-// interpreter computes (every op rounded to its type in the same order),
-// so they agree to the bit (0 ULP). Row reductions sum W lanes separately
+// interpreter computes (every op rounded, in the mode's way, in the same
+// order), so they agree to the bit (0 ULP). Row reductions sum W lanes separately
 // and then across lanes, so a sum differs from the sequential one by a few
 // roundings: a result is accepted within sumULPs ULPs of its type (per
 // 1024 elements of the longest row), or within as many ULPs of the largest
@@ -78,6 +85,12 @@ func lowerText(t *testing.T, src, pipeline, tgt string) ir.Module {
 
 func runPipeline(t *testing.T, m ir.Module, pipeline, tgt string) {
 	t.Helper()
+	runPipelineMode(t, m, pipeline, tgt, false)
+}
+
+// runPipelineMode is runPipeline, with exact rounding or not.
+func runPipelineMode(t *testing.T, m ir.Module, pipeline, tgt string, exact bool) {
+	t.Helper()
 	if pipeline == "" {
 		pipeline = "lower-to-loops,sram-alloc"
 	}
@@ -88,7 +101,7 @@ func runPipeline(t *testing.T, m ir.Module, pipeline, tgt string) {
 	require.NoError(t, err)
 	p, err := ir.ParsePipeline(pipeline)
 	require.NoError(t, err)
-	ctx := &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg}
+	ctx := &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg, ExactRounding: exact}
 	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
 	err = pm.Run(m, ctx)
 	if ie, ok := err.(*ir.InternalError); ok {
@@ -104,12 +117,53 @@ func runDiff(t *testing.T, c diffCase) {
 	runDiffOn(t, c, !c.noExtreme)
 }
 
-// runDiffOn is runDiff, with extreme inputs or not.
+// splitAtLowering splits a pipeline into its graph-level passes (before
+// lower-to-loops) and the rest.
+func splitAtLowering(t *testing.T, pipeline string) (graphPart, rest string) {
+	t.Helper()
+	if pipeline == "" {
+		pipeline = "lower-to-loops,sram-alloc"
+	}
+	p, err := ir.ParsePipeline(pipeline)
+	require.NoError(t, err)
+	var g, r []string
+	for _, e := range p {
+		if e.Info.Name == "lower-to-loops" || len(r) > 0 {
+			r = append(r, e.Spec())
+		} else {
+			g = append(g, e.Spec())
+		}
+	}
+	return strings.Join(g, ","), strings.Join(r, ",")
+}
+
+// runDiffOn is runDiff, with extreme inputs or not, in both rounding modes.
 func runDiffOn(t *testing.T, c diffCase, extreme bool) {
 	t.Helper()
+	for _, exact := range []bool{false, true} {
+		runDiffMode(t, c, extreme, exact)
+	}
+}
+
+// runDiffMode is runDiffOn in one rounding mode.
+func runDiffMode(t *testing.T, c diffCase, extreme, exactRounding bool) {
+	t.Helper()
+	graphPart, rest := splitAtLowering(t, c.pipeline)
 	graphMod, err := parser.Parse("input.tir", c.src)
 	require.NoError(t, err)
-	lowered := lowerText(t, c.src, c.pipeline, c.target)
+	require.NoError(t, ir.Verify(graphMod.Operation))
+	if graphPart != "" {
+		runPipelineMode(t, graphMod, graphPart, c.target, exactRounding)
+	}
+	lowered, err := parser.Parse("input.tir", ir.Print(graphMod.Operation, ir.PrintOptions{}))
+	require.NoError(t, err)
+	if rest != "" {
+		runPipelineMode(t, lowered, rest, c.target, exactRounding)
+	}
+	mode := "default rounding"
+	if exactRounding {
+		mode = "exact rounding"
+	}
 	dyn := c.dyn
 	if dyn == 0 {
 		dyn = 5
@@ -131,7 +185,7 @@ func runDiffOn(t *testing.T, c diffCase, extreme bool) {
 			inputSets = append(inputSets, in)
 		}
 		for i, in := range inputSets {
-			want, err := geval.Run(fn, cloneTensors(in), geval.Options{})
+			want, err := geval.Run(fn, cloneTensors(in), geval.Options{ExactRounding: exactRounding})
 			if err != nil && c.unfitOK {
 				continue
 			}
@@ -140,7 +194,7 @@ func runDiffOn(t *testing.T, c diffCase, extreme bool) {
 			require.NoError(t, err, "loop interpreter, @%s input set %d\n%s", fn.SymName(), i, ir.Print(lowered.Operation, ir.PrintOptions{}))
 			require.Len(t, got, len(want))
 			for r := range want {
-				compareTensors(t, fmt.Sprintf("%s: @%s result %d, input set %d", c.name, fn.SymName(), r, i), want[r], got[r], c.exact, bound)
+				compareTensors(t, fmt.Sprintf("%s (%s): @%s result %d, input set %d", c.name, mode, fn.SymName(), r, i), want[r], got[r], c.exact, bound)
 			}
 		}
 	}
@@ -192,7 +246,7 @@ func ulpAt(x float64, k ir.ElemKind) float64 {
 	if k == ir.F64 {
 		return up - x
 	}
-	for s := x * 1e-9; ; s *= 2 {
+	for s := max(x*1e-9, math.SmallestNonzeroFloat64); ; s *= 2 {
 		if r := numeric.RoundTo(x+s, k); r != numeric.RoundTo(x, k) {
 			return r - numeric.RoundTo(x, k)
 		}

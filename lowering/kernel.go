@@ -19,6 +19,8 @@ import (
 // kernelBuilder builds the body of one loop.kernel.
 type kernelBuilder struct {
 	target *target.Target
+	// exact rounds every op's result to its element type (Options.ExactRounding).
+	exact  bool
 	loc    ir.Location
 	kernel *ir.Operation
 	// kb appends to the kernel body; cb creates constants, before the grid

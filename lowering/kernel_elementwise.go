@@ -163,7 +163,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 					ev.cached[v] = ev.cached[w]
 					continue
 				}
-				buf := must(loop.BuildAlloc(b, k.loc, ir.MemRefType{Shape: []int64{c}, Elem: elemOf(v), Space: ir.SRAM})).Output()
+				buf := must(loop.BuildAlloc(b, k.loc, ir.MemRefType{Shape: []int64{c}, Elem: ev.heldElem(v), Space: ir.SRAM})).Output()
 				buf.Name = "row"
 				ev.cached[v] = buf
 			}
@@ -193,7 +193,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 					kept[j] = s.get(v)
 				}
 				for j, v := range keeps[p] {
-					must(loop.BuildStore(s.b, k.loc, kept[j], ev.cached[v], []*ir.Value{s.col}))
+					must(loop.BuildStore(s.b, k.loc, s.cast(kept[j], ev.heldElem(v)), ev.cached[v], []*ir.Value{s.col}))
 				}
 				return next
 			})
@@ -204,7 +204,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 				if lanes > 0 {
 					total = must(loop.BuildReduce(b, k.loc, acc, combine[j])).Output()
 				}
-				row.vals[red.Result(0)] = row.cast(total, elemOf(red.Result(0)))
+				row.vals[red.Result(0)] = row.cast(total, ev.hold(elemOf(red.Result(0)), accElems[j]))
 			}
 		}
 		for i, y := range outs {
@@ -277,7 +277,7 @@ func (ev *evaluator) planKeptRows(reductions [][]*ir.Operation, stores [][]int, 
 	for q := range keeps {
 		for _, v := range keeps[q] {
 			for _, w := range all {
-				if !taken[w] && lastRead[w] == q && ir.TypeEqual(elemOf(w), elemOf(v)) {
+				if !taken[w] && lastRead[w] == q && ir.TypeEqual(ev.heldElem(w), ev.heldElem(v)) {
 					taken[w] = true
 					inPlace[v] = w
 					break

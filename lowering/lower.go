@@ -36,22 +36,43 @@ func init() {
 	ir.RegisterPass(&ir.PassInfo{
 		Name: "lower-to-loops", Title: "LowerToLoops",
 		Summary: "lower graph.fused kernels (and every op left alone) to loop.kernel + loop.launch over dram buffers",
-		New: func(ir.PassOptions) (ir.Pass, error) {
+		Options: []ir.PassOption{{Name: "exact-rounding", Kind: ir.OptBool, Default: "false",
+			Help: "round every op's f16/bf16/f8 result to its type, as op-by-op evaluation does (default: keep values between fused ops in f32; also set by tfc --exact-rounding)"}},
+		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
 				var t *target.Target
+				var o Options
 				if ctx != nil {
 					t = ctx.Target
+					o.ExactRounding = ctx.ExactRounding
 				}
-				return LowerToLoops(m, t)
+				if opts.IsSet("exact-rounding") {
+					o.ExactRounding = opts.Bool("exact-rounding")
+				}
+				return LowerToLoopsWith(m, t, o)
 			}), nil
 		},
 	})
 }
 
+// Options are the choices of lower-to-loops.
+type Options struct {
+	// ExactRounding rounds the result of every op of a fused kernel to its
+	// element type, so that the kernel matches op-by-op evaluation bit for
+	// bit. By default an f16, bf16 or f8 value computed in f32 stays f32
+	// until it is written to memory or cast explicitly (graph.cast).
+	ExactRounding bool
+}
+
 // LowerToLoops lowers every graph-level function of m (one whose
-// arguments are tensors) for target t (the cpu target when nil). Functions
-// already on buffers are left as they are.
+// arguments are tensors) for target t (the cpu target when nil), with the
+// default options. Functions already on buffers are left as they are.
 func LowerToLoops(m ir.Module, t *target.Target) error {
+	return LowerToLoopsWith(m, t, Options{})
+}
+
+// LowerToLoopsWith is LowerToLoops with options.
+func LowerToLoopsWith(m ir.Module, t *target.Target, opts Options) error {
 	if t == nil {
 		var err error
 		if t, err = target.Lookup("cpu"); err != nil {
@@ -70,7 +91,7 @@ func LowerToLoops(m ir.Module, t *target.Target) error {
 			continue
 		}
 		unsupported := checkLowerable(f)
-		l := &funcLowering{target: t, module: m, fn: f, kernelNames: names}
+		l := &funcLowering{target: t, opts: opts, module: m, fn: f, kernelNames: names}
 		if err := l.run(); err != nil {
 			if unsupported != nil {
 				return unsupported
@@ -116,6 +137,7 @@ func must[T any](v T, err error) T {
 // funcLowering holds the state of lowering one function.
 type funcLowering struct {
 	target      *target.Target
+	opts        Options
 	module      ir.Module
 	fn          ir.Func
 	kernelNames map[string]bool
@@ -459,6 +481,7 @@ func (l *funcLowering) launch(loc ir.Location, kind string, inputs, outputs []*i
 	}
 	k := must(loop.BuildKernel(mb, loc, name, kind, inTypes, outTypes, func(bb *ir.Builder, args []*ir.Value) error {
 		kb := newKernelBuilder(l.target, loc, bb, args, len(inputs), len(outputs))
+		kb.exact = l.opts.ExactRounding
 		nameArgs(args, append(slices.Clone(inputs), outputs...))
 		return build(kb)
 	}))

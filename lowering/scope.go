@@ -20,11 +20,14 @@ import (
 //     broadcasts the row scope's values it needs.
 //
 // Values are computed on demand, so a loop computes exactly what its
-// stores and reductions need. Every graph value is held in its element
-// type (a bf16 value as vector<8xbf16>); an op casts its operands to the
-// type it computes in (f32, or f64 when f64 is involved, or the integer
-// type itself) and its result back, which is what the graph dialect's
-// "computed in f32, rounded when stored" means between any two ops.
+// stores and reductions need. An op casts its operands to the type it
+// computes in (f32, or f64 when f64 is involved, or the integer type
+// itself). Its result is held in the type evaluator.hold gives: by default
+// an f16, bf16 or f8 result computed in f32 stays f32 (vector<8xf32>) and
+// is rounded only where it is stored to a kernel result or cast by a
+// graph.cast; with Options.ExactRounding every result is cast back to its
+// element type (a bf16 value as vector<8xbf16>), which rounds between any
+// two ops as op-by-op evaluation does.
 
 // indexKind says how one dimension of a buffer is indexed at a point
 // (row, column) of the iteration space.
@@ -240,6 +243,37 @@ func elemOf(v *ir.Value) ir.ElemType {
 	return e
 }
 
+// narrowFloat reports whether k is a float type computed in f32 and
+// rounded to k: f16, bf16 and the f8 types.
+func narrowFloat(k ir.ElemKind) bool { return k.IsFloat() && k != ir.F32 && k != ir.F64 }
+
+// hold is the element type an op's result of element type res, computed
+// in ce, is held in between ops: ce (f32) for a narrow float by default,
+// res itself in exact-rounding mode and for every other type.
+func (ev *evaluator) hold(res, ce ir.ElemType) ir.ElemType {
+	if !ev.k.exact && narrowFloat(res.Kind) && ce.Kind == ir.F32 {
+		return ce
+	}
+	return res
+}
+
+// heldElem is the element type body value v is held in (what hold gives
+// its defining op): arguments, constants and rolled arguments as loaded,
+// graph.cast results in the cast's type, and an op that yields a narrow
+// float computes it in f32.
+func (ev *evaluator) heldElem(v *ir.Value) ir.ElemType {
+	e := elemOf(v)
+	op := v.DefiningOp()
+	if op == nil {
+		return e
+	}
+	switch op.Name() {
+	case graph.OpCast, graph.OpConstant, graph.OpRoll:
+		return e
+	}
+	return ev.hold(e, ir.F32Type)
+}
+
 // get returns body value v in scope s, computing it if needed.
 func (s *scope) get(v *ir.Value) *ir.Value {
 	if x, ok := s.vals[v]; ok {
@@ -259,7 +293,7 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	case s.parent != nil && !ev.varying[v]:
 		x = s.broadcast(s.parent.get(v))
 	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil:
-		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(elemOf(v)))).Output()
+		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(ev.heldElem(v)))).Output()
 	case v.IsBlockArg():
 		x = s.load(v)
 	case isRowReduction(op) && !ev.varying[op.Operand(0)]:
@@ -379,8 +413,10 @@ func rollWidth(w int64, ops []*ir.Operation) int64 {
 	return w
 }
 
-// store writes x (of this scope's shape) to output buffer buf.
+// store writes x (of this scope's shape) to output buffer buf, rounding
+// it to the buffer's element type.
 func (s *scope) store(x, buf *ir.Value) {
+	x = s.cast(x, buf.Type().(ir.MemRefType).Elem)
 	must(loop.BuildStore(s.b, s.ev.k.loc, x, buf, s.indices(buf)))
 }
 
@@ -457,7 +493,10 @@ func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
 	case graph.OpCast:
 		return s.cast(args[0], res)
 	case graph.OpSelect:
-		return must(loop.BuildSelect(s.b, s.ev.k.loc, args[0], args[1], args[2])).Output()
+		// the branches in one type: both as held, f32 if either is
+		h := s.ev.hold(res, computeElem(elemOf(args[1]), elemOf(args[2]), res))
+		a, b := s.compute(args[1], h), s.compute(args[2], h)
+		return must(loop.BuildSelect(s.b, s.ev.k.loc, args[0], a, b)).Output()
 	case graph.OpCmp:
 		ce := computeElem(elemOf(args[0]), elemOf(args[1]))
 		a, b := s.compute(args[0], ce), s.compute(args[1], ce)
@@ -472,7 +511,7 @@ func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
 		}
 		x = s.op(loop.OpMax, []*ir.Value{x, s.ev.k.constant(x.Type(), lo)}, x.Type(), nil)
 		x = s.op(loop.OpMin, []*ir.Value{x, s.ev.k.constant(x.Type(), hi)}, x.Type(), nil)
-		return s.cast(x, res)
+		return s.cast(x, s.ev.hold(res, ce))
 	}
 	name, ok := elementwiseOps[op.Name()]
 	if !ok {
@@ -493,7 +532,7 @@ func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
 			attrs.Set("approximate", ir.StringAttr(a))
 		}
 	}
-	return s.cast(s.op(name, cargs, cargs[0].Type(), attrs), res)
+	return s.cast(s.op(name, cargs, cargs[0].Type(), attrs), s.ev.hold(res, ce))
 }
 
 // reduceOne reduces one element x as a reduction from its identity does:
@@ -505,7 +544,7 @@ func (s *scope) reduceOne(op *ir.Operation, x *ir.Value) *ir.Value {
 	ce := computeElem(elemOf(x), res)
 	x = s.compute(x, ce)
 	id := s.ev.k.constant(x.Type(), identity(kind, ce))
-	return s.cast(s.op(combineOp(kind), []*ir.Value{id, x}, x.Type(), nil), res)
+	return s.cast(s.op(combineOp(kind), []*ir.Value{id, x}, x.Type(), nil), s.ev.hold(res, ce))
 }
 
 // identity is the start value of a reduction of kind over element e.

@@ -159,9 +159,9 @@ func fzCompare(t *testing.T, fb, fa ir.Func, bound float64) float64 {
 			require.NoError(t, err)
 			inA, err := inputs[kind](fa)
 			require.NoError(t, err)
-			want, err := eval.Run(fb, inB, eval.Options{})
+			want, err := eval.Run(fb, inB, eval.Options{ExactRounding: true})
 			require.NoError(t, err)
-			got, err := eval.Run(fa, inA, eval.Options{})
+			got, err := eval.Run(fa, inA, eval.Options{ExactRounding: true})
 			require.NoError(t, err, ir.Print(fa.Operation, ir.PrintOptions{}))
 			require.Equal(t, len(want), len(got))
 			for r := range want {

@@ -291,7 +291,7 @@ func interpretCommand(args []string, sio *stdio) int {
 		printDiagnostics(sio.err, nil, []*ir.Diagnostic{d})
 		return exitFailure
 	}
-	results, err := interpretFunc(m, fn, inputs, f64)
+	results, err := interpretFunc(m, fn, inputs, f64, o.exactRounding)
 	if err != nil {
 		sm := &ir.SourceManager{}
 		sm.AddFile(x.file, x.src)

@@ -82,7 +82,7 @@ func runCommand(args []string, sio *stdio) int {
 		printDiagnostics(sio.err, sm, ir.AsDiagnostics(err))
 		return exitFailure
 	}
-	if err := lowerForCPU(m, c.target); err != nil {
+	if err := lowerForCPU(m, c.target, c.opts.exactRounding); err != nil {
 		return fail(err)
 	}
 	p, err := cpurt.CompileWith(m, x.fn.SymName(), cpurt.Options{Toolchain: tc})

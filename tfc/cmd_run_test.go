@@ -178,10 +178,10 @@ func TestLowerForCPU(t *testing.T) {
 	require.False(t, isLowered(m))
 	tg, err := target.Lookup("cpu")
 	require.NoError(t, err)
-	require.NoError(t, lowerForCPU(m, tg))
+	require.NoError(t, lowerForCPU(m, tg, false))
 	require.True(t, isLowered(m))
 	before := ir.Print(m.Operation, ir.PrintOptions{})
-	require.NoError(t, lowerForCPU(m, tg))
+	require.NoError(t, lowerForCPU(m, tg, false))
 	assert.Equal(t, before, ir.Print(m.Operation, ir.PrintOptions{}))
 }
 

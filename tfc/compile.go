@@ -49,6 +49,7 @@ type compileOptions struct {
 	debugInfo         bool
 	remarks           []string
 	crashReproducer   string
+	exactRounding     bool
 	// defaultLevel, set by a command rather than a flag, names the -O level
 	// run when the command line names no pass, pipeline or level (`tfc run`
 	// compiles with O2); "" leaves the choice to the emitter.
@@ -91,6 +92,7 @@ func (o *compileOptions) register(fs *flagSet) {
 	fs.boolVar(&o.verifyDiagnostics, "verify-diagnostics", "check the diagnostics against '// expected-error {{...}}' comments")
 	fs.boolVar(&o.generic, "print-op-generic", "print every op in the generic form")
 	fs.boolVar(&o.debugInfo, "print-debuginfo", "print the location of every op: loc(\"file.tir\":3:5)")
+	fs.boolVar(&o.exactRounding, "exact-rounding", "round every f16/bf16/f8 result inside a fused kernel to its type, matching op-by-op evaluation bit for bit (default: values stay f32 between fused ops and round where stored or cast)")
 	fs.listVar(&o.remarks, "remarks", "KINDS", "report remarks of these kinds: "+strings.Join(remarkKinds, ", "))
 	fs.stringVar(&o.crashReproducer, "crash-reproducer", "FILE", "when a pass fails or crashes, write the IR before it and the pipeline to FILE")
 	fs.dynamic = func(name string) *flagDef {
@@ -244,7 +246,7 @@ func (c *compiler) compile(file, text string, firstLine int) compileResult {
 		return compileResult{Diags: ir.AsDiagnostics(err)}
 	}
 	diags := &ir.Diagnostics{}
-	ctx := &ir.PassContext{Diags: diags, Target: c.target, Remarks: c.remarks}
+	ctx := &ir.PassContext{Diags: diags, Target: c.target, Remarks: c.remarks, ExactRounding: c.opts.exactRounding}
 	before, after := passSet(c.opts.printBefore), passSet(c.opts.printAfter)
 	pipeline, timer := c.pipeline, (*passTimer)(nil)
 	if c.opts.timing {
@@ -320,7 +322,8 @@ func (c *compiler) emit(m ir.Module, part int) (string, []*ir.Diagnostic, *emitI
 	if c.opts.crashReproducer != "" {
 		before = ir.Print(m.Operation, ir.PrintOptions{})
 	}
-	req := &emitRequest{Module: m, Target: c.target, Print: c.printOptions(), Out: &buf, OutPath: c.partOutput(part), Diags: diags}
+	req := &emitRequest{Module: m, Target: c.target, Print: c.printOptions(), Out: &buf, OutPath: c.partOutput(part), Diags: diags,
+		ExactRounding: c.opts.exactRounding}
 	if err := c.emitter.emit(req); err != nil {
 		if ie := (*ir.InternalError)(nil); errors.As(err, &ie) {
 			return "", nil, &emitInternalError{ie: ie, before: before}

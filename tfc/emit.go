@@ -27,6 +27,9 @@ type emitRequest struct {
 	OutPath string
 	// Diags receives located problems (an op the emitter cannot handle).
 	Diags *ir.Diagnostics
+	// ExactRounding is `--exact-rounding`, for the lowering an emitter runs
+	// when the pipeline did not.
+	ExactRounding bool
 }
 
 // emitter produces one `--emit` kind. Each lives in its own emit_*.go file

@@ -18,7 +18,7 @@ func init() {
 		summary:      "LLVM 14 IR for the host CPU: a function per kernel (row range), per kernel grid and per function",
 		defaultLevel: "O2",
 		emit: func(req *emitRequest) error {
-			if err := lowerForCPU(req.Module, req.Target); err != nil {
+			if err := lowerForCPU(req.Module, req.Target, req.ExactRounding); err != nil {
 				return err
 			}
 			text, err := llvmemit.EmitText(req.Module, llvmemit.Options{})
@@ -58,7 +58,7 @@ func isLowered(m ir.Module) bool {
 // lowerForCPU lowers m to the loop dialect with cpuLoweringTail when the
 // pipeline has not: `tfc --emit=llvm` and `tfc run` then work with any
 // pipeline, -O0 and plain `--pass-pipeline=canonicalize` included.
-func lowerForCPU(m ir.Module, t *target.Target) error {
+func lowerForCPU(m ir.Module, t *target.Target, exactRounding bool) error {
 	if isLowered(m) {
 		return nil
 	}
@@ -68,7 +68,7 @@ func lowerForCPU(m ir.Module, t *target.Target) error {
 	}
 	diags := &ir.Diagnostics{}
 	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
-	if err := pm.Run(m, &ir.PassContext{Diags: diags, Target: t}); err != nil {
+	if err := pm.Run(m, &ir.PassContext{Diags: diags, Target: t, ExactRounding: exactRounding}); err != nil {
 		if errs := errorDiags(diags.List); len(errs) > 0 {
 			return ir.ErrorList(errs)
 		}

@@ -41,7 +41,7 @@ func init() {
 				}
 				return ir.Errorf(ir.Location{}, "--emit=metal generates Metal kernels; it needs a Metal target (--target=m3-max), not '%s'", name)
 			}
-			if err := lowerForCPU(req.Module, t); err != nil {
+			if err := lowerForCPU(req.Module, t, req.ExactRounding); err != nil {
 				return err
 			}
 			if err := planSRAM(req.Module, t); err != nil {

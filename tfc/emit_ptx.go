@@ -38,7 +38,7 @@ func init() {
 				}
 				t = h200
 			}
-			if err := lowerForCPU(req.Module, t); err != nil {
+			if err := lowerForCPU(req.Module, t, req.ExactRounding); err != nil {
 				return err
 			}
 			_, err := ptx.WriteDir(req.Module, req.OutPath)

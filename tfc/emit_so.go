@@ -35,7 +35,7 @@ func emitSharedLibrary(req *emitRequest) error {
 	if t := req.Target; t != nil && t.Family != target.CPU {
 		return ir.Errorf(ir.Location{}, "--emit=so builds for the host CPU, not target '%s' (name --target=cpu)", t.Name)
 	}
-	if err := lowerForCPU(req.Module, req.Target); err != nil {
+	if err := lowerForCPU(req.Module, req.Target, req.ExactRounding); err != nil {
 		return err
 	}
 	header, err := cpurt.SharedHeader(req.Module, filepath.Base(req.OutPath))

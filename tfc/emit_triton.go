@@ -20,7 +20,7 @@ func init() {
 			}
 			// a pipeline that stopped at the graph level (-O2, -O0) is
 			// lowered the way the CPU backend lowers it
-			if err := lowerForCPU(req.Module, req.Target); err != nil {
+			if err := lowerForCPU(req.Module, req.Target, req.ExactRounding); err != nil {
 				return err
 			}
 			source := ""

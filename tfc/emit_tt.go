@@ -31,7 +31,7 @@ func init() {
 				}
 				return ir.Errorf(ir.Location{}, "--emit=tt generates tt-metal kernels; it needs a Tenstorrent target (--target=blackhole-p150 or --target=wormhole-n300), not '%s'", name)
 			}
-			if err := lowerForCPU(req.Module, req.Target); err != nil {
+			if err := lowerForCPU(req.Module, req.Target, req.ExactRounding); err != nil {
 				return err
 			}
 			_, err := tt.WriteDir(req.Module, req.OutPath, tt.Options{Target: req.Target})

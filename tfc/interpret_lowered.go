@@ -14,9 +14,9 @@ import (
 // (dialects/loop/eval), which allocates those outputs and returns them as
 // the results: `tfc interpret -O2` evaluates the kernels the backends are
 // given.
-func interpretFunc(m ir.Module, fn ir.Func, inputs []*eval.Tensor, f64 bool) ([]*eval.Tensor, error) {
+func interpretFunc(m ir.Module, fn ir.Func, inputs []*eval.Tensor, f64, exactRounding bool) ([]*eval.Tensor, error) {
 	if fn.Attr("num_results") == nil {
-		return eval.Run(fn, inputs, eval.Options{F64: f64})
+		return eval.Run(fn, inputs, eval.Options{F64: f64, ExactRounding: exactRounding})
 	}
 	if f64 {
 		return nil, ir.Errorf(fn.Loc, "--f64 evaluates graph-level functions only, and the pipeline lowered @%s to loops: drop --f64 or the lowering", fn.SymName())

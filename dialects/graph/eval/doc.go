@@ -16,6 +16,10 @@
 // the result's element type when storing it (round to nearest even; f16,
 // bf16 and f8 via numeric.RoundTo): this is what a device kernel computing
 // in f32 produces. Ops with an f64 operand or result compute in float64.
+// Inside a graph.fused body an f16, bf16 or f8 result is held in f32
+// instead, and rounded to its type where the body yields it or a
+// graph.cast converts it, as a fused kernel computes it by default; with
+// Options.ExactRounding it is rounded at every op there too.
 //
 //   - +, -, *, / and sqrt-like steps are IEEE float32 operations (each
 //     float64 result rounded to float32, which is exact for these).

@@ -370,7 +370,7 @@ func evalCast(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) {
 		if k.IsInt() {
 			out.Data[i] = numeric.WrapInt(v, k)
 		} else {
-			out.Data[i] = m.store(v, k)
+			out.Data[i] = m.round(v, k) // an explicit cast rounds in every mode
 		}
 	}
 	return []*Tensor{out}, nil

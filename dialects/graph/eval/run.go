@@ -16,6 +16,18 @@ type Options struct {
 	// (wrapping, saturation), and inputs and constants are still the
 	// values of their element types.
 	F64 bool
+	// ExactRounding rounds every op's result to its element type inside
+	// graph.fused bodies too, as op-by-op evaluation does. By default a
+	// fused body keeps its f16, bf16 and f8 values in f32 between ops and
+	// rounds them only where the fused op yields them (a kernel writing its
+	// results) and at explicit graph.cast ops: what a fused kernel computes
+	// unless lowered with lower-to-loops{exact-rounding=true}.
+	ExactRounding bool
+	// RoundCasts, with F64, still rounds what graph.cast converts to a
+	// narrower float: the reference that rounding modes are measured
+	// against, a float64 evaluation with only inputs, outputs (rounded by
+	// the caller) and explicit casts rounded.
+	RoundCasts bool
 }
 
 // handler evaluates one op on its operand tensors.
@@ -35,6 +47,9 @@ type machine struct {
 	opts Options
 	vals map[*ir.Value]*Tensor
 	cur  *ir.Operation // the op being evaluated, for error locations
+	// fused counts the graph.fused bodies being evaluated: inside one, by
+	// default, narrow floats stay f32 (Options.ExactRounding).
+	fused int
 }
 
 // Run evaluates a func.func on inputs (one per argument, in order) and
@@ -219,12 +234,31 @@ func (m *machine) precOf(op *ir.Operation, args []*Tensor) prec {
 
 // store rounds a computed value to the element kind it is stored as:
 // floats to nearest even (not under Options.F64), integers by wrapping.
+// Inside a fused body an f16, bf16 or f8 value is held in f32 instead,
+// unless Options.ExactRounding is set.
 func (m *machine) store(v float64, k ir.ElemKind) float64 {
 	if m.opts.F64 && k.IsFloat() {
 		return v
 	}
+	if m.fused > 0 && !m.opts.ExactRounding && narrowFloat(k) {
+		return numeric.RoundTo(v, ir.F32)
+	}
 	return numeric.RoundTo(v, k)
 }
+
+// round rounds a value to element kind k where the program asks for it
+// (a graph.cast, a value a fused op yields): always, except for floats
+// under Options.F64.
+func (m *machine) round(v float64, k ir.ElemKind) float64 {
+	if m.opts.F64 && k.IsFloat() && !m.opts.RoundCasts {
+		return v
+	}
+	return numeric.RoundTo(v, k)
+}
+
+// narrowFloat reports whether k is a float kind computed in f32 and
+// rounded to k: f16, bf16 and the f8 kinds.
+func narrowFloat(k ir.ElemKind) bool { return k.IsFloat() && k != ir.F32 && k != ir.F64 }
 
 // resultElem returns the element kind of result i of op.
 func resultElem(op *ir.Operation, i int) (ir.ElemKind, error) {
@@ -378,16 +412,24 @@ func evalFused(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) 
 	for i, a := range b.Args {
 		m.vals[a] = args[i]
 	}
+	m.fused++
 	outs, err := m.runBlock(b, "graph.yield")
+	m.fused--
 	m.cur = op
 	if err != nil {
 		return nil, err
 	}
 	// A yielded block argument is an operand of the fused op: copy it so
-	// the result does not share the operand's storage.
+	// the result does not share the operand's storage. What the body kept
+	// in f32 is rounded as the kernel's store rounds it.
 	res := make([]*Tensor, len(outs))
 	for i, t := range outs {
 		res[i] = t.Clone()
+		if k := res[i].Elem; narrowFloat(k) {
+			for j, v := range res[i].Data {
+				res[i].Data[j] = m.round(v, k)
+			}
+		}
 	}
 	return res, nil
 }

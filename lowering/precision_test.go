@@ -1,0 +1,153 @@
+package lowering
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+	"github.com/tensorforge/tensorforge/parser"
+)
+
+// The two rounding modes against float64. Each example chain, in bf16 and
+// f16, is compiled with -O2's graph passes and lowered in either mode, run
+// in the loop interpreter (what every backend computes, up to the order
+// of row sums), and compared with the float64 evaluation of the program in
+// which only the inputs, the outputs and the explicit graph.casts are
+// rounded (geval.Options{F64: true, RoundCasts: true}). The program is
+// taken after decompose, which writes the rounding of a composite op's
+// result (rmsnorm, softmax, ... round what they return, as a library call
+// does) as a graph.cast.
+//
+// The error of an element is |got - ref| in ULPs of the result type at
+// max(|ref|, scale/256), scale being the largest finite |ref| of the
+// result: an element that cancels to far below the magnitude of its
+// tensor (RoPE's x1 cos - x2 sin) is only known to the absolute error of
+// the terms it is the difference of. A NaN reference must be matched by a
+// NaN and an infinite one by the same infinity, or by NaN where a factor
+// of it underflows in f32 though not in float64 (silu(-88.7) * inf). A
+// finite reference whose result is infinite or NaN overflowed in f32 on the
+// way (1e30 * 1e30 - 1e30 * 1e30 is finite only in float64): such elements
+// are counted and reported, not measured.
+//
+// Bounds: by default (f32 between ops) 1 ULP, the final rounding (0.5) and
+// what f32 arithmetic and row sums add to it; with exact rounding every op
+// rounds, 4 ULPs, except where rounded terms cancel: RoPE's two products
+// are rounded before their difference is taken, which loses up to 256
+// ULPs of a result far below its tensor's scale (64 measured as bound).
+// The default must be at least as accurate as exact rounding on every
+// chain. `go test -run TestRoundingModes -v ./lowering`
+// prints the table.
+
+// precisionChains are the examples measured, with their large extents made
+// small.
+var precisionChains = []string{"add_rmsnorm", "rms_silu_mul", "swiglu", "attention_softmax", "rope"}
+
+var precisionShrink = strings.NewReplacer("32768x", "24x", "4096x", "24x", "x4096x", "x24x", "x8192x", "x256x",
+	"x8192", "x256", "8192x", "256x", "<8192", "<256", "x28672", "x96", "x32x", "x4x", "x8x", "x2x", "4096", "256")
+
+const defaultRoundingULPs = 1.0
+
+// exactRoundingULPs bounds the exact-rounding mode per chain (4 where not
+// named).
+var exactRoundingULPs = map[string]float64{"rope": 64}
+
+func TestRoundingModes(t *testing.T) {
+	pipeline := "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc"
+	var table []string
+	for _, name := range precisionChains {
+		src, err := os.ReadFile("../examples/" + name + ".tir")
+		require.NoError(t, err)
+		for _, dtype := range []string{"bf16", "f16"} {
+			text := precisionShrink.Replace(string(src))
+			text = strings.ReplaceAll(text, "xbf16>", "x"+dtype+">")
+			worst, over := [2]float64{}, [2]int{}
+			for mode, exact := range []bool{false, true} {
+				worst[mode], over[mode] = roundingError(t, name+" "+dtype, text, pipeline, exact)
+				bound := defaultRoundingULPs
+				if exact {
+					bound = 4
+					if b, ok := exactRoundingULPs[name]; ok {
+						bound = b
+					}
+				}
+				assert.LessOrEqual(t, worst[mode], bound, "%s %s, exact rounding %v", name, dtype, exact)
+			}
+			assert.LessOrEqual(t, worst[0], worst[1]+0.5, "%s %s: the default rounding is less accurate than exact rounding", name, dtype)
+			table = append(table, fmt.Sprintf("| %-17s | %-4s | %6.3f | %6.3f | %d / %d |", name, dtype, worst[0], worst[1], over[0], over[1]))
+		}
+	}
+	t.Logf("max error against float64 (ULPs of the result type)\n"+
+		"| chain             | type | default (f32 between ops) | exact rounding | f32 overflows (default / exact) |\n%s", strings.Join(table, "\n"))
+}
+
+// roundingError is the largest error (in the measure of the file comment)
+// of the lowered chain over random and extreme inputs.
+func roundingError(t *testing.T, what, src, pipeline string, exact bool) (worst float64, overflows int) {
+	t.Helper()
+	orig, err := parser.Parse("chain.tir", src)
+	require.NoError(t, err, what)
+	runPipelineMode(t, orig, "decompose", "h200", true)
+	lowered, err := parser.Parse("chain.tir", src)
+	require.NoError(t, err, what)
+	runPipelineMode(t, lowered, pipeline, "h200", exact)
+	for _, fn := range orig.Funcs() {
+		var sets [][]*geval.Tensor
+		for seed := int64(1); seed <= 3; seed++ {
+			in, err := geval.RandomInputs(fn, seed, 1, 5)
+			require.NoError(t, err)
+			sets = append(sets, in)
+		}
+		in, err := geval.ExtremeInputs(fn, 1)
+		require.NoError(t, err)
+		sets = append(sets, in)
+		for i, in := range sets {
+			ref, err := geval.Run(fn, cloneTensors(in), geval.Options{F64: true, RoundCasts: true})
+			require.NoError(t, err, what)
+			got, err := leval.Run(lowered, fn.SymName(), cloneTensors(in))
+			require.NoError(t, err, what)
+			for r := range ref {
+				e, n, bad := tensorError(ref[r], got[r])
+				require.Empty(t, bad, "%s (exact rounding %v) @%s result %d, input set %d", what, exact, fn.SymName(), r, i)
+				worst = math.Max(worst, e)
+				overflows += n
+			}
+		}
+	}
+	return worst, overflows
+}
+
+// tensorError measures got against the float64 reference ref.
+func tensorError(ref, got *geval.Tensor) (worst float64, overflows int, bad []string) {
+	k := got.Elem
+	scale := 0.0
+	for _, v := range ref.Data {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			scale = math.Max(scale, math.Abs(v))
+		}
+	}
+	for i, r := range ref.Data {
+		g, rk := got.Data[i], numeric.RoundTo(r, k)
+		finite := !math.IsInf(g, 0) && !math.IsNaN(g)
+		if !finite && !math.IsInf(rk, 0) && !math.IsNaN(rk) {
+			overflows++
+			continue
+		}
+		if math.IsInf(rk, 0) || math.IsNaN(rk) || !finite {
+			if !(g == rk || math.IsNaN(g) && (math.IsNaN(rk) || math.IsInf(rk, 0))) && len(bad) < 8 {
+				bad = append(bad, fmt.Sprintf("[%d] %v where the reference is %v", i, g, r))
+			}
+			continue
+		}
+		at := math.Max(math.Abs(r), scale/256)
+		worst = math.Max(worst, math.Abs(g-r)/ulpAt(at, k))
+	}
+	return worst, overflows, bad
+}
