@@ -483,6 +483,11 @@ func (ke *kernelEmitter) store(op *ir.Operation) {
 			ke.fail(op, "writes an sram buffer held in registers outside an unrolled loop (internal error in the PTX emitter's plan)")
 		}
 		b.regs[ke.copyIdx] = lanes
+		// the narrow copy of what the buffer held before is stale: a row
+		// stored in place of another (softmax's exp(x - m) over x, a
+		// residual sum over the input it was read from) must not be
+		// read back as the old row's narrow lanes
+		delete(b.narrow, ke.copyIdx)
 		if c, ok := loop.AsCast(s.Value().DefiningOp()); ok && ke.plan.narrowRows && elemKindOf(s.Value().Type()) == ir.F32 {
 			if from := elemKindOf(c.Operand(0).Type()); from == ir.BF16 || from == ir.F16 {
 				if b.narrow == nil {
