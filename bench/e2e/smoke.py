@@ -45,12 +45,16 @@ def check(name, mod, ins, atol, rtol, dynamic=False, ref=None, **opts):
         traceback.print_exc()
 
 
+# bf16 results are compared at torch's bf16 tolerance (rtol 1.6e-2): the
+# kernels keep f32 between fused ops where eager rounds every op, so an
+# element may differ from eager by a rounding or two.
+torch.manual_seed(0)
 for emitter in ("triton", "ptx"):
     for cg in (False, True):
         o = dict(emitter=emitter, cudagraphs=cg)
-        check("rmsnorm bf16", RMSNorm(256).to(dev, BF), (torch.randn(4, 7, 256, device=dev).to(BF),), 1e-2, 8e-3, **o)
+        check("rmsnorm bf16", RMSNorm(256).to(dev, BF), (torch.randn(4, 7, 256, device=dev).to(BF),), 1e-2, 1.6e-2, **o)
         check("add+rmsnorm", AddNorm(128).to(dev, BF), (torch.randn(5, 128, device=dev).to(BF),
-                                                       torch.randn(5, 128, device=dev).to(BF)), 1e-2, 8e-3, **o)
+                                                       torch.randn(5, 128, device=dev).to(BF)), 1e-2, 1.6e-2, **o)
         check("rope", Rope().to(dev), (torch.randn(1, 4, 8, 16, device=dev), torch.randn(1, 2, 8, 16, device=dev),
                                        torch.randn(1, 8, 16, device=dev), torch.randn(1, 8, 16, device=dev)),
               1e-5, 1e-5, **o)
@@ -65,5 +69,5 @@ for emitter in ("triton", "ptx"):
 # dynamic: one compiled kernel for two row counts
 m = RMSNorm(256).to(dev, BF)
 for n in (5, 9, 17):
-    check("rmsnorm dynamic rows=%d" % n, m, (torch.randn(n, 256, device=dev).to(BF),), 1e-2, 8e-3, dynamic=True)
+    check("rmsnorm dynamic rows=%d" % n, m, (torch.randn(n, 256, device=dev).to(BF),), 1e-2, 1.6e-2, dynamic=True)
 print("smoke: %d failures" % fails)

@@ -203,6 +203,31 @@ class FrontendTest(unittest.TestCase):
             self.assertTrue(torch.equal(w, g))
         self.assertFalse(any(n.target == torch.ops.aten.cat.default for n in gm.graph.nodes if n.op == "call_function"))
 
+    def test_rounding_modes(self):
+        # silu(g) * u in bf16. With --exact-rounding silu's result is rounded
+        # to bf16 before the product, as op by op; by default the kernel
+        # keeps it in f32 and rounds once. Each is compared with its own
+        # emulation (silu in float64 rounded to f32; the CPU's exp may be an
+        # f32 ULP off, which moves a bf16 result only near a tie)
+        def chain(g, u):
+            return torch.nn.functional.silu(g) * u
+        torch.manual_seed(1)
+        g, u = torch.randn(64, 256).to(BF), torch.randn(64, 256).to(BF)
+        with torch.no_grad():
+            exact = tensorforge.compile_module(chain, g, u, options=self.opts(flags=["--exact-rounding"]))(g, u)
+            default = tensorforge.compile_module(chain, g, u, options=self.opts())(g, u)
+        s32 = torch.nn.functional.silu(g.double()).float()
+        want_exact = (s32.to(BF).float() * u.float()).to(BF)
+        want_default = (s32 * u.float()).to(BF)
+        same = lambda a, b: (a == b).float().mean().item()  # noqa: E731
+        self.assertGreaterEqual(same(exact, want_exact), 0.99)
+        self.assertGreaterEqual(same(default, want_default), 0.99)
+        self.assertLess(same(default, exact), 0.99, "the modes should round differently")
+        # the default is the better rounded: nearer float64 on average
+        f64 = torch.nn.functional.silu(g.double()) * u.double()
+        err = lambda y: (y.double() - f64).abs().mean().item()  # noqa: E731
+        self.assertLess(err(default), err(exact))
+
     def test_swiglu_matmul_stays(self):
         c = self.run_case(SwiGLU(16, 32), (torch.randn(2, 3, 16),), atol=1e-5, rtol=1e-5, regions=1)
         self.assertIn("graph.silu", c.tir)
