@@ -3,7 +3,9 @@
 // and f32. In one run it compiles each program through tfc's pipeline and
 // LLVM to native code three ways and times them on every core:
 //
-//   - fused: -O2, one row kernel per chain;
+//   - fused: -O2, one row kernel per chain, in the default rounding (f32
+//     between the fused ops) and with exact rounding (every op rounded to
+//     its type, as op by op);
 //   - unfused: -O0, one kernel per op, intermediates through memory;
 //   - copy: a STREAM-style copy moving the same bytes (read + written) as
 //     the fused kernel, compiled the same way (-O2, one copy kernel).
@@ -103,6 +105,12 @@ func envInt(name string, def int) int {
 // compileProgram compiles src with pipeline to a native program of @f.
 func compileProgram(b *testing.B, src, pipeline string) *cpurt.Program {
 	b.Helper()
+	return compileProgramMode(b, src, pipeline, false)
+}
+
+// compileProgramMode is compileProgram, with exact rounding or not.
+func compileProgramMode(b *testing.B, src, pipeline string, exact bool) *cpurt.Program {
+	b.Helper()
 	m, err := parser.Parse("bench.tir", src)
 	if err != nil {
 		b.Fatal(err)
@@ -116,7 +124,7 @@ func compileProgram(b *testing.B, src, pipeline string) *cpurt.Program {
 		b.Fatal(err)
 	}
 	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
-	if err := pm.Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: t}); err != nil {
+	if err := pm.Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: t, ExactRounding: exact}); err != nil {
 		b.Fatal(err)
 	}
 	prog, err := cpurt.Compile(m, "f")
@@ -156,7 +164,7 @@ func inputsOf(b *testing.B, src string) []*eval.Tensor {
 type row struct {
 	chain, dtype            string
 	bytes, copyBytes        int64
-	fused, unfused, copyDur time.Duration
+	fused, exact, unfused, copyDur time.Duration
 }
 
 func gbps(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
@@ -188,19 +196,22 @@ func BenchmarkFusedKernels(b *testing.B) {
 				csrc := copySrc(rows, k, dtype)
 				cin := inputsOf(b, csrc)
 				fused := compileProgram(b, src, pipelineO2)
+				exact := compileProgramMode(b, src, pipelineO2, true)
 				unfused := compileProgram(b, src, pipelineO0)
 				cp := compileProgram(b, csrc, pipelineO2)
 				// rounds of two runs each, alternating, so that the three
 				// see the same load of a shared machine
-				r.fused, r.unfused, r.copyDur = time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
+				r.fused, r.exact, r.unfused, r.copyDur = time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
 				for round := 0; round < (runs+1)/2; round++ {
 					r.fused = min(r.fused, best(b, fused, in, 2))
+					r.exact = min(r.exact, best(b, exact, in, 2))
 					r.copyDur = min(r.copyDur, best(b, cp, cin, 2))
 					if round < max(3, runs/3) {
 						r.unfused = min(r.unfused, best(b, unfused, in, 1))
 					}
 				}
 				fused.Close()
+				exact.Close()
 				unfused.Close()
 				cp.Close()
 				r.copyBytes = 2 * int64(rows) * int64(k) * size
@@ -216,11 +227,12 @@ func BenchmarkFusedKernels(b *testing.B) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nCPU backend, %dx%d, best of %d runs (-O0: %d), threads: %s\n", rows, cols, runs, max(3, runs/3), threads)
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "chain\tdtype\tMB moved\tfused -O2 GB/s\tunfused -O0 GB/s\tcopy GB/s\tfused/copy\t-O0/-O2 time\t")
+	fmt.Fprintln(tw, "chain\tdtype\tMB moved\tfused -O2 GB/s\tfused exact-rounding GB/s\tunfused -O0 GB/s\tcopy GB/s\tfused/copy\texact/copy\t-O0/-O2 time\t")
 	for _, r := range results {
 		fused, copied := gbps(r.bytes, r.fused), gbps(r.copyBytes, r.copyDur)
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.2fx\t\n", r.chain, r.dtype, float64(r.bytes)/1e6,
-			fused, gbps(r.bytes, r.unfused), copied, 100*fused/copied, r.unfused.Seconds()/r.fused.Seconds())
+		exact := gbps(r.bytes, r.exact)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%.2fx\t\n", r.chain, r.dtype, float64(r.bytes)/1e6,
+			fused, exact, gbps(r.bytes, r.unfused), copied, 100*fused/copied, 100*exact/copied, r.unfused.Seconds()/r.fused.Seconds())
 	}
 	tw.Flush()
 	fmt.Print(sb.String())
