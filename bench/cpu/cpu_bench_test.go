@@ -162,8 +162,8 @@ func inputsOf(b *testing.B, src string) []*eval.Tensor {
 }
 
 type row struct {
-	chain, dtype            string
-	bytes, copyBytes        int64
+	chain, dtype                   string
+	bytes, copyBytes               int64
 	fused, exact, unfused, copyDur time.Duration
 }
 
