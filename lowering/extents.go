@@ -19,7 +19,10 @@ import (
 //
 // Two `?` extents that broadcast together are taken to be equal; a `?`
 // paired with a static extent n takes n (the `?` is then 1 or n at run
-// time, which kernels handle when they index).
+// time, which kernels handle when they index). Each such assumption about
+// the extents of the function's arguments is recorded (funcLowering.
+// require) and becomes the function's `extent_checks`, which every runner
+// and launcher checks before the first kernel runs (loop.ExtentChecks).
 
 // extentEnv maps graph values to their per-dimension extents (nil for a
 // static dimension) and emits the arithmetic it needs with b.
@@ -73,8 +76,10 @@ func (e *extentEnv) dim(v *ir.Value, d int) *ir.Value {
 	return e.of(v)[d]
 }
 
-// propagate records the extents of op's results.
+// propagate records the extents of op's results, and what the op assumes
+// of the extents of its operands.
 func (e *extentEnv) propagate(op *ir.Operation) {
+	e.requirePaired(op)
 	for _, r := range op.Results() {
 		shape, _ := ir.ShapeOf(r.Type())
 		out := make([]*ir.Value, len(shape))
@@ -168,16 +173,78 @@ func (e *extentEnv) resultDim(op *ir.Operation, r *ir.Value, d int) *ir.Value {
 	return nil
 }
 
+// requirePaired records what op assumes of its operands' `?` extents where
+// its result's extent is static: broadcasting operands (element-wise ops,
+// broadcast_to) have n or 1 there (n only in the last dimension, which
+// kernels index along), and matmul's contracted extents agree.
+func (e *extentEnv) requirePaired(op *ir.Operation) {
+	if op.Name() == graph.OpMatMul {
+		mm := graph.MatMulOp{Operation: op}
+		lhs, rhs := mm.Lhs(), mm.Rhs()
+		ls, rs := shapeOf(lhs), shapeOf(rhs)
+		if len(ls) < 2 || len(rs) < 2 {
+			return
+		}
+		k := len(rs) - 2
+		if mm.TransposeB() {
+			k = len(rs) - 1
+		}
+		e.requireEqual(lhs, len(ls)-1, rhs, k, false)
+		return
+	}
+	if !op.HasTrait(ir.Elementwise) && op.Name() != graph.OpBroadcastTo {
+		return
+	}
+	for _, r := range op.Results() {
+		out := shapeOf(r)
+		for d, n := range out {
+			if n == ir.Dynamic {
+				continue
+			}
+			for _, v := range op.Operands() {
+				s := shapeOf(v)
+				if j := d - (len(out) - len(s)); j >= 0 && j < len(s) && s[j] == ir.Dynamic {
+					e.l.require(e.dim(v, j), nil, n, d != len(out)-1)
+				}
+			}
+		}
+	}
+}
+
+// requireEqual records that dimension i of a and j of b must have equal
+// extents, where either is `?`; a static one gives its value (orOne: or 1).
+func (e *extentEnv) requireEqual(a *ir.Value, i int, b *ir.Value, j int, orOne bool) {
+	sa, sb := shapeOf(a), shapeOf(b)
+	switch {
+	case sa[i] == ir.Dynamic && sb[j] == ir.Dynamic:
+		e.l.require(e.dim(a, i), e.dim(b, j), 0, false)
+	case sa[i] == ir.Dynamic:
+		e.l.require(e.dim(a, i), nil, sb[j], orOne)
+	case sb[j] == ir.Dynamic:
+		e.l.require(e.dim(b, j), nil, sa[i], orOne)
+	}
+}
+
 // broadcastDim finds the extent of result dimension d among operands
 // aligned from the right (ignoring the last skip dimensions of each, for
 // matmul's batch): the first operand whose aligned extent is `?`.
 func (e *extentEnv) broadcastDim(op *ir.Operation, operands []*ir.Value, d, rank, skip int) *ir.Value {
+	var found *ir.Value
 	for _, v := range operands {
 		s := shapeOf(v)
 		j := d - (rank - len(s))
 		if j >= 0 && j < len(s)-skip && s[j] == ir.Dynamic {
-			return e.dim(v, j)
+			x := e.dim(v, j)
+			if found == nil {
+				found = x
+			} else {
+				// the others are taken to be equal to it
+				e.l.require(found, x, 0, false)
+			}
 		}
+	}
+	if found != nil {
+		return found
 	}
 	fail(op, "has a result whose dimension %d is dynamic, but no operand gives its extent", d)
 	return nil

@@ -151,6 +151,9 @@ type funcLowering struct {
 	extents map[*ir.Value][]*ir.Value
 	// consts caches index constants of the new function.
 	consts map[int64]*ir.Value
+	// checks are what the extents of the function's arguments must
+	// satisfy for the kernels' indexing to stay in bounds (require).
+	checks []loop.ExtentCheck
 	// lastKernel is the kernel created last; the next goes after it.
 	lastKernel *ir.Operation
 	nkernels   int
@@ -393,6 +396,9 @@ func (l *funcLowering) rewrite() {
 		l.copyKernel(ret, src, outs[i])
 	}
 	l.fb.Insert(ir.NewOperation(ir.ReturnOpName, old.Loc, nil, nil, nil, 0))
+	if len(l.checks) > 0 {
+		nf.SetAttr(loop.ExtentChecksAttr, loop.ExtentChecksValue(l.checks))
+	}
 	old.Erase()
 }
 
@@ -418,6 +424,42 @@ func (l *funcLowering) indexConst(v int64) *ir.Value {
 	c.Name = fmt.Sprintf("c%d", v)
 	l.consts[v] = c
 	return c
+}
+
+// require records that extent a must equal extent b or, with b nil, the
+// static extent n (orOne: or 1). Only extents of the function's arguments
+// (their loop.dim) are checked: the others are derived from them.
+func (l *funcLowering) require(a, b *ir.Value, n int64, orOne bool) {
+	arg, axis, ok := l.argDim(a)
+	if !ok || a == b {
+		return
+	}
+	c := loop.ExtentCheck{Arg: arg, Axis: axis, Other: -1, Static: n, OrOne: orOne}
+	if b != nil {
+		if c.Other, c.OtherAxis, ok = l.argDim(b); !ok {
+			return
+		}
+		if c.Other < c.Arg || c.Other == c.Arg && c.OtherAxis < c.Axis {
+			c.Arg, c.Axis, c.Other, c.OtherAxis = c.Other, c.OtherAxis, c.Arg, c.Axis
+		}
+	}
+	if !slices.Contains(l.checks, c) {
+		l.checks = append(l.checks, c)
+	}
+}
+
+// argDim finds the argument and axis whose loop.dim x is.
+func (l *funcLowering) argDim(x *ir.Value) (arg, axis int, ok bool) {
+	d, isDim := loop.AsDim(x.DefiningOp())
+	if !isDim || !d.Memref().IsBlockArg() || d.Memref().OwnerBlock() != l.newFn.Body() {
+		return 0, 0, false
+	}
+	for i, a := range l.newFn.Args() {
+		if a == d.Memref() {
+			return i, int(d.Axis()), true
+		}
+	}
+	return 0, 0, false
 }
 
 // argExtents records the extents of an argument buffer: a loop.dim per `?`.

@@ -63,3 +63,19 @@ func TestRunFilesRegions(t *testing.T) {
 		[]cpurt.Region{{Path: filepath.Join(dir, "o2.bin"), Size: 4 * n}}, [][]int64{{n}}, 1)
 	require.ErrorContains(t, err, "has 10 bytes, 4000 expected")
 }
+
+// The native runner refuses extents the kernels cannot run on before any
+// buffer is touched (the function's extent_checks).
+func TestOutputShapesCheckExtents(t *testing.T) {
+	lowered, err := compile(`func.func @f(%x: tensor<?x4xf32>, %y: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %z = graph.add %x, %y : tensor<?x4xf32>
+  return %z : tensor<?x4xf32>
+}`, pipelines["O2"]+","+lowerTail())
+	require.NoError(t, err)
+	f, _ := lowered.Lookup("f")
+	shapes, err := cpurt.OutputShapes(f, [][]int64{{3, 4}, {3, 4}})
+	require.NoError(t, err)
+	require.Equal(t, [][]int64{{3, 4}}, shapes)
+	_, err = cpurt.OutputShapes(f, [][]int64{{3, 4}, {5, 4}})
+	require.ErrorContains(t, err, "argument #0 (%x) has 3 in dimension 0 but argument #1 (%y) has 5 in dimension 0")
+}

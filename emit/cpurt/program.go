@@ -399,6 +399,10 @@ func OutputShapes(f ir.Func, inShapes [][]int64) ([][]int64, error) {
 	if len(inShapes) != nin {
 		return nil, fmt.Errorf("@%s takes %d inputs, got %d shapes", f.SymName(), nin, len(inShapes))
 	}
+	// the extents the kernels assume agree, so that none reads past a buffer
+	if err := loop.CheckExtents(f, inShapes); err != nil {
+		return nil, err
+	}
 	shapes := map[*ir.Value][]int64{}
 	for i := 0; i < nin; i++ {
 		shapes[args[i]] = inShapes[i]

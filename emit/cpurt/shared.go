@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/dialects/loop"
 	llvmemit "github.com/tensorforge/tensorforge/emit/llvm"
 	"github.com/tensorforge/tensorforge/ir"
 )
@@ -17,10 +18,15 @@ import (
 //
 //	void NAME(T0 *in0, ..., T *out0, ..., int64_t ext0, ...);
 //	void tf_entry_NAME(void *const *buffers, const int64_t *extents);
+//	int  tf_check_NAME(const int64_t *extents);
 //
 // (the host function of package llvmemit: the buffers, inputs then
 // outputs, then one extent per `?` dimension of theirs in argument and
-// dimension order; tf_entry_NAME takes the same in two arrays), and
+// dimension order; tf_entry_NAME takes the same in two arrays;
+// tf_check_NAME returns 0 when the extents satisfy the function's
+// loop.ExtentChecks, else the number, from 1, of the first they break:
+// a caller checks before it calls, so that no kernel reads past a
+// buffer), and
 //
 //	void tf_set_num_threads(int n);   // n < 1: the default
 //	int  tf_num_threads(void);
@@ -33,7 +39,42 @@ const (
 	SetNumThreadsName = "tf_set_num_threads"
 	NumThreadsName    = "tf_num_threads"
 	EntryPrefix       = "tf_entry_"
+	CheckPrefix       = "tf_check_"
 )
+
+// cCheck is the C definition of tf_check_NAME: the function's
+// loop.ExtentChecks over its extents array.
+func (p *Program) cCheck() (string, error) {
+	checks, err := loop.ExtentChecks(p.fn)
+	if err != nil {
+		return "", err
+	}
+	// the position of each `?` extent in the array
+	pos := map[[2]int]int{}
+	for i, a := range p.fn.Args() {
+		s, _ := ir.ShapeOf(a.Type())
+		for d, n := range s {
+			if n == ir.Dynamic {
+				pos[[2]int{i, d}] = len(pos)
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "__attribute__((visibility(\"default\"))) int %s%s(const int64_t *extents) {\n  (void)extents;\n", CheckPrefix, p.fn.SymName())
+	for k, c := range checks {
+		x := fmt.Sprintf("extents[%d]", pos[[2]int{c.Arg, c.Axis}])
+		switch {
+		case c.Other >= 0:
+			fmt.Fprintf(&b, "  if (%s != extents[%d]) return %d;\n", x, pos[[2]int{c.Other, c.OtherAxis}], k+1)
+		case c.OrOne:
+			fmt.Fprintf(&b, "  if (%s != %d && %s != 1) return %d;\n", x, c.Static, x, k+1)
+		default:
+			fmt.Fprintf(&b, "  if (%s != %d) return %d;\n", x, c.Static, k+1)
+		}
+	}
+	b.WriteString("  return 0;\n}\n\n")
+	return b.String(), nil
+}
 
 var cIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -156,7 +197,12 @@ func BuildShared(m ir.Module, path string, opts Options) error {
 		name := p.fn.SymName()
 		fmt.Fprintf(&abi, "__attribute__((visibility(\"default\"))) void %s%s(void *const *buffers, const int64_t *extents) {\n  tf_entries[%d]((void **)buffers, (int64_t *)extents);\n}\n\n",
 			EntryPrefix, name, p.index)
-		exports = append(exports, name, EntryPrefix+name)
+		check, err := p.cCheck()
+		if err != nil {
+			return err
+		}
+		abi.WriteString(check)
+		exports = append(exports, name, EntryPrefix+name, CheckPrefix+name)
 	}
 	if err := tc.compileC(dir, "abi", abi.String()); err != nil {
 		return err
@@ -214,7 +260,11 @@ func SharedHeader(m ir.Module, libName string) (string, error) {
  * dimension of those buffers, in argument and dimension order. The caller
  * allocates the outputs; nothing is retained after the call returns.
  * tf_entry_NAME(buffers, extents) is NAME with its buffers and extents in
- * two arrays, in the same order.
+ * two arrays, in the same order. tf_check_NAME(extents) returns 0 when the
+ * extents are ones NAME's kernels can run on ('?' extents that broadcast
+ * together equal, one paired with a static n equal to n or 1), else the
+ * number (from 1) of the first requirement they break: call it first, as
+ * the kernels do not check and would read past a buffer.
  *
  * The kernels run on a pool of threads started by the first call: every
  * online core, or $TF_NUM_THREADS, or what tf_set_num_threads last set
@@ -297,5 +347,6 @@ func (p *Program) cPrototype() string {
 	b.WriteString(" */\n")
 	fmt.Fprintf(&b, "void %s(%s);\n", name, strings.Join(append(params, extParams...), ", "))
 	fmt.Fprintf(&b, "void %s%s(void *const *buffers, const int64_t *extents);\n", EntryPrefix, name)
+	fmt.Fprintf(&b, "int %s%s(const int64_t *extents);\n", CheckPrefix, name)
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/emit/pyhost"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -168,6 +169,15 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 		}
 		line("%s = _arg(args[%d], %q, %s, %s)", inNames[i], i, inNames[i], dt, pyShape(dims))
 		allocated[a] = true
+	}
+	// the `?` extents the kernels assume agree (no kernel reads past a buffer)
+	checks, err := loop.ExtentChecks(f)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range pyhost.ExtentChecks(fname, checks, inNames, nin) {
+		line("if %s:", c.Cond)
+		line("    %s", c.Raise)
 	}
 	if nin > 0 {
 		line("device = %s.device", inNames[0])

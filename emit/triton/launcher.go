@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/emit/pyhost"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -107,6 +108,20 @@ func (me *moduleEmitter) emitLauncher(f ir.Func, name string) (string, error) {
 		}
 		w.line(fmt.Sprintf("%s = _tensor(%q, %q, %s, %s, %s)", l.env[a], name, l.env[a], l.env[a], dt, shapeTuple(m.Shape, nil)))
 		l.allocated[a] = true
+	}
+	// the `?` extents the kernels assume agree (no kernel reads past a buffer)
+	checks, err := loop.ExtentChecks(f)
+	if err != nil {
+		return "", err
+	}
+	inNames := make([]string, nin)
+	for i, a := range args[:nin] {
+		inNames[i] = l.env[a]
+	}
+	for _, c := range pyhost.ExtentChecks(name, checks, inNames, nin) {
+		w.open("if " + c.Cond + ":")
+		w.line(c.Raise)
+		w.close()
 	}
 	l.dev = "dev"
 	if nin > 0 {

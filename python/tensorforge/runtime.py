@@ -58,6 +58,10 @@ class CpuFunction:
         self.fn = getattr(lib, "tf_entry_" + tr.name)
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64)]
         self.fn.restype = None
+        self.check = getattr(lib, "tf_check_" + tr.name)
+        self.check.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        self.check.restype = ctypes.c_int
+        self.name = tr.name
         self.arg_infos = tr.arg_infos
         self.result_infos = tr.result_infos
         # where each `?` extent of a result comes from: (argument, dim)
@@ -82,6 +86,10 @@ class CpuFunction:
         for t, info in zip(ins + outs, list(self.arg_infos) + list(self.result_infos)):
             ext.extend(int(t.shape[d]) for d, n in enumerate(info.shape) if n is DYNAMIC)
         exts = (ctypes.c_int64 * max(1, len(ext)))(*ext)
+        bad = self.check(exts)
+        if bad:
+            raise ValueError("tensorforge: %s: the '?' extents of its inputs disagree (requirement %d of its "
+                             "extent_checks): shapes %s" % (self.name, bad, [list(t.shape) for t in ins]))
         self.fn(bufs, exts)
         return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -270,6 +270,10 @@ class FrontendTest(unittest.TestCase):
             g, u = torch.randn(*shape), torch.randn(*shape)
             torch.testing.assert_close(c(g, u), swiglu(g, u), atol=1e-6, rtol=1e-6)
         self.assertEqual(c.compiler.tfc_calls, 1)
+        # extents the kernel cannot run on are refused before it runs
+        # (the library's tf_check_NAME), not read past
+        with self.assertRaisesRegex(ValueError, "extents of its inputs disagree"):
+            c(torch.randn(4, 8), torch.randn(2, 8))
 
     def test_more_patterns(self):
         # decompositions (layer norm, masked_fill) and ops whose forms vary: each compiles a

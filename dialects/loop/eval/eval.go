@@ -120,6 +120,15 @@ func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tenso
 		}
 		mc.vals[a] = value{buf: b}
 	}
+	inShapes := make([][]int64, nin)
+	for i, t := range inputs {
+		if t != nil {
+			inShapes[i] = t.Shape
+		}
+	}
+	if err := loop.CheckExtents(f, inShapes); err != nil {
+		return nil, err
+	}
 	mc.runBlock(f.Body())
 	for i, a := range args[nin:] {
 		b := mc.vals[a].buf
