@@ -70,4 +70,34 @@ for emitter in ("triton", "ptx"):
 m = RMSNorm(256).to(dev, BF)
 for n in (5, 9, 17):
     check("rmsnorm dynamic rows=%d" % n, m, (torch.randn(n, 256, device=dev).to(BF),), 1e-2, 1.6e-2, dynamic=True)
+
+# the launchers refuse '?' extents their kernels cannot run on (extent_checks)
+def launcher_checks():
+    global fails
+    import subprocess
+    import tempfile
+    from tensorforge import runtime
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lit-tests", "run", "extent-checks.tir")
+    tfc = os.environ["TENSORFORGE_TFC"]
+    d = tempfile.mkdtemp(prefix="tf-checks-")
+    for emitter in ("triton", "ptx"):
+        out = os.path.join(d, emitter)
+        os.makedirs(out, exist_ok=True)
+        dest = os.path.join(out, "module.py") if emitter == "triton" else out
+        subprocess.run([tfc, "--emit=" + emitter, "--target=h200", src, "-o", dest], check=True)
+        add = runtime.python_function(out, emitter, "add")
+        x, y = torch.randn(5, 3, device=dev), torch.randn(5, 3, device=dev)
+        try:
+            torch.testing.assert_close(add(x, y), x + y)
+            add(x, torch.randn(7, 3, device=dev))
+            print("FAIL launcher checks %s: 5 and 7 rows were not refused" % emitter)
+            fails += 1
+        except ValueError as e:
+            print("OK   launcher checks %-28s refused: %s" % (emitter, e))
+        except Exception as e:  # noqa: BLE001
+            print("FAIL launcher checks %s: %s" % (emitter, e))
+            fails += 1
+
+
+launcher_checks()
 print("smoke: %d failures" % fails)
