@@ -99,7 +99,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"sort"
 	"strings"
 
@@ -447,12 +446,8 @@ func (c *checker) marked(f ir.Func, marker Marker, kind markKind) (ir.Func, erro
 	case markDiscontinuities:
 		mf, err = MarkDiscontinuities(f, marker)
 	default:
-		// the alternating copy also alternates along the last axis, in
-		// the Thue-Morse order, so that elements a slice, a concat or a
-		// roll brings together (j and j + 2^k) move apart: a uniform
-		// factor cancels in their difference (RoPE's x1 cos - x2 sin)
-		mf, err = PerturbRounding(f, func(i, j int) float64 {
-			if kind == perturbDown || kind == perturbAlt && (i+bits.OnesCount(uint(j)))%2 == 1 {
+		mf, err = PerturbRounding(f, func(i int) float64 {
+			if kind == perturbDown || kind == perturbAlt && i%2 == 1 {
 				return -1
 			}
 			return 1

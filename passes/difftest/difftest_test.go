@@ -329,7 +329,7 @@ func TestPerturbRounding(t *testing.T) {
 }
 `)
 	f, _ := m.Lookup("f")
-	up, err := PerturbRounding(f, func(int, int) float64 { return 1 })
+	up, err := PerturbRounding(f, func(int) float64 { return 1 })
 	require.NoError(t, err)
 	require.NoError(t, ir.Verify(up.Operation))
 	text := ir.Print(up.Operation, ir.PrintOptions{})

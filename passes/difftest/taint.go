@@ -452,8 +452,7 @@ var exactOps = map[string]bool{
 
 // PerturbRounding returns a detached copy of f in which the float result
 // of every op that rounds is multiplied by 1 ± one ULP (at 1) of its type,
-// the sign of element j (along the last axis) of op number i (in walk
-// order) being sign(i, j):
+// the sign of op number i (in walk order) being sign(i):
 //
 //	%e = graph.exp %x : tensor<4xf16>
 //
@@ -463,13 +462,11 @@ var exactOps = map[string]bool{
 //	%u = graph.constant dense<1.0009766> : tensor<f16>
 //	%e = graph.mul %e0, %u : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
 //
-// (a constant of the last axis's extent where the signs vary along it).
-//
 // Evaluated in float64, it shows how far the program's results move when
 // every step rounds by about one ULP more or less, which is what a
 // rewrite that rounds one step differently may do: the conditioning of the
 // computation, as Monte Carlo arithmetic estimates it.
-func PerturbRounding(f ir.Func, sign func(i, j int) float64) (ir.Func, error) {
+func PerturbRounding(f ir.Func, sign func(i int) float64) (ir.Func, error) {
 	c := ir.Func{Operation: f.Operation.Clone(ir.Mapping{})}
 	var ops []*ir.Operation
 	c.Walk(func(op *ir.Operation) bool {
@@ -486,22 +483,7 @@ func PerturbRounding(f ir.Func, sign func(i, j int) float64) (ir.Func, error) {
 		if bits, ok := mantissaBits[k]; ok {
 			ulp = math.Ldexp(1, -bits)
 		}
-		factor := m.scalar(k, 1+sign(i, 0)*ulp)
-		if t, ok := r.Type().(ir.TensorType); ok && len(t.Shape) > 0 && t.Shape[len(t.Shape)-1] > 1 {
-			n := t.Shape[len(t.Shape)-1]
-			vals := make([]float64, n)
-			varies := false
-			for j := range vals {
-				vals[j] = 1 + sign(i, j)*ulp
-				varies = varies || vals[j] != vals[0]
-			}
-			if varies {
-				factor = m.val(func() (*ir.Value, error) {
-					return firstResult(graph.BuildConstant(m.b, m.loc, ir.DenseAttr{Type: ir.Tensor(ir.ElemType{Kind: k}, n), Values: vals}))
-				})
-			}
-		}
-		scaled := m.mul(r, factor)
+		scaled := m.mul(r, m.scalar(k, 1+sign(i)*ulp))
 		if m.err != nil {
 			return ir.Func{}, fmt.Errorf("difftest: perturbing %s: %w", op.Name(), m.err)
 		}
