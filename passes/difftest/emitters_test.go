@@ -46,14 +46,7 @@ type emitterCase struct {
 // Metal and tt-metal kernels. A program an emitter refuses with a
 // diagnostic is skipped for it; every emitter must translate some.
 func TestEmittedTextPassesNextTool(t *testing.T) {
-	cases := []emitterCase{
-		{name: "llvm", target: "cpu", emit: emitLLVM, check: checkLLVM},
-		{name: "triton", target: "h200", emit: emitTriton, check: checkPython},
-		{name: "ptx", target: "h200", emit: emitPTX, check: checkPTX},
-		{name: "metal", target: "m3-max", emit: emitMetal, check: checkMetal},
-		{name: "tt", target: "blackhole-p150", emit: emitTT, check: checkTT},
-	}
-	for _, c := range cases {
+	for _, c := range emitterCases {
 		t.Run(c.name, func(t *testing.T) {
 			tgt, err := target.Lookup(c.target)
 			require.NoError(t, err)
@@ -84,6 +77,45 @@ func TestEmittedTextPassesNextTool(t *testing.T) {
 			c.check(t, root, files)
 		})
 	}
+}
+
+// emitterCases are the emitters and the tools that read their output.
+var emitterCases = []emitterCase{
+	{name: "llvm", target: "cpu", emit: emitLLVM, check: checkLLVM},
+	{name: "triton", target: "h200", emit: emitTriton, check: checkPython},
+	{name: "ptx", target: "h200", emit: emitPTX, check: checkPTX},
+	{name: "metal", target: "m3-max", emit: emitMetal, check: checkMetal},
+	{name: "tt", target: "blackhole-p150", emit: emitTT, check: checkTT},
+}
+
+// FuzzEmitters is TestEmittedTextPassesNextTool over random programs of
+// any seed and size: every program that verifies is lowered for each
+// emitter, and what the emitter writes (or its located refusal) must pass
+// the next tool.
+//
+//	go test ./passes/difftest -run '^$' -fuzz FuzzEmitters -fuzztime 2m
+func FuzzEmitters(f *testing.F) {
+	f.Add(int64(1), uint8(8)) // one seed: go test runs it with the others above
+	f.Fuzz(func(t *testing.T, seed int64, size uint8) {
+		cfg := randprog.Config{AdversarialNames: true, MaxOps: 2 + int(size%24)}
+		for _, c := range emitterCases {
+			m, err := randprog.Generate(randprog.NewRand(seed), cfg)
+			require.NoError(t, err)
+			text := ir.Print(m.Operation, ir.PrintOptions{})
+			require.NoError(t, RunPipeline(m, pipelineO2, c.target), "%s", text)
+			tgt, err := target.Lookup(c.target)
+			require.NoError(t, err)
+			dir := t.TempDir()
+			fs, err := c.emit(m, tgt, dir)
+			if err != nil {
+				_, located := err.(*ir.Diagnostic)
+				_, list := err.(ir.ErrorList)
+				require.True(t, located || list, "%s: not a diagnostic: %v\n%s", c.name, err, text)
+				continue
+			}
+			c.check(t, dir, fs)
+		}
+	})
 }
 
 func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
