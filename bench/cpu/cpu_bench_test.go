@@ -8,7 +8,10 @@
 //     its type, as op by op);
 //   - unfused: -O0, one kernel per op, intermediates through memory;
 //   - copy: a STREAM-style copy moving the same bytes (read + written) as
-//     the fused kernel, compiled the same way (-O2, one copy kernel).
+//     the fused kernel, compiled the same way (-O2, one copy kernel);
+//   - hand C: the chain fused by hand in C (handc/handc.c: f32 between steps,
+//     rows over the cores with OpenMP), built with gcc -O3 -march=native
+//     -ffast-math -fopenmp and timed on inputs of the same shape.
 //
 // It prints the effective bandwidth of each (the bytes the chain must move
 // at least, over the best time of the runs, as STREAM reports it: on a
@@ -29,6 +32,8 @@ package cpu
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,9 +167,42 @@ func inputsOf(b *testing.B, src string) []*eval.Tensor {
 }
 
 type row struct {
-	chain, dtype                   string
-	bytes, copyBytes               int64
-	fused, exact, unfused, copyDur time.Duration
+	chain, dtype                          string
+	bytes, copyBytes                      int64
+	fused, exact, unfused, copyDur, handC time.Duration
+}
+
+// buildHandC compiles handc/handc.c into dir.
+func buildHandC(b *testing.B, dir string) string {
+	b.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		b.Fatal("gcc is needed for the hand-written C of each chain: apt-get install gcc")
+	}
+	bin := filepath.Join(dir, "handc")
+	out, err := exec.Command(gcc, "-O3", "-march=native", "-ffast-math", "-fopenmp", filepath.Join("handc", "handc.c"), "-o", bin, "-lm").CombinedOutput()
+	if err != nil {
+		b.Fatalf("building handc.c: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// handC runs the hand-written chain and returns its best time of runs.
+func handC(b *testing.B, bin, chain, dtype string, rows, cols, runs int) time.Duration {
+	b.Helper()
+	cmd := exec.Command(bin, chain, dtype, strconv.Itoa(rows), strconv.Itoa(cols), strconv.Itoa(runs))
+	if th := os.Getenv("TF_NUM_THREADS"); th != "" {
+		cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+th)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("handc %s %s: %v", chain, dtype, err)
+	}
+	var sec, sum float64
+	if _, err := fmt.Sscan(string(out), &sec, &sum); err != nil {
+		b.Fatalf("handc %s %s printed %q", chain, dtype, out)
+	}
+	return time.Duration(sec * float64(time.Second))
 }
 
 func gbps(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
@@ -174,6 +212,7 @@ func BenchmarkFusedKernels(b *testing.B) {
 	rows, cols := envInt("TFC_BENCH_ROWS", 4096), envInt("TFC_BENCH_COLS", 8192)
 	runs := envInt("TFC_BENCH_RUNS", 10)
 	var results []row
+	hand := buildHandC(b, b.TempDir())
 	for i := 0; i < b.N; i++ {
 		results = results[:0]
 		for _, c := range chains {
@@ -201,10 +240,11 @@ func BenchmarkFusedKernels(b *testing.B) {
 				cp := compileProgram(b, csrc, pipelineO2)
 				// rounds of two runs each, alternating, so that the three
 				// see the same load of a shared machine
-				r.fused, r.exact, r.unfused, r.copyDur = time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
+				r.fused, r.exact, r.unfused, r.copyDur, r.handC = time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
 				for round := 0; round < (runs+1)/2; round++ {
 					r.fused = min(r.fused, best(b, fused, in, 2))
 					r.exact = min(r.exact, best(b, exact, in, 2))
+					r.handC = min(r.handC, handC(b, hand, c.name, dtype, rows, cols, 2))
 					r.copyDur = min(r.copyDur, best(b, cp, cin, 2))
 					if round < max(3, runs/3) {
 						r.unfused = min(r.unfused, best(b, unfused, in, 1))
@@ -227,12 +267,13 @@ func BenchmarkFusedKernels(b *testing.B) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nCPU backend, %dx%d, best of %d runs (-O0: %d), threads: %s\n", rows, cols, runs, max(3, runs/3), threads)
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "chain\tdtype\tMB moved\tfused -O2 GB/s\tfused exact-rounding GB/s\tunfused -O0 GB/s\tcopy GB/s\tfused/copy\texact/copy\t-O0/-O2 time\t")
+	fmt.Fprintln(tw, "chain\tdtype\tMB moved\tfused -O2 GB/s\tfused exact-rounding GB/s\thand C GB/s\tunfused -O0 GB/s\tcopy GB/s\tfused/copy\texact/copy\thand C/fused time\t-O0/-O2 time\t")
 	for _, r := range results {
 		fused, copied := gbps(r.bytes, r.fused), gbps(r.copyBytes, r.copyDur)
 		exact := gbps(r.bytes, r.exact)
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%.2fx\t\n", r.chain, r.dtype, float64(r.bytes)/1e6,
-			fused, exact, gbps(r.bytes, r.unfused), copied, 100*fused/copied, 100*exact/copied, r.unfused.Seconds()/r.fused.Seconds())
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%.2fx\t%.2fx\t\n", r.chain, r.dtype, float64(r.bytes)/1e6,
+			fused, exact, gbps(r.bytes, r.handC), gbps(r.bytes, r.unfused), copied, 100*fused/copied, 100*exact/copied,
+			r.handC.Seconds()/r.fused.Seconds(), r.unfused.Seconds()/r.fused.Seconds())
 	}
 	tw.Flush()
 	fmt.Print(sb.String())
