@@ -3,7 +3,6 @@ package lowering
 import (
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -12,8 +11,8 @@ import (
 
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
 	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
-	"github.com/tensorforge/tensorforge/ir/numeric"
 	"github.com/tensorforge/tensorforge/parser"
+	"github.com/tensorforge/tensorforge/passes/difftest"
 )
 
 // The two rounding modes against float64. Each example chain, in bf16 and
@@ -46,43 +45,23 @@ import (
 // chain. `go test -run TestRoundingModes -v ./lowering`
 // prints the table.
 
-// precisionChains are the examples measured, with their large extents made
-// small.
-var precisionChains = []string{"add_rmsnorm", "rms_silu_mul", "swiglu", "attention_softmax", "rope"}
-
-var precisionShrink = strings.NewReplacer("32768x", "24x", "4096x", "24x", "x4096x", "x24x", "x8192x", "x256x",
-	"x8192", "x256", "8192x", "256x", "<8192", "<256", "x28672", "x96", "x32x", "x4x", "x8x", "x2x", "4096", "256")
-
-const defaultRoundingULPs = 1.0
-
-// exactRoundingULPs bounds the exact-rounding mode per chain (4 where not
-// named).
-var exactRoundingULPs = map[string]float64{"rope": 64}
-
 func TestRoundingModes(t *testing.T) {
 	pipeline := "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc"
 	var table []string
-	for _, name := range precisionChains {
-		src, err := os.ReadFile("../examples/" + name + ".tir")
-		require.NoError(t, err)
-		for _, dtype := range []string{"bf16", "f16"} {
-			text := precisionShrink.Replace(string(src))
-			text = strings.ReplaceAll(text, "xbf16>", "x"+dtype+">")
-			worst, over := [2]float64{}, [2]int{}
-			for mode, exact := range []bool{false, true} {
-				worst[mode], over[mode] = roundingError(t, name+" "+dtype, text, pipeline, exact)
-				bound := defaultRoundingULPs
-				if exact {
-					bound = 4
-					if b, ok := exactRoundingULPs[name]; ok {
-						bound = b
-					}
-				}
-				assert.LessOrEqual(t, worst[mode], bound, "%s %s, exact rounding %v", name, dtype, exact)
+	chains, err := difftest.RoundingChains("../examples")
+	require.NoError(t, err)
+	for _, c := range chains {
+		worst, over := [2]float64{}, [2]int{}
+		for mode, exact := range []bool{false, true} {
+			worst[mode], over[mode] = roundingError(t, c.Name+" "+c.Dtype, c.Src, pipeline, exact)
+			bound := difftest.DefaultRoundingBound
+			if exact {
+				bound = c.ExactBound
 			}
-			assert.LessOrEqual(t, worst[0], worst[1]+0.5, "%s %s: the default rounding is less accurate than exact rounding", name, dtype)
-			table = append(table, fmt.Sprintf("| %-17s | %-4s | %6.3f | %6.3f | %d / %d |", name, dtype, worst[0], worst[1], over[0], over[1]))
+			assert.LessOrEqual(t, worst[mode], bound, "%s %s, exact rounding %v", c.Name, c.Dtype, exact)
 		}
+		assert.LessOrEqual(t, worst[0], worst[1]+0.5, "%s %s: the default rounding is less accurate than exact rounding", c.Name, c.Dtype)
+		table = append(table, fmt.Sprintf("| %-17s | %-4s | %6.3f | %6.3f | %d / %d |", c.Name, c.Dtype, worst[0], worst[1], over[0], over[1]))
 	}
 	t.Logf("max error against float64 (ULPs of the result type)\n"+
 		"| chain             | type | default (f32 between ops) | exact rounding | f32 overflows (default / exact) |\n%s", strings.Join(table, "\n"))
@@ -114,7 +93,7 @@ func roundingError(t *testing.T, what, src, pipeline string, exact bool) (worst 
 			got, err := leval.Run(lowered, fn.SymName(), cloneTensors(in))
 			require.NoError(t, err, what)
 			for r := range ref {
-				e, n, bad := tensorError(ref[r], got[r])
+				e, n, bad := difftest.RoundingError(ref[r], got[r])
 				require.Empty(t, bad, "%s (exact rounding %v) @%s result %d, input set %d", what, exact, fn.SymName(), r, i)
 				worst = math.Max(worst, e)
 				overflows += n
@@ -122,32 +101,4 @@ func roundingError(t *testing.T, what, src, pipeline string, exact bool) (worst 
 		}
 	}
 	return worst, overflows
-}
-
-// tensorError measures got against the float64 reference ref.
-func tensorError(ref, got *geval.Tensor) (worst float64, overflows int, bad []string) {
-	k := got.Elem
-	scale := 0.0
-	for _, v := range ref.Data {
-		if !math.IsInf(v, 0) && !math.IsNaN(v) {
-			scale = math.Max(scale, math.Abs(v))
-		}
-	}
-	for i, r := range ref.Data {
-		g, rk := got.Data[i], numeric.RoundTo(r, k)
-		finite := !math.IsInf(g, 0) && !math.IsNaN(g)
-		if !finite && !math.IsInf(rk, 0) && !math.IsNaN(rk) {
-			overflows++
-			continue
-		}
-		if math.IsInf(rk, 0) || math.IsNaN(rk) || !finite {
-			if !(g == rk || math.IsNaN(g) && (math.IsNaN(rk) || math.IsInf(rk, 0))) && len(bad) < 8 {
-				bad = append(bad, fmt.Sprintf("[%d] %v where the reference is %v", i, g, r))
-			}
-			continue
-		}
-		at := math.Max(math.Abs(r), scale/256)
-		worst = math.Max(worst, math.Abs(g-r)/ulpAt(at, k))
-	}
-	return worst, overflows, bad
 }

@@ -1,0 +1,120 @@
+package difftest
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+)
+
+// RoundingError measures a backend's result got against ref, the float64
+// evaluation of the program in which only inputs, outputs and explicit
+// casts are rounded (eval.Options{F64: true, RoundCasts: true}): the
+// measure the rounding modes are held to (docs/numerics.md).
+//
+// The error of an element is |got - ref| in ULPs of the result type at
+// max(|ref|, scale/256), scale being the largest finite |ref| of the
+// result: an element that cancels to far below the magnitude of its
+// tensor is only known to the absolute error of the terms it is the
+// difference of. A NaN reference must be matched by a NaN and an infinite
+// one by the same infinity, or by NaN where a factor of it underflows in
+// f32 though not in float64 (silu(-88.7) * inf); a mismatch is listed in
+// bad. A finite reference whose result is infinite or NaN overflowed in f32
+// on the way (1e30 * 1e30 - 1e30 * 1e30 is finite only in float64): such
+// elements are counted in overflows, not measured.
+func RoundingError(ref, got *eval.Tensor) (worst float64, overflows int, bad []string) {
+	k := got.Elem
+	scale := 0.0
+	for _, v := range ref.Data {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			scale = math.Max(scale, math.Abs(v))
+		}
+	}
+	for i, r := range ref.Data {
+		g, rk := got.Data[i], numeric.RoundTo(r, k)
+		finite := !math.IsInf(g, 0) && !math.IsNaN(g)
+		if !finite && !math.IsInf(rk, 0) && !math.IsNaN(rk) {
+			overflows++
+			continue
+		}
+		if math.IsInf(rk, 0) || math.IsNaN(rk) || !finite {
+			if !(g == rk || math.IsNaN(g) && (math.IsNaN(rk) || math.IsInf(rk, 0))) && len(bad) < 8 {
+				bad = append(bad, fmt.Sprintf("[%d] %v where the reference is %v", i, g, r))
+			}
+			continue
+		}
+		at := math.Max(math.Abs(r), scale/256)
+		worst = math.Max(worst, math.Abs(g-r)/ulpOf(at, k))
+	}
+	return worst, overflows, bad
+}
+
+// ulpOf is one ULP of kind k at magnitude x (the spacing above x).
+func ulpOf(x float64, k ir.ElemKind) float64 {
+	if k == ir.F64 {
+		return math.Nextafter(x, math.Inf(1)) - x
+	}
+	r := numeric.RoundTo(x, k)
+	bits, ok := mantissaBits[k]
+	if !ok {
+		return 1
+	}
+	if math.IsInf(r, 0) || math.IsNaN(r) {
+		return math.Inf(1) // beyond the type's range: no finite error to measure
+	}
+	if r == 0 {
+		return math.Ldexp(1, minExponent[k]-bits)
+	}
+	_, e := math.Frexp(r)
+	return math.Ldexp(1, max(e-1, minExponent[k])-bits)
+}
+
+// minExponent is the exponent of the smallest normal value of each float
+// kind (the spacing is fixed below it).
+var minExponent = map[ir.ElemKind]int{
+	ir.F32: -126, ir.F16: -14, ir.BF16: -126, ir.F8E4M3FN: -6, ir.F8E5M2: -14,
+}
+
+// RoundingChain is one example chain in one element type, at extents small
+// enough to interpret and simulate.
+type RoundingChain struct {
+	Name, Dtype, Src string
+	// ExactBound bounds the exact-rounding mode's RoundingError: 4 ULPs,
+	// 64 where rounded terms cancel (RoPE rounds both products before
+	// their difference is taken).
+	ExactBound float64
+}
+
+// DefaultRoundingBound bounds the default mode's RoundingError on every
+// chain: the final rounding (0.5 ULP) and what f32 arithmetic and row
+// sums add to it.
+const DefaultRoundingBound = 1.0
+
+// RoundingChains reads the examples the rounding modes are measured on
+// from dir (the repository's examples/) in bf16 and f16, their large
+// extents made small.
+func RoundingChains(dir string) ([]RoundingChain, error) {
+	shrink := strings.NewReplacer("32768x", "24x", "4096x", "24x", "x4096x", "x24x", "x8192x", "x256x",
+		"x8192", "x256", "8192x", "256x", "<8192", "<256", "x28672", "x96", "x32x", "x4x", "x8x", "x2x", "4096", "256")
+	var out []RoundingChain
+	for _, name := range []string{"add_rmsnorm", "rms_silu_mul", "swiglu", "attention_softmax", "rope"} {
+		src, err := os.ReadFile(filepath.Join(dir, name+".tir"))
+		if err != nil {
+			return nil, err
+		}
+		for _, dtype := range []string{"bf16", "f16"} {
+			text := strings.ReplaceAll(shrink.Replace(string(src)), "xbf16>", "x"+dtype+">")
+			bound := 4.0
+			if name == "rope" {
+				bound = 64
+			}
+			out = append(out, RoundingChain{Name: name, Dtype: dtype, Src: text, ExactBound: bound})
+		}
+	}
+	return out, nil
+}
