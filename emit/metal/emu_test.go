@@ -21,6 +21,7 @@ import (
 	_ "github.com/tensorforge/tensorforge/lowering"
 	"github.com/tensorforge/tensorforge/parser"
 	_ "github.com/tensorforge/tensorforge/passes"
+	"github.com/tensorforge/tensorforge/passes/difftest"
 )
 
 // The differential tests compile programs for m3-max down to Metal, run
@@ -101,6 +102,7 @@ func shrinkExample(src string) string {
 // emuProgram is one program at one level, translated.
 type emuProgram struct {
 	name    string // rms_silu_mul/O2
+	src     string // the program, shrunk
 	ns      string
 	graph   ir.Module // the reference: after the graph-level passes
 	lowered ir.Module
@@ -139,7 +141,7 @@ func loadPrograms(t *testing.T) []*emuProgram {
 			require.NoError(t, err, name)
 			prog, err := metal.Emit(lowered, metal.Options{Source: s.name + ".tir"})
 			require.NoError(t, err, name)
-			out = append(out, &emuProgram{name: name, ns: fmt.Sprintf("p%d_%s_%s", len(out), s.name, level),
+			out = append(out, &emuProgram{name: name, src: s.text, ns: fmt.Sprintf("p%d_%s_%s", len(out), s.name, level),
 				graph: graph, lowered: lowered, prog: prog})
 		}
 	}
@@ -256,7 +258,35 @@ func diffFunction(t *testing.T, bin string, p *emuProgram, fn ir.Func) {
 			compare(t, fmt.Sprintf("%s, result %d vs the loop interpreter", what, r), loopWant[r], want64[r], got[r], emuULPs, extreme)
 			compare(t, fmt.Sprintf("%s, result %d vs the graph interpreter", what, r), want[r], want64[r], got[r], sumULPs, extreme)
 		}
+		if roundingChain(p.name) {
+			// the default rounding's float64 bound (docs/numerics.md), as
+			// the loop interpreter, the PTX simulator and the tt emulation
+			// are held to it: the program after decompose, only inputs,
+			// outputs and explicit casts rounded
+			ref, err := compileFor(p.name, p.src, "decompose")
+			require.NoError(t, err, what)
+			rf, ok := ref.Lookup(fn.SymName())
+			require.True(t, ok, what)
+			exact, err := geval.Run(rf, clone(in), geval.Options{F64: true, RoundCasts: true})
+			require.NoError(t, err, what)
+			for r := range got {
+				e, _, bad := difftest.RoundingError(exact[r], got[r])
+				require.Empty(t, bad, "%s, result %d", what, r)
+				require.LessOrEqual(t, e, difftest.DefaultRoundingBound, "%s, result %d against float64", what, r)
+			}
+		}
 	}
+}
+
+// roundingChain reports whether program name (chain/level) is one of the
+// chains the rounding modes are measured on, at -O2 (the default rounding).
+func roundingChain(name string) bool {
+	base, level, _ := strings.Cut(name, "/")
+	switch base {
+	case "add_rmsnorm", "rms_silu_mul", "swiglu", "attention_softmax", "rope":
+		return level == "O2"
+	}
+	return false
 }
 
 func clone(ts []*geval.Tensor) []*geval.Tensor {
