@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
 	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
 	"github.com/tensorforge/tensorforge/parser"
 	"github.com/tensorforge/tensorforge/passes/difftest"
@@ -53,7 +52,7 @@ func TestRoundingModes(t *testing.T) {
 	for _, c := range chains {
 		worst, over := [2]float64{}, [2]int{}
 		for mode, exact := range []bool{false, true} {
-			worst[mode], over[mode] = roundingError(t, c.Name+" "+c.Dtype, c.Src, pipeline, exact)
+			worst[mode], over[mode] = roundingError(t, c, pipeline, exact)
 			bound := difftest.DefaultRoundingBound
 			if exact {
 				bound = c.ExactBound
@@ -69,35 +68,21 @@ func TestRoundingModes(t *testing.T) {
 
 // roundingError is the largest error (in the measure of the file comment)
 // of the lowered chain over random and extreme inputs.
-func roundingError(t *testing.T, what, src, pipeline string, exact bool) (worst float64, overflows int) {
+func roundingError(t *testing.T, c difftest.RoundingChain, pipeline string, exact bool) (worst float64, overflows int) {
 	t.Helper()
-	orig, err := parser.Parse("chain.tir", src)
-	require.NoError(t, err, what)
-	runPipelineMode(t, orig, "decompose", "h200", true)
-	lowered, err := parser.Parse("chain.tir", src)
-	require.NoError(t, err, what)
+	cases, err := c.Cases()
+	require.NoError(t, err, c.Name)
+	lowered, err := parser.Parse("chain.tir", c.Src)
+	require.NoError(t, err, c.Name)
 	runPipelineMode(t, lowered, pipeline, "h200", exact)
-	for _, fn := range orig.Funcs() {
-		var sets [][]*geval.Tensor
-		for seed := int64(1); seed <= 3; seed++ {
-			in, err := geval.RandomInputs(fn, seed, 1, 5)
-			require.NoError(t, err)
-			sets = append(sets, in)
-		}
-		in, err := geval.ExtremeInputs(fn, 1)
-		require.NoError(t, err)
-		sets = append(sets, in)
-		for i, in := range sets {
-			ref, err := geval.Run(fn, cloneTensors(in), geval.Options{F64: true, RoundCasts: true})
-			require.NoError(t, err, what)
-			got, err := leval.Run(lowered, fn.SymName(), cloneTensors(in))
-			require.NoError(t, err, what)
-			for r := range ref {
-				e, n, bad := difftest.RoundingError(ref[r], got[r])
-				require.Empty(t, bad, "%s (exact rounding %v) @%s result %d, input set %d", what, exact, fn.SymName(), r, i)
-				worst = math.Max(worst, e)
-				overflows += n
-			}
+	for _, k := range cases {
+		got, err := leval.Run(lowered, k.Func, cloneTensors(k.Inputs))
+		require.NoError(t, err, c.Name)
+		for r := range k.Ref {
+			e, n, bad := difftest.RoundingError(k.Ref[r], got[r])
+			require.Empty(t, bad, "%s %s (exact rounding %v) @%s result %d, input set %d", c.Name, c.Dtype, exact, k.Func, r, k.Set)
+			worst = math.Max(worst, e)
+			overflows += n
 		}
 	}
 	return worst, overflows

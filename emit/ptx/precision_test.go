@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
-	"github.com/tensorforge/tensorforge/parser"
 	"github.com/tensorforge/tensorforge/passes/difftest"
 )
 
@@ -27,30 +26,16 @@ func TestSimulatedRoundingModes(t *testing.T) {
 	for _, c := range chains {
 		worst := [2]float64{}
 		for mode, pipeline := range []string{fullPipeline, strings.Replace(fullPipeline, "lower-to-loops", "lower-to-loops{exact-rounding=true}", 1)} {
-			ref, err := parser.Parse("chain.tir", c.Src)
-			require.NoError(t, err)
-			require.NoError(t, difftest.RunPipeline(ref, "decompose", "h200"))
+			cases, err := c.Cases()
+			require.NoError(t, err, c.Name)
 			m := lower(t, c.Src, pipeline, "h200")
-			for _, fn := range ref.Funcs() {
-				var sets [][]*geval.Tensor
-				for seed := int64(1); seed <= 2; seed++ {
-					in, err := geval.RandomInputs(fn, seed, 1, 5)
-					require.NoError(t, err)
-					sets = append(sets, in)
-				}
-				in, err := geval.ExtremeInputs(fn, 1)
-				require.NoError(t, err)
-				sets = append(sets, in)
-				for i, in := range sets {
-					want, err := geval.Run(fn, clone(in), geval.Options{F64: true, RoundCasts: true})
-					require.NoError(t, err)
-					got, err := simRunFunc(m, fn.SymName(), clone(in))
-					require.NoError(t, err, "%s %s", c.Name, c.Dtype)
-					for r := range want {
-						e, _, bad := difftest.RoundingError(want[r], got[r])
-						require.Empty(t, bad, "%s %s (mode %d) result %d, input set %d", c.Name, c.Dtype, mode, r, i)
-						worst[mode] = max(worst[mode], e)
-					}
+			for _, k := range cases {
+				got, err := simRunFunc(m, k.Func, clone(k.Inputs))
+				require.NoError(t, err, "%s %s", c.Name, c.Dtype)
+				for r := range k.Ref {
+					e, _, bad := difftest.RoundingError(k.Ref[r], got[r])
+					require.Empty(t, bad, "%s %s (mode %d) result %d, input set %d", c.Name, c.Dtype, mode, r, k.Set)
+					worst[mode] = max(worst[mode], e)
 				}
 			}
 		}

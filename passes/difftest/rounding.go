@@ -10,6 +10,7 @@ import (
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
+	"github.com/tensorforge/tensorforge/parser"
 )
 
 // RoundingError measures a backend's result got against ref, the float64
@@ -114,6 +115,49 @@ func RoundingChains(dir string) ([]RoundingChain, error) {
 				bound = 64
 			}
 			out = append(out, RoundingChain{Name: name, Dtype: dtype, Src: text, ExactBound: bound})
+		}
+	}
+	return out, nil
+}
+
+// RoundingCase is one function of a chain on one input set, with its
+// float64 reference (inputs, outputs and explicit casts rounded).
+type RoundingCase struct {
+	Func   string
+	Set    int
+	Inputs []*eval.Tensor
+	Ref    []*eval.Tensor
+}
+
+// Cases parses the chain, decomposes it (composite ops round what they
+// return, as graph.casts) and evaluates the reference of every function
+// on three random input sets and an extreme one. A backend runs each
+// case's inputs (cloned) and measures its results with RoundingError.
+func (c RoundingChain) Cases() ([]RoundingCase, error) {
+	m, err := parser.Parse(c.Name+".tir", c.Src)
+	if err != nil {
+		return nil, err
+	}
+	if err := RunPipeline(m, "decompose", "h200"); err != nil {
+		return nil, err
+	}
+	var out []RoundingCase
+	for _, fn := range m.Funcs() {
+		for set := 0; set < 4; set++ {
+			var in []*eval.Tensor
+			if set == 3 {
+				in, err = eval.ExtremeInputs(fn, 1)
+			} else {
+				in, err = eval.RandomInputs(fn, int64(set+1), 1, 5)
+			}
+			if err != nil {
+				return nil, err
+			}
+			ref, err := eval.Run(fn, cloneAll(in), eval.Options{F64: true, RoundCasts: true})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, RoundingCase{Func: fn.SymName(), Set: set, Inputs: in, Ref: ref})
 		}
 	}
 	return out, nil
