@@ -144,3 +144,53 @@ func CheckExtents(f ir.Func, inShapes [][]int64) error {
 	}
 	return nil
 }
+
+// NamedExtentCheck is an ExtentCheck with its arguments named, as the
+// launch descriptions of the Metal and tt-metal emitters write it for a
+// host to check: extent Axis of input Argument must equal extent
+// OtherAxis of input Other or, without Other, be Extent (or 1 with OrOne).
+type NamedExtentCheck struct {
+	Argument  string `json:"argument"`
+	Axis      int    `json:"axis"`
+	Other     string `json:"equals_argument,omitempty"`
+	OtherAxis *int   `json:"equals_axis,omitempty"`
+	Extent    *int64 `json:"extent,omitempty"`
+	OrOne     bool   `json:"or_one,omitempty"`
+}
+
+// Named is c with the arguments named by names (indexed by argument).
+func (c ExtentCheck) Named(names []string) NamedExtentCheck {
+	nc := NamedExtentCheck{Argument: names[c.Arg], Axis: c.Axis}
+	if c.Other >= 0 {
+		axis := c.OtherAxis
+		nc.Other, nc.OtherAxis = names[c.Other], &axis
+	} else {
+		n := c.Static
+		nc.Extent, nc.OrOne = &n, c.OrOne
+	}
+	return nc
+}
+
+// Check applies c to the shapes of the named arguments, as a host does
+// before the first launch; the error names both extents.
+func (c NamedExtentCheck) Check(shapes map[string][]int64) error {
+	s := shapes[c.Argument]
+	if c.Axis < 0 || c.Axis >= len(s) {
+		return fmt.Errorf("extent_checks: %s has no dimension %d", c.Argument, c.Axis)
+	}
+	x := s[c.Axis]
+	switch {
+	case c.OtherAxis != nil:
+		o := shapes[c.Other]
+		if *c.OtherAxis < 0 || *c.OtherAxis >= len(o) {
+			return fmt.Errorf("extent_checks: %s has no dimension %d", c.Other, *c.OtherAxis)
+		}
+		if x != o[*c.OtherAxis] {
+			return fmt.Errorf("extent_checks: %s has %d in dimension %d but %s has %d in dimension %d: two '?' extents that broadcast together must be equal",
+				c.Argument, x, c.Axis, c.Other, o[*c.OtherAxis], *c.OtherAxis)
+		}
+	case c.Extent != nil && x != *c.Extent && !(c.OrOne && x == 1):
+		return fmt.Errorf("extent_checks: %s has %d in dimension %d, where %d is needed", c.Argument, x, c.Axis, *c.Extent)
+	}
+	return nil
+}

@@ -268,3 +268,21 @@ func TestEvalExpr(t *testing.T) {
 		assert.Contains(t, err.Error(), want, text)
 	}
 }
+
+// The launch description carries the function's extent checks, and a host
+// (the test harness's) refuses inputs that break them.
+func TestLaunchExtentChecks(t *testing.T) {
+	p := emitText(t, "checks", `func.func @add(%x: tensor<?x3xf32>, %y: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  %z = graph.add %x, %y : tensor<?x3xf32>
+  return %z : tensor<?x3xf32>
+}`)
+	desc := p.Description("add.metal", "add")
+	require.Len(t, desc.Functions, 1)
+	checks := desc.Functions[0].Checks
+	require.Len(t, checks, 1)
+	require.Equal(t, "x", checks[0].Argument)
+	require.Equal(t, "y", checks[0].Other)
+	require.NotNil(t, checks[0].OtherAxis)
+	require.Equal(t, 0, *checks[0].OtherAxis)
+	require.Nil(t, checks[0].Extent)
+}

@@ -251,6 +251,12 @@ func runFunction(bin, dir, ns string, desc *metal.LaunchDescription, fl *metal.F
 			outs = append(outs, a)
 		}
 	}
+	// the extents the kernels assume agree, as a host must check them
+	for _, c := range fl.Checks {
+		if err := c.Check(shapes); err != nil {
+			return nil, err
+		}
+	}
 	env := map[string]int64{}
 	for _, e := range fl.Extents {
 		s, ok := shapes[e.Argument]

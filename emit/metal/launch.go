@@ -60,6 +60,10 @@ type FunctionLaunch struct {
 	ArenaBytes    int64          `json:"arena_bytes"`
 	Intermediates []Intermediate `json:"intermediates"`
 	Launches      []Launch       `json:"launches"`
+	// Checks are what the inputs' extents must satisfy before the first
+	// launch (the function's loop.ExtentChecks), so that no kernel reads
+	// past a buffer: a host refuses inputs that break one.
+	Checks []loop.NamedExtentCheck `json:"extent_checks,omitempty"`
 }
 
 // Argument is a buffer argument: inputs, then the outputs the function
@@ -321,6 +325,17 @@ func (prog *Program) describeFunc(fn ir.Func) (*FunctionLaunch, []string, error)
 		if err := d.op(op); err != nil {
 			return nil, nil, err
 		}
+	}
+	checks, err := loop.ExtentChecks(fn)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, len(d.out.Arguments))
+	for i, a := range d.out.Arguments {
+		names[i] = a.Name
+	}
+	for _, c := range checks {
+		d.out.Checks = append(d.out.Checks, c.Named(names))
 	}
 	// an input's run-time extents are its own
 	for key, ext := range d.extents {

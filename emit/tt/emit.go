@@ -429,6 +429,17 @@ func function(f ir.Func, kernels map[string]*kgen) (Function, error) {
 			return fj, ir.OpError(op, "cannot be translated by the 'tt' backend")
 		}
 	}
+	checks, err := loop.ExtentChecks(f)
+	if err != nil {
+		return Function{}, err
+	}
+	argNames := make([]string, len(args))
+	for i, a := range args {
+		argNames[i] = names[a]
+	}
+	for _, c := range checks {
+		fj.Checks = append(fj.Checks, c.Named(argNames))
+	}
 	return fj, nil
 }
 

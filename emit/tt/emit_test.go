@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
 )
@@ -237,4 +238,23 @@ func TestElementwiseSplitsByTile(t *testing.T) {
 	compute := fileOf(out, "sw_k0/compute.cpp")
 	assert.Equal(t, 1, strings.Count(compute, "silu_tile_init();"))
 	assert.NotContains(t, compute, "for (uint32_t ct")
+}
+
+// program.json carries the function's extent checks for the host, and
+// the test host refuses inputs that break them before any kernel runs.
+func TestProgramExtentChecks(t *testing.T) {
+	out, err := emitSrc(t, `func.func @add(%x: tensor<?x64xf32>, %y: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %z = graph.add %x, %y : tensor<?x64xf32>
+  return %z : tensor<?x64xf32>
+}`, "wormhole-n300")
+	require.NoError(t, err)
+	fn := out.Program.Functions[0]
+	require.Len(t, fn.Checks, 1)
+	require.Equal(t, "x", fn.Checks[0].Argument)
+	require.Equal(t, "y", fn.Checks[0].Other)
+	require.Contains(t, fileOf(out, "program.json"), `"extent_checks"`)
+	c := &emuCase{name: "add", out: out, fn: "add", in: []*geval.Tensor{geval.NewTensor(ir.F32, []int64{3, 64}), geval.NewTensor(ir.F32, []int64{5, 64})},
+		outShapes: [][]int64{{3, 64}}, outElems: []ir.ElemKind{ir.F32}}
+	_, err = planHost(c)
+	require.ErrorContains(t, err, "x has 3 in dimension 0 but y has 5 in dimension 0")
 }

@@ -195,6 +195,12 @@ func planHost(c *emuCase) (*hostPlan, error) {
 			nout++
 		}
 	}
+	// the extents the kernels assume agree, as a host must check them
+	for _, ck := range hp.fn.Checks {
+		if err := ck.Check(hp.shapes); err != nil {
+			return nil, err
+		}
+	}
 	lookup := func(buffer string, axis int) (int64, error) {
 		s, ok := hp.shapes[buffer]
 		if !ok || axis >= len(s) {

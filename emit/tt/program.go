@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
 )
 
 // Program is program.json, the description a tt-metal host program needs
@@ -50,6 +52,10 @@ type Function struct {
 	Name     string   `json:"name"`
 	Buffers  []Buffer `json:"buffers"`
 	Launches []Launch `json:"launches"`
+	// Checks are what the inputs' extents must satisfy before the first
+	// launch (the function's loop.ExtentChecks): a host refuses inputs
+	// that break one, as no kernel checks.
+	Checks []loop.NamedExtentCheck `json:"extent_checks,omitempty"`
 }
 
 // Buffer is a DRAM buffer of tiles: an argument of the function (role

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/dialects/loop/eval"
 	"github.com/tensorforge/tensorforge/ir"
 )
@@ -82,4 +83,21 @@ func TestExtentChecks(t *testing.T) {
 		require.ErrorContains(t, err, want, attr)
 		require.Contains(t, err.Error(), "test.tir:2:", attr)
 	}
+}
+
+// The named form the launch descriptions carry, as a host checks it.
+func TestNamedExtentChecks(t *testing.T) {
+	m := parse(t, strings.Replace(addRows, "CHECKS", "extent_checks = [[0, 0, 1, 0]]", 1))
+	f, _ := m.Lookup("f")
+	checks, err := loop.ExtentChecks(f)
+	require.NoError(t, err)
+	require.Len(t, checks, 1)
+	named := checks[0].Named([]string{"x", "y", "z"})
+	require.NoError(t, named.Check(map[string][]int64{"x": {3, 2}, "y": {3, 2}}))
+	require.ErrorContains(t, named.Check(map[string][]int64{"x": {3, 2}, "y": {4, 2}}), "x has 3 in dimension 0 but y has 4 in dimension 0")
+	static := loop.ExtentCheck{Arg: 1, Axis: 0, Other: -1, Static: 3, OrOne: true}.Named([]string{"x", "y"})
+	require.NoError(t, static.Check(map[string][]int64{"y": {1, 2}}))
+	require.NoError(t, static.Check(map[string][]int64{"y": {3, 2}}))
+	require.ErrorContains(t, static.Check(map[string][]int64{"y": {2, 2}}), "y has 2 in dimension 0, where 3 is needed")
+	require.ErrorContains(t, static.Check(map[string][]int64{"y": {}}), "y has no dimension 0")
 }
