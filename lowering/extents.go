@@ -189,7 +189,7 @@ func (e *extentEnv) requirePaired(op *ir.Operation) {
 		if mm.TransposeB() {
 			k = len(rs) - 1
 		}
-		e.requireEqual(lhs, len(ls)-1, rhs, k, false)
+		e.requireEqual(lhs, len(ls)-1, rhs, k)
 		return
 	}
 	if !op.HasTrait(ir.Elementwise) && op.Name() != graph.OpBroadcastTo {
@@ -212,16 +212,16 @@ func (e *extentEnv) requirePaired(op *ir.Operation) {
 }
 
 // requireEqual records that dimension i of a and j of b must have equal
-// extents, where either is `?`; a static one gives its value (orOne: or 1).
-func (e *extentEnv) requireEqual(a *ir.Value, i int, b *ir.Value, j int, orOne bool) {
+// extents, where either is `?`; a static one gives its value.
+func (e *extentEnv) requireEqual(a *ir.Value, i int, b *ir.Value, j int) {
 	sa, sb := shapeOf(a), shapeOf(b)
 	switch {
 	case sa[i] == ir.Dynamic && sb[j] == ir.Dynamic:
 		e.l.require(e.dim(a, i), e.dim(b, j), 0, false)
 	case sa[i] == ir.Dynamic:
-		e.l.require(e.dim(a, i), nil, sb[j], orOne)
+		e.l.require(e.dim(a, i), nil, sb[j], false)
 	case sb[j] == ir.Dynamic:
-		e.l.require(e.dim(b, j), nil, sa[i], orOne)
+		e.l.require(e.dim(b, j), nil, sa[i], false)
 	}
 }
 

@@ -97,26 +97,6 @@ func ExtentChecks(f ir.Func) ([]ExtentCheck, error) {
 	return out, nil
 }
 
-// Violated reports whether the extents ext (per argument, per dimension)
-// break c, and says how, naming the arguments with names.
-func (c ExtentCheck) Violated(ext [][]int64, names []string) (string, bool) {
-	x := ext[c.Arg][c.Axis]
-	switch {
-	case c.Other >= 0:
-		y := ext[c.Other][c.OtherAxis]
-		if x == y {
-			return "", false
-		}
-		return fmt.Sprintf("%s has %d in dimension %d but %s has %d in dimension %d: two '?' extents that broadcast together must be equal",
-			names[c.Arg], x, c.Axis, names[c.Other], y, c.OtherAxis), true
-	case x == c.Static || c.OrOne && x == 1:
-		return "", false
-	case c.OrOne:
-		return fmt.Sprintf("%s has %d in dimension %d, where %d (or 1, to broadcast) is needed", names[c.Arg], x, c.Axis, c.Static), true
-	}
-	return fmt.Sprintf("%s has %d in dimension %d, where %d is needed", names[c.Arg], x, c.Axis, c.Static), true
-}
-
 // CheckExtents applies the checks of lowered function f to the shapes of
 // its first len(inShapes) arguments (its inputs; checks naming others are
 // skipped). The error names the function and the arguments.
@@ -133,13 +113,16 @@ func CheckExtents(f ir.Func, inShapes [][]int64) error {
 			names[i] += " (%" + a.Name + ")"
 		}
 	}
-	n := len(inShapes)
+	shapes := map[string][]int64{}
+	for i, sh := range inShapes {
+		shapes[names[i]] = sh
+	}
 	for _, c := range checks {
-		if c.Arg >= n || c.Other >= n || c.Axis >= len(inShapes[c.Arg]) || c.Other >= 0 && c.OtherAxis >= len(inShapes[c.Other]) {
+		if c.Arg >= len(inShapes) || c.Other >= len(inShapes) {
 			continue
 		}
-		if why, bad := c.Violated(inShapes, names); bad {
-			return ir.Errorf(f.Loc, "@%s: %s", f.SymName(), why)
+		if err := c.Named(names).Check(shapes); err != nil {
+			return ir.Errorf(f.Loc, "@%s: %v", f.SymName(), err)
 		}
 	}
 	return nil
@@ -176,21 +159,25 @@ func (c ExtentCheck) Named(names []string) NamedExtentCheck {
 func (c NamedExtentCheck) Check(shapes map[string][]int64) error {
 	s := shapes[c.Argument]
 	if c.Axis < 0 || c.Axis >= len(s) {
-		return fmt.Errorf("extent_checks: %s has no dimension %d", c.Argument, c.Axis)
+		return fmt.Errorf("%s has no dimension %d", c.Argument, c.Axis)
 	}
 	x := s[c.Axis]
 	switch {
 	case c.OtherAxis != nil:
 		o := shapes[c.Other]
 		if *c.OtherAxis < 0 || *c.OtherAxis >= len(o) {
-			return fmt.Errorf("extent_checks: %s has no dimension %d", c.Other, *c.OtherAxis)
+			return fmt.Errorf("%s has no dimension %d", c.Other, *c.OtherAxis)
 		}
 		if x != o[*c.OtherAxis] {
-			return fmt.Errorf("extent_checks: %s has %d in dimension %d but %s has %d in dimension %d: two '?' extents that broadcast together must be equal",
+			return fmt.Errorf("%s has %d in dimension %d but %s has %d in dimension %d: two '?' extents that broadcast together must be equal",
 				c.Argument, x, c.Axis, c.Other, o[*c.OtherAxis], *c.OtherAxis)
 		}
-	case c.Extent != nil && x != *c.Extent && !(c.OrOne && x == 1):
-		return fmt.Errorf("extent_checks: %s has %d in dimension %d, where %d is needed", c.Argument, x, c.Axis, *c.Extent)
+	case c.Extent == nil || x == *c.Extent:
+	case c.OrOne && x == 1:
+	case c.OrOne:
+		return fmt.Errorf("%s has %d in dimension %d, where %d (or 1, to broadcast) is needed", c.Argument, x, c.Axis, *c.Extent)
+	default:
+		return fmt.Errorf("%s has %d in dimension %d, where %d is needed", c.Argument, x, c.Axis, *c.Extent)
 	}
 	return nil
 }

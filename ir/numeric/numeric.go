@@ -269,6 +269,25 @@ func SmallestSubnormal(k ir.ElemKind) float64 {
 	return 1
 }
 
+// ULP returns one unit in the last place of float kind k at magnitude |x|:
+// the spacing of k's values in the binade holding |x| rounded to k (the
+// subnormal spacing below the normals), +Inf where |x| rounds beyond k's
+// finite range, and 1 for a kind that is not a float.
+func ULP(x float64, k ir.ElemKind) float64 {
+	f, ok := formatOf(k)
+	if !ok {
+		return 1
+	}
+	a := math.Abs(f.round(math.Abs(x)))
+	if math.IsInf(a, 0) || math.IsNaN(a) {
+		return math.Inf(1)
+	}
+	if a == 0 {
+		return math.Ldexp(1, f.emin()-f.man)
+	}
+	return math.Ldexp(1, f.quantum(a))
+}
+
 // ULPDiff returns the distance in units in the last place of kind k between
 // a and b. It is 0 when both are NaN or a == b (+0 and -0 included, and
 // equal infinities), and +Inf when exactly one is NaN or one is an infinity

@@ -356,3 +356,20 @@ func TestGenericBits(t *testing.T) {
 	assert.Equal(t, 0.0, MaxFinite(ir.InvalidElem))
 	assert.Equal(t, 1.5, RoundTo(1.5, ir.InvalidElem))
 }
+
+func TestULP(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		k    ir.ElemKind
+		want float64
+	}{
+		{1, ir.BF16, 0x1p-7}, {-1.5, ir.BF16, 0x1p-7}, {2, ir.BF16, 0x1p-6}, {1, ir.F16, 0x1p-10},
+		{1, ir.F32, 0x1p-23}, {1, ir.F64, 0x1p-52}, {0, ir.F16, 0x1p-24}, {1e-7, ir.F16, 0x1p-24},
+		{65504, ir.F16, 32}, {1e6, ir.F16, math.Inf(1)}, {math.Inf(-1), ir.F32, math.Inf(1)},
+		{1, ir.F8E4M3FN, 0x1p-3}, {3, ir.I32, 1},
+		// |x| rounding up into the next binade takes that binade's spacing
+		{1.999, ir.BF16, 0x1p-6},
+	} {
+		assert.Equal(t, c.want, ULP(c.x, c.k), "ULP(%v, %s)", c.x, c.k)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
-	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
 	"github.com/tensorforge/tensorforge/parser"
 )
@@ -50,35 +49,9 @@ func RoundingError(ref, got *eval.Tensor) (worst float64, overflows int, bad []s
 			continue
 		}
 		at := math.Max(math.Abs(r), scale/256)
-		worst = math.Max(worst, math.Abs(g-r)/ulpOf(at, k))
+		worst = math.Max(worst, math.Abs(g-r)/numeric.ULP(at, k))
 	}
 	return worst, overflows, bad
-}
-
-// ulpOf is one ULP of kind k at magnitude x (the spacing above x).
-func ulpOf(x float64, k ir.ElemKind) float64 {
-	if k == ir.F64 {
-		return math.Nextafter(x, math.Inf(1)) - x
-	}
-	r := numeric.RoundTo(x, k)
-	bits, ok := mantissaBits[k]
-	if !ok {
-		return 1
-	}
-	if math.IsInf(r, 0) || math.IsNaN(r) {
-		return math.Inf(1) // beyond the type's range: no finite error to measure
-	}
-	if r == 0 {
-		return math.Ldexp(1, minExponent[k]-bits)
-	}
-	_, e := math.Frexp(r)
-	return math.Ldexp(1, max(e-1, minExponent[k])-bits)
-}
-
-// minExponent is the exponent of the smallest normal value of each float
-// kind (the spacing is fixed below it).
-var minExponent = map[ir.ElemKind]int{
-	ir.F32: -126, ir.F16: -14, ir.BF16: -126, ir.F8E4M3FN: -6, ir.F8E5M2: -14,
 }
 
 // RoundingChain is one example chain in one element type, at extents small

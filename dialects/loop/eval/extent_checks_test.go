@@ -98,6 +98,6 @@ func TestNamedExtentChecks(t *testing.T) {
 	static := loop.ExtentCheck{Arg: 1, Axis: 0, Other: -1, Static: 3, OrOne: true}.Named([]string{"x", "y"})
 	require.NoError(t, static.Check(map[string][]int64{"y": {1, 2}}))
 	require.NoError(t, static.Check(map[string][]int64{"y": {3, 2}}))
-	require.ErrorContains(t, static.Check(map[string][]int64{"y": {2, 2}}), "y has 2 in dimension 0, where 3 is needed")
+	require.ErrorContains(t, static.Check(map[string][]int64{"y": {2, 2}}), "y has 2 in dimension 0, where 3 (or 1, to broadcast) is needed")
 	require.ErrorContains(t, static.Check(map[string][]int64{"y": {}}), "y has no dimension 0")
 }
