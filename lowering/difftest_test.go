@@ -13,6 +13,7 @@ import (
 
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
 	"github.com/tensorforge/tensorforge/dialects/graph/randprog"
+	"github.com/tensorforge/tensorforge/dialects/loop"
 	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
@@ -70,6 +71,9 @@ type diffCase struct {
 	// unfitOK skips input sets the graph interpreter rejects (extreme
 	// inputs give every `?` 16 elements, which a program may not allow).
 	unfitOK bool
+	// inputs adds input sets of its own to the random and extreme ones:
+	// it turns random inputs of fn into another set.
+	inputs func(fn ir.Func, random []*geval.Tensor) []*geval.Tensor
 }
 
 // lowerText parses src, runs the pipeline for the target and verifies the
@@ -183,6 +187,9 @@ func runDiffMode(t *testing.T, c diffCase, extreme, exactRounding bool) {
 			in, err := geval.ExtremeInputs(fn, 3)
 			require.NoError(t, err)
 			inputSets = append(inputSets, in)
+		}
+		if c.inputs != nil {
+			inputSets = append(inputSets, c.inputs(fn, cloneTensors(inputSets[0])))
 		}
 		for i, in := range inputSets {
 			want, err := geval.Run(fn, cloneTensors(in), geval.Options{ExactRounding: exactRounding})
@@ -459,6 +466,16 @@ func.func @f(%x: tensor<?x24xbf16>, %b: tensor<?xf32>, %w: tensor<24xbf16>) -> (
 			runDiff(t, diffCase{name: sched, src: strings.ReplaceAll(body, "SCHEDULE", sched)})
 		})
 	}
+	t.Run("online-schedule-not-online", func(t *testing.T) {
+		m, err := parser.Parse("input.tir", strings.ReplaceAll(body, "SCHEDULE", "online"))
+		require.NoError(t, err)
+		p, err := ir.ParsePipeline("lower-to-loops")
+		require.NoError(t, err)
+		tg, _ := target.Lookup("cpu")
+		err = (&ir.PassManager{Pipeline: p}).Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg})
+		require.ErrorContains(t, err, "input.tir:3:3:")
+		require.ErrorContains(t, err, "has schedule 'online', but its first two phases are not a max of a row")
+	})
 	t.Run("odd-rows", func(t *testing.T) {
 		// a row of 7 takes no vector: scalar loops and scalar accumulators
 		runDiff(t, diffCase{name: "odd", src: `
@@ -483,6 +500,69 @@ func.func @f(%x: tensor<5x32xf64>, %w: tensor<32xf64>, %b: tensor<32xf64>) -> te
   return %y : tensor<5x32xf64>
 }`, pipeline: "fuse,lower-to-loops,sram-alloc"})
 	})
+}
+
+// The online schedule: rows too long for an m3-max's 32 KiB of
+// threadgroup memory (9000 f32 is 4 chunks of 2048 and a tail of 808;
+// 12288 is 6 whole chunks), the max and the sum of exp taken in one pass.
+// Extreme inputs put +-inf and NaN in chunks after finite ones and
+// before them.
+func TestDiffOnline(t *testing.T) {
+	src := `
+func.func @softmax(%x: tensor<?x9000xbf16>) -> tensor<?x9000xbf16> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x9000xbf16>
+  return %y : tensor<?x9000xbf16>
+}
+func.func @lse(%x: tensor<?x9000xf32>) -> tensor<?xf32> {
+  %y = graph.logsumexp %x {axis = -1} : (tensor<?x9000xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+func.func @logsoftmax(%x: tensor<?x12288xf16>) -> tensor<?x12288xf16> {
+  %y = graph.log_softmax %x {axis = -1} : tensor<?x12288xf16>
+  return %y : tensor<?x12288xf16>
+}
+func.func @add_lse(%x: tensor<?x9000xbf16>, %r: tensor<?x9000xbf16>) -> (tensor<?x9000xbf16>, tensor<?x1xbf16>) {
+  %h = graph.add %x, %r : tensor<?x9000xbf16>
+  %y = graph.logsumexp %h {axis = -1, keepdim = true} : (tensor<?x9000xbf16>) -> tensor<?x1xbf16>
+  return %h, %y : tensor<?x9000xbf16>, tensor<?x1xbf16>
+}`
+	m := lowerText(t, src, "legalize-numerics,decompose,fuse,lower-to-loops,sram-alloc", "m3-max")
+	n := 0
+	m.Operation.Walk(func(op *ir.Operation) bool {
+		if k, ok := loop.AsKernel(op); ok {
+			s, _ := k.Schedule()
+			require.Equal(t, "online", s, "kernel %s", k.SymName())
+			n++
+		}
+		return true
+	})
+	require.Equal(t, 4, n)
+	// rows whose max is in their first chunk, far above the rest, so that
+	// a kernel that lost the running max overflows exp; another row with
+	// its max in its tail, rising chunk by chunk, so that every chunk
+	// rescales the sum; and a row whose early chunks are all -inf
+	peaks := func(fn ir.Func, in []*geval.Tensor) []*geval.Tensor {
+		for _, x := range in {
+			if len(x.Shape) != 2 {
+				continue
+			}
+			cols := int(x.Shape[1])
+			for j := range cols {
+				x.Data[j] = -60 // row 0: one peak at the start
+				x.Data[cols+j] = float64(j)/float64(cols)*100 - 50
+				x.Data[2*cols+j] = math.Inf(-1)
+			}
+			x.Data[3] = 60
+			x.Data[3*cols-1] = 1
+			x.Data[3*cols-5000] = 0.5
+			for i := range x.Data {
+				x.Data[i] = numeric.RoundTo(x.Data[i], x.Elem)
+			}
+		}
+		return in
+	}
+	runDiff(t, diffCase{name: "online", src: src, target: "m3-max", dyn: 3, inputs: peaks,
+		pipeline: "legalize-numerics,decompose,fuse,lower-to-loops,sram-alloc"})
 }
 
 // Random programs: the graph interpreter on the program after the

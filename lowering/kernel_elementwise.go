@@ -113,8 +113,26 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	n := len(info.Shape)
 	c := info.RowLen
 	width := k.vectorWidth(c, ev.alongRow())
+	schedule := info.Schedule
+	var online *onlinePair
+	switch schedule {
+	case passes.ScheduleOnePass, passes.ScheduleTwoPass:
+	case passes.ScheduleOnline:
+		maxOp, sumOp, ok := info.Online()
+		if !ok {
+			return ir.OpError(fused, "has schedule 'online', but its first two phases are not a max of a row and then a sum of exp(x - max) alone")
+		}
+		if k.exact {
+			// rescaled sums do not round as op-by-op evaluation does
+			schedule = passes.ScheduleTwoPass
+		} else {
+			online = &onlinePair{max: maxOp, sum: sumOp}
+		}
+	default:
+		return ir.OpError(fused, "has schedule '%s'; expected 'one-pass', 'two-pass' or 'online'", schedule)
+	}
 	k.setAttr("row_len", intAttr(c))
-	k.setAttr("schedule", ir.StringAttr(info.Schedule))
+	k.setAttr("schedule", ir.StringAttr(schedule))
 	k.setAttr("vector_width", intAttr(width))
 	lanes := width
 	if width == 1 {
@@ -146,7 +164,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 		}
 	}
 	var inPlace map[*ir.Value]*ir.Value
-	if info.Schedule != passes.ScheduleTwoPass {
+	if schedule == passes.ScheduleOnePass {
 		keeps, inPlace = ev.planKeptRows(reductions, stores, outs)
 	}
 
@@ -158,6 +176,11 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 				continue
 			}
 			ev.phase = p
+			if online != nil && p == 0 {
+				ev.onlinePhases(row, online, stores[0], outs, width, c)
+				p++ // phase 1 is done too
+				continue
+			}
 			for _, v := range keeps[p] {
 				if w, ok := inPlace[v]; ok {
 					ev.cached[v] = ev.cached[w]

@@ -761,6 +761,11 @@ func (f *fuser) remarkKernel(fused *ir.Operation, info *KernelInfo, n int) {
 	switch {
 	case info.RowBuffers == 0:
 		f.remark(fused.Loc, "planned one-pass: no row is kept between the %d phases of the row kernel", info.NumPhases)
+	case info.Schedule == ScheduleOnline && info.RowBufferBytes() <= f.target.ScratchpadBytes:
+		f.remark(fused.Loc, "planned online: the row is reduced to per-row values by a max and a sum of exp, which one pass over the row takes chunk by chunk, holding a chunk instead of %s", rows)
+	case info.Schedule == ScheduleOnline:
+		f.remark(fused.Loc, "planned online: %s %s %s, so the max and the sum of exp are taken in one pass over the row, chunk by chunk, and each phase after them reads the row from DRAM again",
+			rows, verb(info.RowBuffers, "does not fit", "do not fit"), where)
 	case info.Schedule == ScheduleOnePass:
 		f.remark(fused.Loc, "planned one-pass: %s %s %s, so each row is read from DRAM once", rows, verb(info.RowBuffers, "fits", "fit"), where)
 	default:

@@ -243,14 +243,25 @@ var fuseCases = []fuseCase{
 	},
 	{
 		name: "a long row on m3-max is planned two-pass",
-		src: `func.func @f(%x: tensor<4x16384xf32>) -> tensor<4x16384xf32> {
-  %p = graph.softmax %x : tensor<4x16384xf32>
+		src: `func.func @f(%x: tensor<4x16384xf32>, %w: tensor<16384xf32>) -> tensor<4x16384xf32> {
+  %p = graph.rmsnorm %x, %w {eps = 1.0e-05 : f32} : (tensor<4x16384xf32>, tensor<16384xf32>) -> tensor<4x16384xf32>
   return %p : tensor<4x16384xf32>
 }`,
 		target: "m3-max",
 		top:    []string{"graph.fused"},
 		remarks: []string{"planned two-pass: 1 row buffer of 16384 f32 (65536 bytes) does not fit the 32768-byte scratchpad " +
 			"of m3-max, so the row is read from DRAM again after each reduction"},
+	},
+	{
+		name: "a long softmax row on m3-max is planned online",
+		src: `func.func @f(%x: tensor<4x16384xf32>) -> tensor<4x16384xf32> {
+  %p = graph.softmax %x : tensor<4x16384xf32>
+  return %p : tensor<4x16384xf32>
+}`,
+		target: "m3-max",
+		top:    []string{"graph.fused"},
+		remarks: []string{"planned online: 1 row buffer of 16384 f32 (65536 bytes) does not fit the 32768-byte scratchpad " +
+			"of m3-max, so the max and the sum of exp are taken in one pass over the row, chunk by chunk, and each phase after them reads the row from DRAM again"},
 	},
 	{
 		name: "a dense constant is read from memory",

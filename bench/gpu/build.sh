@@ -62,6 +62,16 @@ logsumexp_32768x4096 logsumexp_4096 32768
 logaddexp_64M logaddexp 67108864
 quantize_64M quantize 67108864
 "
+for d in 32000 256000; do
+  for op in softmax logsumexp; do
+    shapes="$shapes
+${op}_4096x$d ${op}_$d 4096"
+    for t in 1 4 16; do
+      shapes="$shapes
+decode_${op}_${t}x$d ${op}_$d $t"
+    done
+  done
+done
 for t in 1 32; do
   for d in 8192 5120 14336; do
     shapes="$shapes

@@ -168,7 +168,7 @@ func (op KernelOp) SramBytes() (int64, bool) {
 	return ods.GetInt(op.Operation, "sram_bytes")
 }
 
-// Schedule returns attribute schedule and whether it is present: of a row kernel: the row kept in sram between phases, or read from DRAM again.
+// Schedule returns attribute schedule and whether it is present: of a row kernel: the row kept in sram between phases, read from DRAM again, or its max and sum of exp taken in one pass, chunk by chunk.
 func (op KernelOp) Schedule() (string, bool) {
 	return ods.GetString(op.Operation, "schedule")
 }
@@ -216,7 +216,7 @@ func checkKernelInputs(op *ir.Operation) error {
 	if err := ods.CheckAttr(op, "schedule", ods.StringKind, false); err != nil {
 		return err
 	}
-	if err := ods.CheckEnumAttr(op, "schedule", "one-pass", "two-pass"); err != nil {
+	if err := ods.CheckEnumAttr(op, "schedule", "one-pass", "two-pass", "online"); err != nil {
 		return err
 	}
 	if err := ods.CheckAttr(op, "row_len", ods.IntKind, false); err != nil {

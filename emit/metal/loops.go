@@ -58,6 +58,11 @@ func (ke *kernelEmitter) emitFor(f loop.ForOp, uniform bool) {
 		ke.line("for (uint %s = %s; %s < %s; %s) {", ivName, lb, ivName, ub, inc)
 	}
 	ke.openScope()
+	if !distributed && hasThreadsLoop(body) {
+		// an iteration's first reduction and sram write follow the last
+		// ones of the iteration before: synchronise as after them
+		ke.partialUsed, ke.sramRead, ke.sramWritten = true, true, true
+	}
 	for op := body.First(); op != nil; op = op.Next() {
 		if op.Name() == loop.OpYield {
 			ke.emitYield(op, body.Args[1:], vars)
@@ -73,6 +78,16 @@ func (ke *kernelEmitter) emitFor(f loop.ForOp, uniform bool) {
 	if items := ke.p.combines[f.Operation]; len(items) > 0 {
 		ke.emitCombine(items, vars)
 	}
+}
+
+// hasThreadsLoop reports whether block b holds a threads loop.
+func hasThreadsLoop(b *ir.Block) bool {
+	for op := b.First(); op != nil; op = op.Next() {
+		if f, ok := loop.AsFor(op); ok && f.Dist() == "threads" {
+			return true
+		}
+	}
+	return false
 }
 
 func orDefault(s, d string) string {

@@ -217,7 +217,19 @@ func (p *kernelPlan) kernelLevel(v *ir.Value) bool {
 
 // walkGrid classifies the loops and buffers of the grid.
 func (p *kernelPlan) walkGrid() error {
+	var ops []*ir.Operation
 	for op := p.gridBody.First(); op != nil; op = op.Next() {
+		ops = append(ops, op)
+		// the threads loops over the chunks of an online row kernel
+		if f, ok := loop.AsFor(op); ok && f.Dist() != "threads" && !storesFollow(f) {
+			for in := f.Body().Entry().First(); in != nil; in = in.Next() {
+				if g, ok := loop.AsFor(in); ok && g.Dist() == "threads" {
+					ops = append(ops, in)
+				}
+			}
+		}
+	}
+	for _, op := range ops {
 		switch op.Name() {
 		case loop.OpAlloc:
 			a, _ := loop.AsAlloc(op)
@@ -247,7 +259,7 @@ func (p *kernelPlan) walkGrid() error {
 			}
 		case loop.OpFor:
 			f, _ := loop.AsFor(op)
-			if f.Dist() == "threads" && op.Block() != p.gridBody {
+			if f.Dist() == "threads" && op.Block() != p.gridBody && !p.distributed[op] {
 				err = ir.OpError(op, "is a threads loop inside another loop; the Metal emitter needs threads loops directly in the grid")
 			}
 		}

@@ -359,7 +359,13 @@ func threadsLoops(gb *ir.Block) []*ir.Operation {
 func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 	tls := threadsLoops(gb)
 	maxTrip, dynamic := int64(0), false
+	sched, _ := ke.k.Schedule()
 	for _, op := range tls {
+		if sched == "online" && !keepsChunk(op) {
+			// the group is sized for the chunks; the loops over the
+			// whole row after them run at run time
+			continue
+		}
 		t := staticTrip(loop.ForOp{Operation: op})
 		if t < 0 {
 			dynamic = true
@@ -475,6 +481,25 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 		ke.fail(ke.k.Operation, "needs %d bytes of shared memory per CTA (%d instance(s) of %d bytes of sram, %d of scratch); sm_90 allows %d",
 			pl.shared, pl.rows, pl.groupBytes, pl.redBytes, maxSharedBytes)
 	}
+}
+
+// keepsChunk reports whether threads loop op of an online row kernel is
+// one of the loops over a chunk: those that store or load its sram buffer.
+func keepsChunk(op *ir.Operation) bool {
+	found := false
+	op.Walk(func(o *ir.Operation) bool {
+		var buf *ir.Value
+		if ld, ok := loop.AsLoad(o); ok {
+			buf = ld.Memref()
+		} else if st, ok := loop.AsStore(o); ok {
+			buf = st.Memref()
+		}
+		if buf != nil && buf.DefiningOp() != nil && buf.DefiningOp().Name() == loop.OpAlloc {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // groupFor is the group size for threads loops of at most trip

@@ -326,3 +326,30 @@ func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, false) })
 	}
 }
+
+// TestSimulatedOnline runs online row kernels (rows beyond the shared
+// memory of a block: the max and the sum of exp in one pass, chunk by
+// chunk, then the row read again) against the loop interpreter, with
+// +-inf and NaN among the inputs too.
+func TestSimulatedOnline(t *testing.T) {
+	src := `
+func.func @lse(%x: tensor<?x70000xf32>) -> tensor<?xf32> {
+  %y = graph.logsumexp %x {axis = -1} : (tensor<?x70000xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+func.func @softmax(%x: tensor<?x70000xbf16>) -> tensor<?x70000xbf16> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x70000xbf16>
+  return %y : tensor<?x70000xbf16>
+}
+`
+	m := lower(t, src, fullPipeline, "h200")
+	require.Equal(t, 2, strings.Count(ir.Print(m.Operation, ir.PrintOptions{}), `schedule = "online"`))
+	for _, c := range []simCase{
+		{fn: "lse", shapes: [][]int64{{2, 70000}}, ulps: 8, rel: 1e-6},
+		{fn: "softmax", shapes: [][]int64{{2, 70000}}, ulps: 1},
+	} {
+		for _, specials := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/specials=%v", c.fn, specials), func(t *testing.T) { runSimCase(t, m, c, specials) })
+		}
+	}
+}

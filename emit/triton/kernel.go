@@ -933,7 +933,7 @@ func (k *kernelEmitter) loadScratch(op *ir.Operation, ld loop.LoadOp) error {
 	if row == nil {
 		return kernelError(op, "reads an sram buffer before any loop stores it")
 	}
-	if k.plan.oneBlock || k.plan.mode == modeFlat {
+	if k.plan.oneBlock || k.plan.mode == modeFlat || (k.plan.chunks[row.loop] && k.plan.chunks[enclosingLoop(op)]) {
 		k.bind(ld.Output(), row.name)
 		return nil
 	}

@@ -50,6 +50,8 @@ func (k *kernelEmitter) emitFor(op *ir.Operation) error {
 		return nil
 	case f.Dist() == "threads" && (k.plan.mode == modeFlat || k.plan.oneBlock):
 		return k.emitOneBlock(f)
+	case f.Dist() == "threads" && k.plan.chunks[op]:
+		return k.emitChunk(f)
 	case f.Dist() == "threads":
 		return k.emitLooped(f, true)
 	case k.plan.vectorized[op]:
@@ -294,6 +296,58 @@ func (k *kernelEmitter) emitLooped(f loop.ForOp, threads bool) error {
 		k.bind(res, name)
 		k.reduced[res] = kinds[i]
 	}
+	return nil
+}
+
+// emitChunk translates a threads loop over one chunk of an online row
+// kernel, [0, n) with n <= BLOCK, as straight-line code over a block of
+// columns, masked where n < BLOCK, reduced at its end as a one-block
+// loop is.
+func (k *kernelEmitter) emitChunk(f loop.ForOp) error {
+	if err := checkVectorStep(f); err != nil {
+		return err
+	}
+	kinds, err := combineKinds(f)
+	if err != nil {
+		return err
+	}
+	accs, err := k.initBlocks(f)
+	if err != nil {
+		return err
+	}
+	entry := f.Body().Entry()
+	n, _ := indexConst(f.Upper())
+	cols := k.names.fresh(ivName(entry.Args[0], "cols"))
+	k.w.assign(cols, "tl.arange(0, BLOCK)")
+	blk := &blockCtx{cols: cols}
+	if n < k.plan.block {
+		blk.cmask = k.names.fresh("cmask")
+		k.w.assign(blk.cmask, fmt.Sprintf("%s < %d", cols, n))
+		blk.mask = blk.cmask
+	}
+	savedBlk, savedLoads, savedSubst := k.blk, k.loads, k.subst
+	k.blk = blk
+	k.loads = map[string]string{}
+	k.subst = map[*ir.Value]string{}
+	k.bind(entry.Args[0], cols)
+	if err := k.emitBlock(entry); err != nil {
+		return err
+	}
+	yield := entry.Last()
+	for i, res := range f.Values() {
+		block, err := k.fullOf(yield.Operand(i), lvBlock)
+		if err != nil {
+			return kernelError(f.Operation, "%v", err)
+		}
+		if blk.cmask != "" {
+			block = fmt.Sprintf("tl.where(%s, %s, %s)", blk.cmask, block, accs[i])
+		}
+		name := k.fresh(res)
+		k.w.assign(name, k.reduceExpr(kinds[i], block, elemKind(res.Type())))
+		k.bind(res, name)
+		k.reduced[res] = kinds[i]
+	}
+	k.blk, k.loads, k.subst = savedBlk, savedLoads, savedSubst
 	return nil
 }
 

@@ -97,6 +97,11 @@ type kernelPlan struct {
 	// vectorized are the serial loops run as blocks (the loop over the
 	// last output dimension of a generic kernel).
 	vectorized map[*ir.Operation]bool
+	// chunks are the threads loops of an online row kernel over one chunk
+	// of the row ([0, n) with n <= BLOCK, in the loop over the chunks or
+	// after it): each is one block, and the chunk its first loop keeps in
+	// sram is the register tensor its second loop reads.
+	chunks map[*ir.Operation]bool
 }
 
 // configDict is the CONFIGS entry of the plan: the launch parameters a
@@ -117,7 +122,9 @@ type configEntry struct {
 // plan classifies the loops of kernel k and chooses its form.
 func plan(k loop.KernelOp) (*kernelPlan, error) {
 	body := k.Body().Entry()
-	p := &kernelPlan{tails: map[*ir.Operation]bool{}, vectorized: map[*ir.Operation]bool{}}
+	p := &kernelPlan{tails: map[*ir.Operation]bool{}, vectorized: map[*ir.Operation]bool{}, chunks: map[*ir.Operation]bool{}}
+	sched, _ := k.Schedule()
+	online := sched == "online"
 	var grids []*ir.Operation
 	for op := body.First(); op != nil; op = op.Next() {
 		if op.Name() == loop.OpParallel {
@@ -146,8 +153,17 @@ func plan(k loop.KernelOp) (*kernelPlan, error) {
 					if inThreads {
 						return ir.OpError(op, "is a threads loop nested in a threads loop")
 					}
-					if b != gridBody {
+					chunk := online && touchesSram(f)
+					if b != gridBody && !(chunk && b.ParentOp().ParentOp() == g.Operation) {
 						return ir.OpError(op, "is a threads loop that is not directly in the launch grid")
+					}
+					if chunk {
+						n, ok := indexConst(f.Upper())
+						if !ok || !isIndexConst(f.Lower(), 0) {
+							return ir.OpError(op, "is a loop over a chunk of an online row kernel without static bounds [0, n)")
+						}
+						p.chunks[op] = true
+						p.block = max(p.block, nextPow2(n))
 					}
 					threads = append(threads, f)
 					if err := check(f.Body().Entry(), true); err != nil {
@@ -178,6 +194,13 @@ func plan(k loop.KernelOp) (*kernelPlan, error) {
 	p.mode = modeRows
 	if len(p.vectorized) > 0 || k.Kind() == "generic" {
 		p.block, p.warps = genericBlock, genericWarps
+		return p, nil
+	}
+	if online {
+		// the chunks are blocks; the loops after them run over the row
+		// BLOCK at a time
+		p.block = max(p.block, 1)
+		p.warps = rowWarps(p.block)
 		return p, nil
 	}
 	if c, ok := oneBlockRow(threads); ok {
@@ -337,4 +360,24 @@ func sameConst(a, b *ir.Value) bool {
 	x, ok1 := indexConst(a)
 	y, ok2 := indexConst(b)
 	return ok1 && ok2 && x == y
+}
+
+// touchesSram reports whether loop f loads or stores an sram buffer.
+func touchesSram(f loop.ForOp) bool {
+	found := false
+	f.Operation.Walk(func(op *ir.Operation) bool {
+		var m *ir.Value
+		if ld, ok := loop.AsLoad(op); ok {
+			m = ld.Memref()
+		} else if st, ok := loop.AsStore(op); ok {
+			m = st.Memref()
+		}
+		if m != nil {
+			if mt, ok := m.Type().(ir.MemRefType); ok && mt.Space == ir.SRAM {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }

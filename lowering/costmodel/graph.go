@@ -149,7 +149,7 @@ func graphKernel(op *ir.Operation, opts Options) (Kernel, error) {
 		info, err := passes.ClassifyKernel(op)
 		if err == nil {
 			k.Schedule = info.Schedule
-			if info.Schedule == passes.ScheduleTwoPass {
+			if info.Schedule == passes.ScheduleTwoPass || info.Schedule == passes.ScheduleOnline {
 				passesOf = rowPasses(op, &info)
 			}
 		}
@@ -239,6 +239,9 @@ func rowPasses(fused *ir.Operation, info *passes.KernelInfo) func(*ir.Value) int
 			p, ok := phase[u]
 			if !ok { // the graph.yield
 				continue
+			}
+			if p == 1 && info.Schedule == passes.ScheduleOnline {
+				p = 0 // the online pass takes phases 0 and 1 together
 			}
 			s[p] = true
 			if reductionOps[u.Name()] {

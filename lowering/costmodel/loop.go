@@ -87,15 +87,17 @@ func launchKernel(l loop.LaunchOp, ev *extentEval) (Kernel, error) {
 		}
 		accesses[i] = Access{Value: v, Type: v.Type(), Shape: shape, Bytes: bytes, Passes: 1}
 	}
-	if k.Schedule == "two-pass" {
+	if k.Schedule == "two-pass" || k.Schedule == "online" {
 		rereads(kop, accesses[:nin])
 	}
 	k.Reads, k.Writes = accesses[:nin], accesses[nin:]
 	return k, nil
 }
 
-// rereads sets the passes of the full-row inputs of a two-pass kernel: the
-// number of loop nests in its grid that load the buffer.
+// rereads sets the passes of the full-row inputs of a two-pass or online
+// kernel: the number of loop nests in its grid that load the buffer,
+// where the nests over the chunks of an online kernel (the loop over them
+// and the last chunk's loops, which keep the chunk in sram) are one pass.
 func rereads(kop loop.KernelOp, inputs []Access) {
 	entry := kop.Body().Entry()
 	if entry == nil {
@@ -112,15 +114,38 @@ func rereads(kop loop.KernelOp, inputs []Access) {
 		}
 		arg := entry.Args[i]
 		nests := map[*ir.Operation]bool{}
+		chunked := false
 		for _, u := range arg.Users() {
 			if _, ok := loop.AsLoad(u); ok {
 				if n := outermostFor(u); n != nil {
+					if keepsSram(n) {
+						chunked = true
+						continue
+					}
 					nests[n] = true
 				}
 			}
 		}
-		a.Passes = max(1, int64(len(nests)))
+		a.Passes = int64(len(nests))
+		if chunked {
+			a.Passes++
+		}
+		a.Passes = max(1, a.Passes)
 	}
+}
+
+// keepsSram reports whether loop nest n stores to an sram buffer.
+func keepsSram(n *ir.Operation) bool {
+	found := false
+	n.Walk(func(op *ir.Operation) bool {
+		if st, ok := loop.AsStore(op); ok {
+			if m, ok := st.Memref().Type().(ir.MemRefType); ok && m.Space == ir.SRAM {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // outermostFor returns the outermost loop.for around op inside the

@@ -30,20 +30,19 @@ def add_rmsnorm_k0(x, r, w, h, n, x_d0, r_d0, h_d0, n_d0, BLOCK: tl.constexpr, R
     t0 = x_1.to(tl.float32)
     t1 = r_2.to(tl.float32)
     t2 = t0 + t1
-    t3 = t2.to(tl.bfloat16)
-    t4 = t3.to(tl.float32)
-    t5 = t4 * t4
-    t6 = acc + t5
-    tl.store(h + (r_1 * 8192) + cols, t3, mask=rmask)
-    acc_1 = tl.sum(t6, axis=1, keep_dims=True)
-    t7 = acc_1 * 0.0001220703125
-    t8 = t7 + 9.999999747378752e-06
-    t9 = tl.rsqrt(t8)
-    t10 = t4 * t9
-    t11 = w_1.to(tl.float32)
-    t12 = t10 * t11
-    t13 = t12.to(tl.bfloat16)
-    tl.store(n + (r_1 * 8192) + cols, t13, mask=rmask)
+    t3 = t2 * t2
+    t4 = acc + t3
+    t5 = t2.to(tl.bfloat16)
+    tl.store(h + (r_1 * 8192) + cols, t5, mask=rmask)
+    acc_1 = tl.sum(t4, axis=1, keep_dims=True)
+    t6 = acc_1 * 0.0001220703125
+    t7 = t6 + 9.999999747378752e-06
+    t8 = tl.rsqrt(t7)
+    t9 = t2 * t8
+    t10 = w_1.to(tl.float32)
+    t11 = t9 * t10
+    t12 = t11.to(tl.bfloat16)
+    tl.store(n + (r_1 * 8192) + cols, t12, mask=rmask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -65,6 +64,8 @@ def add_rmsnorm(x, r, w):
     x = _tensor("add_rmsnorm", "x", x, torch.bfloat16, (None, 8192))
     r = _tensor("add_rmsnorm", "r", r, torch.bfloat16, (None, 8192))
     w = _tensor("add_rmsnorm", "w", w, torch.bfloat16, (8192,))
+    if x.shape[0] != r.shape[0]:
+        raise ValueError("add_rmsnorm: x has %d in dimension 0 but r has %d in dimension 0: two '?' extents that broadcast together must be equal" % (x.shape[0], r.shape[0]))
     dev = x.device
     x_d0 = x.shape[0]
     r_d0 = r.shape[0]

@@ -67,6 +67,8 @@ def logaddexp(a, b):
     """logaddexp(a: f32[?], b: f32[?]) -> f32[?]"""
     a = _tensor("logaddexp", "a", a, torch.float32, (None,))
     b = _tensor("logaddexp", "b", b, torch.float32, (None,))
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("logaddexp: a has %d in dimension 0 but b has %d in dimension 0: two '?' extents that broadcast together must be equal" % (a.shape[0], b.shape[0]))
     dev = a.device
     a_d0 = a.shape[0]
     b_d0 = b.shape[0]

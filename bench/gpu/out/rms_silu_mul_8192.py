@@ -46,12 +46,10 @@ def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.
     t9 = t8.to(tl.bfloat16)
     t10 = t9.to(tl.float32)
     t11 = _silu(t10)
-    t12 = t11.to(tl.bfloat16)
-    t13 = t12.to(tl.float32)
-    t14 = z_1.to(tl.float32)
-    t15 = t13 * t14
-    t16 = t15.to(tl.bfloat16)
-    tl.store(y + (r * 8192) + cols, t16, mask=rmask)
+    t12 = z_1.to(tl.float32)
+    t13 = t11 * t12
+    t14 = t13.to(tl.bfloat16)
+    tl.store(y + (r * 8192) + cols, t14, mask=rmask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -73,6 +71,8 @@ def rms_silu_mul(x, w, z):
     x = _tensor("rms_silu_mul", "x", x, torch.bfloat16, (None, 8192))
     w = _tensor("rms_silu_mul", "w", w, torch.bfloat16, (8192,))
     z = _tensor("rms_silu_mul", "z", z, torch.bfloat16, (None, 8192))
+    if x.shape[0] != z.shape[0]:
+        raise ValueError("rms_silu_mul: x has %d in dimension 0 but z has %d in dimension 0: two '?' extents that broadcast together must be equal" % (x.shape[0], z.shape[0]))
     dev = x.device
     x_d0 = x.shape[0]
     z_d0 = z.shape[0]

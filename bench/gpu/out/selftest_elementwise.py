@@ -177,6 +177,10 @@ def dyn_bcast(x, b, c):
     x = _tensor("dyn_bcast", "x", x, torch.float32, (None, None))
     b = _tensor("dyn_bcast", "b", b, torch.float32, (None,))
     c = _tensor("dyn_bcast", "c", c, torch.float32, (None, 1))
+    if x.shape[1] != b.shape[0]:
+        raise ValueError("dyn_bcast: x has %d in dimension 1 but b has %d in dimension 0: two '?' extents that broadcast together must be equal" % (x.shape[1], b.shape[0]))
+    if x.shape[0] != c.shape[0]:
+        raise ValueError("dyn_bcast: x has %d in dimension 0 but c has %d in dimension 0: two '?' extents that broadcast together must be equal" % (x.shape[0], c.shape[0]))
     dev = x.device
     x_d0 = x.shape[0]
     x_d1 = x.shape[1]
@@ -208,6 +212,8 @@ def ints(a, b):
     """ints(a: i32[?], b: i32[?]) -> (i32[?], i8[?], i1[?])"""
     a = _tensor("ints", "a", a, torch.int32, (None,))
     b = _tensor("ints", "b", b, torch.int32, (None,))
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("ints: a has %d in dimension 0 but b has %d in dimension 0: two '?' extents that broadcast together must be equal" % (a.shape[0], b.shape[0]))
     dev = a.device
     a_d0 = a.shape[0]
     b_d0 = b.shape[0]

@@ -71,9 +71,10 @@ def masked_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     t3 = tl.exp(t2)
     t4 = acc_2 + t3
     acc_3 = tl.sum(tl.where(cmask, t4, acc_2), axis=1, keep_dims=True)
-    t5 = t3 / acc_3
-    t6 = t5.to(tl.bfloat16)
-    tl.store(p + (r * 3000) + cols, t6, mask=bmask)
+    t5 = 1.0 / acc_3
+    t6 = t3 * t5
+    t7 = t6.to(tl.bfloat16)
+    tl.store(p + (r * 3000) + cols, t7, mask=bmask)
 
 
 @triton.jit
@@ -99,47 +100,65 @@ def long_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
         t3 = acc_2 + t2
         acc_2 = tl.where(cmask_1, t3, acc_2)
     acc_3 = tl.sum(acc_2, axis=0)
+    t4 = 1.0 / acc_3
     for c0_2 in range(0, 40000, BLOCK):
         i_2 = c0_2 + tl.arange(0, BLOCK)
         cmask_2 = i_2 < 40000
         x_3 = tl.load(x + (r * 40000) + i_2, mask=cmask_2)
-        t4 = x_3 - acc_1
-        t5 = tl.exp(t4)
-        t6 = t5 / acc_3
-        tl.store(p + (r * 40000) + i_2, t6, mask=cmask_2)
+        t5 = x_3 - acc_1
+        t6 = tl.exp(t5)
+        t7 = t6 * t4
+        tl.store(p + (r * 40000) + i_2, t7, mask=cmask_2)
 
 
 @triton.jit
 def two_pass_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
-    # row, two-pass: one program per row, loops over BLOCK-element chunks
+    # row, online: one program per row, loops over BLOCK-element chunks
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    acc = tl.full([], (-float("inf")), tl.float32)
+    acc_1 = tl.full([], 0.0, tl.float32)
+    for c in range(0, 65536, 4096):
+        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+        i = tl.arange(0, BLOCK)
+        t0 = c + i
+        x_1 = tl.load(x + (r * 65536) + t0)
+        t1 = _max_nan(acc_2, x_1)
+        t2 = tl.reduce(t1, 0, _max_nan)
+        t3 = _max_nan(acc, t2)
+        t4 = tl.abs(t3)
+        t5 = t4 == float("inf")
+        t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
+        t7 = x_1 - t6
+        t8 = tl.exp(t7)
+        t9 = acc_3 + t8
+        t10 = tl.sum(t9, axis=0)
+        t11 = acc == (-float("inf"))
+        t12 = tl.abs(acc)
+        t13 = t12 == float("inf")
+        t14 = tl.where(t13, tl.full([], 0.0, tl.float32), acc)
+        t15 = t14 - t6
+        t16 = tl.exp(t15)
+        t17 = tl.where(t11, tl.full([], 0.0, tl.float32), t16)
+        t18 = acc_1 * t17
+        t19 = t18 + t10
+        acc, acc_1 = t3, t19
+    t20 = tl.abs(acc)
+    t21 = t20 == float("inf")
+    t22 = tl.where(t21, tl.full([], 0.0, tl.float32), acc)
+    t23 = t22 - acc
+    t24 = tl.exp(t23)
+    t25 = acc_1 * t24
+    t26 = 1.0 / t25
     for c0 in range(0, 65536, BLOCK):
-        i = c0 + tl.arange(0, BLOCK)
-        cmask = i < 65536
-        x_1 = tl.load(x + (r * 65536) + i, mask=cmask)
-        t0 = _max_nan(acc, x_1)
-        acc = tl.where(cmask, t0, acc)
-    acc_1 = tl.reduce(acc, 0, _max_nan)
-    acc_2 = tl.full((BLOCK,), 0.0, tl.float32)
-    for c0_1 in range(0, 65536, BLOCK):
-        i_1 = c0_1 + tl.arange(0, BLOCK)
-        cmask_1 = i_1 < 65536
-        x_2 = tl.load(x + (r * 65536) + i_1, mask=cmask_1)
-        t1 = x_2 - acc_1
-        t2 = tl.exp(t1)
-        t3 = acc_2 + t2
-        acc_2 = tl.where(cmask_1, t3, acc_2)
-    acc_3 = tl.sum(acc_2, axis=0)
-    for c0_2 in range(0, 65536, BLOCK):
-        i_2 = c0_2 + tl.arange(0, BLOCK)
-        cmask_2 = i_2 < 65536
-        x_3 = tl.load(x + (r * 65536) + i_2, mask=cmask_2)
-        t4 = x_3 - acc_1
-        t5 = tl.exp(t4)
-        t6 = t5 / acc_3
-        tl.store(p + (r * 65536) + i_2, t6, mask=cmask_2)
+        i_2 = c0 + tl.arange(0, BLOCK)
+        cmask = i_2 < 65536
+        x_2 = tl.load(x + (r * 65536) + i_2, mask=cmask)
+        t27 = x_2 - acc
+        t28 = tl.exp(t27)
+        t29 = t28 * t26
+        tl.store(p + (r * 65536) + i_2, t29, mask=cmask)
 
 
 @triton.jit

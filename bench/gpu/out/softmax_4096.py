@@ -39,9 +39,10 @@ def softmax_k0(s, y, s_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     t3 = tl.exp(t2)
     t4 = acc_2 + t3
     acc_3 = tl.sum(t4, axis=1, keep_dims=True)
-    t5 = t3 / acc_3
-    t6 = t5.to(tl.bfloat16)
-    tl.store(y + (r * 4096) + cols, t6, mask=rmask)
+    t5 = 1.0 / acc_3
+    t6 = t3 * t5
+    t7 = t6.to(tl.bfloat16)
+    tl.store(y + (r * 4096) + cols, t7, mask=rmask)
 
 
 def _tensor(fn, name, t, dtype, shape):

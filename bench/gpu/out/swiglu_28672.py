@@ -37,12 +37,10 @@ def swiglu_k0(g, u, y, g_d0, u_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.co
     u_1 = tl.load(u + offs, mask=emask)
     t0 = g_1.to(tl.float32)
     t1 = _silu(t0)
-    t2 = t1.to(tl.bfloat16)
-    t3 = t2.to(tl.float32)
-    t4 = u_1.to(tl.float32)
-    t5 = t3 * t4
-    t6 = t5.to(tl.bfloat16)
-    tl.store(y + offs, t6, mask=emask)
+    t2 = u_1.to(tl.float32)
+    t3 = t1 * t2
+    t4 = t3.to(tl.bfloat16)
+    tl.store(y + offs, t4, mask=emask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -63,6 +61,8 @@ def swiglu(g, u):
     """swiglu(g: bf16[?, 28672], u: bf16[?, 28672]) -> bf16[?, 28672]"""
     g = _tensor("swiglu", "g", g, torch.bfloat16, (None, 28672))
     u = _tensor("swiglu", "u", u, torch.bfloat16, (None, 28672))
+    if g.shape[0] != u.shape[0]:
+        raise ValueError("swiglu: g has %d in dimension 0 but u has %d in dimension 0: two '?' extents that broadcast together must be equal" % (g.shape[0], u.shape[0]))
     dev = g.device
     g_d0 = g.shape[0]
     u_d0 = u.shape[0]

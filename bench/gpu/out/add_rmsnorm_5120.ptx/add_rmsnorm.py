@@ -163,6 +163,8 @@ def add_rmsnorm(*args):
     x = _arg(args[0], "x", torch.bfloat16, (None, 5120))
     r = _arg(args[1], "r", torch.bfloat16, (None, 5120))
     w = _arg(args[2], "w", torch.bfloat16, (5120,))
+    if x.shape[0] != r.shape[0]:
+        raise ValueError("add_rmsnorm: x has %d in dimension 0 but r has %d in dimension 0: two '?' extents that broadcast together must be equal" % (x.shape[0], r.shape[0]))
     device = x.device
     _same_device(device, r, "r")
     _same_device(device, w, "w")

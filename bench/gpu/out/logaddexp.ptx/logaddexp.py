@@ -162,6 +162,8 @@ def logaddexp(*args):
         raise TypeError("logaddexp() takes 2 tensor(s) (a, b), got %d" % len(args))
     a = _arg(args[0], "a", torch.float32, (None,))
     b = _arg(args[1], "b", torch.float32, (None,))
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("logaddexp: a has %d in dimension 0 but b has %d in dimension 0: two '?' extents that broadcast together must be equal" % (a.shape[0], b.shape[0]))
     device = a.device
     _same_device(device, b, "b")
     fns = _functions(device)

@@ -163,6 +163,8 @@ def rms_silu_mul(*args):
     x = _arg(args[0], "x", torch.bfloat16, (None, 8192))
     w = _arg(args[1], "w", torch.bfloat16, (8192,))
     z = _arg(args[2], "z", torch.bfloat16, (None, 8192))
+    if x.shape[0] != z.shape[0]:
+        raise ValueError("rms_silu_mul: x has %d in dimension 0 but z has %d in dimension 0: two '?' extents that broadcast together must be equal" % (x.shape[0], z.shape[0]))
     device = x.device
     _same_device(device, w, "w")
     _same_device(device, z, "z")

@@ -162,6 +162,8 @@ def swiglu(*args):
         raise TypeError("swiglu() takes 2 tensor(s) (g, u), got %d" % len(args))
     g = _arg(args[0], "g", torch.bfloat16, (None, 28672))
     u = _arg(args[1], "u", torch.bfloat16, (None, 28672))
+    if g.shape[0] != u.shape[0]:
+        raise ValueError("swiglu: g has %d in dimension 0 but u has %d in dimension 0: two '?' extents that broadcast together must be equal" % (g.shape[0], u.shape[0]))
     device = g.device
     _same_device(device, u, "u")
     fns = _functions(device)

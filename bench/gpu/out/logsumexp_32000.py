@@ -1,0 +1,77 @@
+# Triton kernels and their launchers, compiled by tfc --emit=triton from logsumexp_32000.tir for h200.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+import torch
+import triton
+import triton.language as tl
+
+# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+CONFIGS = {
+    "logsumexp_k0": {"BLOCK": 32768, "ROWS": 1, "num_warps": 16},
+}
+
+
+@triton.jit
+def _max_nan(a, b):
+    # the larger, NaN if either is NaN (tl.max and tl.maximum drop NaN by default)
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def logsumexp_k0(s, l, s_d0, l_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 32000 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < l_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    cmask = cols < 32000
+    bmask = rmask & cmask
+    s_1 = tl.load(s + (r * 32000) + cols, mask=bmask)
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t0 = s_1.to(tl.float32)
+    t1 = _max_nan(acc, t0)
+    acc_1 = tl.reduce(tl.where(cmask, t1, acc), 1, _max_nan, keep_dims=True)
+    t2 = tl.abs(acc_1)
+    t3 = t2 == float("inf")
+    t4 = tl.where(t3, tl.full([], 0.0, tl.float32), acc_1)
+    acc_2 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t5 = t0 - t4
+    t6 = tl.exp(t5)
+    t7 = acc_2 + t6
+    acc_3 = tl.sum(tl.where(cmask, t7, acc_2), axis=1, keep_dims=True)
+    t8 = tl.log(acc_3)
+    t9 = t4 + t8
+    t10 = _max_nan(tl.full([], (-float("inf")), tl.float32), t9)
+    tl.store(l + r, t10, mask=rmask)
+
+
+def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+
+
+def logsumexp(s):
+    """logsumexp(s: bf16[?, 32000]) -> f32[?]"""
+    s = _tensor("logsumexp", "s", s, torch.bfloat16, (None, 32000))
+    dev = s.device
+    s_d0 = s.shape[0]
+    l = torch.empty((s_d0,), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["logsumexp_k0"]
+    grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        logsumexp_k0[grid](s, l, s_d0, s_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return l
