@@ -204,6 +204,9 @@ func (l *funcLowering) lowerKernel(fused *ir.Operation, inputs, outputs []*ir.Va
 		if info.Schedule == "" {
 			info.PlanSchedule(l.target)
 		}
+		if l.lowerSplit(fused, &info, inputs, outputs) {
+			return
+		}
 		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
 			return k.row(fused, &info)
 		})

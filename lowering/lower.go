@@ -45,6 +45,7 @@ func init() {
 				if ctx != nil {
 					t = ctx.Target
 					o.ExactRounding = ctx.ExactRounding
+					o.Remarks = ctx
 				}
 				if opts.IsSet("exact-rounding") {
 					o.ExactRounding = opts.Bool("exact-rounding")
@@ -62,6 +63,9 @@ type Options struct {
 	// bit. By default an f16, bf16 or f8 value computed in f32 stays f32
 	// until it is written to memory or cast explicitly (graph.cast).
 	ExactRounding bool
+	// Remarks, when set, receives lowering's remarks (fusion: the split of
+	// long rows).
+	Remarks *ir.PassContext
 }
 
 // LowerToLoops lowers every graph-level function of m (one whose

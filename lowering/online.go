@@ -45,6 +45,50 @@ func onlineChunk(t *target.Target, c, w int64) int64 {
 // end the max is the phase-0 reduction's result, and the sum, multiplied
 // by exp(h(m) - g) for the g the program subtracts, the phase-1 one.
 func (ev *evaluator) onlinePhases(row *scope, on *onlinePair, stores []int, outs []*ir.Value, width, c int64) {
+	m, s := ev.onlineSpan(row, on, stores, outs, width, c, nil)
+	ev.onlineResults(row, on, m, s)
+}
+
+// onlineResults gives the reductions of on their values from the running
+// max m and the sum s against h(m): the max, and the sum multiplied by
+// exp(h(m) - g) for the g the program subtracts.
+func (ev *evaluator) onlineResults(row *scope, on *onlinePair, m, s *ir.Value) {
+	b := row.b
+	f32 := ir.F32Type
+	maxRes := on.max.Result(0)
+	row.vals[maxRes] = row.cast(m, ev.hold(elemOf(maxRes), f32))
+	g := row.compute(row.get(on.g()), f32)
+	factor := ev.scalarOp(b, loop.OpExp, ev.scalarOp(b, loop.OpSub, ev.guard(b, m), g))
+	sumRes := on.sum.Result(0)
+	row.vals[sumRes] = row.cast(ev.scalarOp(b, loop.OpMul, s, factor), ev.hold(elemOf(sumRes), f32))
+}
+
+// g is the per-row value the sum's exp(x - g) subtracts.
+func (on *onlinePair) g() *ir.Value {
+	return on.sum.Operand(0).DefiningOp().Operand(0).DefiningOp().Operand(1)
+}
+
+// scalarOp builds an f32 op of the row.
+func (ev *evaluator) scalarOp(b *ir.Builder, name string, args ...*ir.Value) *ir.Value {
+	o := b.Insert(ir.NewOperation(name, ev.k.loc, args, []ir.Type{args[0].Type()}, nil, 0))
+	if err := o.Def().Verify(o); err != nil {
+		panic(lowerError{err})
+	}
+	return o.Result(0)
+}
+
+// guard is h(m): m where finite, 0 at +-inf (NaN stays NaN), for scalars
+// and vectors of f32.
+func (ev *evaluator) guard(b *ir.Builder, m *ir.Value) *ir.Value {
+	k := ev.k
+	inf := must(loop.BuildCmp(b, k.loc, ev.scalarOp(b, loop.OpAbs, m), k.constant(m.Type(), math.Inf(1)), "eq")).Output()
+	return must(loop.BuildSelect(b, k.loc, inf, k.constant(m.Type(), 0), m)).Output()
+}
+
+// onlineSpan takes the max and the sum of exp of the c columns of the row
+// from column base (nil: 0), chunk by chunk, and returns the running max
+// and the sum against h(max).
+func (ev *evaluator) onlineSpan(row *scope, on *onlinePair, stores []int, outs []*ir.Value, width, c int64, base *ir.Value) (*ir.Value, *ir.Value) {
 	k := ev.k
 	loc := k.loc
 	lanes := width
@@ -58,17 +102,16 @@ func (ev *evaluator) onlinePhases(row *scope, on *onlinePair, stores []int, outs
 	buf := must(loop.BuildAlloc(row.b, loc, ir.MemRefType{Shape: []int64{chunk}, Elem: ev.heldElem(x), Space: ir.SRAM})).Output()
 	buf.Name = "chunk"
 
-	scalar := func(b *ir.Builder, name string, args ...*ir.Value) *ir.Value {
-		o := b.Insert(ir.NewOperation(name, loc, args, []ir.Type{f32}, nil, 0))
-		if err := o.Def().Verify(o); err != nil {
-			panic(lowerError{err})
+	scalar, guard := ev.scalarOp, ev.guard
+	// offset is the column base + at
+	offset := func(b *ir.Builder, at *ir.Value) *ir.Value {
+		if base == nil {
+			return at
 		}
-		return o.Result(0)
-	}
-	// guard is h(m): m where finite, 0 at +-inf (NaN stays NaN)
-	guard := func(b *ir.Builder, m *ir.Value) *ir.Value {
-		inf := must(loop.BuildCmp(b, loc, scalar(b, loop.OpAbs, m), k.constant(f32, math.Inf(1)), "eq")).Output()
-		return must(loop.BuildSelect(b, loc, inf, k.constant(f32, 0), m)).Output()
+		if isIndexConst(at, 0) {
+			return base
+		}
+		return must(loop.BuildAddi(b, loc, base, at)).Output()
 	}
 	// step takes the chunk of n columns from off, from the running max m
 	// and sum s, in chunk scope cs, and returns the next ones.
@@ -120,24 +163,16 @@ func (ev *evaluator) onlinePhases(row *scope, on *onlinePair, stores []int, outs
 		f := must(loop.BuildFor(row.b, loc, k.index(0), k.index(full), k.index(chunk), []*ir.Value{m, s}, "serial", nil,
 			func(bb *ir.Builder, iv *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
 				iv.Name = "c"
-				m2, s2 := step(chunkScope(bb), iv, chunk, carried[0], carried[1])
+				m2, s2 := step(chunkScope(bb), offset(bb, iv), chunk, carried[0], carried[1])
 				return []*ir.Value{m2, s2}, nil
 			}))
 		m, s = f.Values()[0], f.Values()[1]
 		m.Name, s.Name = "max", "sum"
 	} else {
-		m, s = step(chunkScope(row.b), k.index(0), chunk, m, s)
+		m, s = step(chunkScope(row.b), offset(row.b, k.index(0)), chunk, m, s)
 	}
 	if tail := c - full; tail > 0 {
-		m, s = step(chunkScope(row.b), k.index(full), tail, m, s)
+		m, s = step(chunkScope(row.b), offset(row.b, k.index(full)), tail, m, s)
 	}
-
-	// the reductions' results: the max, and the sum against g
-	b := row.b
-	maxRes := on.max.Result(0)
-	row.vals[maxRes] = row.cast(m, ev.hold(elemOf(maxRes), f32))
-	g := row.compute(row.get(on.sum.Operand(0).DefiningOp().Operand(0).DefiningOp().Operand(1)), f32)
-	factor := scalar(b, loop.OpExp, scalar(b, loop.OpSub, guard(b, m), g))
-	sumRes := on.sum.Result(0)
-	row.vals[sumRes] = row.cast(scalar(b, loop.OpMul, s, factor), ev.hold(elemOf(sumRes), f32))
+	return m, s
 }

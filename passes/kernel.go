@@ -172,7 +172,7 @@ func (k *KernelInfo) PlanSchedule(t *target.Target) string {
 			// (a Tensix core's L1 keeps rows of 256K f32 one-pass)
 			k.Schedule = ScheduleOnline
 		}
-	case online && t != nil && t.Family == target.CUDA && k.RowLen > onlineRowGPU && k.onlyPerRowAfterOnline():
+	case online && t != nil && t.Family == target.CUDA && k.RowLen > onlineRowGPU && k.OnlyPerRowAfterOnline():
 		// the online pass is then the only read of the row, as one-pass,
 		// but a program holds a chunk instead of the row: logsumexp over
 		// rows of 32000 ran in 0.62-0.72x the one-pass time on an H200
@@ -187,9 +187,10 @@ func (k *KernelInfo) PlanSchedule(t *target.Target) string {
 // when the row fits a block's shared memory.
 const onlineRowGPU = 8192
 
-// onlyPerRowAfterOnline reports whether nothing after the first two
-// phases computes a full row: the kernel's results are per-row values.
-func (k *KernelInfo) onlyPerRowAfterOnline() bool {
+// OnlyPerRowAfterOnline reports whether nothing after the first two
+// phases computes a full row: the kernel's results after the online pass
+// are per-row values.
+func (k *KernelInfo) OnlyPerRowAfterOnline() bool {
 	for i, op := range k.Ops {
 		if k.Phases[i] < 2 {
 			continue

@@ -90,6 +90,7 @@ func launchKernel(l loop.LaunchOp, ev *extentEval) (Kernel, error) {
 	if k.Schedule == "two-pass" || k.Schedule == "online" {
 		rereads(kop, accesses[:nin])
 	}
+	untouched(kop, accesses)
 	k.Reads, k.Writes = accesses[:nin], accesses[nin:]
 	return k, nil
 }
@@ -131,6 +132,34 @@ func rereads(kop loop.KernelOp, inputs []Access) {
 			a.Passes++
 		}
 		a.Passes = max(1, a.Passes)
+	}
+}
+
+// untouched sets the passes of a buffer the kernel never loads or stores
+// to 0 (the two kernels of a split row both take every buffer of the row
+// kernel, and each moves some of them), unless the kernel accesses no
+// buffer at all: a body that is only a grid (written by hand) counts its
+// buffers once each.
+func untouched(kop loop.KernelOp, accesses []Access) {
+	entry := kop.Body().Entry()
+	if entry == nil {
+		return
+	}
+	used := make([]bool, len(accesses))
+	touches := false
+	for i := range accesses {
+		for _, u := range entry.Args[i].Users() {
+			_, ld := loop.AsLoad(u)
+			_, st := loop.AsStore(u)
+			if ld || st {
+				used[i], touches = true, true
+			}
+		}
+	}
+	for i := range accesses {
+		if touches && !used[i] {
+			accesses[i].Passes = 0
+		}
 	}
 }
 

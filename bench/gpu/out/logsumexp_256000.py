@@ -13,6 +13,7 @@ import triton.language as tl
 # and must stay at least the row length.
 CONFIGS = {
     "logsumexp_k0": {"BLOCK": 4096, "num_warps": 4},
+    "logsumexp_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
 }
 
 
@@ -23,80 +24,113 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def logsumexp_k0(s, l, s_d0, l_d0, BLOCK: tl.constexpr):
+def logsumexp_k0(s, l, split_max, split_sum, s_d0, l_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr):
     # row, online: one program per row, loops over BLOCK-element chunks
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
+    split = r % 16
+    t1 = r // 16
+    t2 = split * 16000
     acc = tl.full([], (-float("inf")), tl.float32)
     acc_1 = tl.full([], 0.0, tl.float32)
-    for c in range(0, 253952, 4096):
+    for c in range(0, 12288, 4096):
+        t3 = t2 + c
         acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
         i = tl.arange(0, BLOCK)
-        t0 = c + i
-        s_1 = tl.load(s + (r * 256000) + t0)
-        t1 = s_1.to(tl.float32)
-        t2 = _max_nan(acc_2, t1)
-        t3 = tl.reduce(t2, 0, _max_nan)
-        t4 = _max_nan(acc, t3)
-        t5 = tl.abs(t4)
-        t6 = t5 == float("inf")
-        t7 = tl.where(t6, tl.full([], 0.0, tl.float32), t4)
+        t4 = t3 + i
+        s_1 = tl.load(s + (t1 * 256000) + t4)
+        t5 = s_1.to(tl.float32)
+        t6 = _max_nan(acc_2, t5)
+        t7 = tl.reduce(t6, 0, _max_nan)
+        t8 = _max_nan(acc, t7)
+        t9 = tl.abs(t8)
+        t10 = t9 == float("inf")
+        t11 = tl.where(t10, tl.full([], 0.0, tl.float32), t8)
         acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
-        t8 = t1 - t7
-        t9 = tl.exp(t8)
-        t10 = acc_3 + t9
-        t11 = tl.sum(t10, axis=0)
-        t12 = acc == (-float("inf"))
-        t13 = tl.abs(acc)
-        t14 = t13 == float("inf")
-        t15 = tl.where(t14, tl.full([], 0.0, tl.float32), acc)
-        t16 = t15 - t7
-        t17 = tl.exp(t16)
-        t18 = tl.where(t12, tl.full([], 0.0, tl.float32), t17)
-        t19 = acc_1 * t18
-        t20 = t19 + t11
-        acc, acc_1 = t4, t20
+        t12 = t5 - t11
+        t13 = tl.exp(t12)
+        t14 = acc_3 + t13
+        t15 = tl.sum(t14, axis=0)
+        t16 = acc == (-float("inf"))
+        t17 = tl.abs(acc)
+        t18 = t17 == float("inf")
+        t19 = tl.where(t18, tl.full([], 0.0, tl.float32), acc)
+        t20 = t19 - t11
+        t21 = tl.exp(t20)
+        t22 = tl.where(t16, tl.full([], 0.0, tl.float32), t21)
+        t23 = acc_1 * t22
+        t24 = t23 + t15
+        acc, acc_1 = t8, t24
+    t25 = t2 + 12288
     acc_4 = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i_2 = tl.arange(0, BLOCK)
-    cmask = i_2 < 2048
-    t21 = 253952 + i_2
-    s_2 = tl.load(s + (r * 256000) + t21, mask=cmask)
-    t22 = s_2.to(tl.float32)
-    t23 = _max_nan(acc_4, t22)
-    t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)
-    t25 = _max_nan(acc, t24)
-    t26 = tl.abs(t25)
-    t27 = t26 == float("inf")
-    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
+    cmask = i_2 < 3712
+    t26 = t25 + i_2
+    s_2 = tl.load(s + (t1 * 256000) + t26, mask=cmask)
+    t27 = s_2.to(tl.float32)
+    t28 = _max_nan(acc_4, t27)
+    t29 = tl.reduce(tl.where(cmask, t28, acc_4), 0, _max_nan)
+    t30 = _max_nan(acc, t29)
+    t31 = tl.abs(t30)
+    t32 = t31 == float("inf")
+    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
     acc_5 = tl.full((BLOCK,), 0.0, tl.float32)
     i_3 = tl.arange(0, BLOCK)
-    cmask_1 = i_3 < 2048
-    t29 = t22 - t28
-    t30 = tl.exp(t29)
-    t31 = acc_5 + t30
-    t32 = tl.sum(tl.where(cmask_1, t31, acc_5), axis=0)
-    t33 = acc == (-float("inf"))
-    t34 = tl.abs(acc)
-    t35 = t34 == float("inf")
-    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), acc)
-    t37 = t36 - t28
-    t38 = tl.exp(t37)
-    t39 = tl.where(t33, tl.full([], 0.0, tl.float32), t38)
-    t40 = acc_1 * t39
-    t41 = t40 + t32
-    t42 = tl.abs(t25)
-    t43 = t42 == float("inf")
-    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t25)
-    t45 = tl.abs(t25)
-    t46 = t45 == float("inf")
-    t47 = tl.where(t46, tl.full([], 0.0, tl.float32), t25)
-    t48 = t47 - t44
-    t49 = tl.exp(t48)
-    t50 = t41 * t49
-    t51 = tl.log(t50)
-    t52 = t44 + t51
-    t53 = _max_nan(tl.full([], (-float("inf")), tl.float32), t52)
-    tl.store(l + r, t53)
+    cmask_1 = i_3 < 3712
+    t34 = t27 - t33
+    t35 = tl.exp(t34)
+    t36 = acc_5 + t35
+    t37 = tl.sum(tl.where(cmask_1, t36, acc_5), axis=0)
+    t38 = acc == (-float("inf"))
+    t39 = tl.abs(acc)
+    t40 = t39 == float("inf")
+    t41 = tl.where(t40, tl.full([], 0.0, tl.float32), acc)
+    t42 = t41 - t33
+    t43 = tl.exp(t42)
+    t44 = tl.where(t38, tl.full([], 0.0, tl.float32), t43)
+    t45 = acc_1 * t44
+    t46 = t45 + t37
+    tl.store(split_max + (t1 * 16) + split, t30)
+    tl.store(split_sum + (t1 * 16) + split, t46)
+
+
+@triton.jit
+def logsumexp_k1(s, split_max, split_sum, l, s_d0, split_max_d0, split_sum_d0, l_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 16 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < split_max_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t0 = tl.load(split_max + (r * 16) + cols, mask=rmask)
+    t1 = tl.load(split_sum + (r * 16) + cols, mask=rmask)
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t2 = _max_nan(acc, t0)
+    t3 = tl.reduce(t2, 1, _max_nan, keep_dims=True)
+    t4 = tl.abs(t3)
+    t5 = t4 == float("inf")
+    t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+    acc_1 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t7 = tl.abs(t0)
+    t8 = t7 == float("inf")
+    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t0)
+    t10 = t9 - t6
+    t11 = tl.exp(t10)
+    t12 = t1 * t11
+    t13 = acc_1 + t12
+    t14 = tl.sum(t13, axis=1, keep_dims=True)
+    t15 = tl.abs(t3)
+    t16 = t15 == float("inf")
+    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), t3)
+    t18 = tl.abs(t3)
+    t19 = t18 == float("inf")
+    t20 = tl.where(t19, tl.full([], 0.0, tl.float32), t3)
+    t21 = t20 - t17
+    t22 = tl.exp(t21)
+    t23 = t14 * t22
+    t24 = tl.log(t23)
+    t25 = t17 + t24
+    t26 = _max_nan(tl.full([], (-float("inf")), tl.float32), t25)
+    tl.store(l + r, t26, mask=rmask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -118,9 +152,15 @@ def logsumexp(s):
     s = _tensor("logsumexp", "s", s, torch.bfloat16, (None, 256000))
     dev = s.device
     s_d0 = s.shape[0]
+    split_max = torch.empty((s_d0, 16), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((s_d0, 16), dtype=torch.float32, device=dev)
     l = torch.empty((s_d0,), dtype=torch.float32, device=dev)
     cfg = CONFIGS["logsumexp_k0"]
-    grid = (s_d0,)
+    grid = ((s_d0 * 16),)
     if grid[0] > 0:
-        logsumexp_k0[grid](s, l, s_d0, s_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+        logsumexp_k0[grid](s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    cfg = CONFIGS["logsumexp_k1"]
+    grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        logsumexp_k1[grid](s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return l

@@ -98,7 +98,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logsumexp.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("logsumexp_k0", 800, 100),
+    ("logsumexp_k0", 64, 16392),
 )
 
 _modules = {}
@@ -167,5 +167,5 @@ def logsumexp(*args):
     sm = _sm_count(device)
     s_d0 = s.shape[0]
     l = torch.empty((s_d0,), dtype=torch.float32, device=device)
-    _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0), 800, 100, stream, (s, l, s_d0, s_d0))
+    _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0), 64, 16392, stream, (s, l, s_d0, s_d0))
     return l
