@@ -172,9 +172,15 @@ func randomValue(r *rng, k ir.ElemKind, scale float64) float64 {
 func extremeValues(k ir.ElemKind) []float64 {
 	if k.IsInt() {
 		lo, hi := k.IntRange()
-		vs := []float64{0, 1, float64(lo), float64(hi)}
+		top, below := float64(hi), float64(hi-1)
+		if k == ir.I64 {
+			// 2^63 - 1 and 2^63 - 2 are no float64s: the largest ones below them
+			top = math.Nextafter(1<<63, 0)
+			below = math.Nextafter(top, 0)
+		}
+		vs := []float64{0, 1, float64(lo), top}
 		if k != ir.I1 {
-			vs = append(vs, float64(lo+1), float64(hi-1), 2, 100)
+			vs = append(vs, float64(lo+1), below, 2, 100)
 			if !k.IsUnsigned() {
 				vs = append(vs, -1, -2, -100)
 			}
