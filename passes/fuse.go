@@ -281,7 +281,7 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 			return roleClone, ""
 		}
 		return roleBarrier, fmt.Sprintf("'%s' holds a dense tensor, which kernels read from memory", op.Name())
-	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll:
+	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
 		return roleFusible, ""
 	case singleOpKinds[op.Name()] != "":
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own", op.Name())
