@@ -101,6 +101,8 @@ func (e *extentEnv) resultDim(op *ir.Operation, r *ir.Value, d int) *ir.Value {
 	switch op.Name() {
 	case graph.OpRoll:
 		return e.dim(op.Operand(0), d) // the operand's shape
+	case graph.OpGather:
+		return e.dim(op.Operand(1), d) // the index tensor's shape
 	case graph.OpTranspose:
 		perm := graph.TransposeOp{Operation: op}.Perm()
 		src := rank - 1 - d // the default reverses
@@ -190,6 +192,16 @@ func (e *extentEnv) requirePaired(op *ir.Operation) {
 			k = len(rs) - 1
 		}
 		e.requireEqual(lhs, len(ls)-1, rhs, k)
+		return
+	}
+	if g, ok := graph.AsGather(op); ok {
+		// the index tensor's extents are the data's, but along the axis
+		axis := int(normAxis(g.Axis(), len(shapeOf(g.Input()))))
+		for d := range shapeOf(g.Input()) {
+			if d != axis {
+				e.requireEqual(g.Input(), d, g.Indices(), d)
+			}
+		}
 		return
 	}
 	if !op.HasTrait(ir.Elementwise) && op.Name() != graph.OpBroadcastTo {

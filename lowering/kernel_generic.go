@@ -57,6 +57,8 @@ func (k *kernelBuilder) generic(fused *ir.Operation, info *passes.KernelInfo) er
 			return g.matmul(b, op, idx)
 		case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin:
 			return g.reduce(b, op, idx)
+		case graph.OpGather:
+			return g.gather(b, op, idx)
 		}
 		fail(op, "cannot be lowered to a kernel of its own")
 		return nil
@@ -156,6 +158,19 @@ func (g *genericKernel) transpose(b *ir.Builder, op *ir.Operation, idx []*ir.Val
 		in[src] = idx[i]
 	}
 	return g.read(b, op.Operand(0), in)
+}
+
+// gather: the data index is the output index with the axis replaced by
+// the index read there, clamped into the axis (loop.clamp_index), so that
+// an index out of range reads the nearest end instead of another buffer.
+func (g *genericKernel) gather(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
+	gt := graph.GatherOp{Operation: op}
+	axis := int(normAxis(gt.Axis(), len(idx)))
+	t := g.read(b, gt.Indices(), idx)
+	in := slices.Clone(idx)
+	in[axis] = must(loop.BuildClampIndex(b, op.Loc, t, g.extent(gt.Input(), axis))).Output()
+	in[axis].Name = "gathered"
+	return g.read(b, gt.Input(), in)
 }
 
 // slice: the operand index is the output index plus the offsets.

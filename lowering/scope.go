@@ -209,9 +209,12 @@ type scope struct {
 	// online schedule): the column read and written in DRAM is off + col,
 	// while sram is indexed by col; nil for loops over the whole row.
 	off, absCol *ir.Value
-	vals        map[*ir.Value]*ir.Value
-	comp        map[*ir.Value]*ir.Value
-	splat       map[*ir.Value]*ir.Value
+	// point marks the scalar scope of one column that a graph.gather
+	// reads in the row scope; it reads DRAM, never a kept row
+	point bool
+	vals  map[*ir.Value]*ir.Value
+	comp  map[*ir.Value]*ir.Value
+	splat map[*ir.Value]*ir.Value
 	// recip caches the reciprocal of each per-row divisor (divByRowValue).
 	recip map[*ir.Value]*ir.Value
 }
@@ -277,6 +280,8 @@ func (ev *evaluator) heldElem(v *ir.Value) ir.ElemType {
 	switch op.Name() {
 	case graph.OpCast, graph.OpConstant, graph.OpRoll:
 		return e
+	case graph.OpGather:
+		return ev.heldElem(op.Operand(0))
 	}
 	return ev.hold(e, ir.F32Type)
 }
@@ -299,7 +304,9 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 		x = s.loadRolled(graph.RollOp{Operation: op})
 	case s.parent != nil && !ev.varying[v]:
 		x = s.broadcast(s.parent.get(v))
-	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil:
+	case op != nil && op.Name() == graph.OpGather:
+		x = s.gathered(graph.GatherOp{Operation: op})
+	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil && !s.point:
 		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(ev.heldElem(v)))).Output()
 	case v.IsBlockArg():
 		x = s.load(v)
@@ -417,6 +424,24 @@ func (s *scope) loadRolled(r graph.RollOp) *ir.Value {
 	x := must(loop.BuildLoad(s.b, ev.k.loc, buf, idx, s.typeOf(elemOf(v)))).Output()
 	x.Name = "rolled"
 	return x
+}
+
+// gathered computes graph.gather's x[row, t[row]] in the row scope: this
+// row's index, clamped into the row (loop.clamp_index), is the column of
+// a scalar scope that computes the data there as a loop over the row
+// would, from DRAM: one load of each operand it reads, at that column.
+// It never reads a row kept in sram, which the threads of an earlier loop
+// may still be writing.
+func (s *scope) gathered(g graph.GatherOp) *ir.Value {
+	ev := s.ev
+	if s.parent != nil || ev.info.Kind != passes.KernelRow {
+		fail(g.Operation, "is not read once per row (internal error in lower-to-loops)")
+	}
+	col := must(loop.BuildClampIndex(s.b, g.Loc, s.get(g.Indices()), ev.k.index(ev.info.RowLen))).Output()
+	col.Name = "gathered"
+	pt := &scope{ev: ev, b: s.b, parent: s, col: col, point: true,
+		vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{}}
+	return pt.get(g.Input())
 }
 
 // rollWidth narrows a vector width w until it divides the shift of every

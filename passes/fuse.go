@@ -233,8 +233,11 @@ type fuser struct {
 	nodes  []*ir.Operation // the ops of the range, in program order
 	pos    map[*ir.Operation]int
 	group  map[*ir.Operation]*fusionGroup
-	end    *ir.Operation // the op after the range (nil: the block's end)
-	block  *ir.Block
+	// cycleVia is the op outside the union through which the last
+	// canMerge found a cycle (nil if none)
+	cycleVia *ir.Operation
+	end      *ir.Operation // the op after the range (nil: the block's end)
+	block    *ir.Block
 	// horizon bounds the cycle checks: every op of a group of two ops or
 	// more is at a position <= horizon, so a path that reaches an op
 	// after it only meets ungrouped ops, later and later, and cannot come
@@ -281,7 +284,7 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 			return roleClone, ""
 		}
 		return roleBarrier, fmt.Sprintf("'%s' holds a dense tensor, which kernels read from memory", op.Name())
-	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll:
+	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
 		return roleFusible, ""
 	case singleOpKinds[op.Name()] != "":
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own", op.Name())
@@ -356,12 +359,44 @@ func (f *fuser) decide(p, c *ir.Operation) {
 		return
 	}
 	info, reason := f.canMerge(gp, gc, false)
+	if reason != "" && f.mergeCycleBreaker(gp, gc, c) {
+		info, reason = f.canMerge(gp, gc, false)
+	}
 	if reason != "" {
 		f.remark(c.Loc, "did not fuse '%s' with its producer '%s' at %s: %s", c.Name(), p.Name(), locString(p.Loc), reason)
 		return
 	}
 	f.merge(gp, gc, info)
 	f.remark(c.Loc, "fused '%s' with its producer '%s' at %s", c.Name(), p.Name(), locString(p.Loc))
+}
+
+// mergeCycleBreaker handles a union of producer group gp and consumer
+// group gc that would be a cycle through one other group, which reads gp
+// and feeds gc: cross-entropy written as `gather(x, t)` before
+// `logsumexp(x)`, where the gather (refused alone with the cast of x: a
+// gather needs a row kernel) stands between the cast and the final
+// subtraction. If that group may join gp, it does, and the caller tries
+// gp and gc again. It reports whether it merged. Only a gather breaks a
+// cycle this way: other ops that cannot join their producer have a reason
+// that holds in the larger union too.
+func (f *fuser) mergeCycleBreaker(gp, gc *fusionGroup, c *ir.Operation) bool {
+	via := f.cycleVia
+	if via == nil || via.Name() != graph.OpGather {
+		return false
+	}
+	gv := f.group[via]
+	if gv == nil || gv == gp || gv == gc || len(gv.ops) == 0 {
+		return false
+	}
+	info, reason := f.canMerge(gp, gv, false)
+	if reason != "" {
+		return false
+	}
+	first := gp.ops[0]
+	f.merge(gp, gv, info)
+	f.remark(via.Loc, "fused '%s' into the kernel of '%s' at %s, so that '%s' at %s joins it without a cycle",
+		via.Name(), first.Name(), locString(first.Loc), c.Name(), locString(c.Loc))
+	return true
 }
 
 // fuseSiblings merges kernels that read the same full tensor: each of its
@@ -437,6 +472,7 @@ func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string)
 		return nil, fmt.Sprintf("the kernel would have %d ops, more than max-ops = %d", n, f.maxOps)
 	}
 	via, usedOutside := f.pathOutside(a, b)
+	f.cycleVia = via
 	if via != nil {
 		return nil, fmt.Sprintf("fusing them would create a cycle through '%s' at %s", via.Name(), locString(via.Loc))
 	}

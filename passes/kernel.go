@@ -44,6 +44,10 @@ const (
 	KernelBroadcastTo KernelKind = "broadcast_to"
 	KernelSlice       KernelKind = "slice"
 	KernelConcat      KernelKind = "concat"
+	// KernelGather is a graph.gather alone: scalar loads at the indices
+	// read. A gather along the last axis with one index per row also
+	// joins a row kernel, as a per-row load.
+	KernelGather KernelKind = "gather"
 )
 
 // singleOpKinds maps the ops that are always a kernel of their own to
@@ -433,13 +437,15 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 			if err := checkRollOperand(op, inputs); err != nil {
 				return nil, err
 			}
+		case op.Name() == graph.OpGather:
 		case isReduceOp(op) || singleOpKinds[op.Name()] != "":
 		default:
 			return nil, ir.OpError(op, "cannot be part of a kernel")
 		}
 		body = append(body, op)
 	}
-	if len(body) == 1 && (singleOpKinds[body[0].Name()] != "" || (isReduceOp(body[0]) && !isRowReduction(body[0]))) {
+	if len(body) == 1 && (singleOpKinds[body[0].Name()] != "" || body[0].Name() == graph.OpGather ||
+		(isReduceOp(body[0]) && !isRowReduction(body[0]))) {
 		return classifySingle(ops, body[0], inputs, outputs)
 	}
 	for _, op := range body {
@@ -453,6 +459,11 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 	}
 	c := &classifier{ops: ops, inputs: inputs, outputs: outputs, cands: make(map[*ir.Value]accessSet, len(ops)+len(inputs))}
 	if len(reductions) == 0 {
+		for _, op := range body {
+			if op.Name() == graph.OpGather {
+				return nil, ir.OpError(op, "reads its operand at columns it loads, so it shares a kernel only with a reduction over the last axis (a row kernel, where it is a load per row) and is a kernel of its own otherwise")
+			}
+		}
 		// a roll reads its operand as the operand's own access says (a
 		// broadcast too), at rotated columns; a rotated extent of 1 is itself
 		return c.elementwise()
@@ -460,6 +471,9 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 	for _, op := range body {
 		if op.Name() == graph.OpRoll {
 			return nil, ir.OpError(op, "is an index map of element-wise kernels; a row kernel cannot read through it yet")
+		}
+		if err := checkRowGather(op); err != nil {
+			return nil, err
 		}
 	}
 	return c.row(reductions)
@@ -480,10 +494,30 @@ func checkRollOperand(op *ir.Operation, inputs []*ir.Value) error {
 	return nil
 }
 
+// checkRowGather: a graph.gather in a row kernel reads one element of each
+// row, along the last axis, at the index of that row.
+func checkRowGather(op *ir.Operation) error {
+	g, ok := graph.AsGather(op)
+	if !ok {
+		return nil
+	}
+	rank := len(shapeOf(g.Input()))
+	if axis, err := graph.GatherAxis(op); err != nil || axis != rank-1 {
+		return ir.OpError(op, "gathers along axis %d, not the last, so a row kernel cannot read it as one element per row", g.Axis())
+	}
+	if idx := shapeOf(g.Indices()); idx[rank-1] != 1 {
+		return ir.OpError(op, "reads %d indices per row, so a row kernel cannot read it as one element per row", idx[rank-1])
+	}
+	return nil
+}
+
 // classifySingle classifies a kernel of its own: one op, with constants
 // at most beside it, writing its own results.
 func classifySingle(ops []*ir.Operation, op *ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo, error) {
 	kind := singleOpKinds[op.Name()]
+	if op.Name() == graph.OpGather {
+		kind = KernelGather
+	}
 	shape, _ := ir.ShapeOf(op.Result(0).Type())
 	if kind == "" {
 		kind = KernelReduce
@@ -916,6 +950,16 @@ func (c *classifier) propagate() error {
 						c.cands[op.Operand(0)], graph.FormatShape(c.shape))
 				}
 				narrow(op.Operand(0), setFull)
+			case op.Name() == graph.OpGather:
+				// x[row, t[row]]: full rows in, an index per row, a value per row out
+				for i, want := range []accessSet{setFull, setPerRowKeep} {
+					if c.cands[op.Operand(i)]&want == 0 {
+						return ir.OpError(op, "reads operand #%d as %s, but in the rows %s it would be %s", i, want,
+							graph.FormatShape(c.shape), c.cands[op.Operand(i)])
+					}
+					narrow(op.Operand(i), want)
+				}
+				narrow(op.Result(0), setPerRowKeep)
 			default:
 				table := allowedOperands
 				if isRowReduction(op) {

@@ -121,6 +121,67 @@ var kernelCases = []kernelCase{
 		kind: KernelReduce, shape: []int64{4, 8}, operands: []Access{AccessWhole}, outs: []Access{AccessWhole}, phases: 1,
 	},
 	{
+		name: "cross-entropy: a gather of each row at its target", args: "%x: tensor<?x8xf32>, %t: tensor<?x1xi64>", results: "tensor<?x1xf32>",
+		body: `%r = graph.fused %x, %t {kind = "row"} {
+  ^bb0(%a: tensor<?x8xf32>, %b: tensor<?x1xi64>):
+    %m = graph.reduce_max %a {axes = [-1], keepdim = true} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+    %d = graph.sub %a, %m : (tensor<?x8xf32>, tensor<?x1xf32>) -> tensor<?x8xf32>
+    %e = graph.exp %d : tensor<?x8xf32>
+    %s = graph.reduce_sum %e {axes = [-1], keepdim = true} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+    %l = graph.log %s : tensor<?x1xf32>
+    %lse = graph.add %l, %m : tensor<?x1xf32>
+    %g = graph.gather %a, %b : (tensor<?x8xf32>, tensor<?x1xi64>) -> tensor<?x1xf32>
+    %loss = graph.sub %lse, %g : tensor<?x1xf32>
+    graph.yield %loss : tensor<?x1xf32>
+  } : (tensor<?x8xf32>, tensor<?x1xi64>) -> tensor<?x1xf32>
+  return %r : tensor<?x1xf32>`,
+		kind: KernelRow, shape: []int64{ir.Dynamic, 8}, rowLen: 8,
+		operands: []Access{AccessFull, AccessPerRow}, outs: []Access{AccessPerRow}, buffers: 1, phases: 3,
+	},
+	{
+		name: "a gather alone", args: "%x: tensor<4x8xf32>, %t: tensor<2x8xi32>", results: "tensor<2x8xf32>",
+		body: `%r = graph.fused %x, %t {kind = "gather"} {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<2x8xi32>):
+    %g = graph.gather %a, %b {axis = 0} : (tensor<4x8xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+    graph.yield %g : tensor<2x8xf32>
+  } : (tensor<4x8xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  return %r : tensor<2x8xf32>`,
+		kind: KernelGather, shape: []int64{2, 8}, operands: []Access{AccessWhole, AccessWhole}, outs: []Access{AccessWhole}, phases: 1,
+	},
+	{
+		name: "a gather in an element-wise kernel", args: "%x: tensor<4x8xf32>, %t: tensor<4x1xi64>", results: "tensor<4x1xf32>",
+		body: `%r = graph.fused %x, %t {kind = "elementwise"} {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x1xi64>):
+    %g = graph.gather %a, %b : (tensor<4x8xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
+    %e = graph.exp %g : tensor<4x1xf32>
+    graph.yield %e : tensor<4x1xf32>
+  } : (tensor<4x8xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
+  return %r : tensor<4x1xf32>`,
+		err: "'graph.gather' op reads its operand at columns it loads, so it shares a kernel only with a reduction over the last axis",
+	},
+	{
+		name: "a gather along the rows in a row kernel", args: "%x: tensor<4x8xf32>, %t: tensor<1x8xi64>", results: "(tensor<4x1xf32>, tensor<1x8xf32>)",
+		body: `%r:2 = graph.fused %x, %t {kind = "row"} {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<1x8xi64>):
+    %s = graph.reduce_sum %a {axes = [-1], keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    %g = graph.gather %a, %b {axis = 0} : (tensor<4x8xf32>, tensor<1x8xi64>) -> tensor<1x8xf32>
+    graph.yield %s, %g : tensor<4x1xf32>, tensor<1x8xf32>
+  } : (tensor<4x8xf32>, tensor<1x8xi64>) -> (tensor<4x1xf32>, tensor<1x8xf32>)
+  return %r#0, %r#1 : tensor<4x1xf32>, tensor<1x8xf32>`,
+		err: "'graph.gather' op gathers along axis 0, not the last, so a row kernel cannot read it as one element per row",
+	},
+	{
+		name: "a gather of a weight in a row kernel", args: "%x: tensor<4x8xf32>, %w: tensor<4x8xf32>, %t: tensor<4x1xi64>", results: "(tensor<4x1xf32>, tensor<4x1xf32>)",
+		body: `%r:2 = graph.fused %x, %w, %t {kind = "row"} {
+  ^bb0(%a: tensor<4x8xf32>, %w2: tensor<4x8xf32>, %b: tensor<4x1xi64>):
+    %s = graph.reduce_sum %a {axes = [-1], keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    %g = graph.gather %s, %b : (tensor<4x1xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
+    graph.yield %s, %g : tensor<4x1xf32>, tensor<4x1xf32>
+  } : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xi64>) -> (tensor<4x1xf32>, tensor<4x1xf32>)
+  return %r#0, %r#1 : tensor<4x1xf32>, tensor<4x1xf32>`,
+		err: "'graph.gather' op reads operand #0 as full rows, but in the rows [4, 8] it would be per-row [R..., 1]",
+	},
+	{
 		name: "a composite op", args: "%x: tensor<4x8xf32>", results: "tensor<4x8xf32>",
 		body: `%r = graph.fused %x {kind = "row"} {
   ^bb0(%a: tensor<4x8xf32>):
@@ -285,6 +346,8 @@ var everyOp = func() []string {
 	f("%x: tensor<8xf32>", "tensor<4x8xf32>", "%y = graph.broadcast_to %x : (tensor<8xf32>) -> tensor<4x8xf32>\n  return %y : tensor<4x8xf32>")
 	f("%x: tensor<4x8xf32>", "tensor<2x4xf32>", "%y = graph.slice %x {offsets = [1, 2], sizes = [2, 4]} : (tensor<4x8xf32>) -> tensor<2x4xf32>\n  return %y : tensor<2x4xf32>")
 	f("%x: tensor<4x8xbf16>", "tensor<4x8xbf16>", "%y = graph.roll %x {shift = 3} : tensor<4x8xbf16>\n  return %y : tensor<4x8xbf16>")
+	f("%x: tensor<4x8xbf16>, %t: tensor<4x3xi64>", "tensor<4x3xbf16>",
+		"%y = graph.gather %x, %t : (tensor<4x8xbf16>, tensor<4x3xi64>) -> tensor<4x3xbf16>\n  return %y : tensor<4x3xbf16>")
 	f("%x: tensor<4x8xf32>, %z: tensor<4x2xf32>", "tensor<4x10xf32>",
 		"%y = graph.concat %x, %z {axis = 1} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>\n  return %y : tensor<4x10xf32>")
 	f("%x: tensor<4x8xbf16>, %z: tensor<2x8xbf16>", "tensor<4x2xbf16>",

@@ -72,6 +72,10 @@ decode_${op}_${t}x$d ${op}_$d $t"
     done
   done
 done
+shapes="$shapes
+cross_entropy_4096x151936 cross_entropy_151936 4096
+decode_cross_entropy_1x151936 cross_entropy_151936 1
+decode_cross_entropy_16x151936 cross_entropy_151936 16"
 for t in 1 32; do
   for d in 8192 5120 14336; do
     shapes="$shapes

@@ -83,6 +83,10 @@ def ref_logsumexp(s):
     return (torch.logsumexp(s, -1),)
 
 
+def ref_cross_entropy(x, t):
+    return ((torch.logsumexp(x, -1, keepdim=True) - torch.gather(x, -1, t.long())),)
+
+
 def ref_logaddexp(a, b):
     return (torch.logaddexp(a, b),)
 
@@ -118,6 +122,10 @@ def eager_softmax(s):
 
 def eager_logsumexp(s):
     return torch.logsumexp(s.float(), -1)
+
+
+def eager_cross_entropy(x, t):
+    return F.cross_entropy(x.float(), t[:, 0], reduction="none")[:, None]
 
 
 def eager_logaddexp(a, b):
@@ -262,6 +270,13 @@ for D in (32000, 256000):
         for T in (1, 4, 16):
             WORKLOADS.append(Workload(f"decode_{op}_{T}x{D}", f"{op}_{D}", op, (lambda T=T, D=D: (randn(T, D, scale=50.0),)),
                                       eager, ref, decode=True))
+# cross-entropy over Qwen's vocabulary: per-row losses
+for T in (4096, 1, 16):
+    WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"cross_entropy_{T}x151936", "cross_entropy_151936",
+                              "cross_entropy",
+                              (lambda T=T: (randn(T, 151936, scale=5.0),
+                                            torch.randint(0, 151936, (T, 1), device=DEV, dtype=torch.int64))),
+                              eager_cross_entropy, ref_cross_entropy, decode=T < 4096))
 for T in (1, 32):
     for D in (8192, 5120, 14336):
         WORKLOADS.append(Workload(f"decode_add_rmsnorm_{T}x{D}", f"add_rmsnorm_{D}", "add_rmsnorm",

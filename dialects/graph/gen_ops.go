@@ -111,6 +111,8 @@ const (
 	OpSlice = "graph.slice"
 	// OpRoll is graph.roll: rotation along the last axis.
 	OpRoll = "graph.roll"
+	// OpGather is graph.gather: takes elements along an axis at the positions an index tensor gives.
+	OpGather = "graph.gather"
 	// OpConcat is graph.concat: joins tensors along an axis.
 	OpConcat = "graph.concat"
 	// OpMatMul is graph.matmul: matrix multiplication.
@@ -4353,6 +4355,98 @@ func verifyRollOp(op *ir.Operation) error {
 	return ods.CheckInferred(op, inferRoll)
 }
 
+// GatherOp is a graph.gather op: takes elements along an axis at the positions an index tensor gives.
+//
+//	%g = graph.gather %x, %t {axis = -1} : (tensor<4x32000xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
+type GatherOp struct {
+	*ir.Operation
+}
+
+// AsGather returns op as a GatherOp if it is a graph.gather.
+func AsGather(op *ir.Operation) (GatherOp, bool) {
+	if op == nil || op.Name() != OpGather {
+		return GatherOp{}, false
+	}
+	return GatherOp{op}, true
+}
+
+// Input returns operand #0 (input).
+func (op GatherOp) Input() *ir.Value {
+	return op.Operand(0)
+}
+
+// Indices returns operand #1 (indices).
+func (op GatherOp) Indices() *ir.Value {
+	return op.Operand(1)
+}
+
+// Output returns result #0 (output).
+func (op GatherOp) Output() *ir.Value {
+	return op.Result(0)
+}
+
+// Axis returns attribute axis (default -1): the dimension indexed; negative counts from the end.
+func (op GatherOp) Axis() int64 {
+	if v, ok := ods.GetInt(op.Operation, "axis"); ok {
+		return v
+	}
+	return -1
+}
+
+// BuildGather creates a graph.gather at b's insertion point and infers its result type.
+// Attributes equal to their defaults are left out.
+// It returns an error, and leaves nothing behind, when the op would not verify.
+func BuildGather(b *ir.Builder, loc ir.Location, input *ir.Value, indices *ir.Value, axis int64) (GatherOp, error) {
+	var attrs ir.AttrDict
+	if axis != -1 {
+		attrs.Set("axis", ir.IntAttr{Value: axis, Type: ir.I64Type})
+	}
+	op := ir.NewOperation(OpGather, loc, []*ir.Value{input, indices}, nil, attrs, 0)
+	if err := ods.Build(b, op, checkGatherInputs, verifyGatherOp, inferGather); err != nil {
+		return GatherOp{}, err
+	}
+	return GatherOp{op}, nil
+}
+
+// checkGatherInputs checks what graph.gather's results derive from: operand and region
+// counts, operand types and attributes.
+func checkGatherInputs(op *ir.Operation) error {
+	if err := ods.CheckNumOperands(op, 2, 0, false); err != nil {
+		return err
+	}
+	if err := ods.CheckNumRegions(op, 0); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 0, ods.AnyTensor); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 1, ods.IndexTensor); err != nil {
+		return err
+	}
+	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "axis", ods.IntKind, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+// verifyGatherOp is the verifier of graph.gather: its declaration, then the rules of
+// class Gather through inferGather.
+func verifyGatherOp(op *ir.Operation) error {
+	if err := checkGatherInputs(op); err != nil {
+		return err
+	}
+	if err := ods.CheckNumResults(op, 1, false); err != nil {
+		return err
+	}
+	if err := ods.CheckResult(op, 0, ods.AnyTensor); err != nil {
+		return err
+	}
+	return ods.CheckInferred(op, inferGather)
+}
+
 // ConcatOp is a graph.concat op: joins tensors along an axis.
 //
 //	%y = graph.concat %a, %b {axis = 1} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
@@ -5066,6 +5160,13 @@ func init() {
 		Traits:  ir.Pure,
 		Attrs:   []string{"shift"},
 		Verify:  verifyRollOp,
+	})
+	ir.RegisterOp(&ir.OpDef{
+		Name:    OpGather,
+		Summary: "takes elements along an axis at the positions an index tensor gives",
+		Traits:  ir.Pure,
+		Attrs:   []string{"axis"},
+		Verify:  verifyGatherOp,
 	})
 	ir.RegisterOp(&ir.OpDef{
 		Name:    OpConcat,

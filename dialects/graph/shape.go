@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -183,4 +184,56 @@ func inferRoll(op *ir.Operation) ([]ir.Type, error) {
 // result reads: (j - shift) mod n.
 func RollSource(j, shift, n int64) int64 {
 	return ((j-shift)%n + n) % n
+}
+
+// inferGather:
+// `%g = graph.gather %x, %t {axis = -1} : (tensor<4x32000xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>`
+// has the index tensor's shape and the data's element type; the index
+// tensor has the data's rank and its extents away from the axis.
+//
+//	gathers from a rank-0 tensor, which has no axis to index
+//	index tensor 'tensor<4xi64>' has rank 1, but the data 'tensor<4x8xf32>' has rank 2
+//	index tensor 'tensor<2x1xi64>' has extent 2 in dimension 0, but the data 'tensor<4x8xf32>' has 4
+func inferGather(op *ir.Operation) ([]ir.Type, error) {
+	x, idx := operandType(op, 0), operandType(op, 1)
+	if x.Rank() == 0 {
+		return nil, ir.OpError(op, "gathers from a rank-0 tensor, which has no axis to index")
+	}
+	axis, err := GatherAxis(op)
+	if err != nil {
+		return nil, err
+	}
+	if idx.Rank() != x.Rank() {
+		return nil, ir.OpError(op, "index tensor %s has rank %d, but the data %s has rank %d", q(idx), idx.Rank(), q(x), x.Rank())
+	}
+	for d := range x.Shape {
+		if d != axis && !extentsAgree(idx.Shape[d], x.Shape[d]) {
+			return nil, ir.OpError(op, "index tensor %s has extent %s in dimension %d, but the data %s has %s (only dimension %d, the axis, may differ)",
+				q(idx), formatExtent(idx.Shape[d]), d, q(x), formatExtent(x.Shape[d]), axis)
+		}
+	}
+	return []ir.Type{ir.TensorType{Shape: slices.Clone(idx.Shape), Elem: x.Elem}}, nil
+}
+
+// GatherAxis returns the `axis` of a graph.gather counted from the front,
+// or a located error when it lies outside [-rank, rank) of the data.
+//
+//	attribute 'axis' must be in [-2, 2), but got 2
+func GatherAxis(op *ir.Operation) (int, error) {
+	rank := operandType(op, 0).Rank()
+	a := GatherOp{op}.Axis()
+	if a < -int64(rank) || a >= int64(rank) {
+		return 0, ir.OpError(op, "attribute 'axis' must be in [%d, %d), but got %d", -rank, rank, a)
+	}
+	if a < 0 {
+		a += int64(rank)
+	}
+	return int(a), nil
+}
+
+func formatExtent(e int64) string {
+	if e == ir.Dynamic {
+		return "?"
+	}
+	return fmt.Sprint(e)
 }

@@ -49,6 +49,8 @@ const (
 	OpRemi = "loop.remi"
 	// OpMini is loop.mini: the smaller of two indices.
 	OpMini = "loop.mini"
+	// OpClampIndex is loop.clamp_index: an integer value as an index, clamped into [0, bound).
+	OpClampIndex = "loop.clamp_index"
 	// OpNeg is loop.neg: negation.
 	OpNeg = "loop.neg"
 	// OpAbs is loop.abs: absolute value.
@@ -1687,6 +1689,82 @@ func verifyMiniOp(op *ir.Operation) error {
 		return err
 	}
 	return ods.CheckInferred(op, inferIndexArith)
+}
+
+// ClampIndexOp is a loop.clamp_index op: an integer value as an index, clamped into [0, bound).
+//
+//	%j = loop.clamp_index %t, %c32000 : (i64, index) -> index
+type ClampIndexOp struct {
+	*ir.Operation
+}
+
+// AsClampIndex returns op as a ClampIndexOp if it is a loop.clamp_index.
+func AsClampIndex(op *ir.Operation) (ClampIndexOp, bool) {
+	if op == nil || op.Name() != OpClampIndex {
+		return ClampIndexOp{}, false
+	}
+	return ClampIndexOp{op}, true
+}
+
+// Input returns operand #0 (input).
+func (op ClampIndexOp) Input() *ir.Value {
+	return op.Operand(0)
+}
+
+// Bound returns operand #1 (bound): the extent indexed, at least 1.
+func (op ClampIndexOp) Bound() *ir.Value {
+	return op.Operand(1)
+}
+
+// Output returns result #0 (output).
+func (op ClampIndexOp) Output() *ir.Value {
+	return op.Result(0)
+}
+
+// BuildClampIndex creates a loop.clamp_index at b's insertion point and infers its result type.
+// It returns an error, and leaves nothing behind, when the op would not verify.
+func BuildClampIndex(b *ir.Builder, loc ir.Location, input *ir.Value, bound *ir.Value) (ClampIndexOp, error) {
+	op := ir.NewOperation(OpClampIndex, loc, []*ir.Value{input, bound}, nil, nil, 0)
+	if err := ods.Build(b, op, checkClampIndexInputs, verifyClampIndexOp, inferClampIndex); err != nil {
+		return ClampIndexOp{}, err
+	}
+	return ClampIndexOp{op}, nil
+}
+
+// checkClampIndexInputs checks what loop.clamp_index's results derive from: operand and region
+// counts, operand types and attributes.
+func checkClampIndexInputs(op *ir.Operation) error {
+	if err := ods.CheckNumOperands(op, 2, 0, false); err != nil {
+		return err
+	}
+	if err := ods.CheckNumRegions(op, 0); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 0, ods.IntegerScalar); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 1, ods.IndexValue); err != nil {
+		return err
+	}
+	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	return nil
+}
+
+// verifyClampIndexOp is the verifier of loop.clamp_index: its declaration, then the rules of
+// class ClampIndex through inferClampIndex.
+func verifyClampIndexOp(op *ir.Operation) error {
+	if err := checkClampIndexInputs(op); err != nil {
+		return err
+	}
+	if err := ods.CheckNumResults(op, 1, false); err != nil {
+		return err
+	}
+	if err := ods.CheckResult(op, 0, ods.IndexValue); err != nil {
+		return err
+	}
+	return ods.CheckInferred(op, inferClampIndex)
 }
 
 // NegOp is a loop.neg op: negation.
@@ -4123,6 +4201,12 @@ func init() {
 		Summary: "the smaller of two indices",
 		Traits:  ir.Pure | ir.Commutative,
 		Verify:  verifyMiniOp,
+	})
+	ir.RegisterOp(&ir.OpDef{
+		Name:    OpClampIndex,
+		Summary: "an integer value as an index, clamped into [0, bound)",
+		Traits:  ir.Pure,
+		Verify:  verifyClampIndexOp,
 	})
 	ir.RegisterOp(&ir.OpDef{
 		Name:    OpNeg,

@@ -128,6 +128,8 @@ func TestVerifierErrors(t *testing.T) {
 		{`%ob = loop.cast %o : (vector<8xf32>) -> vector<8xbf16>`, `%ob = loop.cast %o : (vector<8xf32>) -> vector<8xbf16>
         %bad = loop.cast %o : (vector<8xf32>) -> bf16`,
 			"cannot change the shape: 'vector<8xf32>' to 'bf16'"},
+		{`%j6 = loop.clamp_index %three, %c64 : (i32, index) -> index`, `%j6 = loop.clamp_index %half, %c64 : (f32, index) -> index`,
+			"'loop.clamp_index' op operand #0 must be scalar of an integer type, but got 'f32'"},
 		{`%three = loop.const {value = 3} : i32`, `%three = loop.const {value = 3.5} : i32`,
 			"value 3.5 is not an integer, as 'i32' needs"},
 		{`%n = loop.dim %x {axis = 0}`, `%n = loop.dim %x {axis = 2}`,

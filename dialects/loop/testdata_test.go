@@ -60,6 +60,7 @@ const program = `module {
       %j3 = loop.divi %j2, %c8 : index
       %j4 = loop.remi %j3, %c8 : index
       %j5 = loop.mini %j4, %c64 : index
+      %j6 = loop.clamp_index %three, %c64 : (i32, index) -> index
       loop.yield
     } : index
     loop.return

@@ -578,6 +578,12 @@ func inferIndexArith(op *ir.Operation) ([]ir.Type, error) {
 	return []ir.Type{ir.IndexType}, nil
 }
 
+// inferClampIndex: `%j = loop.clamp_index %t, %n : (i64, index) -> index`;
+// the operand constraints say everything else.
+func inferClampIndex(op *ir.Operation) ([]ir.Type, error) {
+	return []ir.Type{ir.IndexType}, nil
+}
+
 // intUnary are the unary ops defined on integers as well.
 var intUnary = []string{OpNeg, OpAbs, OpRelu, OpFloor, OpCeil, OpRound}
 

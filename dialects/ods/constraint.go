@@ -34,6 +34,8 @@ const (
 	// DequantizableTensor holds what dequantize reads: quantised values or
 	// i32 accumulators.
 	DequantizableTensor
+	// IndexTensor holds indices into another tensor: i32 or i64.
+	IndexTensor
 
 	// The loop dialect's values are scalars, vectors, indices and buffers.
 
@@ -47,6 +49,8 @@ const (
 	VectorValue
 	// ScalarOrVector is a ScalarValue or a VectorValue.
 	ScalarOrVector
+	// IntegerScalar is a scalar of an integer type (not i1, not index).
+	IntegerScalar
 	// AnyMemRef is a buffer in any memory space.
 	AnyMemRef
 	// DRAMMemRef is a buffer in device memory: `memref<?x8192xbf16, dram>`.
@@ -71,12 +75,17 @@ var constraintInfo = [numConstraints]struct {
 		tensorOf(oneOf(ir.I32, ir.I8, ir.UI8))},
 	DequantizableTensor: {"DequantizableTensor", "tensor of i32, i8, ui8 or f8E4M3FN values",
 		tensorOf(oneOf(ir.I32, ir.I8, ir.UI8, ir.F8E4M3FN))},
+	IndexTensor: {"IndexTensor", "tensor of i32 or i64 values", tensorOf(oneOf(ir.I32, ir.I64))},
 	AnyType:     {"AnyType", "any type", func(ir.Type) bool { return true }},
 	IndexValue:  {"IndexValue", "index", isIndex},
 	ScalarValue: {"ScalarValue", "scalar of any element type but index", isScalar},
 	VectorValue: {"VectorValue", "1-D vector of any element type but index", isVector},
 	ScalarOrVector: {"ScalarOrVector", "scalar or 1-D vector of any element type but index",
 		func(t ir.Type) bool { return isScalar(t) || isVector(t) }},
+	IntegerScalar: {"IntegerScalar", "scalar of an integer type", func(t ir.Type) bool {
+		e, ok := t.(ir.ElemType)
+		return ok && e.Kind.IsInt() && e.Kind != ir.I1 && e.Kind != ir.Index
+	}},
 	AnyMemRef:  {"AnyMemRef", "memref in any memory space", memRefIn(ir.DRAM, ir.SRAM, ir.Reg)},
 	DRAMMemRef: {"DRAMMemRef", "memref in dram", memRefIn(ir.DRAM)},
 	SRAMMemRef: {"SRAMMemRef", "memref in sram", memRefIn(ir.SRAM)},

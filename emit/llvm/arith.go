@@ -120,6 +120,24 @@ func (fe *fnEmitter) emitIndexArith(op *ir.Operation) error {
 	return nil
 }
 
+// emitClampIndex: `%j = loop.clamp_index %t, %n : (i64, index) -> index`
+// widens the integer to i64 (signed, or unsigned for ui*) and clamps it
+// to max(0, min(t, n - 1)).
+func (fe *fnEmitter) emitClampIndex(op *ir.Operation) error {
+	vs, err := fe.operands(op)
+	if err != nil {
+		return err
+	}
+	k := elemKind(op.Operand(0).Type())
+	x := fe.resizeInt(vs[0], k, ir.I64, types.I64)
+	b := fe.cur
+	last := b.NewSub(vs[1], iconst(types.I64, 1))
+	x = b.NewSelect(b.NewICmp(enum.IPredSLT, x, last), x, last)
+	zero := iconst(types.I64, 0)
+	fe.vals[op.Result(0)] = b.NewSelect(b.NewICmp(enum.IPredSGT, x, zero), x, zero)
+	return nil
+}
+
 // emitCmp: `%c = loop.cmp %x, %y {predicate = "lt"}` is an ordered fcmp
 // (false with NaN) except "ne", which is unordered (true with NaN), or
 // an icmp signed or not as the operand type is.

@@ -101,6 +101,8 @@ func (fe *fnEmitter) emitOp(op *ir.Operation) error {
 		return fe.emitReduce(op)
 	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
 		return fe.emitIndexArith(op)
+	case loop.OpClampIndex:
+		return fe.emitClampIndex(op)
 	case loop.OpDim:
 		return fe.emitDim(op)
 	case loop.OpLoad:

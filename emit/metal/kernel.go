@@ -391,6 +391,15 @@ func (ke *kernelEmitter) emitIndexArith(op *ir.Operation) {
 	ke.vals[op.Result(0)] = val{expr: name, kind: ir.Index}
 }
 
+// emitClampIndex writes `loop.clamp_index %t, %n` in 64 bits, so that no
+// index wraps before it is clamped: `const uint j = uint(metal::max(metal::min(long(t), long(n) - 1), long(0)));`.
+func (ke *kernelEmitter) emitClampIndex(op *ir.Operation) {
+	t, n := ke.get(op.Operand(0)).expr, ke.get(op.Operand(1)).expr
+	name := ke.valueName(op.Result(0))
+	ke.line("const uint %s = uint(metal::max(metal::min(long(%s), long(%s) - 1), long(0)));", name, t, n)
+	ke.vals[op.Result(0)] = val{expr: name, kind: ir.Index}
+}
+
 // cExpr is index value v as an expression over the kernel's C names.
 func (ke *kernelEmitter) cExpr(v *ir.Value) *expr {
 	if c, ok := loop.AsConst(v.DefiningOp()); ok {
@@ -498,6 +507,8 @@ func (ke *kernelEmitter) emitOp(op *ir.Operation, uniform bool) {
 		ke.vals[op.Result(0)] = val{expr: x.expr, width: width(op.Result(0).Type()), kind: x.kind}
 	case isIndexArith(name):
 		ke.emitIndexArith(op)
+	case name == loop.OpClampIndex:
+		ke.emitClampIndex(op)
 	case name == loop.OpLoad:
 		l, _ := loop.AsLoad(op)
 		ke.emitLoad(l)

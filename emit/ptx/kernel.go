@@ -780,6 +780,18 @@ func (ke *kernelEmitter) multOf(v *ir.Value) int64 {
 	return 1
 }
 
+// clampIndex emits `loop.clamp_index %t, %n`: the integer widened to 64
+// bits, then max(0, min(t, n - 1)).
+func (ke *kernelEmitter) clampIndex(op *ir.Operation) {
+	k := op.Operand(0).Type().(ir.ElemType).Kind
+	x := ke.intTo64(ke.reg(ke.get(op, op.Operand(0))[0]), k)
+	n := ke.ix(op.Operand(1))
+	n.off--
+	m := ke.b64("min.s64", x, ke.ixReg(n))
+	ke.ixs[op.Result(0)] = ixv{reg: ke.b64("max.s64", m, intImm(0, rB64)), has: true}
+	ke.mults[op.Result(0)] = 1
+}
+
 // indexArith emits `loop.addi` and its kin, folding constants.
 func (ke *kernelEmitter) indexArith(op *ir.Operation) {
 	x, y := ke.ix(op.Operand(0)), ke.ix(op.Operand(1))

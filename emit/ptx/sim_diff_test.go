@@ -50,9 +50,12 @@ func randomInput(rng *rand.Rand, k ir.ElemKind, shape []int64, specials bool) *g
 		switch {
 		case k == ir.I1:
 			v = float64(rng.Intn(2))
+		case k == ir.I64 && i%2 == 1:
+			v = float64(rng.Int63n(64) - 8) // small: indices inside and just outside a row
 		case k.IsInt():
 			lo, hi := k.IntRange()
-			v = float64(lo + rng.Int63n(min(hi-lo, 1<<40)+1))
+			lo, hi = max(lo, -1<<40), min(hi, 1<<40) // i64's span overflows an int64
+			v = float64(lo + rng.Int63n(hi-lo+1))
 		case specials && i%7 == 3:
 			v = sp[rng.Intn(len(sp))]
 		default:
@@ -303,6 +306,17 @@ func.func @roll_bcast(%a: tensor<3x2x8xf32>, %b: tensor<2x8xf32>, %c: tensor<3x1
   %y = graph.add %m, %s : (tensor<3x2x8xf32>, tensor<3x1x8xf32>) -> tensor<3x2x8xf32>
   return %y : tensor<3x2x8xf32>
 }
+func.func @cross_entropy(%x: tensor<?x40xbf16>, %t: tensor<?x1xi64>) -> tensor<?x1xf32> {
+  %f = graph.cast %x : (tensor<?x40xbf16>) -> tensor<?x40xf32>
+  %l = graph.logsumexp %f {axis = -1, keepdim = true} : (tensor<?x40xf32>) -> tensor<?x1xf32>
+  %g = graph.gather %f, %t {axis = -1} : (tensor<?x40xf32>, tensor<?x1xi64>) -> tensor<?x1xf32>
+  %y = graph.sub %l, %g : tensor<?x1xf32>
+  return %y : tensor<?x1xf32>
+}
+func.func @gather_cols(%x: tensor<6x9xf32>, %t: tensor<3x9xi32>) -> tensor<3x9xf32> {
+  %g = graph.gather %x, %t {axis = 0} : (tensor<6x9xf32>, tensor<3x9xi32>) -> tensor<3x9xf32>
+  return %g : tensor<3x9xf32>
+}
 func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) {
   return %a, %a : tensor<?x4xf32>, tensor<?x4xf32>
 }
@@ -322,6 +336,9 @@ func.func @passthrough(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>
 		{fn: "half_math", shapes: [][]int64{{9, 16}}, ulps: 1},
 		{fn: "pick", shapes: [][]int64{{101}, {101}, {101}}},
 		{fn: "passthrough", shapes: [][]int64{{3, 4}}},
+		// random integers of the whole i64 / i32 range: indices are clamped alike
+		{fn: "cross_entropy", shapes: [][]int64{{11, 40}, {11, 1}}, ulps: 4, rel: 1e-6},
+		{fn: "gather_cols", shapes: [][]int64{{6, 9}, {3, 9}}},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, false) })
 	}

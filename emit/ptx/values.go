@@ -128,6 +128,8 @@ func (ke *kernelEmitter) emitOp(op *ir.Operation) {
 		ke.constant(op)
 	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
 		ke.indexArith(op)
+	case loop.OpClampIndex:
+		ke.clampIndex(op)
 	case loop.OpBroadcast:
 		x := ke.get(op, op.Operand(0))
 		n := lanesOf(op.Result(0).Type())

@@ -132,6 +132,9 @@ func (k *kernelEmitter) expr(op *ir.Operation) (string, error) {
 		return args[0] + " % " + args[1], nil
 	case loop.OpMini:
 		return fmt.Sprintf("tl.minimum(%s, %s)", args[0], args[1]), nil
+	case loop.OpClampIndex:
+		// widened to int64 first, so that ui32 and i32 indices compare as the interpreter's
+		return fmt.Sprintf("tl.maximum(tl.minimum(%s.to(tl.int64), %s - 1), 0)", args[0], args[1]), nil
 	case loop.OpCast:
 		if err := typed(0); err != nil {
 			return fail(err)

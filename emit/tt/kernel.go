@@ -265,6 +265,7 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 			}
 		}
 	}()
+	g.refuseGatheredLoads()
 	if g.kind == "generic" {
 		g.readParams()
 		g.findGrid()
@@ -288,6 +289,19 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 		g.fail(nil, "needs %d circular buffers, more than the %d of a Tensix core", len(g.cbs), maxCBs)
 	}
 	return g, nil
+}
+
+// refuseGatheredLoads stops at a loop.clamp_index, the column of a load
+// read from memory (graph.gather): the reader streams whole 32x32 tiles in
+// the order the compute kernel consumes them, and has no way yet to fetch
+// one element per row at a column it learns only from another tile.
+func (g *kgen) refuseGatheredLoads() {
+	g.k.Walk(func(op *ir.Operation) bool {
+		if op.Name() == loop.OpClampIndex {
+			g.fail(op, "reads a buffer at an index loaded from memory (a graph.gather); the tt backend streams whole 32x32 tiles in a fixed order, so it cannot fetch one element at a data-dependent column yet")
+		}
+		return true
+	})
 }
 
 // readParams reads the kernel's buffer arguments and the extents after them.

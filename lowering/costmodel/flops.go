@@ -48,7 +48,7 @@ var reductionOps = map[string]bool{
 // dataOps move or convert data: zero FLOPs.
 var dataOps = map[string]bool{
 	graph.OpCast: true, graph.OpConstant: true, graph.OpReshape: true, graph.OpTranspose: true,
-	graph.OpBroadcastTo: true, graph.OpSlice: true, graph.OpConcat: true, graph.OpRoll: true,
+	graph.OpBroadcastTo: true, graph.OpSlice: true, graph.OpConcat: true, graph.OpRoll: true, graph.OpGather: true,
 	graph.OpYield: true, ir.ReturnOpName: true,
 }
 

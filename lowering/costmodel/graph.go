@@ -221,7 +221,8 @@ func graphAccess(op *ir.Operation, v *ir.Value, opts Options) (Access, error) {
 // phase of every op that uses it and, since full-row intermediates are
 // not kept between phases either, in every phase that needs a value
 // computed from it, up to the reductions (whose per-row results are kept).
-// Weights, per-row values and scalars are read once.
+// Weights, per-row values and scalars are read once; a graph.gather of a
+// row reads one element of it, which is no pass over the row.
 func rowPasses(fused *ir.Operation, info *passes.KernelInfo) func(*ir.Value) int64 {
 	phase := map[*ir.Operation]int{}
 	for i, op := range info.Ops {
@@ -237,7 +238,8 @@ func rowPasses(fused *ir.Operation, info *passes.KernelInfo) func(*ir.Value) int
 		memo[v] = s
 		for _, u := range v.Users() {
 			p, ok := phase[u]
-			if !ok { // the graph.yield
+			if !ok || u.Name() == graph.OpGather {
+				// the graph.yield; a gather reads one element of the row, not the row
 				continue
 			}
 			if p == 1 && info.Schedule == passes.ScheduleOnline {

@@ -445,7 +445,7 @@ func (m *marking) replace(r, mask *ir.Value, marker float64) error {
 // among operands, or rounding to an integer, which every float type holds.
 var exactOps = map[string]bool{
 	graph.OpConstant: true, graph.OpReshape: true, graph.OpTranspose: true, graph.OpBroadcastTo: true,
-	graph.OpSlice: true, graph.OpConcat: true, graph.OpRoll: true, graph.OpSelect: true, graph.OpMax: true, graph.OpMin: true,
+	graph.OpSlice: true, graph.OpConcat: true, graph.OpRoll: true, graph.OpGather: true, graph.OpSelect: true, graph.OpMax: true, graph.OpMin: true,
 	graph.OpAbs: true, graph.OpNeg: true, graph.OpRelu: true, graph.OpClamp: true,
 	graph.OpFloor: true, graph.OpCeil: true, graph.OpRound: true, graph.OpReduceMax: true, graph.OpReduceMin: true,
 }

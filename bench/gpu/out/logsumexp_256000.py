@@ -13,7 +13,7 @@ import triton.language as tl
 # and must stay at least the row length.
 CONFIGS = {
     "logsumexp_k0": {"BLOCK": 4096, "num_warps": 4},
-    "logsumexp_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
+    "logsumexp_k1": {"BLOCK": 32, "ROWS": 64, "num_warps": 4},
 }
 
 
@@ -28,81 +28,76 @@ def logsumexp_k0(s, l, split_max, split_sum, s_d0, l_d0, split_max_d0, split_sum
     # row, online: one program per row, loops over BLOCK-element chunks
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
-    split = r % 16
-    t1 = r // 16
-    t2 = split * 16000
-    acc = tl.full([], (-float("inf")), tl.float32)
-    acc_1 = tl.full([], 0.0, tl.float32)
-    for c in range(0, 12288, 4096):
-        t3 = t2 + c
-        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
-        i = tl.arange(0, BLOCK)
-        t4 = t3 + i
-        s_1 = tl.load(s + (t1 * 256000) + t4)
-        t5 = s_1.to(tl.float32)
-        t6 = _max_nan(acc_2, t5)
-        t7 = tl.reduce(t6, 0, _max_nan)
-        t8 = _max_nan(acc, t7)
-        t9 = tl.abs(t8)
-        t10 = t9 == float("inf")
-        t11 = tl.where(t10, tl.full([], 0.0, tl.float32), t8)
-        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
-        t12 = t5 - t11
-        t13 = tl.exp(t12)
-        t14 = acc_3 + t13
-        t15 = tl.sum(t14, axis=0)
-        t16 = acc == (-float("inf"))
-        t17 = tl.abs(acc)
-        t18 = t17 == float("inf")
-        t19 = tl.where(t18, tl.full([], 0.0, tl.float32), acc)
-        t20 = t19 - t11
-        t21 = tl.exp(t20)
-        t22 = tl.where(t16, tl.full([], 0.0, tl.float32), t21)
-        t23 = acc_1 * t22
-        t24 = t23 + t15
-        acc, acc_1 = t8, t24
-    t25 = t2 + 12288
-    acc_4 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    split = r % 32
+    t1 = r // 32
+    t2 = split * 8000
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i = tl.arange(0, BLOCK)
+    t3 = t2 + i
+    s_1 = tl.load(s + (t1 * 256000) + t3)
+    t4 = s_1.to(tl.float32)
+    t5 = _max_nan(acc, t4)
+    t6 = tl.reduce(t5, 0, _max_nan)
+    t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
+    t8 = tl.abs(t7)
+    t9 = t8 == float("inf")
+    t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
+    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
+    t11 = t4 - t10
+    t12 = tl.exp(t11)
+    t13 = acc_1 + t12
+    t14 = tl.sum(t13, axis=0)
+    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t17 = t16 == float("inf")
+    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t19 = t18 - t10
+    t20 = tl.exp(t19)
+    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
+    t22 = 0.0 * t21
+    t23 = t22 + t14
+    t24 = t2 + 4096
+    acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i_2 = tl.arange(0, BLOCK)
-    cmask = i_2 < 3712
-    t26 = t25 + i_2
-    s_2 = tl.load(s + (t1 * 256000) + t26, mask=cmask)
-    t27 = s_2.to(tl.float32)
-    t28 = _max_nan(acc_4, t27)
-    t29 = tl.reduce(tl.where(cmask, t28, acc_4), 0, _max_nan)
-    t30 = _max_nan(acc, t29)
-    t31 = tl.abs(t30)
-    t32 = t31 == float("inf")
-    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
-    acc_5 = tl.full((BLOCK,), 0.0, tl.float32)
+    cmask = i_2 < 3904
+    t25 = t24 + i_2
+    s_2 = tl.load(s + (t1 * 256000) + t25, mask=cmask)
+    t26 = s_2.to(tl.float32)
+    t27 = _max_nan(acc_2, t26)
+    t28 = tl.reduce(tl.where(cmask, t27, acc_2), 0, _max_nan)
+    t29 = _max_nan(t7, t28)
+    t30 = tl.abs(t29)
+    t31 = t30 == float("inf")
+    t32 = tl.where(t31, tl.full([], 0.0, tl.float32), t29)
+    acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
     i_3 = tl.arange(0, BLOCK)
-    cmask_1 = i_3 < 3712
-    t34 = t27 - t33
-    t35 = tl.exp(t34)
-    t36 = acc_5 + t35
-    t37 = tl.sum(tl.where(cmask_1, t36, acc_5), axis=0)
-    t38 = acc == (-float("inf"))
-    t39 = tl.abs(acc)
-    t40 = t39 == float("inf")
-    t41 = tl.where(t40, tl.full([], 0.0, tl.float32), acc)
-    t42 = t41 - t33
-    t43 = tl.exp(t42)
-    t44 = tl.where(t38, tl.full([], 0.0, tl.float32), t43)
-    t45 = acc_1 * t44
-    t46 = t45 + t37
-    tl.store(split_max + (t1 * 16) + split, t30)
-    tl.store(split_sum + (t1 * 16) + split, t46)
+    cmask_1 = i_3 < 3904
+    t33 = t26 - t32
+    t34 = tl.exp(t33)
+    t35 = acc_3 + t34
+    t36 = tl.sum(tl.where(cmask_1, t35, acc_3), axis=0)
+    t37 = t7 == (-float("inf"))
+    t38 = tl.abs(t7)
+    t39 = t38 == float("inf")
+    t40 = tl.where(t39, tl.full([], 0.0, tl.float32), t7)
+    t41 = t40 - t32
+    t42 = tl.exp(t41)
+    t43 = tl.where(t37, tl.full([], 0.0, tl.float32), t42)
+    t44 = t23 * t43
+    t45 = t44 + t36
+    tl.store(split_max + (t1 * 32) + split, t29)
+    tl.store(split_sum + (t1 * 32) + split, t45)
 
 
 @triton.jit
 def logsumexp_k1(s, split_max, split_sum, l, s_d0, split_max_d0, split_sum_d0, l_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
-    # row, one-pass: rows of 16 in one block, ROWS rows per program
+    # row, one-pass: rows of 32 in one block, ROWS rows per program
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < split_max_d0
     cols = tl.arange(0, BLOCK)[None, :]
-    t0 = tl.load(split_max + (r * 16) + cols, mask=rmask)
-    t1 = tl.load(split_sum + (r * 16) + cols, mask=rmask)
+    t0 = tl.load(split_max + (r * 32) + cols, mask=rmask)
+    t1 = tl.load(split_sum + (r * 32) + cols, mask=rmask)
     acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
     t2 = _max_nan(acc, t0)
     t3 = tl.reduce(t2, 1, _max_nan, keep_dims=True)
@@ -152,11 +147,11 @@ def logsumexp(s):
     s = _tensor("logsumexp", "s", s, torch.bfloat16, (None, 256000))
     dev = s.device
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 16), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((s_d0, 16), dtype=torch.float32, device=dev)
+    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
     l = torch.empty((s_d0,), dtype=torch.float32, device=dev)
     cfg = CONFIGS["logsumexp_k0"]
-    grid = ((s_d0 * 16),)
+    grid = ((s_d0 * 32),)
     if grid[0] > 0:
         logsumexp_k0[grid](s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     cfg = CONFIGS["logsumexp_k1"]

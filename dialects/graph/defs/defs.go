@@ -58,6 +58,10 @@ to the result shape (as ` + "`BinaryBroadcast`" + ` combines them, giving the re
 each slice lies inside its static dimension. The result shape is ` + "`sizes`" + `.`},
 	{Name: "Roll", Infers: true, Doc: `The operand has rank 1 or more and a static last dimension n. The result has the
 operand's type.`},
+	{Name: "Gather", Infers: true, Doc: `The data has rank 1 or more and ` + "`axis`" + ` is in [-rank, rank). The index
+tensor (i32 or i64) has the data's rank; its extents equal the data's in every dimension but
+` + "`axis`" + `, where it may have any extent (commonly 1); ` + "`?`" + ` agrees with any extent. The result has the
+index tensor's shape and the data's element type.`},
 	{Name: "Concat", Infers: true, Doc: `At least one operand; all have the same element type and rank. ` + "`axis`" + ` is in
 [-rank, rank). Extents agree except along ` + "`axis`" + ` (` + "`?`" + ` agrees with anything); the result extent
 along ` + "`axis`" + ` is their sum, ` + "`?`" + ` if any is ` + "`?`" + `.`},
@@ -438,6 +442,23 @@ var ops = []ods.OpDecl{
 		Results:  output(ods.AnyTensor),
 		Attrs: []ods.AttrDecl{{Name: "shift", Kind: ods.IntKind,
 			Doc: "the rotation: element j of the result is element (j - shift) mod n of the operand"}},
+	},
+	{
+		Name: "gather", Summary: "takes elements along an axis at the positions an index tensor gives",
+		Description: "`y[i_0, ..., i_a, ..., i_n] = x[i_0, ..., idx[i_0, ..., i_a, ..., i_n], ..., i_n]` for `a = axis`, " +
+			"as `torch.gather(x, axis, idx)` and `numpy.take_along_axis(x, idx, axis)`: the result has the index " +
+			"tensor's shape and the data's element type. Indices lie in [0, n) for the extent n of `axis`; negative " +
+			"indices do not count from the end. The reference interpreter reports an index outside [0, n) as an error " +
+			"at the op; compiled kernels clamp it into [0, n - 1], so they never read outside `x` (an index past the " +
+			"end reads the last element, a negative one the first). In a row kernel a gather along the last axis with " +
+			"an index of extent 1 (cross-entropy's `x[row, target[row]]`) is one scalar load per row at the index read.",
+		Example:  "%g = graph.gather %x, %t {axis = -1} : (tensor<4x32000xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>",
+		Class:    "Gather",
+		Traits:   ir.Pure,
+		Operands: []ods.OperandDecl{{Name: "input", Constraint: ods.AnyTensor}, {Name: "indices", Constraint: ods.IndexTensor}},
+		Results:  output(ods.AnyTensor),
+		Attrs: []ods.AttrDecl{{Name: "axis", Kind: ods.IntKind, Default: int64(-1),
+			Doc: "the dimension indexed; negative counts from the end"}},
 	},
 	{
 		Name: "concat", Summary: "joins tensors along an axis",

@@ -331,13 +331,9 @@ func evalClamp(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) 
 	}
 	out := NewTensor(k, shape)
 	bc.each(func(o int, offs []int) {
-		v := x.Data[offs[0]]
-		if l := lo.Data[offs[1]]; v < l {
-			v = l
-		}
-		if h := hi.Data[offs[2]]; v > h {
-			v = h
-		}
+		// as graph.max and graph.min order them: NaN stays NaN, -0 is
+		// below +0 (so clamping -0 to [0, 1] gives +0, as the kernels do)
+		v := numeric.Minimum(numeric.Maximum(x.Data[offs[0]], lo.Data[offs[1]]), hi.Data[offs[2]])
 		if k.IsInt() {
 			// integer bounds outside the type saturate, not wrap
 			v = numeric.SaturateInt(v, k)

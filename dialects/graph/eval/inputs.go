@@ -68,12 +68,14 @@ func argShapes(fn ir.Func, dyn int64) ([][]int64, []ir.ElemKind, error) {
 // values scaled by `scale`, dynamic dims = dynExtent. Float values are
 // rounded to the element type; signed integers are the rounded normal
 // value, unsigned ones its magnitude, both saturated to the type's range;
-// i1 values are fair coin flips.
+// i1 values are fair coin flips. The indices of a graph.gather are
+// uniform over the gathered axis.
 func RandomInputs(fn ir.Func, seed int64, scale float64, dynExtent int64) ([]*Tensor, error) {
 	shapes, elems, err := argShapes(fn, dynExtent)
 	if err != nil {
 		return nil, err
 	}
+	bounds := gatherBounds(fn, dynExtent)
 	r := newRNG(seed)
 	var out []*Tensor
 	for i, shape := range shapes {
@@ -81,10 +83,74 @@ func RandomInputs(fn ir.Func, seed int64, scale float64, dynExtent int64) ([]*Te
 		t := NewTensor(k, shape)
 		for j := range t.Data {
 			t.Data[j] = randomValue(r, k, scale)
+			if n, ok := bounds[i]; ok {
+				t.Data[j] = float64(r.intn(int(n)))
+			}
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// gatherBounds finds the arguments of fn that a graph.gather reads as its
+// indices (directly or through graph.fused operands) and returns, for
+// each, the smallest extent n of a gathered axis, a `?` counting as dyn:
+// random and extreme inputs give such an argument indices in [0, n), the
+// only ones the reference interpreter accepts.
+func gatherBounds(fn ir.Func, dyn int64) map[int]int64 {
+	bounds := map[int]int64{}
+	var walk func(v *ir.Value) (int64, bool)
+	walk = func(v *ir.Value) (int64, bool) {
+		best, found := int64(0), false
+		note := func(n int64) {
+			if !found || n < best {
+				best, found = n, true
+			}
+		}
+		for _, u := range v.Uses() {
+			op := u.Owner
+			switch {
+			case op.Name() == "graph.gather" && u.Index == 1:
+				shape, _, ok := tensorTypeOf(op.Operand(0).Type())
+				a, err := attrInt(op, "axis", -1)
+				if !ok || err != nil {
+					continue
+				}
+				d, err := normAxis(a, len(shape))
+				if err != nil {
+					continue
+				}
+				n := shape[d]
+				if n == ir.Dynamic {
+					n = dyn
+				}
+				note(n)
+			case op.Name() == "graph.fused" && op.NumRegions() == 1 && len(op.Region(0).Blocks) == 1:
+				if args := op.Region(0).Entry().Args; u.Index < len(args) {
+					if n, ok := walk(args[u.Index]); ok {
+						note(n)
+					}
+				}
+			}
+		}
+		return best, found
+	}
+	for i, a := range fn.Args() {
+		if n, ok := walk(a); ok && n > 0 {
+			bounds[i] = n
+		}
+	}
+	return bounds
+}
+
+// gatherIndexValues are the indices ExtremeInputs plants in an argument
+// read as graph.gather indices into an axis of extent n: both ends, and
+// the rest at random.
+func gatherIndexValues(n int64) []float64 {
+	if n == 1 {
+		return []float64{0}
+	}
+	return []float64{0, float64(n - 1)}
 }
 
 func randomValue(r *rng, k ir.ElemKind, scale float64) float64 {
@@ -106,9 +172,15 @@ func randomValue(r *rng, k ir.ElemKind, scale float64) float64 {
 func extremeValues(k ir.ElemKind) []float64 {
 	if k.IsInt() {
 		lo, hi := k.IntRange()
-		vs := []float64{0, 1, float64(lo), float64(hi)}
+		top, below := float64(hi), float64(hi-1)
+		if k == ir.I64 {
+			// 2^63 - 1 and 2^63 - 2 are no float64s: the largest ones below them
+			top = math.Nextafter(1<<63, 0)
+			below = math.Nextafter(top, 0)
+		}
+		vs := []float64{0, 1, float64(lo), top}
 		if k != ir.I1 {
-			vs = append(vs, float64(lo+1), float64(hi-1), 2, 100)
+			vs = append(vs, float64(lo+1), below, 2, 100)
 			if !k.IsUnsigned() {
 				vs = append(vs, -1, -2, -100)
 			}
@@ -132,23 +204,31 @@ func extremeValues(k ir.ElemKind) []float64 {
 // (deterministic from seed). Every special value appears at least once in
 // each input with enough elements; the rest are, with equal odds, another
 // special value or a normal value of scale 10; the order is shuffled.
-// Integer inputs mix 0, +-1, +-2, +-100 and the range ends. Dynamic
-// dimensions get ExtremeDynExtent.
+// Integer inputs mix 0, +-1, +-2, +-100 and the range ends, except the
+// indices of a graph.gather, which mix both ends of the gathered axis with
+// random indices into it. Dynamic dimensions get ExtremeDynExtent.
 func ExtremeInputs(fn ir.Func, seed int64) ([]*Tensor, error) {
 	shapes, elems, err := argShapes(fn, ExtremeDynExtent)
 	if err != nil {
 		return nil, err
 	}
+	bounds := gatherBounds(fn, ExtremeDynExtent)
 	r := newRNG(seed)
 	var out []*Tensor
 	for i, shape := range shapes {
 		k := elems[i]
 		t := NewTensor(k, shape)
 		special := extremeValues(k)
+		n, isIndex := bounds[i]
+		if isIndex {
+			special = gatherIndexValues(n)
+		}
 		for j := range t.Data {
 			switch {
 			case j < len(special):
 				t.Data[j] = special[j]
+			case isIndex:
+				t.Data[j] = float64(r.intn(int(n)))
 			case r.next()&1 == 0:
 				t.Data[j] = special[r.intn(len(special))]
 			default:

@@ -2,6 +2,8 @@ package eval
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
@@ -13,6 +15,7 @@ func init() {
 	register(evalBroadcastTo, "graph.broadcast_to")
 	register(evalSlice, "graph.slice")
 	register(evalRoll, "graph.roll")
+	register(evalGather, "graph.gather")
 	register(evalConcat, "graph.concat")
 	register(evalMatmul, "graph.matmul")
 	register(evalConstant, "graph.constant")
@@ -419,4 +422,67 @@ func evalRoll(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) {
 		}
 	}
 	return []*Tensor{t}, nil
+}
+
+// evalGather is `graph.gather %x, %idx {axis = a}`: y[..., i_a, ...] =
+// x[..., idx[..., i_a, ...], ...]. An index outside [0, n) for the
+// extent n of the axis is an error (compiled kernels clamp it instead).
+func evalGather(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) {
+	if err := wantOperands(args, 2, 2); err != nil {
+		return nil, err
+	}
+	x, idx := args[0], args[1]
+	k, err := resultElem(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	if x.Rank() == 0 || idx.Rank() != x.Rank() {
+		return nil, fmt.Errorf("the data (shape %s) must have rank 1 or more and the index tensor (shape %s) the same rank",
+			FormatShape(x.Shape), FormatShape(idx.Shape))
+	}
+	axisAttr, err := attrInt(op, "axis", -1)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := normAxis(axisAttr, x.Rank())
+	if err != nil {
+		return nil, err
+	}
+	for d := range x.Shape {
+		if d != axis && idx.Shape[d] != x.Shape[d] {
+			return nil, fmt.Errorf("the index tensor has shape %s at run time and the data %s: they differ in dimension %d, which is not the axis",
+				FormatShape(idx.Shape), FormatShape(x.Shape), d)
+		}
+	}
+	n := x.Shape[axis]
+	// strides of x: inner is the product of the extents after the axis
+	inner := int64(1)
+	for _, e := range x.Shape[axis+1:] {
+		inner *= e
+	}
+	t := NewTensor(k, idx.Shape)
+	along := idx.Shape[axis]
+	for o := range t.Data {
+		i := int64(o)
+		outer, rest := i/(along*inner), i%inner
+		j := idx.Data[o]
+		if j != j || j < 0 || j >= float64(n) {
+			return nil, fmt.Errorf("index %s at %s of the index tensor is outside [0, %d), the extent of dimension %d of the data",
+				strconv.FormatFloat(j, 'f', -1, 64), strings.ReplaceAll(fmt.Sprint(unflatten(i, idx.Shape)), " ", ", "), n, axis)
+		}
+		t.Data[o] = m.store(x.Data[(outer*n+int64(j))*inner+rest], k)
+	}
+	return []*Tensor{t}, nil
+}
+
+// unflatten returns the index of row-major element i of shape.
+func unflatten(i int64, shape []int64) []int64 {
+	out := make([]int64, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		if shape[d] > 0 {
+			out[d] = i % shape[d]
+			i /= shape[d]
+		}
+	}
+	return out
 }

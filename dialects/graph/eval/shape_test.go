@@ -85,6 +85,30 @@ func TestRoll(t *testing.T) {
 	assert.ErrorContains(t, err, "attribute 'shift' is missing")
 }
 
+func TestGather(t *testing.T) {
+	x := ramp(ir.F32, 2, 4) // [0 1 2 3; 4 5 6 7]
+	rows, _ := TensorOf(ir.I64, []int64{2, 1}, []float64{3, 1})
+	got := mustOp(t, "graph.gather", ir.Attrs("axis", ir.IntAttr{Value: -1}), tt(ir.F32, 2, 1), defOpt, x, rows)
+	checkValues(t, "one per row", []float64{3, 5}, got, exact)
+
+	many, _ := TensorOf(ir.I32, []int64{2, 3}, []float64{0, 0, 3, 2, 1, 0})
+	got = mustOp(t, "graph.gather", nil, tt(ir.F32, 2, 3), defOpt, x, many)
+	checkValues(t, "three per row", []float64{0, 0, 3, 6, 5, 4}, got, exact)
+
+	cols, _ := TensorOf(ir.I64, []int64{1, 4}, []float64{1, 0, 1, 0})
+	got = mustOp(t, "graph.gather", ir.Attrs("axis", ir.IntAttr{Value: 0}), tt(ir.F32, 1, 4), defOpt, x, cols)
+	checkValues(t, "axis 0", []float64{4, 1, 6, 3}, got, exact)
+
+	for _, bad := range []float64{4, -1} {
+		idx, _ := TensorOf(ir.I64, []int64{2, 1}, []float64{0, bad})
+		_, err := evalOp("graph.gather", nil, tt(ir.F32, 2, 1), defOpt, x, idx)
+		assert.ErrorContains(t, err, fmt.Sprintf("index %g at [1, 0] of the index tensor is outside [0, 4), the extent of dimension 1 of the data", bad))
+	}
+	short, _ := TensorOf(ir.I64, []int64{1, 1}, []float64{0})
+	_, err := evalOp("graph.gather", nil, tt(ir.F32, 1, 1), defOpt, x, short)
+	assert.ErrorContains(t, err, "they differ in dimension 0, which is not the axis")
+}
+
 func TestSlice(t *testing.T) {
 	x := ramp(ir.F32, 3, 4)
 	got := mustOp(t, "graph.slice", ir.Attrs("offsets", ir.IntArray(1, 1), "sizes", ir.IntArray(2, 2)), tt(ir.F32, 2, 2), defOpt, x)

@@ -36,6 +36,7 @@ func generators(cfg Config) []generator {
 		{"reshape", 3, genReshape},
 		{"transpose", 3, genTranspose},
 		{"roll", 2, genRoll},
+		{"gather", 2, genGather},
 		{"slice", 3, genSlice},
 		{"concat", 2, genConcat},
 		{"matmul", 3, genMatMul},
@@ -484,6 +485,50 @@ func genRoll(g *gen) error {
 	n := s[len(s)-1]
 	shift := g.r.Int64N(2*n+1) - n
 	_, err := g.push(val(graph.BuildRoll(g.b, loc, x, shift)))
+	return err
+}
+
+// genGather takes elements of a value along one axis: usually one per row
+// of the last axis (cross-entropy's x[row, target[row]]), otherwise any
+// number along any axis. The indices are a new i32 or i64 argument, which
+// eval's inputs fill with indices in range, or a constant of such indices
+// when the axis is static.
+func genGather(g *gen) error {
+	x := g.pick(func(v *ir.Value) bool { return len(g.shapeOf(v)) >= 1 })
+	if x == nil {
+		return errNotApplicable
+	}
+	s := g.shapeOf(x)
+	axis := len(s) - 1
+	if g.r.IntN(3) == 0 {
+		axis = g.r.IntN(len(s))
+	}
+	shape := slices.Clone(s)
+	shape[axis] = 1
+	if g.r.IntN(3) == 0 {
+		shape[axis] = 1 + g.r.Int64N(g.cfg.MaxExtent)
+	}
+	k := ir.I64
+	if g.r.IntN(2) == 0 {
+		k = ir.I32
+	}
+	var idx *ir.Value
+	switch n := s[axis]; {
+	case g.canAddArg() && (g.r.IntN(4) != 0 || n == ir.Dynamic || !isStatic(shape)):
+		idx = g.newArg(shape, k)
+	case n == ir.Dynamic || n == 0 || !isStatic(shape):
+		return errNotApplicable
+	default:
+		vs := make([]float64, count(shape))
+		for i := range vs {
+			vs[i] = float64(g.r.Int64N(n))
+		}
+		var err error
+		if idx, err = g.constant(shape, k, vs); err != nil {
+			return err
+		}
+	}
+	_, err := g.push(val(graph.BuildGather(g.b, loc, x, idx, int64(axis-len(s)))))
 	return err
 }
 

@@ -54,6 +54,7 @@ given, is not negative.`},
 	{Name: "Broadcast", Doc: "The result is a vector of the operand's element type."},
 	{Name: "Reduce", Infers: true, Doc: "The operand is a vector; the result is its element type."},
 	{Name: "IndexArith", Infers: true, Doc: "Both operands and the result are `index`."},
+	{Name: "ClampIndex", Infers: true, Doc: "The operand is an integer scalar (not `i1`), the bound an `index`; the result is an `index`."},
 	{Name: "Unary", Infers: true, Doc: `The result has the operand's type. Float operands are f32 or f64; integer ones
 are accepted by ` + "`neg`, `abs`, `relu`, `floor`, `ceil` and `round`" + `.`},
 	{Name: "Binary", Infers: true, Doc: `Both operands have the result's type. Float operands are f32 or f64; integer
@@ -304,6 +305,17 @@ there along the last dimension.`,
 	indexArith("divi", "index division, rounding toward zero", 0),
 	indexArith("remi", "index remainder, with the sign of the dividend", 0),
 	indexArith("mini", "the smaller of two indices", ir.Commutative),
+	{
+		Name: "clamp_index", Summary: "an integer value as an index, clamped into [0, bound)",
+		Description: `Converts a loaded integer (signed, or unsigned for ` + "`ui*`" + ` types) to an ` + "`index`" + ` and clamps
+it to ` + "`max(0, min(input, bound - 1))`" + `, so that an index read from memory (` + "`graph.gather`" + `'s) can
+address a buffer of extent ` + "`bound`" + ` without reading outside it.`,
+		Example:  "%j = loop.clamp_index %t, %c32000 : (i64, index) -> index",
+		Class:    "ClampIndex",
+		Traits:   ir.Pure,
+		Operands: []ods.OperandDecl{{Name: "input", Constraint: ods.IntegerScalar}, {Name: "bound", Constraint: ods.IndexValue, Doc: "the extent indexed, at least 1"}},
+		Results:  indexOut,
+	},
 
 	// ---------------------------------------------------------------------
 	// Element-wise arithmetic

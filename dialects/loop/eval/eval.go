@@ -298,6 +298,8 @@ func (mc *machine) exec(op *ir.Operation) {
 		mc.reduce(op)
 	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
 		mc.indexArith(op)
+	case loop.OpClampIndex:
+		mc.clampIndex(op)
 	case loop.OpFma:
 		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 {
 			switch {
@@ -430,6 +432,21 @@ func (mc *machine) indexArith(op *ir.Operation) {
 		}
 	case loop.OpMini:
 		r = min(a, b)
+	}
+	mc.set(op, value{i: r})
+}
+
+// clampIndex is loop.clamp_index: the integer as an index, clamped into
+// [0, bound - 1], as compiled kernels clamp a gathered index.
+func (mc *machine) clampIndex(op *ir.Operation) {
+	x, bound := mc.get(op.Operand(0)).lanes[0], mc.get(op.Operand(1)).i
+	r := int64(0)
+	switch {
+	case x != x || x <= 0:
+	case x >= float64(bound-1):
+		r = max(bound-1, 0)
+	default:
+		r = int64(x)
 	}
 	mc.set(op, value{i: r})
 }

@@ -153,7 +153,7 @@ def _launch(fns, name, grid, block, shared, stream, args):
 
 
 def _grid_logsumexp_k0(sm, e0, e1, e2, e3):
-    n = _trip(0, (e2 * 16), 1)
+    n = _trip(0, (e2 * 32), 1)
     return min(_cdiv(n, 1), 2147483647)
 
 
@@ -172,8 +172,8 @@ def logsumexp(*args):
     stream = torch.cuda.current_stream(device).cuda_stream
     sm = _sm_count(device)
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 16), dtype=torch.float32, device=device)
-    split_sum = torch.empty((s_d0, 16), dtype=torch.float32, device=device)
+    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
+    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
     l = torch.empty((s_d0,), dtype=torch.float32, device=device)
     _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0, s_d0, s_d0), 64, 16392, stream, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
     _launch(fns, "logsumexp_k1", _grid_logsumexp_k1(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0))

@@ -99,6 +99,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logsumexp.ptx")
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
     ("logsumexp_k0", 64, 16392),
+    ("logsumexp_k1", 256, 0),
 )
 
 _modules = {}
@@ -151,9 +152,14 @@ def _launch(fns, name, grid, block, shared, stream, args):
            "cuLaunchKernel(%s)" % name)
 
 
-def _grid_logsumexp_k0(sm, e0, e1):
-    n = _trip(0, e1, 1)
+def _grid_logsumexp_k0(sm, e0, e1, e2, e3):
+    n = _trip(0, (e2 * 4), 1)
     return min(_cdiv(n, 1), 2147483647)
+
+
+def _grid_logsumexp_k1(sm, e0, e1, e2, e3):
+    n = _trip(0, e1, 1)
+    return min(_cdiv(n, 256), 2147483647)
 
 
 def logsumexp(*args):
@@ -166,6 +172,9 @@ def logsumexp(*args):
     stream = torch.cuda.current_stream(device).cuda_stream
     sm = _sm_count(device)
     s_d0 = s.shape[0]
+    split_max = torch.empty((s_d0, 4), dtype=torch.float32, device=device)
+    split_sum = torch.empty((s_d0, 4), dtype=torch.float32, device=device)
     l = torch.empty((s_d0,), dtype=torch.float32, device=device)
-    _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0), 64, 16392, stream, (s, l, s_d0, s_d0))
+    _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0, s_d0, s_d0), 64, 16392, stream, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
+    _launch(fns, "logsumexp_k1", _grid_logsumexp_k1(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0))
     return l

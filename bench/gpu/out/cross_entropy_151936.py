@@ -1,0 +1,174 @@
+# Triton kernels and their launchers, compiled by tfc --emit=triton from cross_entropy_151936.tir for h200.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+import torch
+import triton
+import triton.language as tl
+
+# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+CONFIGS = {
+    "cross_entropy_k0": {"BLOCK": 4096, "num_warps": 4},
+    "cross_entropy_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
+}
+
+
+@triton.jit
+def _max_nan(a, b):
+    # the larger, NaN if either is NaN (tl.max and tl.maximum drop NaN by default)
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def cross_entropy_k0(logits, target, loss, split_max, split_sum, logits_d0, target_d0, loss_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr):
+    # row, online: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    split = r % 16
+    t1 = r // 16
+    t2 = split * 9496
+    acc = tl.full([], (-float("inf")), tl.float32)
+    acc_1 = tl.full([], 0.0, tl.float32)
+    for c in range(0, 8192, 4096):
+        t3 = t2 + c
+        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+        i = tl.arange(0, BLOCK)
+        t4 = t3 + i
+        logits_1 = tl.load(logits + (t1 * 151936) + t4)
+        t5 = logits_1.to(tl.float32)
+        t6 = _max_nan(acc_2, t5)
+        t7 = tl.reduce(t6, 0, _max_nan)
+        t8 = _max_nan(acc, t7)
+        t9 = tl.abs(t8)
+        t10 = t9 == float("inf")
+        t11 = tl.where(t10, tl.full([], 0.0, tl.float32), t8)
+        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
+        t12 = t5 - t11
+        t13 = tl.exp(t12)
+        t14 = acc_3 + t13
+        t15 = tl.sum(t14, axis=0)
+        t16 = acc == (-float("inf"))
+        t17 = tl.abs(acc)
+        t18 = t17 == float("inf")
+        t19 = tl.where(t18, tl.full([], 0.0, tl.float32), acc)
+        t20 = t19 - t11
+        t21 = tl.exp(t20)
+        t22 = tl.where(t16, tl.full([], 0.0, tl.float32), t21)
+        t23 = acc_1 * t22
+        t24 = t23 + t15
+        acc, acc_1 = t8, t24
+    t25 = t2 + 8192
+    acc_4 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i_2 = tl.arange(0, BLOCK)
+    cmask = i_2 < 1304
+    t26 = t25 + i_2
+    logits_2 = tl.load(logits + (t1 * 151936) + t26, mask=cmask)
+    t27 = logits_2.to(tl.float32)
+    t28 = _max_nan(acc_4, t27)
+    t29 = tl.reduce(tl.where(cmask, t28, acc_4), 0, _max_nan)
+    t30 = _max_nan(acc, t29)
+    t31 = tl.abs(t30)
+    t32 = t31 == float("inf")
+    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
+    acc_5 = tl.full((BLOCK,), 0.0, tl.float32)
+    i_3 = tl.arange(0, BLOCK)
+    cmask_1 = i_3 < 1304
+    t34 = t27 - t33
+    t35 = tl.exp(t34)
+    t36 = acc_5 + t35
+    t37 = tl.sum(tl.where(cmask_1, t36, acc_5), axis=0)
+    t38 = acc == (-float("inf"))
+    t39 = tl.abs(acc)
+    t40 = t39 == float("inf")
+    t41 = tl.where(t40, tl.full([], 0.0, tl.float32), acc)
+    t42 = t41 - t33
+    t43 = tl.exp(t42)
+    t44 = tl.where(t38, tl.full([], 0.0, tl.float32), t43)
+    t45 = acc_1 * t44
+    t46 = t45 + t37
+    tl.store(split_max + (t1 * 16) + split, t30)
+    tl.store(split_sum + (t1 * 16) + split, t46)
+
+
+@triton.jit
+def cross_entropy_k1(logits, target, split_max, split_sum, loss, logits_d0, target_d0, split_max_d0, split_sum_d0, loss_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 16 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < split_max_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t0 = tl.load(split_max + (r * 16) + cols, mask=rmask)
+    t1 = tl.load(split_sum + (r * 16) + cols, mask=rmask)
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t2 = _max_nan(acc, t0)
+    t3 = tl.reduce(t2, 1, _max_nan, keep_dims=True)
+    t4 = tl.abs(t3)
+    t5 = t4 == float("inf")
+    t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+    acc_1 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t7 = tl.abs(t0)
+    t8 = t7 == float("inf")
+    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t0)
+    t10 = t9 - t6
+    t11 = tl.exp(t10)
+    t12 = t1 * t11
+    t13 = acc_1 + t12
+    t14 = tl.sum(t13, axis=1, keep_dims=True)
+    t15 = tl.abs(t3)
+    t16 = t15 == float("inf")
+    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), t3)
+    t18 = tl.abs(t3)
+    t19 = t18 == float("inf")
+    t20 = tl.where(t19, tl.full([], 0.0, tl.float32), t3)
+    t21 = t20 - t17
+    t22 = tl.exp(t21)
+    t23 = t14 * t22
+    t24 = tl.log(t23)
+    t25 = t17 + t24
+    target_1 = tl.load(target + r, mask=rmask)
+    gathered = tl.maximum(tl.minimum(target_1.to(tl.int64), 151936 - 1), 0)
+    logits_1 = tl.load(logits + (r * 151936) + gathered, mask=rmask)
+    t26 = logits_1.to(tl.float32)
+    t27 = t25 - t26
+    tl.store(loss + r, t27, mask=rmask)
+
+
+def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+
+
+def cross_entropy(logits, target):
+    """cross_entropy(logits: bf16[?, 151936], target: i64[?, 1]) -> f32[?, 1]"""
+    logits = _tensor("cross_entropy", "logits", logits, torch.bfloat16, (None, 151936))
+    target = _tensor("cross_entropy", "target", target, torch.int64, (None, 1))
+    if logits.shape[0] != target.shape[0]:
+        raise ValueError("cross_entropy: logits has %d in dimension 0 but target has %d in dimension 0: two '?' extents that broadcast together must be equal" % (logits.shape[0], target.shape[0]))
+    dev = logits.device
+    logits_d0 = logits.shape[0]
+    target_d0 = target.shape[0]
+    split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
+    loss = torch.empty((logits_d0, 1), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["cross_entropy_k0"]
+    grid = ((logits_d0 * 16),)
+    if grid[0] > 0:
+        cross_entropy_k0[grid](logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    cfg = CONFIGS["cross_entropy_k1"]
+    grid = (triton.cdiv(logits_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        cross_entropy_k1[grid](logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return loss
