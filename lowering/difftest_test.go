@@ -568,7 +568,9 @@ func.func @add_lse(%x: tensor<?x9000xbf16>, %r: tensor<?x9000xbf16>) -> (tensor<
 // Split rows: on a GPU, a row of 16384 or more reduced to per-row values
 // online runs as S instances per row (here 16 of 4096 for 65536 f32 and
 // 8 of 9000 bf16) and a kernel combining them per row; the row's full
-// results (the residual sum here) are stored by the first.
+// results of phase 0 (the residual sum here) are stored by the first.
+// Softmax and log_softmax take a third kernel, which computes their rows
+// over the splits again from the row's max and sum.
 func TestDiffSplitRows(t *testing.T) {
 	src := `
 func.func @lse(%x: tensor<?x65536xf32>) -> tensor<?xf32> {
@@ -579,6 +581,14 @@ func.func @add_lse(%x: tensor<?x72000xbf16>, %r: tensor<?x72000xbf16>) -> (tenso
   %h = graph.add %x, %r : tensor<?x72000xbf16>
   %y = graph.logsumexp %h {axis = -1, keepdim = true} : (tensor<?x72000xbf16>) -> tensor<?x1xbf16>
   return %h, %y : tensor<?x72000xbf16>, tensor<?x1xbf16>
+}
+func.func @softmax(%x: tensor<?x65536xf32>) -> tensor<?x65536xf32> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x65536xf32>
+  return %y : tensor<?x65536xf32>
+}
+func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
+  %y = graph.log_softmax %x {axis = -1} : tensor<?x61440xbf16>
+  return %y : tensor<?x61440xbf16>
 }`
 	pipeline := "legalize-numerics,decompose,fuse,lower-to-loops,sram-alloc"
 	m := lowerText(t, src, pipeline, "h200")
@@ -590,7 +600,9 @@ func.func @add_lse(%x: tensor<?x72000xbf16>, %r: tensor<?x72000xbf16>) -> (tenso
 		}
 		return true
 	})
-	require.Equal(t, map[string]int64{"lse_k0": 4096, "lse_k1": 16, "add_lse_k0": 9000, "add_lse_k1": 8}, rows)
+	require.Equal(t, map[string]int64{"lse_k0": 4096, "lse_k1": 16, "add_lse_k0": 9000, "add_lse_k1": 8,
+		"softmax_k0": 4096, "softmax_k1": 16, "softmax_k2": 4096,
+		"log_softmax_k0": 7680, "log_softmax_k1": 8, "log_softmax_k2": 7680}, rows)
 	// the inputs of the online test: peaks in the first split, rising rows, -inf splits
 	peaks := func(fn ir.Func, in []*geval.Tensor) []*geval.Tensor {
 		for _, x := range in {

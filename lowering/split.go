@@ -2,6 +2,7 @@ package lowering
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
@@ -38,7 +39,7 @@ const (
 // least splitMinLen columns, a multiple of the vector width w each.
 func splitCount(t *target.Target, info *passes.KernelInfo, exact bool, w int64) int64 {
 	if exact || t == nil || t.Family != target.CUDA || info.Schedule != passes.ScheduleOnline ||
-		info.RowLen < splitMinRow || !info.OnlyPerRowAfterOnline() {
+		info.RowLen < splitMinRow || !(info.OnlyPerRowAfterOnline() || normalizes(info)) {
 		return 0
 	}
 	c := info.RowLen
@@ -50,7 +51,29 @@ func splitCount(t *target.Target, info *passes.KernelInfo, exact bool, w int64) 
 	return 0
 }
 
-// lowerSplit launches the two kernels of a split row kernel.
+// normalizes reports whether row kernel info, after its online pass, only
+// computes full rows from the row and the two reductions (softmax's
+// normalisation, log_softmax): three phases, no reduction in the third,
+// and no per-row result. Split, it is three kernels: the splits, the
+// combine, and the third phase over the splits again.
+func normalizes(info *passes.KernelInfo) bool {
+	if info.NumPhases != 3 {
+		return false
+	}
+	for i, op := range info.Ops {
+		if info.Phases[i] == 2 && slices.Contains(info.RowReductions, op) {
+			return false
+		}
+	}
+	for _, a := range info.Results {
+		if a != passes.AccessFull {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerSplit launches the kernels of a split row kernel.
 func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, inputs, outputs []*ir.Value) bool {
 	if len(outputs) == 0 {
 		return false
@@ -73,8 +96,12 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 	if s == 0 {
 		return false
 	}
-	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d into %d splits of %d: the first kernel takes each split's max and sum of exp, %d instances per row, and a second combines them per row, so that a few rows fill the GPU",
-		info.RowLen, s, info.RowLen/s, s)
+	third := ""
+	if !info.OnlyPerRowAfterOnline() {
+		third = ", and a third computes the rows over the splits again"
+	}
+	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d into %d splits of %d: the first kernel takes each split's max and sum of exp, %d instances per row, and a second combines them per row%s, so that a few rows fill the GPU",
+		info.RowLen, s, info.RowLen/s, s, third)
 	on := &onlinePair{max: maxOp, sum: sumOp}
 	// the partial buffers [R..., S]
 	lead := l.extents[outputs[0]]
@@ -87,18 +114,33 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 		}
 	}
 	partial := func(name string) *ir.Value {
-		m := ir.MemRefType{Shape: shape, Elem: ir.F32Type, Space: ir.DRAM}
+		m := ir.MemRefType{Shape: slices.Clone(shape), Elem: ir.F32Type, Space: ir.DRAM}
 		buf := must(loop.BuildAllocDRAM(l.fb, fused.Loc, dyn, m)).Output()
 		buf.Name = name
-		l.extents[buf] = ext
+		l.extents[buf] = slices.Clone(ext)
 		return buf
 	}
 	pm, ps := partial("split_max"), partial("split_sum")
-	l.launch(fused.Loc, "row", inputs, append(append([]*ir.Value(nil), outputs...), pm, ps), func(k *kernelBuilder) error {
+	with := func(bufs []*ir.Value, more ...*ir.Value) []*ir.Value {
+		return append(append([]*ir.Value(nil), bufs...), more...)
+	}
+	l.launch(fused.Loc, "row", inputs, with(outputs, pm, ps), func(k *kernelBuilder) error {
 		return k.splitPartials(fused, info, on, s)
 	})
-	l.launch(fused.Loc, "row", append(append([]*ir.Value(nil), inputs...), pm, ps), outputs, func(k *kernelBuilder) error {
-		return k.splitCombine(fused, info, on, s)
+	if info.OnlyPerRowAfterOnline() {
+		l.launch(fused.Loc, "row", with(inputs, pm, ps), outputs, func(k *kernelBuilder) error {
+			return k.splitCombine(fused, info, on, s, nil)
+		})
+		return true
+	}
+	// the row's max and sum, [R..., 1], for the third kernel
+	shape[n-1], ext[n-1] = 1, nil
+	rm, rs := partial("row_max"), partial("row_sum")
+	l.launch(fused.Loc, "row", with(inputs, pm, ps), with(outputs, rm, rs), func(k *kernelBuilder) error {
+		return k.splitCombine(fused, info, on, s, []*ir.Value{k.outs[len(outputs)], k.outs[len(outputs)+1]})
+	})
+	l.launch(fused.Loc, "row", with(inputs, rm, rs), outputs, func(k *kernelBuilder) error {
+		return k.splitApply(fused, info, on, s)
 	})
 	return true
 }
@@ -116,9 +158,9 @@ func (k *kernelBuilder) splitPartials(fused *ir.Operation, info *passes.KernelIn
 	k.setAttr("schedule", ir.StringAttr(passes.ScheduleOnline))
 	k.setAttr("vector_width", intAttr(width))
 	outs := yielded(fused)
-	var stores []int
-	for i := range outs {
-		if ev.plans[k.outs[i]].varies() {
+	var stores []int // the full rows of phase 0
+	for i, y := range outs {
+		if ev.plans[k.outs[i]].varies() && ev.valPhase[y] == 0 {
 			stores = append(stores, i)
 		}
 	}
@@ -145,8 +187,9 @@ func (k *kernelBuilder) splitPartials(fused *ir.Operation, info *passes.KernelIn
 }
 
 // splitCombine builds the second kernel: per row, the max and the sum of
-// its S splits, then the kernel's per-row results.
-func (k *kernelBuilder) splitCombine(fused *ir.Operation, info *passes.KernelInfo, on *onlinePair, s int64) error {
+// its S splits, then the kernel's per-row results, or, with stats, the
+// max and the sum stored there ([R..., 1] buffers) for a third kernel.
+func (k *kernelBuilder) splitCombine(fused *ir.Operation, info *passes.KernelInfo, on *onlinePair, s int64, stats []*ir.Value) error {
 	ev := newEvaluator(k, fused, info)
 	n := len(info.Shape)
 	nargs := len(fused.Region(0).Entry().Args)
@@ -193,11 +236,64 @@ func (k *kernelBuilder) splitCombine(fused *ir.Operation, info *passes.KernelInf
 				return []*ir.Value{ls.op(loop.OpAdd, []*ir.Value{carried[0], t}, vec, nil)}
 			})[0]
 		ev.onlineResults(row, on, m, reduce(sv, "add"))
+		if stats != nil {
+			idx := append(append([]*ir.Value(nil), ev.rowIdx...), k.index(0))
+			must(loop.BuildStore(row.b, k.loc, row.vals[on.max.Result(0)], stats[0], idx))
+			must(loop.BuildStore(row.b, k.loc, row.vals[on.sum.Result(0)], stats[1], idx))
+			return
+		}
 		for i, y := range outs {
 			if !ev.plans[k.outs[i]].varies() {
 				row.store(row.get(y), k.outs[i])
 			}
 		}
+	})
+	return nil
+}
+
+// splitApply builds the third kernel of a split normalisation: instance i
+// computes the third phase over split i mod S of row i / S, from the row
+// and the max and sum the second kernel stored (the inputs after the
+// kernel's), and stores the full rows it computes.
+func (k *kernelBuilder) splitApply(fused *ir.Operation, info *passes.KernelInfo, on *onlinePair, s int64) error {
+	ev := newEvaluator(k, fused, info)
+	n := len(info.Shape)
+	length := info.RowLen / s
+	width := k.vectorWidth(length, ev.alongRow())
+	lanes := width
+	if width == 1 {
+		lanes = 0
+	}
+	k.setAttr("row_len", intAttr(length))
+	k.setAttr("schedule", ir.StringAttr(passes.ScheduleTwoPass))
+	k.setAttr("vector_width", intAttr(width))
+	outs := yielded(fused)
+	nargs := len(fused.Region(0).Entry().Args)
+	rm, rs := k.ins[nargs], k.ins[nargs+1]
+	leadExt := make([]*ir.Value, n-1)
+	for d := range leadExt {
+		leadExt[d] = k.dim(rm, d)
+	}
+	instances := k.product(k.kb, []*ir.Value{k.product(k.kb, leadExt), k.index(s)})
+	k.grid(instances, func(b *ir.Builder, i *ir.Value) {
+		j := must(loop.BuildRemi(b, k.loc, i, k.index(s))).Output()
+		j.Name = "split"
+		r := must(loop.BuildDivi(b, k.loc, i, k.index(s))).Output()
+		ev.rowIdx = k.splitRow(b, r, leadExt)
+		ev.phase = 2
+		row := ev.rowScope(b)
+		row.off = must(loop.BuildMuli(b, k.loc, j, k.index(length))).Output()
+		idx := append(append([]*ir.Value(nil), ev.rowIdx...), k.index(0))
+		row.vals[on.max.Result(0)] = must(loop.BuildLoad(b, k.loc, rm, idx, ir.F32Type)).Output()
+		row.vals[on.sum.Result(0)] = must(loop.BuildLoad(b, k.loc, rs, idx, ir.F32Type)).Output()
+		row.loop(k.index(0), k.index(length), k.index(width), lanes, nil, nil, func(ls *scope, _ []*ir.Value) []*ir.Value {
+			for i, y := range outs {
+				if ev.valPhase[y] >= 2 {
+					ls.store(ls.get(y), k.outs[i])
+				}
+			}
+			return nil
+		})
 	})
 	return nil
 }

@@ -171,6 +171,10 @@ func graphKernel(op *ir.Operation, opts Options) (Kernel, error) {
 			return Kernel{}, err
 		}
 		a.Passes = passesOf(v)
+		if onlyGathered(op, v) {
+			// one element of each row, at the gathered column
+			a.Bytes /= max(a.Shape[len(a.Shape)-1], 1)
+		}
 		k.Reads = append(k.Reads, a)
 	}
 	for _, v := range op.Results() {
@@ -186,6 +190,40 @@ func graphKernel(op *ir.Operation, opts Options) (Kernel, error) {
 	}
 	k.FLOPs, k.HasFLOPs = n, true
 	return k, nil
+}
+
+// onlyGathered reports whether the kernel of op reads operand v only
+// through graph.gather along its last axis with one index per row: op is
+// such a gather of v, or a graph.fused whose body uses v only so. The
+// loop level sees the same: loads at a loop.clamp_index column.
+func onlyGathered(op *ir.Operation, v *ir.Value) bool {
+	gathers := func(u *ir.Operation, x *ir.Value) bool {
+		g, ok := graph.AsGather(u)
+		if !ok || u.Operand(0) != x || u.Operand(1) == x {
+			return false
+		}
+		xs, _ := ir.ShapeOf(x.Type())
+		is, _ := ir.ShapeOf(u.Operand(1).Type())
+		return len(xs) > 0 && len(is) == len(xs) && is[len(is)-1] == 1 && (g.Axis() == -1 || g.Axis() == int64(len(xs)-1))
+	}
+	if op.Name() != graph.OpFused {
+		return gathers(op, v)
+	}
+	entry := op.Region(0).Entry()
+	for i, a := range entry.Args {
+		if op.Operand(i) != v {
+			continue
+		}
+		if len(a.Uses()) == 0 {
+			return false
+		}
+		for _, u := range a.Users() {
+			if !gathers(u, a) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // loneKind is the kind of kernel an op left alone becomes: element-wise, a

@@ -146,21 +146,55 @@ func untouched(kop loop.KernelOp, accesses []Access) {
 		return
 	}
 	used := make([]bool, len(accesses))
+	gathered := make([]bool, len(accesses))
 	touches := false
 	for i := range accesses {
+		gathered[i] = true
 		for _, u := range entry.Args[i].Users() {
-			_, ld := loop.AsLoad(u)
-			_, st := loop.AsStore(u)
-			if ld || st {
+			ld, isLoad := loop.AsLoad(u)
+			_, isStore := loop.AsStore(u)
+			if isLoad || isStore {
 				used[i], touches = true, true
+			}
+			if !isLoad || !gatherLoad(ld) {
+				gathered[i] = false
 			}
 		}
 	}
 	for i := range accesses {
-		if touches && !used[i] {
-			accesses[i].Passes = 0
+		a := &accesses[i]
+		switch {
+		case touches && !used[i]:
+			a.Passes = 0
+		case used[i] && gathered[i] && len(a.Shape) > 0:
+			// one element of each row, at a gathered column
+			a.Bytes /= max(a.Shape[len(a.Shape)-1], 1)
 		}
 	}
+}
+
+// gatherLoad reports whether ld reads one element at a column that
+// loop.clamp_index computes from an index buffer of one index per row
+// (graph.gather's per-row load).
+func gatherLoad(ld loop.LoadOp) bool {
+	idx := ld.Indices()
+	if len(idx) == 0 {
+		return false
+	}
+	c, ok := loop.AsClampIndex(idx[len(idx)-1].DefiningOp())
+	if !ok {
+		return false
+	}
+	if _, vec := ld.Output().Type().(ir.VectorType); vec {
+		return false
+	}
+	// the index read is of a buffer with one index per row
+	t, isLoad := loop.AsLoad(c.Operation.Operand(0).DefiningOp())
+	if !isLoad {
+		return false
+	}
+	m, _ := t.Memref().Type().(ir.MemRefType)
+	return len(m.Shape) > 0 && m.Shape[len(m.Shape)-1] == 1
 }
 
 // keepsSram reports whether loop nest n stores to an sram buffer.

@@ -16,6 +16,8 @@ CONFIGS = {
     "masked_rows_k0": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
     "long_rows_k0": {"BLOCK": 4096, "num_warps": 4},
     "two_pass_k0": {"BLOCK": 4096, "num_warps": 4},
+    "two_pass_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
+    "two_pass_k2": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
     "row_min_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
 }
 
@@ -112,53 +114,95 @@ def long_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def two_pass_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
+def two_pass_k0(x, p, split_max, split_sum, x_d0, p_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr):
     # row, online: one program per row, loops over BLOCK-element chunks
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
-    acc = tl.full([], (-float("inf")), tl.float32)
-    acc_1 = tl.full([], 0.0, tl.float32)
-    for c in range(0, 65536, 4096):
-        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
-        i = tl.arange(0, BLOCK)
-        t0 = c + i
-        x_1 = tl.load(x + (r * 65536) + t0)
-        t1 = _max_nan(acc_2, x_1)
-        t2 = tl.reduce(t1, 0, _max_nan)
-        t3 = _max_nan(acc, t2)
-        t4 = tl.abs(t3)
-        t5 = t4 == float("inf")
-        t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
-        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
-        t7 = x_1 - t6
-        t8 = tl.exp(t7)
-        t9 = acc_3 + t8
-        t10 = tl.sum(t9, axis=0)
-        t11 = acc == (-float("inf"))
-        t12 = tl.abs(acc)
-        t13 = t12 == float("inf")
-        t14 = tl.where(t13, tl.full([], 0.0, tl.float32), acc)
-        t15 = t14 - t6
-        t16 = tl.exp(t15)
-        t17 = tl.where(t11, tl.full([], 0.0, tl.float32), t16)
-        t18 = acc_1 * t17
-        t19 = t18 + t10
-        acc, acc_1 = t3, t19
-    t20 = tl.abs(acc)
-    t21 = t20 == float("inf")
-    t22 = tl.where(t21, tl.full([], 0.0, tl.float32), acc)
-    t23 = t22 - acc
-    t24 = tl.exp(t23)
-    t25 = acc_1 * t24
-    t26 = 1.0 / t25
-    for c0 in range(0, 65536, BLOCK):
-        i_2 = c0 + tl.arange(0, BLOCK)
-        cmask = i_2 < 65536
-        x_2 = tl.load(x + (r * 65536) + i_2, mask=cmask)
-        t27 = x_2 - acc
-        t28 = tl.exp(t27)
-        t29 = t28 * t26
-        tl.store(p + (r * 65536) + i_2, t29, mask=cmask)
+    split = r % 16
+    t1 = r // 16
+    t2 = split * 4096
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i = tl.arange(0, BLOCK)
+    t3 = t2 + i
+    x_1 = tl.load(x + (t1 * 65536) + t3)
+    t4 = _max_nan(acc, x_1)
+    t5 = tl.reduce(t4, 0, _max_nan)
+    t6 = _max_nan(tl.full([], (-float("inf")), tl.float32), t5)
+    t7 = tl.abs(t6)
+    t8 = t7 == float("inf")
+    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t6)
+    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
+    t10 = x_1 - t9
+    t11 = tl.exp(t10)
+    t12 = acc_1 + t11
+    t13 = tl.sum(t12, axis=0)
+    t14 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t15 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t16 = t15 == float("inf")
+    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t18 = t17 - t9
+    t19 = tl.exp(t18)
+    t20 = tl.where(t14, tl.full([], 0.0, tl.float32), t19)
+    t21 = 0.0 * t20
+    t22 = t21 + t13
+    tl.store(split_max + (t1 * 16) + split, t6)
+    tl.store(split_sum + (t1 * 16) + split, t22)
+
+
+@triton.jit
+def two_pass_k1(x, split_max, split_sum, p, row_max, row_sum, x_d0, split_max_d0, split_sum_d0, p_d0, row_max_d0, row_sum_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 16 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < split_max_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t0 = tl.load(split_max + (r * 16) + cols, mask=rmask)
+    t1 = tl.load(split_sum + (r * 16) + cols, mask=rmask)
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t2 = _max_nan(acc, t0)
+    t3 = tl.reduce(t2, 1, _max_nan, keep_dims=True)
+    t4 = tl.abs(t3)
+    t5 = t4 == float("inf")
+    t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+    acc_1 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t7 = tl.abs(t0)
+    t8 = t7 == float("inf")
+    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t0)
+    t10 = t9 - t6
+    t11 = tl.exp(t10)
+    t12 = t1 * t11
+    t13 = acc_1 + t12
+    t14 = tl.sum(t13, axis=1, keep_dims=True)
+    t15 = tl.abs(t3)
+    t16 = t15 == float("inf")
+    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), t3)
+    t18 = t17 - t3
+    t19 = tl.exp(t18)
+    t20 = t14 * t19
+    tl.store(row_max + r, t3, mask=rmask)
+    tl.store(row_sum + r, t20, mask=rmask)
+
+
+@triton.jit
+def two_pass_k2(x, row_max, row_sum, p, x_d0, row_max_d0, row_sum_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, two-pass: rows of 4096 in one block, ROWS rows per program
+    t0 = row_max_d0 * 16
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < t0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t1 = r // 16
+    split = r % 16
+    t2 = split * 4096
+    t3 = t2 + cols
+    x_1 = tl.load(x + (t1 * 65536) + t3, mask=rmask)
+    t4 = tl.load(row_max + t1, mask=rmask)
+    t5 = tl.load(row_sum + t1, mask=rmask)
+    t6 = 1.0 / t5
+    t7 = x_1 - t4
+    t8 = tl.exp(t7)
+    t9 = t8 * t6
+    tl.store(p + (t1 * 65536) + t3, t9, mask=rmask)
 
 
 @triton.jit
@@ -236,11 +280,23 @@ def two_pass(x):
     x = _tensor("two_pass", "x", x, torch.float32, (None, 65536))
     dev = x.device
     x_d0 = x.shape[0]
+    split_max = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
     p = torch.empty((x_d0, 65536), dtype=torch.float32, device=dev)
     cfg = CONFIGS["two_pass_k0"]
-    grid = (x_d0,)
+    grid = ((x_d0 * 16),)
     if grid[0] > 0:
-        two_pass_k0[grid](x, p, x_d0, x_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+        two_pass_k0[grid](x, p, split_max, split_sum, x_d0, x_d0, x_d0, x_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    row_max = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
+    row_sum = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["two_pass_k1"]
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        two_pass_k1[grid](x, split_max, split_sum, p, row_max, row_sum, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    cfg = CONFIGS["two_pass_k2"]
+    grid = (triton.cdiv((x_d0 * 16), cfg["ROWS"]),)
+    if grid[0] > 0:
+        two_pass_k2[grid](x, row_max, row_sum, p, x_d0, x_d0, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return p
 
 

@@ -13,6 +13,8 @@ import triton.language as tl
 # and must stay at least the row length.
 CONFIGS = {
     "softmax_k0": {"BLOCK": 4096, "num_warps": 4},
+    "softmax_k1": {"BLOCK": 32, "ROWS": 64, "num_warps": 4},
+    "softmax_k2": {"BLOCK": 8192, "ROWS": 1, "num_warps": 8},
 }
 
 
@@ -23,84 +25,129 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def softmax_k0(s, y, s_d0, y_d0, BLOCK: tl.constexpr):
+def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr):
     # row, online: one program per row, loops over BLOCK-element chunks
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
-    acc = tl.full([], (-float("inf")), tl.float32)
-    acc_1 = tl.full([], 0.0, tl.float32)
-    for c in range(0, 253952, 4096):
-        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
-        i = tl.arange(0, BLOCK)
-        t0 = c + i
-        s_1 = tl.load(s + (r * 256000) + t0)
-        t1 = s_1.to(tl.float32)
-        t2 = _max_nan(acc_2, t1)
-        t3 = tl.reduce(t2, 0, _max_nan)
-        t4 = _max_nan(acc, t3)
-        t5 = tl.abs(t4)
-        t6 = t5 == float("inf")
-        t7 = tl.where(t6, tl.full([], 0.0, tl.float32), t4)
-        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
-        t8 = t1 - t7
-        t9 = tl.exp(t8)
-        t10 = acc_3 + t9
-        t11 = tl.sum(t10, axis=0)
-        t12 = acc == (-float("inf"))
-        t13 = tl.abs(acc)
-        t14 = t13 == float("inf")
-        t15 = tl.where(t14, tl.full([], 0.0, tl.float32), acc)
-        t16 = t15 - t7
-        t17 = tl.exp(t16)
-        t18 = tl.where(t12, tl.full([], 0.0, tl.float32), t17)
-        t19 = acc_1 * t18
-        t20 = t19 + t11
-        acc, acc_1 = t4, t20
-    acc_4 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    split = r % 32
+    t1 = r // 32
+    t2 = split * 8000
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i = tl.arange(0, BLOCK)
+    t3 = t2 + i
+    s_1 = tl.load(s + (t1 * 256000) + t3)
+    t4 = s_1.to(tl.float32)
+    t5 = _max_nan(acc, t4)
+    t6 = tl.reduce(t5, 0, _max_nan)
+    t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
+    t8 = tl.abs(t7)
+    t9 = t8 == float("inf")
+    t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
+    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
+    t11 = t4 - t10
+    t12 = tl.exp(t11)
+    t13 = acc_1 + t12
+    t14 = tl.sum(t13, axis=0)
+    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t17 = t16 == float("inf")
+    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t19 = t18 - t10
+    t20 = tl.exp(t19)
+    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
+    t22 = 0.0 * t21
+    t23 = t22 + t14
+    t24 = t2 + 4096
+    acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i_2 = tl.arange(0, BLOCK)
-    cmask = i_2 < 2048
-    t21 = 253952 + i_2
-    s_2 = tl.load(s + (r * 256000) + t21, mask=cmask)
-    t22 = s_2.to(tl.float32)
-    t23 = _max_nan(acc_4, t22)
-    t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)
-    t25 = _max_nan(acc, t24)
-    t26 = tl.abs(t25)
-    t27 = t26 == float("inf")
-    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
-    acc_5 = tl.full((BLOCK,), 0.0, tl.float32)
+    cmask = i_2 < 3904
+    t25 = t24 + i_2
+    s_2 = tl.load(s + (t1 * 256000) + t25, mask=cmask)
+    t26 = s_2.to(tl.float32)
+    t27 = _max_nan(acc_2, t26)
+    t28 = tl.reduce(tl.where(cmask, t27, acc_2), 0, _max_nan)
+    t29 = _max_nan(t7, t28)
+    t30 = tl.abs(t29)
+    t31 = t30 == float("inf")
+    t32 = tl.where(t31, tl.full([], 0.0, tl.float32), t29)
+    acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
     i_3 = tl.arange(0, BLOCK)
-    cmask_1 = i_3 < 2048
-    t29 = t22 - t28
-    t30 = tl.exp(t29)
-    t31 = acc_5 + t30
-    t32 = tl.sum(tl.where(cmask_1, t31, acc_5), axis=0)
-    t33 = acc == (-float("inf"))
-    t34 = tl.abs(acc)
-    t35 = t34 == float("inf")
-    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), acc)
-    t37 = t36 - t28
-    t38 = tl.exp(t37)
-    t39 = tl.where(t33, tl.full([], 0.0, tl.float32), t38)
-    t40 = acc_1 * t39
-    t41 = t40 + t32
-    t42 = tl.abs(t25)
-    t43 = t42 == float("inf")
-    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t25)
-    t45 = t44 - t25
-    t46 = tl.exp(t45)
-    t47 = t41 * t46
-    t48 = 1.0 / t47
-    for c0 in range(0, 256000, BLOCK):
-        i_4 = c0 + tl.arange(0, BLOCK)
-        cmask_2 = i_4 < 256000
-        s_3 = tl.load(s + (r * 256000) + i_4, mask=cmask_2)
-        t49 = s_3.to(tl.float32)
-        t50 = t49 - t25
-        t51 = tl.exp(t50)
-        t52 = t51 * t48
-        t53 = t52.to(tl.bfloat16)
-        tl.store(y + (r * 256000) + i_4, t53, mask=cmask_2)
+    cmask_1 = i_3 < 3904
+    t33 = t26 - t32
+    t34 = tl.exp(t33)
+    t35 = acc_3 + t34
+    t36 = tl.sum(tl.where(cmask_1, t35, acc_3), axis=0)
+    t37 = t7 == (-float("inf"))
+    t38 = tl.abs(t7)
+    t39 = t38 == float("inf")
+    t40 = tl.where(t39, tl.full([], 0.0, tl.float32), t7)
+    t41 = t40 - t32
+    t42 = tl.exp(t41)
+    t43 = tl.where(t37, tl.full([], 0.0, tl.float32), t42)
+    t44 = t23 * t43
+    t45 = t44 + t36
+    tl.store(split_max + (t1 * 32) + split, t29)
+    tl.store(split_sum + (t1 * 32) + split, t45)
+
+
+@triton.jit
+def softmax_k1(s, split_max, split_sum, y, row_max, row_sum, s_d0, split_max_d0, split_sum_d0, y_d0, row_max_d0, row_sum_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 32 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < split_max_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t0 = tl.load(split_max + (r * 32) + cols, mask=rmask)
+    t1 = tl.load(split_sum + (r * 32) + cols, mask=rmask)
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t2 = _max_nan(acc, t0)
+    t3 = tl.reduce(t2, 1, _max_nan, keep_dims=True)
+    t4 = tl.abs(t3)
+    t5 = t4 == float("inf")
+    t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+    acc_1 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t7 = tl.abs(t0)
+    t8 = t7 == float("inf")
+    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t0)
+    t10 = t9 - t6
+    t11 = tl.exp(t10)
+    t12 = t1 * t11
+    t13 = acc_1 + t12
+    t14 = tl.sum(t13, axis=1, keep_dims=True)
+    t15 = tl.abs(t3)
+    t16 = t15 == float("inf")
+    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), t3)
+    t18 = t17 - t3
+    t19 = tl.exp(t18)
+    t20 = t14 * t19
+    tl.store(row_max + r, t3, mask=rmask)
+    tl.store(row_sum + r, t20, mask=rmask)
+
+
+@triton.jit
+def softmax_k2(s, row_max, row_sum, y, s_d0, row_max_d0, row_sum_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, two-pass: rows of 8000 in one block, ROWS rows per program
+    t0 = row_max_d0 * 32
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < t0
+    cols = tl.arange(0, BLOCK)[None, :]
+    cmask = cols < 8000
+    bmask = rmask & cmask
+    t1 = r // 32
+    split = r % 32
+    t2 = split * 8000
+    t3 = t2 + cols
+    s_1 = tl.load(s + (t1 * 256000) + t3, mask=bmask)
+    t4 = tl.load(row_max + t1, mask=rmask)
+    t5 = tl.load(row_sum + t1, mask=rmask)
+    t6 = 1.0 / t5
+    t7 = s_1.to(tl.float32)
+    t8 = t7 - t4
+    t9 = tl.exp(t8)
+    t10 = t9 * t6
+    t11 = t10.to(tl.bfloat16)
+    tl.store(y + (t1 * 256000) + t3, t11, mask=bmask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -122,9 +169,21 @@ def softmax(s):
     s = _tensor("softmax", "s", s, torch.bfloat16, (None, 256000))
     dev = s.device
     s_d0 = s.shape[0]
+    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
     y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["softmax_k0"]
-    grid = (s_d0,)
+    grid = ((s_d0 * 32),)
     if grid[0] > 0:
-        softmax_k0[grid](s, y, s_d0, s_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+        softmax_k0[grid](s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
+    row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["softmax_k1"]
+    grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        softmax_k1[grid](s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    cfg = CONFIGS["softmax_k2"]
+    grid = (triton.cdiv((s_d0 * 32), cfg["ROWS"]),)
+    if grid[0] > 0:
+        softmax_k2[grid](s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y

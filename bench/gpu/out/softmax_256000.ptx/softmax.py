@@ -98,7 +98,9 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "softmax.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("softmax_k0", 128, 16400),
+    ("softmax_k0", 64, 16392),
+    ("softmax_k1", 256, 0),
+    ("softmax_k2", 256, 0),
 )
 
 _modules = {}
@@ -151,8 +153,18 @@ def _launch(fns, name, grid, block, shared, stream, args):
            "cuLaunchKernel(%s)" % name)
 
 
-def _grid_softmax_k0(sm, e0, e1):
+def _grid_softmax_k0(sm, e0, e1, e2, e3):
+    n = _trip(0, (e2 * 32), 1)
+    return min(_cdiv(n, 1), 2147483647)
+
+
+def _grid_softmax_k1(sm, e0, e1, e2, e3, e4, e5):
     n = _trip(0, e1, 1)
+    return min(_cdiv(n, 256), 2147483647)
+
+
+def _grid_softmax_k2(sm, e0, e1, e2, e3):
+    n = _trip(0, (e1 * 32), 1)
     return min(_cdiv(n, 1), 2147483647)
 
 
@@ -166,6 +178,12 @@ def softmax(*args):
     stream = torch.cuda.current_stream(device).cuda_stream
     sm = _sm_count(device)
     s_d0 = s.shape[0]
+    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
+    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
     y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=device)
-    _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0), 128, 16400, stream, (s, y, s_d0, s_d0))
+    _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0), 64, 16392, stream, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
+    row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
+    row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
+    _launch(fns, "softmax_k1", _grid_softmax_k1(sm, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0))
+    _launch(fns, "softmax_k2", _grid_softmax_k2(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0))
     return y
