@@ -163,7 +163,7 @@ var harness struct {
 
 // sharedHarness compiles the examples, testdata, the conversions program
 // and the rounding chains, and builds one harness running all their
-// kernels.
+// kernels and those of testdata/misuse.metal.
 func sharedHarness(t *testing.T) (string, []*emuProgram, *emuProgram) {
 	t.Helper()
 	requireCompiler(t)
@@ -181,7 +181,7 @@ func sharedHarness(t *testing.T) (string, []*emuProgram, *emuProgram) {
 		for _, r := range rounding {
 			all = append(all, r[0], r[1])
 		}
-		var units []unit
+		units := []unit{misuseUnit(t)}
 		for _, p := range all {
 			units = append(units, unit{ns: p.ns, file: p.ns + ".metal", text: p.prog.Metal(), kernels: p.prog.Kernels})
 		}
