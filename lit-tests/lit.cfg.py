@@ -42,4 +42,10 @@ config.environment["PATH"] = os.pathsep.join([llvm_bin, config.environment.get("
 for var in ("TFC_ENABLE_TEST_PASSES", "TFC_DEBUG"):
     config.environment.pop(var, None)
 
+# tfc run keeps the objects of its C runtime and harness (and the programs
+# it built) in a cache, which lit's environment would leave without a home:
+# one cache for the suite, in its scratch directory, so that they are
+# compiled once per run rather than once per test.
+config.environment["TFC_CACHE_DIR"] = os.path.join(config.test_exec_root, "tfc-cache")
+
 config.substitutions.append(("%tfc", tfc))

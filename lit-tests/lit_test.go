@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,6 +26,19 @@ const (
 // suite rather than skipping it, so a broken setup is never mistaken for a
 // passing one.
 const install = "the lit suite needs python3 and LLVM 14's lit and FileCheck: apt-get install llvm-14-tools python3"
+
+// slowTests are lit's test times (seconds, path) for the tests that take
+// far longer than the others: lit starts the slowest first, so that they
+// do not run alone at the end (run/many-results.tir compiles 4100
+// kernels; the rest of the suite takes about as long on the other job).
+const slowTests = `4.0e+01 run/many-results.tir
+3.0e+00 run/inputs.tir
+2.0e+00 run/verify-overflow.tir
+2.0e+00 fusion/roll.tir
+1.5e+00 run/verify-quant.tir
+1.0e+00 run/row-kernels.tir
+1.0e+00 run/dynamic.tir
+`
 
 func TestLit(t *testing.T) {
 	python, err := exec.LookPath("python3")
@@ -42,7 +57,10 @@ func TestLit(t *testing.T) {
 
 	execRoot := filepath.Join(tmp, "lit")
 	require.NoError(t, os.Mkdir(execRoot, 0o755))
-	lit := exec.Command(python, litPy, "-v", "-j2",
+	require.NoError(t, os.WriteFile(filepath.Join(execRoot, ".lit_test_times.txt"), []byte(slowTests), 0o644))
+	// twice as many jobs as cores: a test spends much of its time in
+	// pipes between tfc, FileCheck and lit's own shell
+	lit := exec.Command(python, litPy, "-v", "-j"+strconv.Itoa(2*runtime.NumCPU()),
 		"--param", "tfc="+tfc, "--param", "exec_root="+execRoot, ".")
 	lit.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err = lit.CombinedOutput()

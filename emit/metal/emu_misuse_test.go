@@ -17,16 +17,8 @@ import (
 // emulation stops with a message saying what; `fine` must run.
 func TestEmulationCatchesMisuse(t *testing.T) {
 	t.Parallel()
-	text, err := os.ReadFile("testdata/misuse.metal")
-	require.NoError(t, err)
-	names := []string{"fine", "barrier_skipped", "barrier_split", "simd_divergent", "threadgroup_too_big",
-		"read_past_end", "write_before_start", "misaligned_vector", "threadgroup_past_end"}
-	var kernels []*metal.KernelInfo
-	for _, n := range names {
-		kernels = append(kernels, misuseKernel(n))
-	}
+	bin, _, _ := sharedHarness(t)
 	dir := t.TempDir()
-	bin := buildHarness(t, dir, []unit{{ns: "misuse", file: "misuse.metal", text: string(text), kernels: kernels}}, 1)
 
 	// two threadgroups of 64 threads over 128 floats
 	const groups, threads = 2, 64
@@ -78,6 +70,20 @@ func TestEmulationCatchesMisuse(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
+}
+
+// misuseUnit is testdata/misuse.metal, its kernels in namespace misuse of
+// the shared harness.
+func misuseUnit(t *testing.T) unit {
+	text, err := os.ReadFile("testdata/misuse.metal")
+	require.NoError(t, err)
+	names := []string{"fine", "barrier_skipped", "barrier_split", "simd_divergent", "threadgroup_too_big",
+		"read_past_end", "write_before_start", "misaligned_vector", "threadgroup_past_end"}
+	var kernels []*metal.KernelInfo
+	for _, n := range names {
+		kernels = append(kernels, misuseKernel(n))
+	}
+	return unit{ns: "misuse", file: "misuse.metal", text: string(text), kernels: kernels}
 }
 
 // misuseKernel describes a kernel of misuse.metal: x, y and the

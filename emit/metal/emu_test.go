@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
@@ -155,11 +156,14 @@ var harness struct {
 	dir   string
 	progs []*emuProgram
 	conv  *emuProgram
-	err   error
+	// rounding holds the rounding chains, each in both modes
+	rounding [][2]*emuProgram
+	err      error
 }
 
-// sharedHarness compiles the examples, testdata and the conversions
-// program, and builds one harness running all their kernels.
+// sharedHarness compiles the examples, testdata, the conversions program
+// and the rounding chains, and builds one harness running all their
+// kernels and those of testdata/misuse.metal.
 func sharedHarness(t *testing.T) (string, []*emuProgram, *emuProgram) {
 	t.Helper()
 	requireCompiler(t)
@@ -172,19 +176,103 @@ func sharedHarness(t *testing.T) (string, []*emuProgram, *emuProgram) {
 		}()
 		progs := loadPrograms(t)
 		conv := conversionsProgram(t)
-		var units []unit
-		for _, p := range append(progs, conv) {
+		rounding := roundingPrograms(t)
+		all := append(progs, conv)
+		for _, r := range rounding {
+			all = append(all, r[0], r[1])
+		}
+		units := []unit{misuseUnit(t)}
+		for _, p := range all {
 			units = append(units, unit{ns: p.ns, file: p.ns + ".metal", text: p.prog.Metal(), kernels: p.prog.Kernels})
 		}
 		dir, err := os.MkdirTemp("", "tfc-metal-emu-")
 		require.NoError(t, err)
 		harness.dir = dir
 		harness.bin = buildHarness(t, dir, units, 3)
-		harness.progs, harness.conv = progs, conv
+		harness.progs, harness.conv, harness.rounding = progs, conv, rounding
 		ok = true
 	})
 	require.NoError(t, harness.err)
 	return harness.bin, harness.progs, harness.conv
+}
+
+// roundingModes are the lowerings of the two rounding modes: the default
+// (f32 between fused ops) and exact rounding.
+var roundingModes = [2]string{"lower-to-loops", "lower-to-loops{exact-rounding=true}"}
+
+// roundingPrograms compiles every rounding chain (difftest.RoundingChains)
+// at -O2 in both modes.
+func roundingPrograms(t *testing.T) [][2]*emuProgram {
+	chains, err := difftest.RoundingChains("../../examples")
+	require.NoError(t, err)
+	var out [][2]*emuProgram
+	for i, c := range chains {
+		var modes [2]*emuProgram
+		for mode, lower := range roundingModes {
+			name := fmt.Sprintf("%s %s mode %d", c.Name, c.Dtype, mode)
+			lowered, err := compileFor(c.Name+".tir", c.Src, graphLevels["O2"]+","+lower+",sram-alloc")
+			require.NoError(t, err, name)
+			prog, err := metal.Emit(lowered, metal.Options{Source: c.Name + ".tir"})
+			require.NoError(t, err, name)
+			modes[mode] = &emuProgram{name: name, src: c.Src, ns: fmt.Sprintf("r%d_%s_%s_m%d", i, c.Name, c.Dtype, mode),
+				lowered: lowered, prog: prog}
+		}
+		out = append(out, modes)
+	}
+	return out
+}
+
+// TestEmulatedRoundingModes holds the Metal kernels, run on the
+// emulation, to the float64 bounds of both rounding modes
+// (difftest.RoundingError), as lowering's TestRoundingModes holds the
+// loop interpreter and the PTX simulator and the tt emulation are held:
+// every rounding chain in bf16 and f16, compiled with -O2 in the default
+// mode and with exact rounding, on the chains' random and extreme inputs
+// (RoundingChain.Cases). The default mode is within
+// difftest.DefaultRoundingBound, exact rounding within the chain's
+// ExactBound.
+func TestEmulatedRoundingModes(t *testing.T) {
+	bin, _, _ := sharedHarness(t)
+	chains, err := difftest.RoundingChains("../../examples")
+	require.NoError(t, err)
+	require.Len(t, harness.rounding, len(chains))
+	worst := make([][2]float64, len(chains))
+	t.Run("chains", func(t *testing.T) {
+		for ci, c := range chains {
+			t.Run(c.Name+"/"+c.Dtype, func(t *testing.T) {
+				t.Parallel()
+				cases, err := c.Cases()
+				require.NoError(t, err)
+				for mode, p := range harness.rounding[ci] {
+					for _, k := range cases {
+						what := fmt.Sprintf("%s @%s, input set %d", p.name, k.Func, k.Set)
+						desc := p.prog.Description(k.Func+".metal", k.Func)
+						require.Len(t, desc.Functions, 1, what)
+						var shapes [][]int64
+						for _, r := range k.Ref {
+							shapes = append(shapes, r.Shape)
+						}
+						got, err := runFunction(bin, t.TempDir(), p.ns, desc, desc.Functions[0], clone(k.Inputs), shapes,
+							runOptions{threads: func(n int64) int64 { return min(n, maxTestThreads) }})
+						require.NoError(t, err, what)
+						require.Len(t, got, len(k.Ref), what)
+						for r := range k.Ref {
+							e, _, bad := difftest.RoundingError(k.Ref[r], got[r])
+							require.Empty(t, bad, "%s, result %d", what, r)
+							worst[ci][mode] = max(worst[ci][mode], e)
+						}
+					}
+				}
+				assert.LessOrEqual(t, worst[ci][0], difftest.DefaultRoundingBound, "%s %s, default rounding", c.Name, c.Dtype)
+				assert.LessOrEqual(t, worst[ci][1], c.ExactBound, "%s %s, exact rounding", c.Name, c.Dtype)
+			})
+		}
+	})
+	var table []string
+	for ci, c := range chains {
+		table = append(table, fmt.Sprintf("| %-17s | %-4s | %6.3f | %6.3f |", c.Name, c.Dtype, worst[ci][0], worst[ci][1]))
+	}
+	t.Logf("Metal (emulated) against float64, ULPs of the result type\n| chain | type | default | exact |\n%s", strings.Join(table, "\n"))
 }
 
 // TestMain removes the shared harness after the tests.

@@ -20,9 +20,12 @@ import (
 )
 
 // The harness runs emitted programs on the emulation in emu/: it writes the
-// kernels of several cases into one C++ file (each kernel inside a
-// namespace of its own), compiles it once with g++ -O1 -std=c++17
-// -pthread, and runs one process per case. The host side a tt-metal host
+// kernels of several cases into one C++ file (each distinct kernel file
+// once, inside a namespace of its own), compiles it once with g++ -O0
+// -std=c++17 -pthread, and runs one process per case. -O0: the cases are
+// small, and optimising the kernels and the host code of every core took
+// four times as long as running every case unoptimised, and unoptimised
+// code contracts no a*b+c into an FMA on any host. The host side a tt-metal host
 // program would do (DRAM buffers, tile layout, circular buffers, the work
 // split and the runtime arguments) is done here from program.json, so the
 // description is tested along with the kernels.
@@ -70,6 +73,25 @@ func runEmu(t *testing.T, cases []*emuCase) []emuResult {
 	}
 	var src strings.Builder
 	src.WriteString("#include \"tt_emu.h\"\n\n")
+	// a kernel file is compiled once however many cases run it (the same
+	// program on several input sets): one namespace per distinct text
+	kernelNS := map[string]string{}
+	kernel := func(cdir string, data map[string][]byte, f KernelFile) string {
+		text := data[f.Path]
+		key := fmt.Sprintf("%d\x00%s", len(f.CompileArgs), text)
+		if ns, ok := kernelNS[key]; ok {
+			return ns
+		}
+		ns := fmt.Sprintf("kernel%d", len(kernelNS))
+		kernelNS[key] = ns
+		args := "0"
+		for range f.CompileArgs {
+			args += ", 0"
+		}
+		fmt.Fprintf(&src, "namespace %s {\nconstexpr uint32_t kernel_compile_time_args[] = {%s};\n", ns, args)
+		fmt.Fprintf(&src, "#include \"%s\"\n}  // namespace %s\n\n", filepath.Join(cdir, filepath.FromSlash(f.Path)), ns)
+		return ns
+	}
 	plans := make([]*hostPlan, len(cases))
 	for i, c := range cases {
 		cdir := filepath.Join(dir, fmt.Sprintf("case%d", i))
@@ -78,16 +100,18 @@ func runEmu(t *testing.T, cases []*emuCase) []emuResult {
 			fmt.Fprintf(&src, "namespace case%d {\n%s\n}  // namespace case%d\n\n", i, c.cpp, i)
 			continue
 		}
+		data := map[string][]byte{}
 		for _, f := range c.out.Files {
 			p := filepath.Join(cdir, filepath.FromSlash(f.Path))
 			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 			require.NoError(t, os.WriteFile(p, f.Data, 0o644))
+			data[f.Path] = f.Data
 		}
 		hp, err := planHost(c)
 		require.NoError(t, err, c.name)
 		plans[i] = hp
 		require.NoError(t, hp.writeInputs(cdir, c.in), c.name)
-		src.WriteString(hp.cpp(i, cdir))
+		src.WriteString(hp.cpp(i, func(f KernelFile) string { return kernel(cdir, data, f) }))
 	}
 	src.WriteString("int main(int argc, char** argv) {\n")
 	src.WriteString("    if (argc != 3) { std::fprintf(stderr, \"usage: harness CASE DIR\\n\"); return 2; }\n")
@@ -99,7 +123,7 @@ func runEmu(t *testing.T, cases []*emuCase) []emuResult {
 	cpp := filepath.Join(dir, "harness.cpp")
 	require.NoError(t, os.WriteFile(cpp, []byte(src.String()), 0o644))
 	bin := filepath.Join(dir, "harness")
-	cmd := exec.Command(gxx, "-O1", "-std=c++17", "-pthread", "-w", "-I", emuDir(t), cpp, "-o", bin)
+	cmd := exec.Command(gxx, "-O0", "-std=c++17", "-pthread", "-w", "-I", emuDir(t), cpp, "-o", bin)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "g++ failed (%s):\n%s", gxxHint, firstLines(string(out), 40))
 
@@ -414,24 +438,17 @@ func (hp *hostPlan) readOutputs(dir string) ([]*geval.Tensor, error) {
 }
 
 // cpp writes the case's kernels (each in a namespace) and its run(dir).
-func (hp *hostPlan) cpp(i int, cdir string) string {
-	var sb strings.Builder
-	ns := func(k *Kernel, which string) string { return fmt.Sprintf("%s_%s", cIdent(k.Name, "k"), which) }
-	fmt.Fprintf(&sb, "namespace case%d {\n", i)
+// cpp writes the host code of case i; kernelNS names the namespace
+// holding a kernel file's kernel_main (and writes it out the first time).
+func (hp *hostPlan) cpp(i int, kernelNS func(KernelFile) string) string {
+	ns := map[string]string{}
 	for _, k := range hp.prog.Kernels {
-		for _, kf := range []struct {
-			which string
-			f     KernelFile
-		}{{"reader", k.Reader}, {"compute", k.Compute}, {"writer", k.Writer}} {
-			fmt.Fprintf(&sb, "namespace %s {\n", ns(&k, kf.which))
-			args := "0"
-			for range kf.f.CompileArgs {
-				args += ", 0"
-			}
-			fmt.Fprintf(&sb, "constexpr uint32_t kernel_compile_time_args[] = {%s};\n", args)
-			fmt.Fprintf(&sb, "#include \"%s\"\n}\n", filepath.Join(cdir, filepath.FromSlash(kf.f.Path)))
+		for _, f := range []KernelFile{k.Reader, k.Compute, k.Writer} {
+			ns[f.Path] = kernelNS(f)
 		}
 	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "namespace case%d {\n", i)
 	sb.WriteString("int run(const std::string& dir) {\n    using namespace ttemu;\n")
 	for _, b := range hp.buffers {
 		tiles := tileCount(hp.shapes[b.Name], b.Layout)
@@ -483,7 +500,7 @@ func (hp *hostPlan) cpp(i int, cdir string) string {
 				f     KernelFile
 			}{{"reader", k.Reader}, {"compute", k.Compute}, {"writer", k.Writer}} {
 				fmt.Fprintf(&sb, "            cr.%s.file = %q;\n", kf.which, kf.f.Path)
-				fmt.Fprintf(&sb, "            cr.%s.entry = &%s::kernel_main;\n", kf.which, ns(k, kf.which))
+				fmt.Fprintf(&sb, "            cr.%s.entry = &%s::kernel_main;\n", kf.which, ns[kf.f.Path])
 				fmt.Fprintf(&sb, "            cr.%s.args = {%s};\n", kf.which, argList(kf.f.RuntimeArgs, c))
 			}
 			sb.WriteString("            p.cores.push_back(cr);\n        }\n")

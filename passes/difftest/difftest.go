@@ -557,28 +557,42 @@ type inputSet struct {
 	args []*eval.Tensor
 }
 
-func (c *checker) inputSets(f ir.Func) []inputSet {
-	var sets []inputSet
+// pendingSet is an input set not made yet: elements is how many its
+// tensors will hold, known from the function's type.
+type pendingSet struct {
+	name     string
+	elements int64
+	make     func() ([]*eval.Tensor, error)
+}
+
+// inputSets lists the input sets of f, in the order they are checked,
+// without making them.
+func (c *checker) inputSets(f ir.Func) []pendingSet {
+	var sets []pendingSet
 	for _, seed := range c.opts.Seeds {
 		for _, scale := range c.opts.Scales {
 			name := fmt.Sprintf("random seed %d scale %g", seed, scale)
-			in, err := eval.RandomInputs(f, seed, scale, c.opts.DynExtent)
+			n, err := eval.InputElements(f, c.opts.DynExtent)
 			if err != nil {
 				c.skip("@%s: %s: %v", f.SymName(), name, err)
 				continue
 			}
-			sets = append(sets, inputSet{name, in})
+			sets = append(sets, pendingSet{name, n, func() ([]*eval.Tensor, error) {
+				return eval.RandomInputs(f, seed, scale, c.opts.DynExtent)
+			}})
 		}
 	}
 	if !c.opts.NoExtreme {
 		for _, seed := range c.opts.ExtremeSeeds {
 			name := fmt.Sprintf("extreme seed %d", seed)
-			in, err := eval.ExtremeInputs(f, seed)
+			n, err := eval.InputElements(f, eval.ExtremeDynExtent)
 			if err != nil {
 				c.skip("@%s: %s: %v", f.SymName(), name, err)
 				continue
 			}
-			sets = append(sets, inputSet{name, in})
+			sets = append(sets, pendingSet{name, n, func() ([]*eval.Tensor, error) {
+				return eval.ExtremeInputs(f, seed)
+			}})
 		}
 	}
 	return sets
@@ -591,15 +605,18 @@ func (c *checker) checkFunc(f, g ir.Func) {
 	}
 	prec := Precision(f)
 	for _, set := range c.inputSets(f) {
-		n := int64(0)
-		for _, t := range set.args {
-			n += int64(t.NumElements())
-		}
-		if n > c.opts.MaxElements {
-			c.skip("@%s: its inputs hold %d elements, more than %d", f.SymName(), n, c.opts.MaxElements)
+		// a function too large to interpret is skipped before its
+		// inputs are made
+		if set.elements > c.opts.MaxElements {
+			c.skip("@%s: its inputs hold %d elements, more than %d", f.SymName(), set.elements, c.opts.MaxElements)
 			return
 		}
-		c.checkRun(f, g, set, prec)
+		args, err := set.make()
+		if err != nil {
+			c.skip("@%s: %s: %v", f.SymName(), set.name, err)
+			continue
+		}
+		c.checkRun(f, g, inputSet{set.name, args}, prec)
 	}
 }
 

@@ -64,6 +64,23 @@ func argShapes(fn ir.Func, dyn int64) ([][]int64, []ir.ElemKind, error) {
 	return shapes, elems, nil
 }
 
+// InputElements is how many elements the inputs of fn hold when every
+// `?` dimension has the extent dyn (RandomInputs' dynExtent, or
+// ExtremeDynExtent for ExtremeInputs), without making them; the error is
+// the one those functions would return.
+func InputElements(fn ir.Func, dyn int64) (int64, error) {
+	shapes, _, err := argShapes(fn, dyn)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, s := range shapes {
+		m, _ := ir.NumElements(s)
+		n += m
+	}
+	return n, nil
+}
+
 // RandomInputs makes deterministic inputs for fn from a seed: normal-ish
 // values scaled by `scale`, dynamic dims = dynExtent. Float values are
 // rounded to the element type; signed integers are the rounded normal
