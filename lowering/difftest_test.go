@@ -570,25 +570,22 @@ func.func @add_lse(%x: tensor<?x9000xbf16>, %r: tensor<?x9000xbf16>) -> (tensor<
 }
 
 // Split rows: on a GPU, a row of 16384 or more reduced to per-row values
-// online runs as S instances per row (here 16 of 4096 for 65536 f32 and
-// 8 of 9000 bf16) and a kernel combining them per row; the row's full
+// online runs as S instances per row (here 4 of 4096 for 16384 f32 and
+// 4 of 5000 bf16) and a kernel combining them per row; the row's full
 // results of phase 0 (the residual sum here) are stored by the first.
 // Softmax and log_softmax take a third kernel, which computes their rows
-// over the splits again from the row's max and sum.
+// over the splits again from the row's max and sum (log_softmax here: a
+// row of 61440 bf16 is online on an h200, then 8 splits of 7680).
 func TestDiffSplitRows(t *testing.T) {
 	src := `
-func.func @lse(%x: tensor<?x65536xf32>) -> tensor<?xf32> {
-  %y = graph.logsumexp %x {axis = -1} : (tensor<?x65536xf32>) -> tensor<?xf32>
+func.func @lse(%x: tensor<?x16384xf32>) -> tensor<?xf32> {
+  %y = graph.logsumexp %x {axis = -1} : (tensor<?x16384xf32>) -> tensor<?xf32>
   return %y : tensor<?xf32>
 }
-func.func @add_lse(%x: tensor<?x72000xbf16>, %r: tensor<?x72000xbf16>) -> (tensor<?x72000xbf16>, tensor<?x1xbf16>) {
-  %h = graph.add %x, %r : tensor<?x72000xbf16>
-  %y = graph.logsumexp %h {axis = -1, keepdim = true} : (tensor<?x72000xbf16>) -> tensor<?x1xbf16>
-  return %h, %y : tensor<?x72000xbf16>, tensor<?x1xbf16>
-}
-func.func @softmax(%x: tensor<?x65536xf32>) -> tensor<?x65536xf32> {
-  %y = graph.softmax %x {axis = -1} : tensor<?x65536xf32>
-  return %y : tensor<?x65536xf32>
+func.func @add_lse(%x: tensor<?x20000xbf16>, %r: tensor<?x20000xbf16>) -> (tensor<?x20000xbf16>, tensor<?x1xbf16>) {
+  %h = graph.add %x, %r : tensor<?x20000xbf16>
+  %y = graph.logsumexp %h {axis = -1, keepdim = true} : (tensor<?x20000xbf16>) -> tensor<?x1xbf16>
+  return %h, %y : tensor<?x20000xbf16>, tensor<?x1xbf16>
 }
 func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
   %y = graph.log_softmax %x {axis = -1} : tensor<?x61440xbf16>
@@ -604,8 +601,7 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 		}
 		return true
 	})
-	require.Equal(t, map[string]int64{"lse_k0": 4096, "lse_k1": 16, "add_lse_k0": 9000, "add_lse_k1": 8,
-		"softmax_k0": 4096, "softmax_k1": 16, "softmax_k2": 4096,
+	require.Equal(t, map[string]int64{"lse_k0": 4096, "lse_k1": 4, "add_lse_k0": 5000, "add_lse_k1": 4,
 		"log_softmax_k0": 7680, "log_softmax_k1": 8, "log_softmax_k2": 7680}, rows)
 	// the inputs of the online test: peaks in the first split, rising rows, -inf splits
 	peaks := func(fn ir.Func, in []*geval.Tensor) []*geval.Tensor {
