@@ -465,7 +465,18 @@ const (
 	// holds +inf (+inf - +inf); the written-out form gives 0 for the
 	// row's finite entries, as the float64 reference does.
 	issueSoftmaxInfRow = "legalize-numerics turns a softmax row holding +inf into NaN"
+	// The max-subtracted softmax rounds x - max in f32 before exp: exp's
+	// result then carries a relative error of up to |x - max| / 2 f32
+	// ULPs (64 at a distance of 128), where the written-out exp(x) had
+	// 0.5. Entries far below their row's max (probabilities near 1e-15)
+	// are the ones that show it; a compensated subtraction would not.
+	issueSoftmaxShift = "legalize-numerics' max-subtracted softmax rounds x - max before exp"
 )
+
+// softmaxShiftULPs bounds the relative error, in f32 ULPs, that
+// issueSoftmaxShift excuses: |x - max| / 2 for the inputs' range of a few
+// hundred, with room for the ops after the softmax.
+const softmaxShiftULPs = 512
 
 // holds reports whether an input holds v.
 func holds(ts []*eval.Tensor, v float64) bool {
@@ -496,6 +507,11 @@ func knownIssue(pipeline string) func(f ir.Func, m *Mismatch) string {
 		if math.IsNaN(m.After) && !math.IsNaN(m.Before) && !math.IsNaN(m.Ref) ||
 			!m.Elem.IsFloat() && holds(m.Values, math.Inf(1)) {
 			return issueSoftmaxInfRow
+		}
+		finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+		if m.Elem == ir.F32 && finite(m.After) && finite(m.Before) && finite(m.Ref) && m.Ref != 0 &&
+			math.Abs(m.After-m.Ref)/math.Abs(m.Ref) <= softmaxShiftULPs*0x1p-24 {
+			return issueSoftmaxShift
 		}
 		return ""
 	}
