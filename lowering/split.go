@@ -150,13 +150,8 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 // buffers after the kernel's outputs; the full rows the kernel stores
 // (phase 0) are stored there too.
 func (k *kernelBuilder) splitPartials(fused *ir.Operation, info *passes.KernelInfo, on *onlinePair, s int64) error {
-	ev := newEvaluator(k, fused, info)
+	ev, length, width := k.splitKernel(fused, info, s, passes.ScheduleOnline)
 	n := len(info.Shape)
-	length := info.RowLen / s
-	width := k.vectorWidth(length, ev.alongRow())
-	k.setAttr("row_len", intAttr(length))
-	k.setAttr("schedule", ir.StringAttr(passes.ScheduleOnline))
-	k.setAttr("vector_width", intAttr(width))
 	outs := yielded(fused)
 	var stores []int // the full rows of phase 0
 	for i, y := range outs {
@@ -172,10 +167,7 @@ func (k *kernelBuilder) splitPartials(fused *ir.Operation, info *passes.KernelIn
 	rows := k.product(k.kb, leadExt)
 	instances := k.product(k.kb, []*ir.Value{rows, k.index(s)})
 	k.grid(instances, func(b *ir.Builder, i *ir.Value) {
-		j := must(loop.BuildRemi(b, k.loc, i, k.index(s))).Output()
-		j.Name = "split"
-		r := must(loop.BuildDivi(b, k.loc, i, k.index(s))).Output()
-		ev.rowIdx = k.splitRow(b, r, leadExt)
+		j := k.splitOf(b, i, s, ev, leadExt)
 		row := ev.rowScope(b)
 		base := must(loop.BuildMuli(b, k.loc, j, k.index(length))).Output()
 		m, sum := ev.onlineSpan(row, on, stores, outs, width, length, base)
@@ -184,6 +176,28 @@ func (k *kernelBuilder) splitPartials(fused *ir.Operation, info *passes.KernelIn
 		must(loop.BuildStore(row.b, k.loc, sum, ps, idx))
 	})
 	return nil
+}
+
+// splitKernel starts a kernel over the splits of a row kernel's rows: its
+// evaluator, the split's length and vector width, and the attributes.
+func (k *kernelBuilder) splitKernel(fused *ir.Operation, info *passes.KernelInfo, s int64, schedule string) (*evaluator, int64, int64) {
+	ev := newEvaluator(k, fused, info)
+	length := info.RowLen / s
+	width := k.vectorWidth(length, ev.alongRow())
+	k.setAttr("row_len", intAttr(length))
+	k.setAttr("schedule", ir.StringAttr(schedule))
+	k.setAttr("vector_width", intAttr(width))
+	return ev, length, width
+}
+
+// splitOf returns the split i mod s that instance i takes, and sets the
+// evaluator's row indices to those of its row i / s.
+func (k *kernelBuilder) splitOf(b *ir.Builder, i *ir.Value, s int64, ev *evaluator, leadExt []*ir.Value) *ir.Value {
+	j := must(loop.BuildRemi(b, k.loc, i, k.index(s))).Output()
+	j.Name = "split"
+	r := must(loop.BuildDivi(b, k.loc, i, k.index(s))).Output()
+	ev.rowIdx = k.splitRow(b, r, leadExt)
+	return j
 }
 
 // splitCombine builds the second kernel: per row, the max and the sum of
@@ -256,17 +270,12 @@ func (k *kernelBuilder) splitCombine(fused *ir.Operation, info *passes.KernelInf
 // and the max and sum the second kernel stored (the inputs after the
 // kernel's), and stores the full rows it computes.
 func (k *kernelBuilder) splitApply(fused *ir.Operation, info *passes.KernelInfo, on *onlinePair, s int64) error {
-	ev := newEvaluator(k, fused, info)
+	ev, length, width := k.splitKernel(fused, info, s, passes.ScheduleTwoPass)
 	n := len(info.Shape)
-	length := info.RowLen / s
-	width := k.vectorWidth(length, ev.alongRow())
 	lanes := width
 	if width == 1 {
 		lanes = 0
 	}
-	k.setAttr("row_len", intAttr(length))
-	k.setAttr("schedule", ir.StringAttr(passes.ScheduleTwoPass))
-	k.setAttr("vector_width", intAttr(width))
 	outs := yielded(fused)
 	nargs := len(fused.Region(0).Entry().Args)
 	rm, rs := k.ins[nargs], k.ins[nargs+1]
@@ -276,10 +285,7 @@ func (k *kernelBuilder) splitApply(fused *ir.Operation, info *passes.KernelInfo,
 	}
 	instances := k.product(k.kb, []*ir.Value{k.product(k.kb, leadExt), k.index(s)})
 	k.grid(instances, func(b *ir.Builder, i *ir.Value) {
-		j := must(loop.BuildRemi(b, k.loc, i, k.index(s))).Output()
-		j.Name = "split"
-		r := must(loop.BuildDivi(b, k.loc, i, k.index(s))).Output()
-		ev.rowIdx = k.splitRow(b, r, leadExt)
+		j := k.splitOf(b, i, s, ev, leadExt)
 		ev.phase = 2
 		row := ev.rowScope(b)
 		row.off = must(loop.BuildMuli(b, k.loc, j, k.index(length))).Output()

@@ -134,16 +134,22 @@ func checkVectorStep(f loop.ForOp) error {
 	return nil
 }
 
+// blockLoopStart checks a threads loop emitted as one block and starts
+// its carried values: their combine kinds and initial blocks.
+func (k *kernelEmitter) blockLoopStart(f loop.ForOp) (kinds, accs []string, err error) {
+	if err := checkVectorStep(f); err != nil {
+		return nil, nil, err
+	}
+	if kinds, err = combineKinds(f); err != nil {
+		return nil, nil, err
+	}
+	accs, err = k.initBlocks(f)
+	return kinds, accs, err
+}
+
 // emitOneBlock translates a threads loop that is one block.
 func (k *kernelEmitter) emitOneBlock(f loop.ForOp) error {
-	if err := checkVectorStep(f); err != nil {
-		return err
-	}
-	kinds, err := combineKinds(f)
-	if err != nil {
-		return err
-	}
-	accs, err := k.initBlocks(f)
+	kinds, accs, err := k.blockLoopStart(f)
 	if err != nil {
 		return err
 	}
@@ -304,14 +310,7 @@ func (k *kernelEmitter) emitLooped(f loop.ForOp, threads bool) error {
 // columns, masked where n < BLOCK, reduced at its end as a one-block
 // loop is.
 func (k *kernelEmitter) emitChunk(f loop.ForOp) error {
-	if err := checkVectorStep(f); err != nil {
-		return err
-	}
-	kinds, err := combineKinds(f)
-	if err != nil {
-		return err
-	}
-	accs, err := k.initBlocks(f)
+	kinds, accs, err := k.blockLoopStart(f)
 	if err != nil {
 		return err
 	}
