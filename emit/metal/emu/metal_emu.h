@@ -273,6 +273,8 @@ struct group {
       arrived = 0;
       ++gen;
       std::fill(where.begin(), where.end(), int(running));
+      // woken after the unlock, the waiters do not queue on the mutex
+      lk.unlock();
       cv.notify_all();
       return;
     }
@@ -304,6 +306,7 @@ struct group {
       sg.arrived = 0;
       ++sg.gen;
       for (unsigned t = first; t < first + lanes; ++t) where[t] = running;
+      lk.unlock();
       sg.cv.notify_all();
       return r;
     }
@@ -491,7 +494,9 @@ class pool {
     active_ = n;
     pending_ = n;
     ++gen_;
+    lk.unlock();
     start_.notify_all();
+    lk.lock();
     done_.wait(lk, [&] { return pending_ == 0; });
     job_ = nullptr;
   }
