@@ -1,6 +1,8 @@
 package lowering
 
 import (
+	"slices"
+
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/passes"
@@ -38,7 +40,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	width := int64(1)
 	if n > 0 {
 		leadExt, cols = ext[:n-1], ext[n-1]
-		width = rollWidth(k.vectorWidth(info.Shape[n-1], ev.alongRow()), info.Ops)
+		width = viewWidth(rollWidth(k.vectorWidth(info.Shape[n-1], ev.alongRow()), info.Ops), info.Views)
 	}
 	k.setAttr("vector_width", intAttr(width))
 	rows := k.product(k.kb, leadExt)
@@ -51,8 +53,18 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	var spans []span
 	switch {
 	case n == 0:
-	case width == 1:
+	case width == 1 && (info.Views == nil || len(info.Views.Cuts) == 0):
 		spans = []span{{k.index(0), cols, k.index(1), 0}}
+	case info.Views != nil && len(info.Views.Cuts) > 0:
+		// one loop per stretch between the edges of concat pieces
+		lo, lanes := int64(0), width
+		if width == 1 {
+			lanes = 0
+		}
+		for _, c := range append(slices.Clone(info.Views.Cuts), info.Shape[n-1]) {
+			spans = append(spans, span{k.index(lo), k.index(c), k.index(width), lanes})
+			lo = c
+		}
 	case info.Shape[n-1] != ir.Dynamic:
 		spans = []span{{k.index(0), cols, k.index(width), width}}
 	default:

@@ -2,6 +2,7 @@ package lowering
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tensorforge/tensorforge/dialects/graph"
 	"github.com/tensorforge/tensorforge/dialects/loop"
@@ -109,6 +110,8 @@ type evaluator struct {
 	keptFrom map[*ir.Value]int
 	valPhase map[*ir.Value]int
 	phase    int
+	// viewRead are the input buffers read only through views.
+	viewRead []*ir.Value
 }
 
 // newEvaluator maps the body of fused to the kernel's buffers and decides
@@ -120,6 +123,10 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 	entry := fused.Region(0).Entry()
 	for i, a := range entry.Args {
 		ev.buffers[a] = k.ins[i]
+		if info.AccessOf(a) == passes.AccessView {
+			ev.viewRead = append(ev.viewRead, k.ins[i])
+			continue
+		}
 		p := ev.plan(a)
 		ev.plans[k.ins[i]] = p
 		ev.varying[a] = p.varies()
@@ -133,6 +140,9 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 		}
 		r := op.Result(0)
 		ev.valPhase[r] = info.Phases[i]
+		if info.AccessOf(r) == passes.AccessView {
+			continue
+		}
 		if isRowReduction(op) {
 			ev.valPhase[r]++
 		}
@@ -148,7 +158,7 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 func (ev *evaluator) alongRow() []*ir.Value {
 	var out []*ir.Value
 	for _, buf := range append(append([]*ir.Value(nil), ev.k.ins...), ev.k.outs...) {
-		if ev.plans[buf].varies() {
+		if ev.plans[buf].varies() || slices.Contains(ev.viewRead, buf) {
 			out = append(out, buf)
 		}
 	}
@@ -217,6 +227,17 @@ type scope struct {
 	splat map[*ir.Value]*ir.Value
 	// recip caches the reciprocal of each per-row divisor (divByRowValue).
 	recip map[*ir.Value]*ir.Value
+	// a view scope (views.go) computes a view's operand: space is the
+	// operand's shape, pt the point read in it (the last index the first
+	// column of a vector), nil for the kernel's own scopes
+	space []int64
+	pt    []*ir.Value
+	// cm is where the kernel's column is in the scope's space, spanLo the
+	// first column of the loop the scope is in, and views the view scopes
+	// opened from this one
+	cm     passes.ColumnMap
+	spanLo int64
+	views  map[viewKey]*scope
 }
 
 func (ev *evaluator) rowScope(b *ir.Builder) *scope {
@@ -238,7 +259,8 @@ func (row *scope) loop(lower, upper, step *ir.Value, width int64, inits []*ir.Va
 			iv.Name = "i"
 			row.b = ir.NewBuilderBefore(iv.OwnerBlock().ParentOp())
 			s := &scope{ev: row.ev, b: bb, parent: row, width: width, col: iv, off: row.off,
-				vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{}}
+				vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{},
+				cm: passes.ColumnMap{Kind: passes.ColumnAt, Dim: len(row.ev.iter) - 1}, spanLo: max(constIndex(lower), 0)}
 			return body(s, carried), nil
 		}))
 	return f.Values()
@@ -280,8 +302,17 @@ func (ev *evaluator) heldElem(v *ir.Value) ir.ElemType {
 	switch op.Name() {
 	case graph.OpCast, graph.OpConstant, graph.OpRoll:
 		return e
-	case graph.OpGather:
+	case graph.OpGather, graph.OpTranspose, graph.OpReshape, graph.OpBroadcastTo, graph.OpSlice:
 		return ev.heldElem(op.Operand(0))
+	case graph.OpConcat:
+		// the pieces in one type: as held, f32 if they differ
+		h := ev.heldElem(op.Operand(0))
+		for _, a := range op.Operands()[1:] {
+			if !ir.TypeEqual(ev.heldElem(a), h) {
+				return ev.hold(e, ir.F32Type)
+			}
+		}
+		return h
 	}
 	return ev.hold(e, ir.F32Type)
 }
@@ -295,6 +326,8 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	var x *ir.Value
 	op := v.DefiningOp()
 	switch {
+	case s.space != nil:
+		x = s.viewGet(v)
 	case op != nil && op.Name() == graph.OpConstant:
 		c := graph.ConstantOp{Operation: op}
 		x = ev.k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
@@ -304,6 +337,8 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 		x = s.loadRolled(graph.RollOp{Operation: op})
 	case s.parent != nil && !ev.varying[v]:
 		x = s.broadcast(s.parent.get(v))
+	case passes.IsView(op):
+		x = s.throughView(op)
 	case op != nil && op.Name() == graph.OpGather:
 		x = s.gathered(graph.GatherOp{Operation: op})
 	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil && !s.point:

@@ -68,6 +68,7 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 		if body == nil {
 			continue
 		}
+		copies := shareViews(body, newFuser(ctx, opts, nil))
 		var ops []*ir.Operation
 		for op := body.First(); op != nil; op = op.Next() {
 			if !op.HasTrait(ir.Terminator) {
@@ -75,11 +76,61 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 			}
 		}
 		f := newFuser(ctx, opts, ops)
+		f.copies = copies
 		if _, err := f.run(false); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// shareViews gives each user of a view of memory its own copy of the
+// view: a view whose operand kernels read from memory anyway (an argument,
+// the result of a kernel of its own, or such a view) costs nothing in any
+// kernel, so each kernel reading it can absorb it, as each absorbs a
+// splat constant. cos and sin unsqueezed over the heads then join both
+// the q and the k kernel of a rotary embedding. It returns each copy with
+// its original: the fuser makes a copy that no kernel absorbed the
+// original again. Views on Tenstorrent targets are kernels of their own and are
+// left alone.
+func shareViews(body *ir.Block, f *fuser) (copies map[*ir.Operation]*ir.Operation) {
+	copies = map[*ir.Operation]*ir.Operation{}
+	if f.target.Family == target.Tenstorrent {
+		return copies
+	}
+	free := map[*ir.Operation]bool{}
+	var views []*ir.Operation
+	for op := body.First(); op != nil; op = op.Next() {
+		if !IsView(op) {
+			continue
+		}
+		fromMemory := true
+		for _, a := range op.Operands() {
+			d := a.DefiningOp()
+			if d == nil || free[d] {
+				continue
+			}
+			if r, _ := f.role(d); IsView(d) || r != roleBarrier {
+				fromMemory = false
+			}
+		}
+		if fromMemory {
+			free[op] = true
+			views = append(views, op)
+		}
+	}
+	for i := len(views) - 1; i >= 0; i-- {
+		v := views[i]
+		uses := slices.Clone(v.Result(0).Uses())
+		for _, u := range uses[min(1, len(uses)):] {
+			c := v.Clone(ir.Mapping{})
+			body.InsertBefore(c, v.Next())
+			c.Result(0).Name = v.Result(0).Name
+			u.Set(c.Result(0))
+			copies[c] = v
+		}
+	}
+	return copies
 }
 
 // FuseOptions tune Fuse.
@@ -249,6 +300,8 @@ type fuser struct {
 	// seen marks the ops a cycle check visited with its number, search.
 	seen   map[*ir.Operation]int
 	search int
+	// copies maps the copies of views shareViews made to their originals.
+	copies map[*ir.Operation]*ir.Operation
 }
 
 func newFuser(ctx *ir.PassContext, opts FuseOptions, ops []*ir.Operation) *fuser {
@@ -286,6 +339,10 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		return roleBarrier, fmt.Sprintf("'%s' holds a dense tensor, which kernels read from memory", op.Name())
 	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
 		return roleFusible, ""
+	case IsView(op) && f.target.Family == target.Tenstorrent:
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which cannot follow an index map yet", op.Name(), f.target.Name)
+	case IsView(op):
+		return roleFusible, ""
 	case singleOpKinds[op.Name()] != "":
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own", op.Name())
 	case isReduceOp(op):
@@ -314,7 +371,21 @@ func (f *fuser) producers(op *ir.Operation) []*ir.Operation {
 		}
 		out = append(out, p)
 	}
+	// views last: a view joins the kernel its consumer forms with its
+	// other producers, instead of taking the consumer into an element-wise
+	// kernel that a row kernel could not then join (row kernels do not
+	// read through views)
+	slices.SortStableFunc(out, func(a, b *ir.Operation) int {
+		return btoi(IsView(a)) - btoi(IsView(b))
+	})
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // run forms the kernels and rewrites the range. With wrapAll (used by
@@ -337,7 +408,22 @@ func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
 	}
 	f.horizon = len(f.nodes)
 	f.fuseSiblings()
+	// a copy of a view that no kernel absorbed, beside an original that
+	// none absorbed either, is the original again
+	for _, op := range f.nodes {
+		if orig := f.copies[op]; orig != nil && f.alone(op) && f.alone(orig) {
+			op.Result(0).ReplaceAllUsesWith(orig.Result(0))
+			op.Erase()
+			delete(f.group, op)
+		}
+	}
 	return f.materialize(wrapAll)
+}
+
+// alone reports whether op is in no group of two ops or more.
+func (f *fuser) alone(op *ir.Operation) bool {
+	g := f.group[op]
+	return g == nil || len(g.ops) == 1
 }
 
 // decide fuses consumer c with its producer p if it may, and explains the

@@ -43,7 +43,11 @@ func fzPipeline(t testing.TB, m ir.Module, pipeline string, ctx *ir.PassContext)
 	p, err := ir.ParsePipeline(pipeline)
 	require.NoError(t, err)
 	pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
-	require.NoError(t, pm.Run(m, ctx), "pipeline %s on\n%s", pipeline, ir.Print(m.Operation, ir.PrintOptions{}))
+	err = pm.Run(m, ctx)
+	if ie, ok := err.(*ir.InternalError); ok {
+		t.Log(ie.Stack)
+	}
+	require.NoError(t, err, "pipeline %s on\n%s", pipeline, ir.Print(m.Operation, ir.PrintOptions{}))
 }
 
 // fzTopOps returns the ops of a function's body without its terminator.

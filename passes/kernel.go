@@ -81,6 +81,9 @@ const (
 	AccessScalar       Access = "scalar"
 	AccessBroadcast    Access = "broadcast"
 	AccessWhole        Access = "whole"
+	// AccessView: read only through views, at the points their index maps
+	// give (an element-wise kernel with views).
+	AccessView Access = "view"
 )
 
 // Schedules of a row kernel.
@@ -146,6 +149,9 @@ type KernelInfo struct {
 	Op *ir.Operation
 	// Yields are the values the body yields, in result order.
 	Yields []*ir.Value
+	// Views is how an element-wise kernel reads through its views (nil
+	// when it has none).
+	Views *ViewPlan
 
 	access map[*ir.Value]Access
 }
@@ -438,6 +444,7 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 				return nil, err
 			}
 		case op.Name() == graph.OpGather:
+		case IsView(op):
 		case isReduceOp(op) || singleOpKinds[op.Name()] != "":
 		default:
 			return nil, ir.OpError(op, "cannot be part of a kernel")
@@ -449,6 +456,12 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 		return classifySingle(ops, body[0], inputs, outputs)
 	}
 	for _, op := range body {
+		if IsView(op) {
+			if len(reductions) > 0 {
+				return nil, ir.OpError(op, "is a view, an index map of element-wise kernels; a row kernel cannot read through it yet")
+			}
+			continue
+		}
 		if k := singleOpKinds[op.Name()]; k != "" {
 			return nil, ir.OpError(op, "is a kernel of its own (%s), so it cannot share a kernel with other ops", k)
 		}
@@ -732,20 +745,43 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 		}
 		return "", c.errAt(v, "a value of shape %s does not broadcast to the iteration space %s", graph.FormatShape(s), graph.FormatShape(shape))
 	}
-	for _, v := range c.sources() {
-		a, err := classOf(v)
-		if err != nil {
+	base, err := c.viewSpaces(shape)
+	if err != nil {
+		return nil, err
+	}
+	if base != nil {
+		// `?` agrees with any extent, but a view can make a [?, 64] and a
+		// [64, ?] of one tensor: the results of a kernel with views have
+		// the same shape extent for extent
+		for i, v := range c.outputs[1:] {
+			if s := shapeOf(v); !slices.Equal(s, shape) {
+				return nil, c.errAt(v, "an element-wise kernel writes results of one shape, but result #%d has shape %s and result #0 %s",
+					i+1, graph.FormatShape(s), graph.FormatShape(shape))
+			}
+		}
+		if info.Views, err = planViews(c.ops, c.outputs, shape); err != nil {
 			return nil, err
 		}
+	}
+	access := func(v *ir.Value) error {
+		if base != nil && !base[v] {
+			info.access[v] = AccessView
+			return nil
+		}
+		a, err := classOf(v)
 		info.access[v] = a
+		return err
+	}
+	for _, v := range c.sources() {
+		if err := access(v); err != nil {
+			return nil, err
+		}
 	}
 	for _, op := range c.ops {
 		for _, r := range op.Results() {
-			a, err := classOf(r)
-			if err != nil {
+			if err := access(r); err != nil {
 				return nil, err
 			}
-			info.access[r] = a
 		}
 	}
 	for _, v := range c.inputs {
@@ -755,6 +791,59 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 		info.Results = append(info.Results, info.access[v])
 	}
 	return info, nil
+}
+
+// viewSpaces checks the values of an element-wise body with views: each
+// value is computed at the points of one or more spaces, the iteration
+// shape for what the results read directly and a view's operand shape for
+// what the view reads, and must broadcast to each. It returns the values
+// read in the iteration space (nil when the body has no views).
+func (c *classifier) viewSpaces(shape []int64) (map[*ir.Value]bool, error) {
+	if !slices.ContainsFunc(c.ops, IsView) {
+		return nil, nil
+	}
+	inBody := map[*ir.Operation]bool{}
+	for _, op := range c.ops {
+		inBody[op] = true
+	}
+	base := map[*ir.Value]bool{}
+	seen := map[string]bool{}
+	var visit func(v *ir.Value, space []int64, inBase bool) error
+	visit = func(v *ir.Value, space []int64, inBase bool) error {
+		key := fmt.Sprintf("%p%v%v", v, space, inBase)
+		if seen[key] {
+			return nil
+		}
+		seen[key] = true
+		if s := shapeOf(v); !broadcastsTo(s, space) {
+			return c.errAt(v, "a value of shape %s does not broadcast to the shape %s it is read in", graph.FormatShape(s), graph.FormatShape(space))
+		}
+		if inBase {
+			base[v] = true
+		}
+		op := v.DefiningOp()
+		if op == nil || !inBody[op] || isConstant(op) {
+			return nil
+		}
+		for _, a := range op.Operands() {
+			var err error
+			if IsView(op) {
+				err = visit(a, shapeOf(a), false)
+			} else {
+				err = visit(a, space, inBase)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, y := range c.outputs {
+		if err := visit(y, shape, true); err != nil {
+			return nil, err
+		}
+	}
+	return base, nil
 }
 
 // errAt builds an error located at the op defining v, or at the first op

@@ -96,6 +96,23 @@ def ref_quantize(x, scale=0.5, zp=128):
     return (torch.where(torch.isnan(x), torch.full_like(x, zp), q),)
 
 
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def rope_heads(x, heads, cos, sin):
+    # transformers' apply_rotary_pos_emb on a projection viewed as heads
+    b, t, _ = x.shape
+    xh = x.view(b, t, heads, -1).transpose(1, 2)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    return xh * c + rotate_half(xh) * s
+
+
+def ref_rope(q, k, cos, sin):
+    return rope_heads(q, 32, cos, sin), rope_heads(k, 8, cos, sin)
+
+
 # PyTorch eager forms, as torch_baseline.py writes them.
 
 def rmsnorm_eager(x, w, eps=1e-5):
@@ -126,6 +143,18 @@ def eager_logsumexp(s):
 
 def eager_cross_entropy(x, t):
     return F.cross_entropy(x.float(), t[:, 0], reduction="none")[:, None]
+
+
+def eager_rope(q, k, cos, sin):
+    return rope_heads(q, 32, cos, sin), rope_heads(k, 8, cos, sin)
+
+
+def make_rope(t):
+    def make():
+        ang = torch.rand(1, t, 64, device=DEV, dtype=torch.float32) * 1000.0
+        ang = torch.cat((ang, ang), dim=-1)
+        return randn(1, t, 4096), randn(1, t, 1024), ang.cos().to(BF), ang.sin().to(BF)
+    return make
 
 
 def eager_logaddexp(a, b):
@@ -277,6 +306,11 @@ for T in (4096, 1, 16):
                               (lambda T=T: (randn(T, 151936, scale=5.0),
                                             torch.randint(0, 151936, (T, 1), device=DEV, dtype=torch.int64))),
                               eager_cross_entropy, ref_cross_entropy, decode=T < 4096))
+# rotary embeddings on the q and k of Llama-3-8B (32 and 8 heads of 128):
+# prefill and a decode step of 32 sequences
+for T in (4096, 32):
+    WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"rope_{T}", f"rope_{T}", "rope", make_rope(T),
+                              eager_rope, ref_rope, decode=T < 4096))
 for T in (1, 32):
     for D in (8192, 5120, 14336):
         WORKLOADS.append(Workload(f"decode_add_rmsnorm_{T}x{D}", f"add_rmsnorm_{D}", "add_rmsnorm",

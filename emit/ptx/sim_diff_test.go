@@ -384,3 +384,25 @@ func.func @lse_split(%x: tensor<?x65536xbf16>) -> tensor<?xbf16> {
 		}
 	}
 }
+
+// TestSimulatedViews runs element-wise kernels that read through views
+// (testdata/views.tir): the loads follow the views' index maps, vectors
+// where the column stays contiguous, one lane at a time where a transpose
+// moves it, and the loop over the row cut at the edges of concat pieces.
+func TestSimulatedViews(t *testing.T) {
+	m := lowerFile(t, "testdata/views.tir")
+	for _, c := range []simCase{
+		{fn: "transpose_heads", shapes: [][]int64{{4, 6, 8}, {6, 4, 8}, {8}}, ulps: 2},
+		{fn: "transpose_last", shapes: [][]int64{{8, 6}}, ulps: 1},
+		{fn: "broadcasts", shapes: [][]int64{{3, 4, 8}, {4, 1}, {8}}, ulps: 2},
+		{fn: "slice_add", shapes: [][]int64{{6, 16}, {4, 8}}},
+		{fn: "rotate_half", shapes: [][]int64{{2, 4, 16}, {4, 16}, {4, 16}}},
+		{fn: "concat3", shapes: [][]int64{{3, 2}, {3, 6}, {3, 4}}, ulps: 2},
+		{fn: "split_last", shapes: [][]int64{{5, 32}, {8}}},
+		{fn: "merge_last", shapes: [][]int64{{5, 4, 8}, {5, 32}}, ulps: 2},
+		{fn: "repeat_kv", shapes: [][]int64{{2, 2, 3, 8}, {2, 6, 3, 8}}},
+		{fn: "to_heads", shapes: [][]int64{{7, 64}, {1, 1, 7, 16}}},
+	} {
+		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, true) })
+	}
+}

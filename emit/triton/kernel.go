@@ -468,7 +468,9 @@ func (k *kernelEmitter) bindThreadsIVs(cols string) {
 func (k *kernelEmitter) hoistLoads() error {
 	for op := k.plan.grid.Body().Entry().First(); op != nil; op = op.Next() {
 		f, ok := loop.AsFor(op)
-		if !ok || f.Dist() != "threads" || k.plan.tails[op] {
+		// the loads of a stretch of the row run under its mask: outside it,
+		// a concat piece's address may leave its buffer
+		if !ok || f.Dist() != "threads" || k.plan.tails[op] || k.plan.spans[op] != [2]int64{} {
 			continue
 		}
 		for in := f.Body().Entry().First(); in != nil; in = in.Next() {

@@ -48,6 +48,15 @@ func (k *kernelEmitter) emitFor(op *ir.Operation) error {
 			return true
 		})
 		return nil
+	case f.Dist() == "threads" && k.plan.mode == modeFlat && k.plan.spans[op] != [2]int64{}:
+		// the lanes of the loop's stretch of the row
+		span := k.plan.spans[op]
+		outer := k.blk.mask
+		mask := k.names.fresh("smask")
+		k.w.assign(mask, fmt.Sprintf("%s & (%s >= %d) & (%s < %d)", outer, k.blk.cols, span[0], k.blk.cols, span[1]))
+		k.blk.mask = mask
+		defer func() { k.blk.mask = outer }()
+		return k.emitOneBlock(f)
 	case f.Dist() == "threads" && (k.plan.mode == modeFlat || k.plan.oneBlock):
 		return k.emitOneBlock(f)
 	case f.Dist() == "threads" && k.plan.chunks[op]:

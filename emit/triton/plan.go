@@ -94,6 +94,11 @@ type kernelPlan struct {
 	// tails are the scalar loops after a vector loop (dynamic rows), which
 	// a flat kernel's masked block already covers.
 	tails map[*ir.Operation]bool
+	// spans are the threads loops of a flat kernel whose loop over the row
+	// is cut into static stretches [lo, hi) (views.go in lowering: a
+	// concat along the row reads one piece per loop); each runs on the
+	// lanes of its stretch.
+	spans map[*ir.Operation][2]int64
 	// vectorized are the serial loops run as blocks (the loop over the
 	// last output dimension of a generic kernel).
 	vectorized map[*ir.Operation]bool
@@ -122,7 +127,7 @@ type configEntry struct {
 // plan classifies the loops of kernel k and chooses its form.
 func plan(k loop.KernelOp) (*kernelPlan, error) {
 	body := k.Body().Entry()
-	p := &kernelPlan{tails: map[*ir.Operation]bool{}, vectorized: map[*ir.Operation]bool{}, chunks: map[*ir.Operation]bool{}}
+	p := &kernelPlan{tails: map[*ir.Operation]bool{}, spans: map[*ir.Operation][2]int64{}, vectorized: map[*ir.Operation]bool{}, chunks: map[*ir.Operation]bool{}}
 	sched, _ := k.Schedule()
 	online := sched == "online"
 	var grids []*ir.Operation
@@ -271,6 +276,9 @@ func planFlat(p *kernelPlan, threads []loop.ForOp) bool {
 	if len(threads) == 0 {
 		return false
 	}
+	if planSpans(p, threads) {
+		return true
+	}
 	var c *ir.Value
 	for i, f := range threads {
 		if len(f.Inits()) > 0 {
@@ -298,6 +306,30 @@ func planFlat(p *kernelPlan, threads []loop.ForOp) bool {
 		return false
 	}
 	p.cols = c
+	return true
+}
+
+// planSpans checks that an element-wise kernel's threads loops cut the row
+// [0, C) into consecutive static stretches, and records them.
+func planSpans(p *kernelPlan, threads []loop.ForOp) bool {
+	if len(threads) < 2 {
+		return false
+	}
+	prev := int64(0)
+	for _, f := range threads {
+		lo, ok1 := indexConst(f.Lower())
+		hi, ok2 := indexConst(f.Upper())
+		if len(f.Inits()) > 0 || !ok1 || !ok2 || lo != prev || hi <= lo {
+			return false
+		}
+		prev = hi
+	}
+	for _, f := range threads {
+		lo, _ := indexConst(f.Lower())
+		hi, _ := indexConst(f.Upper())
+		p.spans[f.Operation] = [2]int64{lo, hi}
+	}
+	p.cols = threads[len(threads)-1].Upper()
 	return true
 }
 

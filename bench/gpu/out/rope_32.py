@@ -1,0 +1,162 @@
+# Triton kernels and their launchers, compiled by tfc --emit=triton from rope_32.tir for h200.
+#
+# For every function of the program, NAME(*inputs) takes CUDA tensors in
+# argument order and returns its result (a tuple when there are several),
+# allocating outputs and intermediates with torch.empty.
+import torch
+import triton
+import triton.language as tl
+
+# The launch configuration of every kernel: BLOCK (elements of a block),
+# ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
+# kernel that keeps its rows in one block is next_power_of_2(row length)
+# and must stay at least the row length.
+CONFIGS = {
+    "rope_k0": {"BLOCK": 1024, "num_warps": 4},
+    "rope_k1": {"BLOCK": 1024, "num_warps": 4},
+}
+
+# Flat kernels index their elements in 64 bits from this many on.
+WIDE_FROM = 2**31
+
+
+@triton.jit
+def rope_k0(cos, sin, q, qe, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    r = offs // 128
+    i = offs % 128
+    t0 = r % 32
+    t1 = r // 32
+    t2 = t1 % 32
+    smask = emask & (i >= 0) & (i < 64)
+    t4 = t2 * 128
+    t5 = t4 + i
+    q_1 = tl.load(q + (t0 * 4096) + t5, mask=smask)
+    cos_1 = tl.load(cos + (t0 * 128) + i, mask=smask)
+    t6 = q_1.to(tl.float32)
+    t7 = cos_1.to(tl.float32)
+    t8 = t6 * t7
+    t9 = i + 64
+    t10 = t2 * 128
+    t11 = t10 + t9
+    q_2 = tl.load(q + (t0 * 4096) + t11, mask=smask)
+    t12 = q_2.to(tl.float32)
+    t13 = -t12
+    sin_1 = tl.load(sin + (t0 * 128) + i, mask=smask)
+    t14 = sin_1.to(tl.float32)
+    t15 = t13 * t14
+    t16 = t8 + t15
+    t17 = t16.to(tl.bfloat16)
+    tl.store(qe + (((t2 * 32) + t0) * 128) + i, t17, mask=smask)
+    smask_1 = emask & (i >= 64) & (i < 128)
+    t18 = t2 * 128
+    t19 = t18 + i
+    q_3 = tl.load(q + (t0 * 4096) + t19, mask=smask_1)
+    cos_2 = tl.load(cos + (t0 * 128) + i, mask=smask_1)
+    t20 = q_3.to(tl.float32)
+    t21 = cos_2.to(tl.float32)
+    t22 = t20 * t21
+    t23 = i - 64
+    t24 = t2 * 128
+    t25 = t24 + t23
+    q_4 = tl.load(q + (t0 * 4096) + t25, mask=smask_1)
+    t26 = q_4.to(tl.float32)
+    sin_2 = tl.load(sin + (t0 * 128) + i, mask=smask_1)
+    t27 = sin_2.to(tl.float32)
+    t28 = t26 * t27
+    t29 = t22 + t28
+    t30 = t29.to(tl.bfloat16)
+    tl.store(qe + (((t2 * 32) + t0) * 128) + i, t30, mask=smask_1)
+
+
+@triton.jit
+def rope_k1(cos, sin, k, ke, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    r = offs // 128
+    i = offs % 128
+    t0 = r % 32
+    t1 = r // 32
+    t2 = t1 % 8
+    smask = emask & (i >= 0) & (i < 64)
+    t4 = t2 * 128
+    t5 = t4 + i
+    k_1 = tl.load(k + (t0 * 1024) + t5, mask=smask)
+    cos_1 = tl.load(cos + (t0 * 128) + i, mask=smask)
+    t6 = k_1.to(tl.float32)
+    t7 = cos_1.to(tl.float32)
+    t8 = t6 * t7
+    t9 = i + 64
+    t10 = t2 * 128
+    t11 = t10 + t9
+    k_2 = tl.load(k + (t0 * 1024) + t11, mask=smask)
+    t12 = k_2.to(tl.float32)
+    t13 = -t12
+    sin_1 = tl.load(sin + (t0 * 128) + i, mask=smask)
+    t14 = sin_1.to(tl.float32)
+    t15 = t13 * t14
+    t16 = t8 + t15
+    t17 = t16.to(tl.bfloat16)
+    tl.store(ke + (((t2 * 32) + t0) * 128) + i, t17, mask=smask)
+    smask_1 = emask & (i >= 64) & (i < 128)
+    t18 = t2 * 128
+    t19 = t18 + i
+    k_3 = tl.load(k + (t0 * 1024) + t19, mask=smask_1)
+    cos_2 = tl.load(cos + (t0 * 128) + i, mask=smask_1)
+    t20 = k_3.to(tl.float32)
+    t21 = cos_2.to(tl.float32)
+    t22 = t20 * t21
+    t23 = i - 64
+    t24 = t2 * 128
+    t25 = t24 + t23
+    k_4 = tl.load(k + (t0 * 1024) + t25, mask=smask_1)
+    t26 = k_4.to(tl.float32)
+    sin_2 = tl.load(sin + (t0 * 128) + i, mask=smask_1)
+    t27 = sin_2.to(tl.float32)
+    t28 = t26 * t27
+    t29 = t22 + t28
+    t30 = t29.to(tl.bfloat16)
+    tl.store(ke + (((t2 * 32) + t0) * 128) + i, t30, mask=smask_1)
+
+
+def _tensor(fn, name, t, dtype, shape):
+    # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{fn}: {name} is {t.dtype}, expected {dtype}")
+    if t.dim() != len(shape) or any(n is not None and n != m for n, m in zip(shape, t.shape)):
+        want = ", ".join("?" if n is None else str(n) for n in shape)
+        raise ValueError(f"{fn}: {name} has shape {list(t.shape)}, expected [{want}]")
+    if not t.is_cuda:
+        raise ValueError(f"{fn}: {name} must be a CUDA tensor, not on {t.device}")
+    return t.contiguous()
+
+
+def rope(q, k, cos, sin):
+    """rope(q: bf16[1, 32, 4096], k: bf16[1, 32, 1024], cos: bf16[1, 32, 128], sin: bf16[1, 32, 128]) -> (bf16[1, 32, 32, 128], bf16[1, 8, 32, 128])"""
+    q = _tensor("rope", "q", q, torch.bfloat16, (1, 32, 4096))
+    k = _tensor("rope", "k", k, torch.bfloat16, (1, 32, 1024))
+    cos = _tensor("rope", "cos", cos, torch.bfloat16, (1, 32, 128))
+    sin = _tensor("rope", "sin", sin, torch.bfloat16, (1, 32, 128))
+    dev = q.device
+    qe = torch.empty((1, 32, 32, 128), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["rope_k0"]
+    total = 131072
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    rope_k0[grid](cos, sin, q, qe, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    ke = torch.empty((1, 8, 32, 128), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["rope_k1"]
+    total = 32768
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    rope_k1[grid](cos, sin, k, ke, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    return (qe, ke)

@@ -1,0 +1,296 @@
+package lowering
+
+import (
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+// This file lowers the views of an element-wise kernel (transpose,
+// reshape, broadcast_to, slice, concat; passes.IsView) as index maps.
+// A view's operand is computed in a view scope: a scope whose point is
+// the view's map of the point it is read at, in the coordinates of the
+// operand's shape (its space). Everything below the view is computed
+// there, the loads at the leaves indexing their buffers from that point
+// by broadcasting, so a chain of views costs index arithmetic, not a copy:
+//
+//	%y = graph.transpose %x {perm = [0, 2, 1, 3]}   read at [b, h, t, c]
+//	  -> %x read at [b, t, h, c]: loop.load %x, %b, %t, %h, %c
+//
+// Where the view sends the kernel's column (passes.ColumnMap) decides the
+// width of the scope: the parent's vectors when the column stays
+// contiguous along the operand's last dimension, one scalar splat over
+// the lanes when the operand does not vary along it. A concat along the
+// column picks its piece statically: the loop over the row is cut at the
+// pieces' edges (passes.ViewPlan.Cuts), so each loop reads one piece.
+
+// viewScope returns the scope computing operand i of view op (or
+// graph.roll) read from scope s, whose point in op's result is given by
+// broadcasting s's point.
+func (s *scope) viewScope(op *ir.Operation, i int) *scope {
+	key := viewKey{op, i}
+	if c, ok := s.views[key]; ok {
+		c.b = s.b
+		return c
+	}
+	ev := s.ev
+	res := shapeOf(op.Result(0))
+	p := s.pointIn(res)
+	cm := passes.BroadcastColumn(s.cm, s.shape(), res)
+	ocm, err := passes.ViewOperandMap(op, i, cm)
+	if err != nil {
+		panic(lowerError{err})
+	}
+	q := s.mapPoint(op, i, p)
+	width := s.width
+	if ocm.Kind == passes.ColumnNone {
+		width = 0
+	}
+	c := &scope{ev: ev, b: s.b, parent: s, width: width, space: shapeOf(op.Operand(i)), pt: q, cm: ocm, spanLo: s.spanLo,
+		vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{},
+		recip: map[*ir.Value]*ir.Value{}}
+	if s.views == nil {
+		s.views = map[viewKey]*scope{}
+	}
+	s.views[key] = c
+	return c
+}
+
+type viewKey struct {
+	op *ir.Operation
+	i  int
+}
+
+// shape is the space of scope s: a view scope's, or the kernel's.
+func (s *scope) shape() []int64 {
+	if s.space != nil {
+		return s.space
+	}
+	return s.ev.iter
+}
+
+// here is s's point in its space: a view scope's own, or the kernel's
+// row indices and column (0 in the row scope, whose values do not vary
+// along the row).
+func (s *scope) here() []*ir.Value {
+	if s.space != nil {
+		return s.pt
+	}
+	ev := s.ev
+	p := append([]*ir.Value(nil), ev.rowIdx...)
+	if s.parent == nil {
+		return append(p, ev.k.index(0))
+	}
+	return append(p, s.column())
+}
+
+// pointIn broadcasts s's point to a value of shape sh (NumPy, from the
+// right): a dimension of extent 1 where the space's is not is index 0.
+func (s *scope) pointIn(sh []int64) []*ir.Value {
+	space, pt := s.shape(), s.here()
+	out := make([]*ir.Value, len(sh))
+	off := len(space) - len(sh)
+	for j, e := range sh {
+		d := j + off
+		if e == 1 && space[d] != 1 {
+			out[j] = s.ev.k.index(0)
+		} else {
+			out[j] = pt[d]
+		}
+	}
+	return out
+}
+
+// mapPoint maps point p of op's result to the point of operand i that
+// it reads.
+func (s *scope) mapPoint(op *ir.Operation, i int, p []*ir.Value) []*ir.Value {
+	k := s.ev.k
+	b := s.b
+	addc := func(x *ir.Value, c int64) *ir.Value {
+		switch {
+		case c == 0:
+			return x
+		case c > 0:
+			return must(loop.BuildAddi(b, k.loc, x, k.index(c))).Output()
+		}
+		return must(loop.BuildSubi(b, k.loc, x, k.index(-c))).Output()
+	}
+	res, opd := shapeOf(op.Result(0)), shapeOf(op.Operand(i))
+	q := make([]*ir.Value, len(opd))
+	switch op.Name() {
+	case graph.OpTranspose:
+		for r, d := range passes.TransposePerm(graph.TransposeOp{Operation: op}) {
+			q[d] = p[r]
+		}
+	case graph.OpBroadcastTo:
+		off := len(res) - len(opd)
+		for j, e := range opd {
+			if e == 1 && res[j+off] != 1 {
+				q[j] = k.index(0)
+			} else {
+				q[j] = p[j+off]
+			}
+		}
+	case graph.OpSlice:
+		for d, o := range (graph.SliceOp{Operation: op}).Offsets() {
+			q[d] = addc(p[d], o)
+		}
+	case graph.OpRoll:
+		copy(q, p)
+		last := len(q) - 1
+		n := opd[last]
+		if o := ((n-graph.RollOp{Operation: op}.Shift())%n + n) % n; o != 0 {
+			q[last] = must(loop.BuildRemi(b, k.loc, addc(p[last], o), k.index(n))).Output()
+		}
+	case graph.OpConcat:
+		copy(q, p)
+		c := graph.ConcatOp{Operation: op}
+		axis := passes.ConcatAxis(c)
+		off := int64(0)
+		for _, x := range c.Inputs()[:i] {
+			off += shapeOf(x)[axis]
+		}
+		q[axis] = addc(p[axis], -off)
+	case graph.OpReshape:
+		groups, _ := passes.ReshapeGroups(graph.ReshapeOp{Operation: op})
+		for _, g := range groups {
+			if len(g.In) == 1 && len(g.Out) == 1 {
+				q[g.In[0]] = p[g.Out[0]]
+				continue
+			}
+			// the row-major position in the group, regrouped
+			lin := p[g.Out[0]]
+			for _, d := range g.Out[1:] {
+				lin = must(loop.BuildMuli(b, k.loc, lin, k.index(res[d]))).Output()
+				lin = must(loop.BuildAddi(b, k.loc, lin, p[d])).Output()
+			}
+			stride := int64(1)
+			for n := len(g.In) - 1; n >= 0; n-- {
+				j := g.In[n]
+				x := lin
+				if stride != 1 {
+					x = must(loop.BuildDivi(b, k.loc, x, k.index(stride))).Output()
+				}
+				if n > 0 {
+					x = must(loop.BuildRemi(b, k.loc, x, k.index(opd[j]))).Output()
+				}
+				q[j] = x
+				stride *= opd[j]
+			}
+		}
+		// the operand's dimensions of extent 1
+		for j := range q {
+			if q[j] == nil {
+				q[j] = k.index(0)
+			}
+		}
+	default:
+		fail(op, "is not a view (internal error in lower-to-loops)")
+	}
+	return q
+}
+
+// throughView computes the result of view op at s's point: the operand's
+// value at the mapped point, held as the operand is. A concat reads the
+// piece the loop's columns fall in.
+func (s *scope) throughView(op *ir.Operation) *ir.Value {
+	i := 0
+	if c, ok := graph.AsConcat(op); ok {
+		i = s.concatPiece(c)
+	}
+	cs := s.viewScope(op, i)
+	x := cs.get(op.Operand(i))
+	x = s.cast(x, s.ev.heldElem(op.Result(0)))
+	if cs.width == 0 && s.width > 0 {
+		x = s.broadcast(x)
+	}
+	return x
+}
+
+// concatPiece is the piece of concat c that the columns of s's loop read:
+// the loop was cut at the pieces' edges, so its first column decides.
+func (s *scope) concatPiece(c graph.ConcatOp) int {
+	res := shapeOf(c.Output())
+	cm := passes.BroadcastColumn(s.cm, s.shape(), res)
+	axis := passes.ConcatAxis(c)
+	if cm.Kind != passes.ColumnAt || cm.Dim != axis {
+		fail(c.Operation, "is read where the column does not pick its piece (internal error in lower-to-loops)")
+	}
+	at := s.spanLo + cm.Off
+	edge := int64(0)
+	for i, x := range c.Inputs() {
+		edge += shapeOf(x)[axis]
+		if at < edge {
+			return i
+		}
+	}
+	return len(c.Inputs()) - 1
+}
+
+// viewLoad reads block argument v at the point of view scope s: its
+// buffer indexed by broadcasting the point, a vector when it varies along
+// the scope's lanes and a scalar splat otherwise.
+func (s *scope) viewLoad(v *ir.Value) *ir.Value {
+	ev := s.ev
+	buf := ev.buffers[v]
+	sh := shapeOf(v)
+	idx := s.pointIn(sh)
+	space := s.shape()
+	for j, e := range sh {
+		d := j + len(space) - len(sh)
+		if e == ir.Dynamic && space[d] != ir.Dynamic {
+			// a `?` that may be 1 in a static dimension of the space
+			idx[j] = must(loop.BuildRemi(s.b, ev.k.loc, idx[j], ev.k.dim(buf, j))).Output()
+		}
+	}
+	lanes := s.width > 0 && len(sh) > 0 && !(sh[len(sh)-1] == 1 && space[len(space)-1] != 1)
+	t := ir.Type(elemOf(v))
+	if lanes {
+		t = s.typeOf(elemOf(v))
+	}
+	x := must(loop.BuildLoad(s.b, ev.k.loc, buf, idx, t)).Output()
+	if v.Name != "" {
+		x.Name = v.Name
+	}
+	if !lanes && s.width > 0 {
+		x = s.broadcast(x)
+	}
+	return x
+}
+
+// viewGet computes body value v in view scope s.
+func (s *scope) viewGet(v *ir.Value) *ir.Value {
+	op := v.DefiningOp()
+	switch {
+	case op != nil && op.Name() == graph.OpConstant:
+		return s.ev.k.constant(s.typeOf(elemOf(v)), graph.ConstantOp{Operation: op}.Value().At(0))
+	case v.IsBlockArg():
+		return s.viewLoad(v)
+	case passes.IsView(op) || op.Name() == graph.OpRoll:
+		return s.throughView(op)
+	}
+	args := make([]*ir.Value, op.NumOperands())
+	for i, a := range op.Operands() {
+		args[i] = s.get(a)
+	}
+	return s.emit(op, args)
+}
+
+// viewWidth narrows vector width w for the views of a kernel: to one lane
+// when a vector would not be contiguous, else until it divides every
+// offset and extent the plan lists.
+func viewWidth(w int64, plan *passes.ViewPlan) int64 {
+	if plan == nil {
+		return w
+	}
+	if plan.Scalar {
+		return 1
+	}
+	for _, d := range plan.Divides {
+		for w > 1 && d%w != 0 {
+			w /= 2
+		}
+	}
+	return w
+}

@@ -1,0 +1,153 @@
+package lowering
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// viewCases are element-wise chains that read through views: each fuses
+// into one kernel (kernels says how many the function lowers to) whose
+// loads follow the views' index maps, and each is run against the graph
+// interpreter on random and extreme inputs.
+var viewCases = []struct {
+	name    string
+	kernels int
+	width   int64 // the kernel's vector width on h200 (0: not checked)
+	src     string
+}{
+	{name: "transpose-keeping-the-last-axis", kernels: 1, width: 4, src: `
+func.func @f(%x: tensor<4x6x8xf32>, %y: tensor<6x4x8xf32>, %w: tensor<8xf32>) -> tensor<6x4x8xf32> {
+  %t = graph.transpose %x {perm = [1, 0, 2]} : (tensor<4x6x8xf32>) -> tensor<6x4x8xf32>
+  %e = graph.exp %t : tensor<6x4x8xf32>
+  %a = graph.add %e, %y : tensor<6x4x8xf32>
+  %m = graph.mul %a, %w : (tensor<6x4x8xf32>, tensor<8xf32>) -> tensor<6x4x8xf32>
+  return %m : tensor<6x4x8xf32>
+}`},
+	{name: "transpose-moving-the-last-axis", kernels: 1, width: 1, src: `
+func.func @f(%x: tensor<8x6xbf16>) -> tensor<6x8xbf16> {
+  %t = graph.transpose %x {perm = [1, 0]} : (tensor<8x6xbf16>) -> tensor<6x8xbf16>
+  %e = graph.tanh %t : tensor<6x8xbf16>
+  return %e : tensor<6x8xbf16>
+}`},
+	{name: "transpose-of-a-computed-value", kernels: 1, src: `
+func.func @f(%x: tensor<?x8x16xf16>, %b: tensor<16xf16>) -> tensor<8x?x16xf16> {
+  %a = graph.add %x, %b : (tensor<?x8x16xf16>, tensor<16xf16>) -> tensor<?x8x16xf16>
+  %s = graph.silu %a : tensor<?x8x16xf16>
+  %t = graph.transpose %s {perm = [1, 0, 2]} : (tensor<?x8x16xf16>) -> tensor<8x?x16xf16>
+  %n = graph.neg %t : tensor<8x?x16xf16>
+  return %n : tensor<8x?x16xf16>
+}`},
+	{name: "broadcast-to", kernels: 1, width: 4, src: `
+func.func @f(%x: tensor<3x4x8xf32>, %c: tensor<4x1xf32>, %r: tensor<8xf32>) -> tensor<3x4x8xf32> {
+  %bc = graph.broadcast_to %c : (tensor<4x1xf32>) -> tensor<3x4x8xf32>
+  %br = graph.broadcast_to %r : (tensor<8xf32>) -> tensor<3x4x8xf32>
+  %e = graph.exp %bc : tensor<3x4x8xf32>
+  %a = graph.mul %x, %e : tensor<3x4x8xf32>
+  %s = graph.sub %a, %br : tensor<3x4x8xf32>
+  return %s : tensor<3x4x8xf32>
+}`},
+	{name: "slice", kernels: 1, width: 4, src: `
+func.func @f(%x: tensor<6x16xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %s = graph.slice %x {offsets = [1, 4], sizes = [4, 8]} : (tensor<6x16xf32>) -> tensor<4x8xf32>
+  %a = graph.add %s, %y : tensor<4x8xf32>
+  return %a : tensor<4x8xf32>
+}`},
+	// transformers' rotate_half: concat(-x[..., h:], x[..., :h]); the row's
+	// loop is cut at the pieces' edge
+	{name: "rotate-half", kernels: 1, width: 8, src: `
+func.func @f(%q: tensor<2x4x16xbf16>, %cos: tensor<4x16xbf16>, %sin: tensor<4x16xbf16>) -> tensor<2x4x16xbf16> {
+  %x1 = graph.slice %q {offsets = [0, 0, 0], sizes = [2, 4, 8]} : (tensor<2x4x16xbf16>) -> tensor<2x4x8xbf16>
+  %x2 = graph.slice %q {offsets = [0, 0, 8], sizes = [2, 4, 8]} : (tensor<2x4x16xbf16>) -> tensor<2x4x8xbf16>
+  %n = graph.neg %x2 : tensor<2x4x8xbf16>
+  %r = graph.concat %n, %x1 {axis = -1} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> tensor<2x4x16xbf16>
+  %a = graph.mul %q, %cos : (tensor<2x4x16xbf16>, tensor<4x16xbf16>) -> tensor<2x4x16xbf16>
+  %b = graph.mul %r, %sin : (tensor<2x4x16xbf16>, tensor<4x16xbf16>) -> tensor<2x4x16xbf16>
+  %y = graph.add %a, %b : tensor<2x4x16xbf16>
+  return %y : tensor<2x4x16xbf16>
+}`},
+	{name: "concat-of-three-uneven-pieces", kernels: 1, width: 2, src: `
+func.func @f(%a: tensor<3x2xf32>, %b: tensor<3x6xf32>, %c: tensor<3x4xf32>) -> tensor<3x12xf32> {
+  %e = graph.exp %b : tensor<3x6xf32>
+  %k = graph.concat %a, %e, %c {axis = 1} : (tensor<3x2xf32>, tensor<3x6xf32>, tensor<3x4xf32>) -> tensor<3x12xf32>
+  %s = graph.sqrt %k : tensor<3x12xf32>
+  return %s : tensor<3x12xf32>
+}`},
+	{name: "reshape-splitting-the-last-axis", kernels: 1, width: 8, src: `
+func.func @f(%x: tensor<?x32xbf16>, %w: tensor<8xbf16>) -> tensor<?x4x8xbf16> {
+  %r = graph.reshape %x : (tensor<?x32xbf16>) -> tensor<?x4x8xbf16>
+  %m = graph.mul %r, %w : (tensor<?x4x8xbf16>, tensor<8xbf16>) -> tensor<?x4x8xbf16>
+  return %m : tensor<?x4x8xbf16>
+}`},
+	{name: "reshape-merging-into-the-last-axis", kernels: 1, width: 4, src: `
+func.func @f(%x: tensor<?x4x8xf32>, %y: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %e = graph.exp %x : tensor<?x4x8xf32>
+  %r = graph.reshape %e : (tensor<?x4x8xf32>) -> tensor<?x32xf32>
+  %a = graph.add %r, %y : tensor<?x32xf32>
+  return %a : tensor<?x32xf32>
+}`},
+	// GQA's repeat_kv: [B, Hkv, T, D] -> [B, Hkv, 1, T, D] -> expand to
+	// [B, Hkv, n, T, D] -> [B, Hkv * n, T, D]
+	{name: "repeat-kv", kernels: 1, width: 8, src: `
+func.func @f(%k: tensor<2x2x?x8xbf16>, %q: tensor<2x6x?x8xbf16>) -> tensor<2x6x?x8xbf16> {
+  %u = graph.reshape %k : (tensor<2x2x?x8xbf16>) -> tensor<2x2x1x?x8xbf16>
+  %e = graph.broadcast_to %u : (tensor<2x2x1x?x8xbf16>) -> tensor<2x2x3x?x8xbf16>
+  %r = graph.reshape %e : (tensor<2x2x3x?x8xbf16>) -> tensor<2x6x?x8xbf16>
+  %m = graph.mul %q, %r : tensor<2x6x?x8xbf16>
+  return %m : tensor<2x6x?x8xbf16>
+}`},
+	// q as the projection writes it, [T, H * D], viewed as [1, T, H, D]
+	// and transposed to [1, H, T, D] before the rotation
+	{name: "projection-to-heads", kernels: 1, width: 8, src: `
+func.func @f(%x: tensor<?x64xbf16>, %cos: tensor<1x1x?x16xbf16>) -> tensor<1x4x?x16xbf16> {
+  %v = graph.reshape %x : (tensor<?x64xbf16>) -> tensor<1x?x4x16xbf16>
+  %t = graph.transpose %v {perm = [0, 2, 1, 3]} : (tensor<1x?x4x16xbf16>) -> tensor<1x4x?x16xbf16>
+  %m = graph.mul %t, %cos : (tensor<1x4x?x16xbf16>, tensor<1x1x?x16xbf16>) -> tensor<1x4x?x16xbf16>
+  return %m : tensor<1x4x?x16xbf16>
+}`},
+	{name: "roll-under-a-transpose", kernels: 1, src: `
+func.func @f(%x: tensor<4x3x8xf32>) -> tensor<3x4x8xf32> {
+  %r = graph.roll %x {shift = 4} : tensor<4x3x8xf32>
+  %t = graph.transpose %r {perm = [1, 0, 2]} : (tensor<4x3x8xf32>) -> tensor<3x4x8xf32>
+  %n = graph.abs %t : tensor<3x4x8xf32>
+  return %n : tensor<3x4x8xf32>
+}`},
+}
+
+func TestDiffViews(t *testing.T) {
+	for _, c := range viewCases {
+		t.Run(c.name, func(t *testing.T) {
+			pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
+			runDiff(t, diffCase{name: c.name, src: c.src, pipeline: pipeline, target: "h200", exact: true, dyn: 4, unfitOK: true})
+			m := lowerText(t, c.src, pipeline, "h200")
+			var kernels []loop.KernelOp
+			for _, op := range m.Body().Ops() {
+				if k, ok := loop.AsKernel(op); ok {
+					kernels = append(kernels, k)
+				}
+			}
+			require.Len(t, kernels, c.kernels, ir.Print(m.Operation, ir.PrintOptions{}))
+			if c.width > 0 {
+				assert.Equal(t, ir.IntAttr{Value: c.width, Type: ir.I64Type}, kernels[0].Operation.Attr("vector_width"))
+			}
+		})
+	}
+}
+
+// TestViewsOnlyInElementwiseKernels: a view next to a row reduction stays
+// a kernel of its own, and fusion says why.
+func TestViewsOnlyInElementwiseKernels(t *testing.T) {
+	m := lowerText(t, `
+func.func @f(%x: tensor<8x4xf32>) -> tensor<4xf32> {
+  %t = graph.transpose %x {perm = [1, 0]} : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %s = graph.reduce_sum %t {axes = [1]} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}`, "fuse,lower-to-loops", "h200")
+	text := ir.Print(m.Operation, ir.PrintOptions{})
+	assert.Equal(t, 2, strings.Count(text, "loop.kernel "), text)
+}

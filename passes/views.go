@@ -1,0 +1,357 @@
+package passes
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file decides how an element-wise kernel reads through views:
+// transpose, reshape, broadcast_to, slice and concat (and graph.roll) are
+// index maps there, not copies. A view's operand is computed at the point
+// the view maps the kernel's point to, so a chain of views between a
+// kernel's inputs and its results costs no bytes and no launch.
+//
+// The kernel's loops run over rows (its leading dimensions) and, W lanes
+// at a time, along the row (its last dimension, the column). Where each
+// view sends the column decides how the operands below it can be read:
+//
+//	column    the column lands in one dimension of the value plus a static
+//	          offset (slices, concat pieces, transposes, reshapes keeping
+//	          the dimension): a concat along that dimension picks its piece
+//	          statically once the row's loop is cut at the pieces' edges;
+//	lanes     a vector of the column is contiguous along the value's last
+//	          dimension, at a position computed from it (a reshape that
+//	          regroups the last dimension, a roll);
+//	none      the value does not vary along the column (a broadcast);
+//	scattered the lanes of a vector land in different rows of the value
+//	          (a transpose moving the last axis): the kernel runs one lane
+//	          at a time.
+
+// viewOps are the shape ops an element-wise kernel reads through.
+var viewOps = map[string]bool{
+	graph.OpTranspose: true, graph.OpReshape: true, graph.OpBroadcastTo: true,
+	graph.OpSlice: true, graph.OpConcat: true,
+}
+
+// IsView reports whether op is a shape op that element-wise kernels read
+// through as an index map (graph.roll is one too, handled on its own).
+func IsView(op *ir.Operation) bool { return op != nil && viewOps[op.Name()] }
+
+// ColumnKind says where a view chain sends the kernel's column.
+type ColumnKind uint8
+
+const (
+	ColumnNone      ColumnKind = iota // the value does not vary along the column
+	ColumnAt                          // dimension Dim is the column plus Off
+	ColumnLanes                       // lanes are contiguous along the last dimension
+	ColumnScattered                   // lanes land in different rows
+)
+
+// ColumnMap is where the kernel's column is in the coordinates of a value
+// read through views.
+type ColumnMap struct {
+	Kind ColumnKind
+	Dim  int   // ColumnAt: the dimension holding the column
+	Off  int64 // ColumnAt: the value's index there is column + Off
+}
+
+// TransposePerm is the permutation of a graph.transpose: result dimension
+// i is operand dimension perm[i]; without `perm` the dimensions reverse.
+func TransposePerm(t graph.TransposeOp) []int64 {
+	if p := t.Perm(); p != nil {
+		return p
+	}
+	n := len(shapeOf(t.Input()))
+	p := make([]int64, n)
+	for i := range p {
+		p[i] = int64(n - 1 - i)
+	}
+	return p
+}
+
+// ConcatAxis is a graph.concat's axis, from 0.
+func ConcatAxis(c graph.ConcatOp) int {
+	a := int(c.Axis())
+	if a < 0 {
+		a += len(shapeOf(c.Output()))
+	}
+	return a
+}
+
+// ReshapeGroup is one group of a graph.reshape: the operand dimensions
+// In hold the same elements as the result dimensions Out, in row-major
+// order. Dimensions of extent 1 belong to no group.
+type ReshapeGroup struct{ In, Out []int }
+
+// ReshapeGroups splits a graph.reshape into groups of dimensions that
+// regroup among themselves (MLIR's reassociation), leaving out extents of
+// 1: static dimensions with equal products, or one `?` in each shape,
+// alone, standing for the same extent. ok is false when the reshape is
+// not of that form (it regroups a `?` with other dimensions).
+func ReshapeGroups(r graph.ReshapeOp) (groups []ReshapeGroup, ok bool) {
+	in, out := shapeOf(r.Input()), shapeOf(r.Output())
+	nonUnit := func(s []int64) []int {
+		var ds []int
+		for d, e := range s {
+			if e != 1 {
+				ds = append(ds, d)
+			}
+		}
+		return ds
+	}
+	ins, outs := nonUnit(in), nonUnit(out)
+	dyn := 0
+	i, j := 0, 0
+	for i < len(ins) && j < len(outs) {
+		var g ReshapeGroup
+		a, b := in[ins[i]], out[outs[j]]
+		g.In, g.Out = []int{ins[i]}, []int{outs[j]}
+		i, j = i+1, j+1
+		if a == ir.Dynamic || b == ir.Dynamic {
+			if a != b {
+				return nil, false
+			}
+			dyn++
+		} else {
+			for a != b {
+				switch {
+				case a < b && i < len(ins) && in[ins[i]] != ir.Dynamic:
+					a *= in[ins[i]]
+					g.In = append(g.In, ins[i])
+					i++
+				case b < a && j < len(outs) && out[outs[j]] != ir.Dynamic:
+					b *= out[outs[j]]
+					g.Out = append(g.Out, outs[j])
+					j++
+				default:
+					return nil, false
+				}
+			}
+		}
+		groups = append(groups, g)
+	}
+	return groups, i == len(ins) && j == len(outs) && dyn <= 1
+}
+
+// BroadcastColumn returns where the column is in a value of shape opd
+// read, with NumPy broadcasting from the right, at the points of shape res
+// whose column map is m.
+func BroadcastColumn(m ColumnMap, res, opd []int64) ColumnMap {
+	if m.Kind == ColumnNone || m.Kind == ColumnScattered {
+		return m
+	}
+	if len(opd) == 0 {
+		return ColumnMap{Kind: ColumnNone}
+	}
+	d := m.Dim
+	if m.Kind == ColumnLanes {
+		d = len(res) - 1
+	}
+	j := d - (len(res) - len(opd))
+	if j < 0 || (opd[j] == 1 && res[d] != 1) {
+		return ColumnMap{Kind: ColumnNone}
+	}
+	out := m
+	out.Dim = j
+	return out
+}
+
+// ViewOperandMap returns where the column is in the coordinates of
+// operand i of op (a view or an element-wise op), given where it is in
+// op's result. It fails for a concat the column cannot pick a piece of.
+func ViewOperandMap(op *ir.Operation, i int, m ColumnMap) (ColumnMap, error) {
+	res, opd := shapeOf(op.Result(0)), shapeOf(op.Operand(i))
+	if len(opd) == 0 {
+		return ColumnMap{Kind: ColumnNone}, nil
+	}
+	if m.Kind == ColumnNone {
+		if c, ok := graph.AsConcat(op); ok && !allOnes(shapeOf(c.Output())) {
+			return m, ir.OpError(op, "concatenates along axis %d, which the kernel's rows index: an element-wise kernel reads through a concat along the axis of its column only", ConcatAxis(c))
+		}
+		return m, nil
+	}
+	broadcast := func() ColumnMap { return BroadcastColumn(m, res, opd) }
+	switch op.Name() {
+	case graph.OpBroadcastTo:
+		return broadcast(), nil
+	case graph.OpTranspose:
+		perm := TransposePerm(graph.TransposeOp{Operation: op})
+		switch m.Kind {
+		case ColumnAt:
+			return ColumnMap{Kind: ColumnAt, Dim: int(perm[m.Dim]), Off: m.Off}, nil
+		case ColumnLanes:
+			if int(perm[len(perm)-1]) != len(perm)-1 {
+				return ColumnMap{Kind: ColumnScattered}, nil
+			}
+		}
+		return m, nil
+	case graph.OpSlice:
+		if m.Kind == ColumnAt {
+			m.Off += graph.SliceOp{Operation: op}.Offsets()[m.Dim]
+		}
+		return m, nil
+	case graph.OpRoll:
+		last := len(res) - 1
+		if (m.Kind == ColumnAt && m.Dim == last) || m.Kind == ColumnLanes {
+			return ColumnMap{Kind: ColumnLanes}, nil
+		}
+		return m, nil
+	case graph.OpReshape:
+		groups, ok := ReshapeGroups(graph.ReshapeOp{Operation: op})
+		if !ok {
+			return m, ir.OpError(op, "regroups a dynamic dimension with others (%s to %s): an element-wise kernel reads through a reshape that keeps each `?` dimension as it is",
+				graph.FormatShape(opd), graph.FormatShape(res))
+		}
+		if m.Kind == ColumnScattered {
+			return m, nil
+		}
+		d := m.Dim
+		if m.Kind == ColumnLanes {
+			d = len(res) - 1
+		}
+		for _, g := range groups {
+			if !slices.Contains(g.Out, d) {
+				continue
+			}
+			lastOut, lastIn := g.Out[len(g.Out)-1], g.In[len(g.In)-1]
+			switch {
+			case m.Kind == ColumnAt && d == lastOut && res[d] == opd[lastIn]:
+				// the group's last dimension is kept: the column stays in it
+				return ColumnMap{Kind: ColumnAt, Dim: lastIn, Off: m.Off}, nil
+			case d == len(res)-1 && lastIn == len(opd)-1:
+				return ColumnMap{Kind: ColumnLanes}, nil
+			}
+			return ColumnMap{Kind: ColumnScattered}, nil
+		}
+		return ColumnMap{Kind: ColumnNone}, nil
+	case graph.OpConcat:
+		c := graph.ConcatOp{Operation: op}
+		axis := ConcatAxis(c)
+		if m.Kind == ColumnAt && m.Dim == axis {
+			off := int64(0)
+			for _, x := range c.Inputs()[:i] {
+				off += shapeOf(x)[axis]
+			}
+			m.Off -= off
+			return m, nil
+		}
+		if m.Kind == ColumnAt || m.Kind == ColumnNone {
+			return m, ir.OpError(op, "concatenates along axis %d, which the kernel's rows index: an element-wise kernel reads through a concat along the axis of its column only", axis)
+		}
+		return m, ir.OpError(op, "concatenates along axis %d at columns the kernel computes (through a reshape or roll above it): an element-wise kernel reads through a concat whose pieces the column picks by an offset", axis)
+	}
+	return broadcast(), nil
+}
+
+// ViewPlan is how an element-wise kernel with views reads them: where its
+// loop over the row is cut so that every concat reads one piece per loop,
+// and what its vector width must divide.
+type ViewPlan struct {
+	// Cuts are the columns, in increasing order, where the loop over the
+	// row is cut (each an edge between two pieces of a concat).
+	Cuts []int64
+	// Divides lists extents and offsets the vector width must divide so
+	// that every vector read through a view is contiguous.
+	Divides []int64
+	// Scalar is set when some vector would not be contiguous: the kernel
+	// runs one lane at a time.
+	Scalar bool
+}
+
+// planViews walks the body of an element-wise kernel with views from its
+// results down, following where the column goes, and returns its plan or
+// the error of a view it cannot read through.
+func planViews(ops []*ir.Operation, outputs []*ir.Value, shape []int64) (*ViewPlan, error) {
+	inBody := map[*ir.Operation]bool{}
+	for _, op := range ops {
+		inBody[op] = true
+	}
+	plan := &ViewPlan{}
+	n := len(shape)
+	if n == 0 {
+		return plan, nil
+	}
+	type visit struct {
+		v *ir.Value
+		m ColumnMap
+	}
+	seen := map[visit]bool{}
+	cuts := map[int64]bool{}
+	var walk func(v *ir.Value, m ColumnMap) error
+	walk = func(v *ir.Value, m ColumnMap) error {
+		if seen[visit{v, m}] {
+			return nil
+		}
+		seen[visit{v, m}] = true
+		s := shapeOf(v)
+		switch m.Kind {
+		case ColumnAt:
+			if m.Dim != len(s)-1 {
+				plan.Scalar = true
+			} else if m.Off != 0 {
+				plan.Divides = append(plan.Divides, abs64(m.Off))
+			}
+		case ColumnLanes:
+			if last := s[len(s)-1]; last != ir.Dynamic {
+				plan.Divides = append(plan.Divides, last)
+			} else {
+				plan.Scalar = true
+			}
+		case ColumnScattered:
+			plan.Scalar = true
+		}
+		op := v.DefiningOp()
+		if op == nil || !inBody[op] || isConstant(op) {
+			return nil
+		}
+		if c, ok := graph.AsConcat(op); ok && m.Kind == ColumnAt && m.Dim == ConcatAxis(c) {
+			edge := int64(0)
+			for _, x := range c.Inputs()[:len(c.Inputs())-1] {
+				edge += shapeOf(x)[m.Dim]
+				if cut := edge - m.Off; cut > 0 && cut < shape[n-1] {
+					cuts[cut] = true
+				}
+				plan.Divides = append(plan.Divides, shapeOf(x)[m.Dim])
+			}
+		}
+		if r, ok := graph.AsRoll(op); ok {
+			plan.Divides = append(plan.Divides, abs64(r.Shift()))
+		}
+		for i, a := range op.Operands() {
+			am, err := ViewOperandMap(op, i, m)
+			if err != nil {
+				return err
+			}
+			if err := walk(a, am); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, y := range outputs {
+		if err := walk(y, ColumnMap{Kind: ColumnAt, Dim: len(shapeOf(y)) - 1}); err != nil {
+			return nil, err
+		}
+	}
+	for c := range cuts {
+		plan.Cuts = append(plan.Cuts, c)
+	}
+	slices.Sort(plan.Cuts)
+	if len(plan.Cuts) > 0 && shape[n-1] == ir.Dynamic {
+		return nil, fmt.Errorf("a concat along the column of a kernel over rows of dynamic length")
+	}
+	plan.Divides = append(plan.Divides, plan.Cuts...)
+	slices.Sort(plan.Divides)
+	plan.Divides = slices.Compact(plan.Divides)
+	return plan, nil
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
