@@ -337,12 +337,12 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 		x = s.loadRolled(graph.RollOp{Operation: op})
 	case s.parent != nil && !ev.varying[v]:
 		x = s.broadcast(s.parent.get(v))
-	case passes.IsView(op):
-		x = s.throughView(op)
 	case op != nil && op.Name() == graph.OpGather:
 		x = s.gathered(graph.GatherOp{Operation: op})
 	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil && !s.point:
 		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(ev.heldElem(v)))).Output()
+	case passes.IsView(op):
+		x = s.throughView(op)
 	case v.IsBlockArg():
 		x = s.load(v)
 	case isRowReduction(op) && !ev.varying[op.Operand(0)]:

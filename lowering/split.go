@@ -75,7 +75,7 @@ func normalizes(info *passes.KernelInfo) bool {
 
 // lowerSplit launches the kernels of a split row kernel.
 func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, inputs, outputs []*ir.Value) bool {
-	if len(outputs) == 0 {
+	if len(outputs) == 0 || info.Views != nil {
 		return false
 	}
 	maxOp, sumOp, ok := info.Online()

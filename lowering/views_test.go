@@ -19,7 +19,10 @@ var viewCases = []struct {
 	name    string
 	kernels int
 	width   int64 // the kernel's vector width on h200 (0: not checked)
-	src     string
+	// sums: a row kernel, whose sums run in another order (the bound of
+	// difftest_test.go instead of 0 ULP)
+	sums bool
+	src  string
 }{
 	{name: "transpose-keeping-the-last-axis", kernels: 1, width: 4, src: `
 func.func @f(%x: tensor<4x6x8xf32>, %y: tensor<6x4x8xf32>, %w: tensor<8xf32>) -> tensor<6x4x8xf32> {
@@ -110,6 +113,28 @@ func.func @f(%x: tensor<?x64xbf16>, %cos: tensor<1x1x?x16xbf16>) -> tensor<1x4x?
   %m = graph.mul %t, %cos : (tensor<1x4x?x16xbf16>, tensor<1x1x?x16xbf16>) -> tensor<1x4x?x16xbf16>
   return %m : tensor<1x4x?x16xbf16>
 }`},
+	// row kernels read through views too: q of a projection viewed as
+	// heads and normalised over each head (Qwen3's q_norm; the transpose
+	// after it is a kernel of its own: views on results are not fused)
+	{name: "rmsnorm-of-heads", sums: true, kernels: 2, width: 8, src: `
+func.func @f(%x: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tensor<1x4x?x16xbf16> {
+  %v = graph.reshape %x : (tensor<?x64xbf16>) -> tensor<1x?x4x16xbf16>
+  %n = graph.rmsnorm %v, %w {eps = 1.0e-06 : f32} : (tensor<1x?x4x16xbf16>, tensor<16xbf16>) -> tensor<1x?x4x16xbf16>
+  %t = graph.transpose %n {perm = [0, 2, 1, 3]} : (tensor<1x?x4x16xbf16>) -> tensor<1x4x?x16xbf16>
+  return %t : tensor<1x4x?x16xbf16>
+}`},
+	{name: "softmax-of-a-transpose", sums: true, kernels: 1, width: 4, src: `
+func.func @f(%x: tensor<8x4x16xf32>, %b: tensor<16xf32>) -> tensor<4x8x16xf32> {
+  %t = graph.transpose %x {perm = [1, 0, 2]} : (tensor<8x4x16xf32>) -> tensor<4x8x16xf32>
+  %a = graph.add %t, %b : (tensor<4x8x16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
+  %s = graph.softmax %a : (tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
+  return %s : tensor<4x8x16xf32>
+}`},
+	{name: "layernorm-of-a-transposed-axis", sums: true, kernels: 2, width: 1, src: `
+func.func @f(%x: tensor<2x3x10xf32>, %w: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<2x3x10xf32> {
+  %n = graph.layernorm %x, %w, %b {axis = 1} : (tensor<2x3x10xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x10xf32>
+  return %n : tensor<2x3x10xf32>
+}`},
 	{name: "roll-under-a-transpose", kernels: 1, src: `
 func.func @f(%x: tensor<4x3x8xf32>) -> tensor<3x4x8xf32> {
   %r = graph.roll %x {shift = 4} : tensor<4x3x8xf32>
@@ -123,7 +148,7 @@ func TestDiffViews(t *testing.T) {
 	for _, c := range viewCases {
 		t.Run(c.name, func(t *testing.T) {
 			pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
-			runDiff(t, diffCase{name: c.name, src: c.src, pipeline: pipeline, target: "h200", exact: true, dyn: 4, unfitOK: true})
+			runDiff(t, diffCase{name: c.name, src: c.src, pipeline: pipeline, target: "h200", exact: !c.sums, dyn: 4, unfitOK: true})
 			m := lowerText(t, c.src, pipeline, "h200")
 			var kernels []loop.KernelOp
 			for _, op := range m.Body().Ops() {
@@ -139,14 +164,15 @@ func TestDiffViews(t *testing.T) {
 	}
 }
 
-// TestViewsOnlyInElementwiseKernels: a view next to a row reduction stays
-// a kernel of its own, and fusion says why.
-func TestViewsOnlyInElementwiseKernels(t *testing.T) {
+// TestViewOfAReductionStaysApart: a view of a row kernel's reduction is a
+// kernel of its own (a view reads element-wise work only).
+func TestViewOfAReductionStaysApart(t *testing.T) {
 	m := lowerText(t, `
-func.func @f(%x: tensor<8x4xf32>) -> tensor<4xf32> {
-  %t = graph.transpose %x {perm = [1, 0]} : (tensor<8x4xf32>) -> tensor<4x8xf32>
-  %s = graph.reduce_sum %t {axes = [1]} : (tensor<4x8xf32>) -> tensor<4xf32>
-  return %s : tensor<4xf32>
+func.func @f(%x: tensor<4x8xf32>) -> tensor<2x2xf32> {
+  %s = graph.reduce_sum %x {axes = [1]} : (tensor<4x8xf32>) -> tensor<4xf32>
+  %r = graph.reshape %s : (tensor<4xf32>) -> tensor<2x2xf32>
+  %e = graph.exp %r : tensor<2x2xf32>
+  return %e : tensor<2x2xf32>
 }`, "fuse,lower-to-loops", "h200")
 	text := ir.Print(m.Operation, ir.PrintOptions{})
 	assert.Equal(t, 2, strings.Count(text, "loop.kernel "), text)

@@ -457,9 +457,6 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 	}
 	for _, op := range body {
 		if IsView(op) {
-			if len(reductions) > 0 {
-				return nil, ir.OpError(op, "is a view, an index map of element-wise kernels; a row kernel cannot read through it yet")
-			}
 			continue
 		}
 		if k := singleOpKinds[op.Name()]; k != "" {
@@ -630,6 +627,9 @@ type classifier struct {
 	shape         []int64
 	rowReductions map[*ir.Operation]bool
 	cands         map[*ir.Value]accessSet
+	// underView marks the values of a row kernel computed only where a
+	// view reads them
+	underView map[*ir.Value]bool
 }
 
 func (c *classifier) markDefined() {
@@ -745,7 +745,7 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 		}
 		return "", c.errAt(v, "a value of shape %s does not broadcast to the iteration space %s", graph.FormatShape(s), graph.FormatShape(shape))
 	}
-	base, err := c.viewSpaces(shape)
+	base, err := c.viewSpaces(shape, true)
 	if err != nil {
 		return nil, err
 	}
@@ -796,9 +796,10 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 // viewSpaces checks the values of an element-wise body with views: each
 // value is computed at the points of one or more spaces, the iteration
 // shape for what the results read directly and a view's operand shape for
-// what the view reads, and must broadcast to each. It returns the values
+// what the view reads, and must broadcast to each (a row kernel checks the
+// classes of its own space itself: checkBase is false). It returns the values
 // read in the iteration space (nil when the body has no views).
-func (c *classifier) viewSpaces(shape []int64) (map[*ir.Value]bool, error) {
+func (c *classifier) viewSpaces(shape []int64, checkBase bool) (map[*ir.Value]bool, error) {
 	if !slices.ContainsFunc(c.ops, IsView) {
 		return nil, nil
 	}
@@ -815,7 +816,7 @@ func (c *classifier) viewSpaces(shape []int64) (map[*ir.Value]bool, error) {
 			return nil
 		}
 		seen[key] = true
-		if s := shapeOf(v); !broadcastsTo(s, space) {
+		if s := shapeOf(v); (checkBase || !inBase) && !broadcastsTo(s, space) {
 			return c.errAt(v, "a value of shape %s does not broadcast to the shape %s it is read in", graph.FormatShape(s), graph.FormatShape(space))
 		}
 		if inBase {
@@ -824,6 +825,9 @@ func (c *classifier) viewSpaces(shape []int64) (map[*ir.Value]bool, error) {
 		op := v.DefiningOp()
 		if op == nil || !inBody[op] || isConstant(op) {
 			return nil
+		}
+		if !inBase && (isRowReduction(op) || op.Name() == graph.OpGather || (!checkBase && op.Name() == graph.OpRoll)) {
+			return ir.OpError(op, "is read through a view, which a row kernel computes at the view's points: only element-wise work on the kernel's operands can be")
 		}
 		for _, a := range op.Operands() {
 			var err error
@@ -844,6 +848,68 @@ func (c *classifier) viewSpaces(shape []int64) (map[*ir.Value]bool, error) {
 		}
 	}
 	return base, nil
+}
+
+// rowViews checks the views of a row kernel and plans them: what a view
+// reads is element-wise work on the kernel's operands (no reduction, no
+// gather, nothing computed from a per-row result), and no concat cuts the
+// rows, whose loops each phase runs whole.
+func (c *classifier) rowViews(base map[*ir.Value]bool, reductions []*ir.Operation) (*ViewPlan, error) {
+	inBody := map[*ir.Operation]bool{}
+	for _, op := range c.ops {
+		inBody[op] = true
+	}
+	c.underView = map[*ir.Value]bool{}
+	var mark func(v *ir.Value) error
+	mark = func(v *ir.Value) error {
+		if c.underView[v] {
+			return nil
+		}
+		c.underView[v] = true
+		op := v.DefiningOp()
+		if op == nil || !inBody[op] || isConstant(op) {
+			return nil
+		}
+		if isRowReduction(op) || op.Name() == graph.OpGather || op.Name() == graph.OpRoll {
+			return ir.OpError(op, "is read through a view, which a row kernel computes at the view's points: only element-wise work on the kernel's operands can be")
+		}
+		for _, a := range op.Operands() {
+			if err := mark(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, op := range c.ops {
+		if IsView(op) {
+			for _, a := range op.Operands() {
+				if err := mark(a); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	var starts []*ir.Value
+	for _, r := range reductions {
+		starts = append(starts, r.Operand(0))
+	}
+	for _, y := range c.outputs {
+		if sameShape(shapeOf(y), c.shape) {
+			starts = append(starts, y)
+		}
+	}
+	plan, err := planViewsFrom(c.ops, starts, c.shape)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.Cuts) > 0 {
+		for _, op := range c.ops {
+			if op.Name() == graph.OpConcat {
+				return nil, ir.OpError(op, "concatenates along the rows of a row kernel, whose loops run over whole rows: a concat along the row is read by element-wise kernels only")
+			}
+		}
+	}
+	return plan, nil
 }
 
 // errAt builds an error located at the op defining v, or at the first op
@@ -915,7 +981,23 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 	if rowLen == ir.Dynamic {
 		return nil, ir.OpError(first, "reduces rows of dynamic length; a row kernel needs a static row length")
 	}
+	// views: what only a view reads is computed at the points it maps to,
+	// outside the classes of the rows
+	base, err := c.viewSpaces(c.shape, false)
+	if err != nil {
+		return nil, err
+	}
+	var views *ViewPlan
+	if base != nil {
+		if views, err = c.rowViews(base, reductions); err != nil {
+			return nil, err
+		}
+	}
+	inBase := func(v *ir.Value) bool { return base == nil || base[v] }
 	for _, v := range c.sources() {
+		if !inBase(v) {
+			continue
+		}
 		set := c.shapeCandidates(shapeOf(v))
 		if set == 0 {
 			return nil, c.errAt(v, "reads a value of shape %s, which is none of full rows %s, a row-broadcast %s, per-row %s or a scalar",
@@ -925,7 +1007,7 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 		c.cands[v] = set
 	}
 	for _, op := range c.ops {
-		if isConstant(op) {
+		if isConstant(op) || !inBase(op.Result(0)) {
 			continue
 		}
 		if c.rowReductions[op] {
@@ -942,15 +1024,30 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 		return nil, err
 	}
 	info := &KernelInfo{Kind: KernelRow, Shape: slices.Clone(c.shape), RowLen: rowLen, Ops: c.ops,
-		RowReductions: reductions, access: map[*ir.Value]Access{}}
+		RowReductions: reductions, access: map[*ir.Value]Access{}, Views: views}
 	for v, set := range c.cands {
 		info.access[v] = set.access()
+	}
+	for _, v := range c.orderedValues() {
+		if !inBase(v) {
+			info.access[v] = AccessView
+		}
 	}
 	for _, v := range c.inputs {
 		info.Operands = append(info.Operands, info.access[v])
 	}
 	for i, v := range c.outputs {
 		a := info.access[v]
+		if rows := c.shape[:len(c.shape)-1]; views != nil && a == AccessPerRow && !slices.Equal(shapeOf(v)[:len(rows)], rows) {
+			return nil, c.errAt(v, "a row kernel with views writes per-row values of rows %s extent for extent, but result #%d has shape %s",
+				graph.FormatShape(rows), i, graph.FormatShape(shapeOf(v)))
+		}
+		if views != nil && a == AccessFull && !slices.Equal(shapeOf(v), c.shape) {
+			// `?` agrees with any extent, but a view can make a [64, ?] of
+			// a [?, 64]
+			return nil, c.errAt(v, "a row kernel with views writes full rows of shape %s extent for extent, but result #%d has shape %s",
+				graph.FormatShape(c.shape), i, graph.FormatShape(shapeOf(v)))
+		}
 		if a != AccessFull && a != AccessPerRow {
 			return nil, c.errAt(v, "a row kernel writes full rows or per-row values, but result #%d would be %s of shape %s",
 				i, article(a), graph.FormatShape(shapeOf(v)))
@@ -1032,7 +1129,10 @@ func (c *classifier) propagate() error {
 		}
 		for _, op := range c.ops {
 			switch {
-			case isConstant(op):
+			case isConstant(op) || c.cands[op.Result(0)] == 0 && c.underView[op.Result(0)]:
+				continue
+			case IsView(op):
+				// its operand is read at the points the view maps to
 			case c.rowReductions[op]:
 				if c.cands[op.Operand(0)]&setFull == 0 {
 					return ir.OpError(op, "reduces %s, not the full rows %s of the kernel",

@@ -265,6 +265,13 @@ type ViewPlan struct {
 // results down, following where the column goes, and returns its plan or
 // the error of a view it cannot read through.
 func planViews(ops []*ir.Operation, outputs []*ir.Value, shape []int64) (*ViewPlan, error) {
+	return planViewsFrom(ops, outputs, shape)
+}
+
+// planViewsFrom is planViews walking from values whose last dimension is
+// the kernel's column (a row kernel: its full results and the operands of
+// its row reductions, where the walks stop).
+func planViewsFrom(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPlan, error) {
 	inBody := map[*ir.Operation]bool{}
 	for _, op := range ops {
 		inBody[op] = true
@@ -304,7 +311,7 @@ func planViews(ops []*ir.Operation, outputs []*ir.Value, shape []int64) (*ViewPl
 			plan.Scalar = true
 		}
 		op := v.DefiningOp()
-		if op == nil || !inBody[op] || isConstant(op) {
+		if op == nil || !inBody[op] || isConstant(op) || isRowReduction(op) {
 			return nil
 		}
 		if c, ok := graph.AsConcat(op); ok && m.Kind == ColumnAt && m.Dim == ConcatAxis(c) {
@@ -331,7 +338,7 @@ func planViews(ops []*ir.Operation, outputs []*ir.Value, shape []int64) (*ViewPl
 		}
 		return nil
 	}
-	for _, y := range outputs {
+	for _, y := range starts {
 		if err := walk(y, ColumnMap{Kind: ColumnAt, Dim: len(shapeOf(y)) - 1}); err != nil {
 			return nil, err
 		}

@@ -158,12 +158,12 @@ func TestRooflineProgramUnfused(t *testing.T) {
 }
 
 func TestRooflineProgramPlotsSkipZeroWork(t *testing.T) {
-	// a row kernel does not read through the transpose: it is a kernel of
-	// its own, which computes nothing
-	src := `func.func @t(%x: tensor<64x32xf32>) -> tensor<32xf32> {
+	// a transpose returned as it is: a kernel of its own, which computes
+	// nothing
+	src := `func.func @t(%x: tensor<64x32xf32>) -> (tensor<32x64xf32>, tensor<64x32xf32>) {
   %t = graph.transpose %x {perm = [1, 0]} : (tensor<64x32xf32>) -> tensor<32x64xf32>
-  %e = graph.reduce_sum %t {axes = [1]} : (tensor<32x64xf32>) -> tensor<32xf32>
-  return %e : tensor<32xf32>
+  %e = graph.exp %x : tensor<64x32xf32>
+  return %t, %e : tensor<32x64xf32>, tensor<64x32xf32>
 }
 `
 	plot := filepath.Join(t.TempDir(), "t.svg")

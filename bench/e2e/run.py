@@ -1,6 +1,6 @@
 """End-to-end: transformers decoder layers through torch.compile(backend="tensorforge") on the GPU.
 
-    python3 bench/e2e/run.py OUTDIR [--models llama,qwen3,mistral,gemma2] [--quick]
+    python3 bench/e2e/run.py OUTDIR [--models llama3-8b,qwen3-8b,mistral-7b,gemma2-9b,deepseek-v3] [--quick]
 
 Builds each decoder layer from transformers' own classes at its real
 configuration, random bf16 weights, and times in one process, on the same
@@ -60,6 +60,16 @@ def configs():
                                             hidden_activation="gelu_pytorch_tanh", vocab_size=256000,
                                             max_position_embeddings=8192),
                       "gemma2"),
+        # DeepSeek-V3's first layer (dense MLP; the MoE layers after it
+        # route tokens with top-k, which stays in PyTorch): multi-head latent
+        # attention, q and kv through low-rank projections with RMSNorms,
+        # rotary embeddings on 64 of each head's 192 dims, interleaved
+        "deepseek-v3": (tr.DeepseekV3Config, dict(hidden_size=7168, intermediate_size=18432, num_attention_heads=128,
+                                                  num_key_value_heads=128, q_lora_rank=1536, kv_lora_rank=512,
+                                                  qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+                                                  rms_norm_eps=1e-6, rope_theta=10000.0, first_k_dense_replace=3,
+                                                  max_position_embeddings=163840, vocab_size=129280),
+                        "deepseek_v3"),
     }
 
 
@@ -167,9 +177,14 @@ def run_model(name, args, out, results):
 
         kvh = cfg.num_key_value_heads
         hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        hdk, hdv = hd, hd
+        if hasattr(cfg, "kv_lora_rank"):
+            # multi-head latent attention caches one latent per token (the
+            # cache's keys) and its rotary part (its values)
+            kvh, hdk, hdv = 1, cfg.kv_lora_rank, cfg.qk_rope_head_dim
         g = torch.Generator(device=DEV).manual_seed(2)
-        k0 = torch.randn(b, kvh, 2048, hd, device=DEV, dtype=BF, generator=g) if decode else None
-        v0 = torch.randn(b, kvh, 2048, hd, device=DEV, dtype=BF, generator=g) if decode else None
+        k0 = torch.randn(b, kvh, 2048, hdk, device=DEV, dtype=BF, generator=g) if decode else None
+        v0 = torch.randn(b, kvh, 2048, hdv, device=DEV, dtype=BF, generator=g) if decode else None
 
         def mk_cache(dtype=BF):
             # the first 2047 positions filled, the token decoded at 2047

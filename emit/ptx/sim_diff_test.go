@@ -402,6 +402,8 @@ func TestSimulatedViews(t *testing.T) {
 		{fn: "merge_last", shapes: [][]int64{{5, 4, 8}, {5, 32}}, ulps: 2},
 		{fn: "repeat_kv", shapes: [][]int64{{2, 2, 3, 8}, {2, 6, 3, 8}}},
 		{fn: "to_heads", shapes: [][]int64{{7, 64}, {1, 1, 7, 16}}},
+		{fn: "qnorm", shapes: [][]int64{{6, 64}, {16}}, ulps: 1, rel: 1e-3},
+		{fn: "softmax_t", shapes: [][]int64{{8, 4, 16}, {16}}, ulps: 96, rel: 1e-6},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, true) })
 	}

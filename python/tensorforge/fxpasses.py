@@ -1,5 +1,9 @@
 """Rewrites of the ATen graph before partitioning.
 
+``fills_as_cat``: an empty tensor filled slice by slice (functionalised, a
+chain of ``slice_scatter`` that writes the whole tensor at every link) as
+one ``cat`` of the slices' values.
+
 ``reinplace_input_updates``: AOTAutograd, keeping input mutations in an
 inference graph, writes a KV-cache update as a functional ``index_copy``
 (or ``index_put``) of the whole cache followed by ``copy_`` back into the
@@ -107,6 +111,118 @@ def _real_tensors():
     except ImportError:  # torch 1.x: make_fx traces without an ambient fake mode
         return contextlib.nullcontext()
     return unset_fake_temporarily()
+
+
+_EMPTY = (aten.new_empty.default, aten.empty.memory_format)
+
+
+def _shape_dtype(n):
+    v = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+    if v is None and isinstance(n, torch.fx.Node):
+        tm = n.meta.get("tensor_meta")
+        return (tuple(tm.shape), tm.dtype) if tm is not None else (None, None)
+    return (tuple(v.shape), v.dtype) if v is not None else (None, None)
+
+
+def _meta_like(node, f):
+    """The meta of f applied to node's value (a fake tensor, or one on the meta device)."""
+    v = node.meta.get("val")
+    if isinstance(v, torch.Tensor):
+        mode = getattr(v, "fake_mode", None)
+        if mode is not None:
+            with mode:
+                return {"val": f(v)}
+        return {"val": f(v)}
+    shape, dtype = _shape_dtype(node)
+    return {"val": f(torch.empty(shape, dtype=dtype, device="meta"))}
+
+
+def fills_as_cat(gm):
+    """An empty tensor filled slice by slice as the ``cat`` of the slices' values.
+
+    ``k = k_pass.new_empty(...); k[..., :128] = k_pass; k[..., 128:] = k_rot``
+    (DeepSeek's multi-head latent attention writes its keys and queries this
+    way) is, functionalised, a chain of ``slice_scatter`` of ``copy`` into
+    ``new_empty``: each link writes the whole tensor again, where a ``cat``
+    (of the values broadcast to their slices, as ``copy_`` broadcasts them)
+    writes it once, and is a concat that a TensorForge kernel reads through.
+    A chain is rewritten when its slices, along one dimension with step 1,
+    cover the empty tensor exactly. It returns the number of chains
+    rewritten.
+    """
+    g = gm.graph
+    changed = 0
+    for n in reversed(list(g.nodes)):
+        if n.op != "call_function" or n.target != aten.slice_scatter.default or not n.users:
+            continue
+        if any(u.op == "call_function" and u.target == aten.slice_scatter.default and u.args[0] is n for u in n.users):
+            continue  # not the end of its chain
+        pieces, cur, dim = [], n, None
+        while isinstance(cur, torch.fx.Node) and cur.op == "call_function" and cur.target == aten.slice_scatter.default:
+            args = list(cur.args) + [None] * 6
+            base, src = args[0], args[1]
+            d = cur.kwargs.get("dim", args[2] if args[2] is not None else 0)
+            start = cur.kwargs.get("start", args[3])
+            end = cur.kwargs.get("end", args[4])
+            step = cur.kwargs.get("step", args[5] if args[5] is not None else 1)
+            if step != 1 or (dim is not None and d != dim):
+                break
+            dim = d
+            pieces.append((start, end, src))
+            cur = base
+        if not (isinstance(cur, torch.fx.Node) and cur.op == "call_function" and cur.target in _EMPTY):
+            continue
+        shape, dtype = _shape_dtype(n)
+        if shape is None or dim is None:
+            continue
+        d = dim % len(shape)
+        size = shape[d]
+        spans = []
+        for start, end, src in pieces:
+            lo = 0 if start is None else (start + size if start < 0 else start)
+            hi = size if end is None else min(end + size if end < 0 else end, size)
+            spans.append((lo, hi, src))
+        spans.sort(key=lambda t: t[0])
+        at = 0
+        ok = True
+        for lo, hi, _ in spans:
+            if lo != at or hi <= lo:
+                ok = False
+            at = hi
+        if not ok or at != size:
+            continue
+        vals = []
+        with g.inserting_before(n):
+            for lo, hi, src in spans:
+                v = src
+                if isinstance(src, torch.fx.Node) and src.op == "call_function" and src.target == aten.copy.default:
+                    v = src.args[1]  # copy(slice, value): the value, broadcast and cast to the slice
+                want = list(shape)
+                want[d] = hi - lo
+                vshape, vdtype = _shape_dtype(v)
+                if vshape is None:
+                    ok = False
+                    break
+                if vdtype != dtype:
+                    nv = g.call_function(aten._to_copy.default, (v,), {"dtype": dtype})
+                    nv.meta.update(_meta_like(v, lambda t: t.to(dtype)))
+                    v = nv
+                if tuple(vshape) != tuple(want):
+                    nv = g.call_function(aten.expand.default, (v, want))
+                    nv.meta.update(_meta_like(v, lambda t, w=want: t.expand(w)))
+                    v = nv
+                vals.append(v)
+            if not ok:
+                continue
+            cat = g.call_function(aten.cat.default, (vals, d))
+        cat.meta.update(n.meta)
+        n.replace_all_uses_with(cat)
+        changed += 1
+    if changed:
+        g.eliminate_dead_code()
+        g.lint()
+        gm.recompile()
+    return changed
 
 
 def rotate_half_as_roll(gm):

@@ -6,8 +6,9 @@ one that check gave. Regions are formed by torch.fx's capability-based
 partitioner, then trimmed:
 
 - views and copies at the edge of a region are handed back to PyTorch,
-  where a view costs nothing; inside TensorForge each would be a kernel of
-  its own (until views fuse as index maps);
+  where a view costs nothing (inside a region a view is an index map of
+  the kernel reading it; at its edge the region reads or writes the
+  tensor as it lies);
 - a region with nothing left to compute is dropped.
 """
 
@@ -64,7 +65,7 @@ class TableSupport(OperatorSupport):
         return True
 
 
-EDGE_VIEW = "a view or copy at the edge of a region costs nothing in PyTorch (inside TensorForge it would be a copy kernel)"
+EDGE_VIEW = "a view or copy at the edge of a region: PyTorch makes it as cheaply (a view costs nothing there, a cat one copy either way), and the region reads or writes the tensor as it is"
 NOTHING = "its region would compute nothing but views and copies"
 
 

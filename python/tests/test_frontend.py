@@ -203,6 +203,45 @@ class FrontendTest(unittest.TestCase):
             self.assertTrue(torch.equal(w, g))
         self.assertFalse(any(n.target == torch.ops.aten.cat.default for n in gm.graph.nodes if n.op == "call_function"))
 
+    def test_fills_become_a_cat(self):
+        # DeepSeek's keys: new_empty filled slice by slice, functionalised
+        # (slice_scatter of copy), k_rot broadcast over the heads by the copy
+        from tensorforge import fxpasses
+
+        aten = torch.ops.aten
+        g = torch.fx.Graph()
+        k_pass = g.placeholder("k_pass")
+        k_rot = g.placeholder("k_rot")
+        e = g.call_function(aten.new_empty.default, (k_pass, [2, 4, 3, 12]))
+        s0 = g.call_function(aten.slice.Tensor, (e, 3, 0, 8))
+        c0 = g.call_function(aten.copy.default, (s0, k_pass))
+        e1 = g.call_function(aten.slice_scatter.default, (e, c0, 3, 0, 8))
+        s1 = g.call_function(aten.slice.Tensor, (e1, 3, 8, 9223372036854775807))
+        c1 = g.call_function(aten.copy.default, (s1, k_rot))
+        e2 = g.call_function(aten.slice_scatter.default, (e1, c1, 3, 8, 9223372036854775807))
+        y = g.call_function(aten.mul.Tensor, (e2, 2.0))
+        g.output(y)
+        gm = torch.fx.GraphModule(torch.nn.Module(), g)
+        ins = (torch.randn(2, 4, 3, 8), torch.randn(2, 1, 3, 4))
+        _ensure_meta(gm, ins)
+        want = gm(*ins)
+        self.assertEqual(fxpasses.fills_as_cat(gm), 1)
+        got = gm(*ins)
+        self.assertTrue(torch.equal(want, got))
+        targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+        self.assertIn(aten.cat.default, targets)
+        self.assertNotIn(aten.slice_scatter.default, targets)
+        self.assertNotIn(aten.new_empty.default, targets)
+        # a fill that leaves part of the tensor empty is not a cat
+        g2 = torch.fx.Graph()
+        a = g2.placeholder("a")
+        e = g2.call_function(aten.new_empty.default, (a, [2, 12]))
+        c = g2.call_function(aten.copy.default, (g2.call_function(aten.slice.Tensor, (e, 1, 0, 8)), a))
+        g2.output(g2.call_function(aten.slice_scatter.default, (e, c, 1, 0, 8)))
+        gm2 = torch.fx.GraphModule(torch.nn.Module(), g2)
+        _ensure_meta(gm2, (torch.randn(2, 8),))
+        self.assertEqual(fxpasses.fills_as_cat(gm2), 0)
+
     def test_rounding_modes(self):
         # silu(g) * u in bf16. With --exact-rounding silu's result is rounded
         # to bf16 before the product, as op by op; by default the kernel
