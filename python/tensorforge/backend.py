@@ -66,6 +66,7 @@ def compile_aten(gm, example_inputs, options=None):
     opts = options if isinstance(options, Options) else Options.from_dict(options)
     _ensure_meta(gm, example_inputs)
     fxpasses.reinplace_input_updates(gm)
+    fxpasses.splits_as_slices(gm)
     fxpasses.fills_as_cat(gm)
     fxpasses.rotate_half_as_roll(gm)
     fxpasses.sink_transposes(gm)

@@ -1,5 +1,7 @@
 """Rewrites of the ATen graph before partitioning.
 
+``splits_as_slices``: the pieces of a ``split`` as ``slice`` views.
+
 ``fills_as_cat``: an empty tensor filled slice by slice (functionalised, a
 chain of ``slice_scatter`` that writes the whole tensor at every link) as
 one ``cat`` of the slices' values.
@@ -225,6 +227,55 @@ def fills_as_cat(gm):
     return changed
 
 
+_SPLITS = (aten.split_with_sizes.default, aten.split.Tensor)
+
+
+def splits_as_slices(gm):
+    """``split`` and ``split_with_sizes`` with their ``getitem`` as ``slice`` views.
+
+    A split is a tuple of views, which the op table cannot translate; each
+    piece is a slice along the split dimension, which a kernel reads
+    through as an index map (DeepSeek's latent attention splits its
+    projections into the parts with and without rotary embedding). It
+    returns the number of pieces rewritten.
+    """
+    import operator
+
+    g = gm.graph
+    changed = 0
+    for n in list(g.nodes):
+        if n.op != "call_function" or n.target not in _SPLITS:
+            continue
+        x = n.args[0]
+        shape, _ = _shape_dtype(x)
+        if shape is None:
+            continue
+        dim = n.kwargs.get("dim", n.args[2] if len(n.args) > 2 else 0) % len(shape)
+        size = shape[dim]
+        if n.target == aten.split.Tensor:
+            step = n.args[1]
+            sizes = [min(step, size - s) for s in range(0, size, step)]
+        else:
+            sizes = list(n.args[1])
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        users = list(n.users)
+        if not all(u.op == "call_function" and u.target is operator.getitem and isinstance(u.args[1], int) for u in users):
+            continue
+        for u in users:
+            i = u.args[1]
+            with g.inserting_before(u):
+                sl = g.call_function(aten.slice.Tensor, (x, dim, starts[i], starts[i] + sizes[i]))
+            sl.meta.update(u.meta)
+            u.replace_all_uses_with(sl)
+            g.erase_node(u)
+            changed += 1
+        g.erase_node(n)
+    if changed:
+        g.lint()
+        gm.recompile()
+    return changed
+
+
 def rotate_half_as_roll(gm):
     """``cat(-x[..., h:], x[..., :h])`` (transformers' rotate_half) as ``roll(x, h) * sign``.
 
@@ -304,16 +355,7 @@ _POINTWISE = {
 
 def _permuted_meta(node, perm):
     """The meta of node's value with its dimensions permuted (result dim i = dim perm[i])."""
-    v = node.meta.get("val")
-    if isinstance(v, torch.Tensor):
-        mode = getattr(v, "fake_mode", None)
-        if mode is not None:
-            with mode:
-                return {"val": v.permute(perm)}
-        return {"val": v.permute(perm)}
-    tm = node.meta.get("tensor_meta")
-    shape = [tm.shape[p] for p in perm]
-    return {"val": torch.empty(shape, dtype=tm.dtype, device="meta")}
+    return _meta_like(node, lambda t: t.permute(perm))
 
 
 def _perm_of(node):

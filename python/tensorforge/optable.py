@@ -666,9 +666,13 @@ def is_view(node):
 
 
 def is_free(node):
-    """Views, identities and casts to the same dtype: nodes that compute nothing."""
+    """Views, identities and casts to the same dtype: nodes that compute nothing.
+
+    A cat is no view: PyTorch copies its operands too, and a region that
+    holds one (with the views it reads) writes it in one pass.
+    """
     decl = lookup(node)
-    if decl is None:
+    if decl is None or decl.kind is CAT:
         return False
     if decl.kind is CAST and node.args and isinstance(node.args[0], torch.fx.Node):
         a, b = info_of(node.args[0]), info_of(node)

@@ -8,10 +8,12 @@ partitioner, then trimmed:
 - views and copies at the edge of a region are handed back to PyTorch,
   where a view costs nothing (inside a region a view is an index map of
   the kernel reading it; at its edge the region reads or writes the
-  tensor as it lies);
+  tensor as it lies), except a strided view at its start, which the region
+  would have to copy to be contiguous; a cat is a copy, and stays;
 - a region with nothing left to compute is dropped.
 """
 
+import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
@@ -69,8 +71,30 @@ EDGE_VIEW = "a view or copy at the edge of a region: PyTorch makes it as cheaply
 NOTHING = "its region would compute nothing but views and copies"
 
 
+def _contiguous(n):
+    """Whether node n's value is laid out contiguously (unknown: yes)."""
+    v = n.meta.get("val")
+    if isinstance(v, torch.Tensor):
+        return v.is_contiguous()
+    tm = n.meta.get("tensor_meta")
+    if tm is None or getattr(tm, "stride", None) is None:
+        return True
+    expect = 1
+    for d, st in reversed(list(zip(tm.shape, tm.stride))):
+        if d != 1 and st != expect:
+            return False
+        expect *= d
+    return True
+
+
 def _trim(nodes):
-    """Peel free nodes (views, copies) off the edges of a region until none is left there."""
+    """Peel free nodes (views, copies) off the edges of a region until none is left there.
+
+    A view at the start of a region is peeled only when it is contiguous:
+    a strided one (a transpose, a slice, an expand) would be copied to be
+    contiguous where the region reads it, while inside the region it is an
+    index map of the kernel that reads it.
+    """
     nodes = set(nodes)
     peeled = []
     changed = True
@@ -80,7 +104,7 @@ def _trim(nodes):
             if not optable.is_free(n):
                 continue
             ins = [a for a in n.all_input_nodes]
-            leading = all(a not in nodes for a in ins)
+            leading = all(a not in nodes for a in ins) and _contiguous(n)
             trailing = all(u not in nodes for u in n.users)
             if leading or trailing:
                 nodes.discard(n)

@@ -242,6 +242,38 @@ class FrontendTest(unittest.TestCase):
         _ensure_meta(gm2, (torch.randn(2, 8),))
         self.assertEqual(fxpasses.fills_as_cat(gm2), 0)
 
+    def test_split_and_cat_of_strided_views_compile(self):
+        # DeepSeek's keys: the projection viewed as heads, transposed, split,
+        # and one piece concatenated with a rotary part expanded over the
+        # heads; the strided views stay in the region as index maps and the
+        # cat is compiled
+        from tensorforge import fxpasses
+
+        class LatentKeys(torch.nn.Module):
+            def forward(self, kv, k_rot):
+                b, t, _ = kv.shape
+                kvh = kv.view(b, t, 4, 16).transpose(1, 2)
+                k_pass, v = torch.split(kvh, [8, 8], dim=-1)
+                k = torch.cat((k_pass, k_rot.expand(b, 4, t, 4)), dim=-1)
+                return k * 2.0, v * 3.0
+
+        ins = (torch.randn(2, 5, 64), torch.randn(2, 1, 5, 4))
+        gm = tensorforge.trace(LatentKeys(), *ins)
+        _ensure_meta(gm, ins)
+        want = gm(*ins)
+        self.assertEqual(fxpasses.splits_as_slices(gm), 2)
+        got = gm(*ins)
+        for w, g in zip(want, got):
+            self.assertTrue(torch.equal(w, g))
+        compiled = self.run_case(LatentKeys(), ins, atol=0, rtol=0, regions=1)
+        self.assertNotIn("split", compiled.log.format())
+        log = partition.FallbackLog()
+        fused, names = partition.partition(gm, log)
+        self.assertEqual(len(names), 1, log.format())
+        in_region = [n.target for n in getattr(fused, names[0]).graph.nodes if n.op == "call_function"]
+        self.assertIn(torch.ops.aten.cat.default, in_region, log.format())
+        self.assertIn(torch.ops.aten.slice.Tensor, in_region, log.format())
+
     def test_rounding_modes(self):
         # silu(g) * u in bf16. With --exact-rounding silu's result is rounded
         # to bf16 before the product, as op by op; by default the kernel
