@@ -173,14 +173,19 @@ func (g *genericKernel) gather(b *ir.Builder, op *ir.Operation, idx []*ir.Value)
 	return g.read(b, gt.Input(), in)
 }
 
-// slice: the operand index is the output index plus the offsets.
+// slice: the operand index is the output index times the stride, plus the
+// offset.
 func (g *genericKernel) slice(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
-	offsets := graph.SliceOp{Operation: op}.Offsets()
+	s := graph.SliceOp{Operation: op}
+	offsets, strides := s.Offsets(), graph.SliceStrides(s)
 	in := make([]*ir.Value, len(idx))
 	for i, x := range idx {
 		in[i] = x
+		if i < len(strides) && strides[i] != 1 {
+			in[i] = must(loop.BuildMuli(b, op.Loc, in[i], g.k.index(strides[i]))).Output()
+		}
 		if i < len(offsets) && offsets[i] != 0 {
-			in[i] = g.addi(b, x, g.k.index(offsets[i]))
+			in[i] = g.addi(b, in[i], g.k.index(offsets[i]))
 		}
 	}
 	return g.read(b, op.Operand(0), in)

@@ -133,8 +133,14 @@ func (s *scope) mapPoint(op *ir.Operation, i int, p []*ir.Value) []*ir.Value {
 			}
 		}
 	case graph.OpSlice:
-		for d, o := range (graph.SliceOp{Operation: op}).Offsets() {
-			q[d] = addc(p[d], o)
+		sl := graph.SliceOp{Operation: op}
+		strides := graph.SliceStrides(sl)
+		for d, o := range sl.Offsets() {
+			x := p[d]
+			if strides[d] != 1 {
+				x = must(loop.BuildMuli(b, k.loc, x, k.index(strides[d]))).Output()
+			}
+			q[d] = addc(x, o)
 		}
 	case graph.OpRoll:
 		copy(q, p)

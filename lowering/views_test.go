@@ -135,6 +135,28 @@ func.func @f(%x: tensor<2x3x10xf32>, %w: tensor<3xf32>, %b: tensor<3xf32>) -> te
   %n = graph.layernorm %x, %w, %b {axis = 1} : (tensor<2x3x10xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x10xf32>
   return %n : tensor<2x3x10xf32>
 }`},
+	// interleaved pairs, as Meta's and GPT-J's rotary embeddings take them:
+	// x[..., ::2] and x[..., 1::2]
+	{name: "strided-slices-every-two", kernels: 1, width: 1, src: `
+func.func @f(%x: tensor<2x3x16xbf16>, %cos: tensor<3x8xbf16>, %sin: tensor<3x8xbf16>) -> tensor<2x3x8xbf16> {
+  %x1 = graph.slice %x {offsets = [0, 0, 0], sizes = [2, 3, 8], strides = [1, 1, 2]} : (tensor<2x3x16xbf16>) -> tensor<2x3x8xbf16>
+  %x2 = graph.slice %x {offsets = [0, 0, 1], sizes = [2, 3, 8], strides = [1, 1, 2]} : (tensor<2x3x16xbf16>) -> tensor<2x3x8xbf16>
+  %a = graph.mul %x1, %cos : (tensor<2x3x8xbf16>, tensor<3x8xbf16>) -> tensor<2x3x8xbf16>
+  %b = graph.mul %x2, %sin : (tensor<2x3x8xbf16>, tensor<3x8xbf16>) -> tensor<2x3x8xbf16>
+  %y = graph.sub %a, %b : tensor<2x3x8xbf16>
+  return %y : tensor<2x3x8xbf16>
+}`},
+	{name: "strided-slice-of-rows", kernels: 1, width: 4, src: `
+func.func @f(%x: tensor<7x4xf32>) -> tensor<3x4xf32> {
+  %s = graph.slice %x {offsets = [1, 0], sizes = [3, 4], strides = [2, 1]} : (tensor<7x4xf32>) -> tensor<3x4xf32>
+  %e = graph.exp %s : tensor<3x4xf32>
+  return %e : tensor<3x4xf32>
+}`},
+	{name: "strided-slice-alone", kernels: 1, src: `
+func.func @f(%x: tensor<7x5xf32>) -> tensor<3x2xf32> {
+  %s = graph.slice %x {offsets = [1, 1], sizes = [3, 2], strides = [2, 3]} : (tensor<7x5xf32>) -> tensor<3x2xf32>
+  return %s : tensor<3x2xf32>
+}`},
 	{name: "roll-under-a-transpose", kernels: 1, src: `
 func.func @f(%x: tensor<4x3x8xf32>) -> tensor<3x4x8xf32> {
   %r = graph.roll %x {shift = 4} : tensor<4x3x8xf32>

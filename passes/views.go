@@ -189,8 +189,16 @@ func ViewOperandMap(op *ir.Operation, i int, m ColumnMap) (ColumnMap, error) {
 		}
 		return m, nil
 	case graph.OpSlice:
-		if m.Kind == ColumnAt {
-			m.Off += graph.SliceOp{Operation: op}.Offsets()[m.Dim]
+		sl := graph.SliceOp{Operation: op}
+		strides := graph.SliceStrides(sl)
+		switch {
+		case m.Kind == ColumnAt && strides[m.Dim] != 1:
+			// every stride-th element: the lanes of a vector are apart
+			return ColumnMap{Kind: ColumnScattered}, nil
+		case m.Kind == ColumnAt:
+			m.Off += sl.Offsets()[m.Dim]
+		case m.Kind == ColumnLanes && strides[len(strides)-1] != 1:
+			return ColumnMap{Kind: ColumnScattered}, nil
 		}
 		return m, nil
 	case graph.OpRoll:

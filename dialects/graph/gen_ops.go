@@ -4224,6 +4224,12 @@ func (op SliceOp) Sizes() []int64 {
 	return v
 }
 
+// Strides returns attribute strides, or nil when it is absent: the step between taken indices in each dimension (default 1): element i of dimension d is `offsets[d] + i * strides[d]`, as `x[..., o::s]`.
+func (op SliceOp) Strides() []int64 {
+	v, _ := ods.GetIntArray(op.Operation, "strides")
+	return v
+}
+
 // BuildSlice creates a graph.slice at b's insertion point and infers its result type.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildSlice(b *ir.Builder, loc ir.Location, input *ir.Value, offsets []int64, sizes []int64) (SliceOp, error) {
@@ -4256,6 +4262,9 @@ func checkSliceInputs(op *ir.Operation) error {
 		return err
 	}
 	if err := ods.CheckAttr(op, "sizes", ods.IntArrayKind, true); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "strides", ods.IntArrayKind, false); err != nil {
 		return err
 	}
 	return nil
@@ -5151,7 +5160,7 @@ func init() {
 		Name:    OpSlice,
 		Summary: "a rectangular part of a tensor",
 		Traits:  ir.Pure,
-		Attrs:   []string{"offsets", "sizes"},
+		Attrs:   []string{"offsets", "sizes", "strides"},
 		Verify:  verifySliceOp,
 	})
 	ir.RegisterOp(&ir.OpDef{

@@ -109,12 +109,41 @@ func inferSlice(op *ir.Operation) ([]ir.Type, error) {
 			}
 		}
 	}
+	strides := SliceStrides(s)
+	if len(strides) != in.Rank() {
+		return nil, ir.OpError(op, "attribute 'strides' must have one entry per dimension (%d), but has %d", in.Rank(), len(strides))
+	}
+	for d, st := range strides {
+		if st < 1 {
+			return nil, ir.OpError(op, "attribute 'strides' has entry %d for dimension %d; strides are positive", st, d)
+		}
+	}
 	for d, extent := range in.Shape {
-		if extent != ir.Dynamic && (offsets[d] > extent || sizes[d] > extent-offsets[d]) {
-			return nil, ir.OpError(op, "slice of dimension %d (offset %d, size %d) exceeds its extent %d", d, offsets[d], sizes[d], extent)
+		if extent == ir.Dynamic {
+			continue
+		}
+		if offsets[d] > extent || (sizes[d] > 0 && (sizes[d]-1) > (extent-1-offsets[d])/strides[d]) || (sizes[d] > 0 && offsets[d] >= extent) {
+			stride := ""
+			if strides[d] != 1 {
+				stride = fmt.Sprintf(", stride %d", strides[d])
+			}
+			return nil, ir.OpError(op, "slice of dimension %d (offset %d, size %d%s) exceeds its extent %d", d, offsets[d], sizes[d], stride, extent)
 		}
 	}
 	return []ir.Type{ir.TensorType{Shape: append([]int64(nil), sizes...), Elem: in.Elem}}, nil
+}
+
+// SliceStrides is a graph.slice's strides: its `strides`, or 1 in every
+// dimension.
+func SliceStrides(s SliceOp) []int64 {
+	if st := s.Strides(); st != nil {
+		return st
+	}
+	out := make([]int64, len(s.Offsets()))
+	for i := range out {
+		out[i] = 1
+	}
+	return out
 }
 
 // inferConcat: `%y = graph.concat %a, %b {axis = 1} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>`.

@@ -404,6 +404,7 @@ func TestSimulatedViews(t *testing.T) {
 		{fn: "to_heads", shapes: [][]int64{{7, 64}, {1, 1, 7, 16}}},
 		{fn: "qnorm", shapes: [][]int64{{6, 64}, {16}}, ulps: 1, rel: 1e-3},
 		{fn: "softmax_t", shapes: [][]int64{{8, 4, 16}, {16}}, ulps: 96, rel: 1e-6},
+		{fn: "every_two", shapes: [][]int64{{2, 3, 16}, {3, 8}, {3, 8}}},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, true) })
 	}

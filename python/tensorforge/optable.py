@@ -400,13 +400,14 @@ class Expand(Kind):
 
 
 class Slice(Kind):
-    """slice.Tensor(x, dim, start, end, step=1): ``graph.slice`` (static sizes)."""
+    """slice.Tensor(x, dim, start, end, step): ``graph.slice`` (static sizes; ``strides`` for a step)."""
 
     def check(self, decl, node):
         _need_tensor(node, node.args[0], "the operand")
         inp, out = info_of(node.args[0]), _out(node)
-        if _arg(node, 4, "step", 1) != 1:
-            raise Unsupported("a step other than 1")
+        step = _arg(node, 4, "step", 1)
+        if not isinstance(step, int) or step < 1:
+            raise Unsupported("a step that is not a positive constant")
         if DYNAMIC in inp.shape:
             raise Unsupported("graph.slice needs static sizes and this tensor has a run-time extent")
         start = _arg(node, 2, "start", 0)
@@ -421,12 +422,18 @@ class Slice(Kind):
         if start < 0:
             start += inp.shape[dim]
         start = max(0, min(start, inp.shape[dim]))
+        step = _arg(node, 4, "step", 1)
         x = fn.value(node.args[0])
-        if out.shape == inp.shape:
+        if out.shape == inp.shape and (step == 1 or inp.shape[dim] <= 1):
             return x
         offsets = [0] * inp.rank
         offsets[dim] = start
-        return fn.op("graph.slice", [x], out, {"offsets": offsets, "sizes": list(out.shape)}, node=node)
+        attrs = {"offsets": offsets, "sizes": list(out.shape)}
+        if step != 1:
+            strides = [1] * inp.rank
+            strides[dim] = step
+            attrs["strides"] = strides
+        return fn.op("graph.slice", [x], out, attrs, node=node)
 
 
 class Cat(Kind):

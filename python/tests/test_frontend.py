@@ -274,6 +274,18 @@ class FrontendTest(unittest.TestCase):
         self.assertIn(torch.ops.aten.cat.default, in_region, log.format())
         self.assertIn(torch.ops.aten.slice.Tensor, in_region, log.format())
 
+    def test_interleaved_pairs_slice_with_a_step(self):
+        # GPT-J's and Meta's rotary embeddings take the pairs as x[..., ::2] and x[..., 1::2]
+        class EveryTwo(torch.nn.Module):
+            def forward(self, x, cos, sin):
+                x1, x2 = x[..., ::2], x[..., 1::2]
+                return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+        ins = (torch.randn(2, 4, 6, 16), torch.randn(6, 8), torch.randn(6, 8))
+        compiled = self.run_case(EveryTwo(), ins, atol=1e-6, rtol=1e-6, regions=1)
+        self.assertNotIn("step", compiled.log.format())
+        self.assertIn("strides = [1, 1, 1, 2]", compiled.tir)
+
     def test_rounding_modes(self):
         # silu(g) * u in bf16. With --exact-rounding silu's result is rounded
         # to bf16 before the product, as op by op; by default the kernel

@@ -54,8 +54,9 @@ The weight (and bias) are 1-D tensors of that dimension's extent, with the input
 	{Name: "Transpose", Infers: true, Doc: "`perm` is a permutation of [0, rank); result dimension i is operand dimension `perm[i]`."},
 	{Name: "BroadcastTo", Doc: `The result has the operand's element type, and the operand's shape broadcasts
 to the result shape (as ` + "`BinaryBroadcast`" + ` combines them, giving the result shape).`},
-	{Name: "Slice", Infers: true, Doc: `` + "`offsets`" + ` and ` + "`sizes`" + ` have one entry per dimension, none negative, and
-each slice lies inside its static dimension. The result shape is ` + "`sizes`" + `.`},
+	{Name: "Slice", Infers: true, Doc: `` + "`offsets`" + ` and ` + "`sizes`" + ` (and ` + "`strides`" + `, when given) have one entry per
+dimension, none negative (strides positive), and each slice lies inside its static dimension: its last
+index, ` + "`offsets[d] + (sizes[d] - 1) * strides[d]`" + `, is below the extent. The result shape is ` + "`sizes`" + `.`},
 	{Name: "Roll", Infers: true, Doc: `The operand has rank 1 or more and a static last dimension n. The result has the
 operand's type.`},
 	{Name: "Gather", Infers: true, Doc: `The data has rank 1 or more and ` + "`axis`" + ` is in [-rank, rank). The index
@@ -428,6 +429,8 @@ var ops = []ods.OpDecl{
 		Attrs: []ods.AttrDecl{
 			{Name: "offsets", Kind: ods.IntArrayKind, Doc: "the first index in each dimension"},
 			{Name: "sizes", Kind: ods.IntArrayKind, Doc: "the extent in each dimension"},
+			{Name: "strides", Kind: ods.IntArrayKind, Optional: true,
+				Doc: "the step between taken indices in each dimension (default 1): element i of dimension d is `offsets[d] + i * strides[d]`, as `x[..., o::s]`"},
 		},
 	},
 	{
