@@ -809,8 +809,9 @@ func (c *classifier) viewSpaces(shape []int64, checkBase bool) (map[*ir.Value]bo
 	}
 	base := map[*ir.Value]bool{}
 	seen := map[string]bool{}
-	var visit func(v *ir.Value, space []int64, inBase bool) error
-	visit = func(v *ir.Value, space []int64, inBase bool) error {
+	// via is the innermost view whose operand is being visited
+	var visit func(v *ir.Value, space []int64, inBase bool, via *ir.Operation) error
+	visit = func(v *ir.Value, space []int64, inBase bool, via *ir.Operation) error {
 		key := fmt.Sprintf("%p%v%v", v, space, inBase)
 		if seen[key] {
 			return nil
@@ -826,15 +827,19 @@ func (c *classifier) viewSpaces(shape []int64, checkBase bool) (map[*ir.Value]bo
 		if op == nil || !inBody[op] || isConstant(op) {
 			return nil
 		}
-		if !inBase && (isRowReduction(op) || op.Name() == graph.OpGather || (!checkBase && op.Name() == graph.OpRoll)) {
+		if !inBase && isRowReduction(op) {
+			return ir.OpError(via, "is a view of a value computed from the row reduction '%s' at %s: a row kernel reads through views only the element-wise work on its operands, and a view of its results is a kernel of its own",
+				op.Name(), locString(op.Loc))
+		}
+		if !inBase && (op.Name() == graph.OpGather || (!checkBase && op.Name() == graph.OpRoll)) {
 			return ir.OpError(op, "is read through a view, which a row kernel computes at the view's points: only element-wise work on the kernel's operands can be")
 		}
 		for _, a := range op.Operands() {
 			var err error
 			if IsView(op) {
-				err = visit(a, shapeOf(a), false)
+				err = visit(a, shapeOf(a), false, op)
 			} else {
-				err = visit(a, space, inBase)
+				err = visit(a, space, inBase, via)
 			}
 			if err != nil {
 				return err
@@ -843,7 +848,7 @@ func (c *classifier) viewSpaces(shape []int64, checkBase bool) (map[*ir.Value]bo
 		return nil
 	}
 	for _, y := range c.outputs {
-		if err := visit(y, shape, true); err != nil {
+		if err := visit(y, shape, true, nil); err != nil {
 			return nil, err
 		}
 	}
