@@ -63,7 +63,8 @@ func MarkOverflow(f ir.Func, marker Marker) (ir.Func, error) {
 // 2^-10 of its magnitude (at least 1), is replaced by marker: ceil and
 // floor near an integer, round near a half-integer, a float -> integer
 // cast near an integer, quantize (per tensor) where x / scale is near a
-// half-integer, cmp with nearly equal operands. A rewrite that rounds an
+// half-integer, cmp with nearly equal operands, log and log2 of exactly 1
+// (the trace of a sum that absorbed a smaller term). A rewrite that rounds an
 // earlier step differently may land on the other side; so may the exact
 // value, which float64 does not always resolve. Integer and i1 results
 // take the marker's sign (markers 3 and 5 for integers, true for a
@@ -79,6 +80,8 @@ func MarkDiscontinuities(f ir.Func, marker Marker) (ir.Func, error) {
 			return isFloat(op.Operand(0)) && !isFloat(op.Result(0))
 		case graph.OpQuantize:
 			return op.NumOperands() == 1
+		case graph.OpLog, graph.OpLog2:
+			return isFloat(op.Operand(0))
 		}
 		return false
 	}, markDiscontinuity)
@@ -299,6 +302,12 @@ func markDiscontinuity(m *marking, op *ir.Operation) *ir.Value {
 	}
 	half := func(v *ir.Value) *ir.Value { return m.add(m.floor(v), m.scalar(k, 0.5)) }
 	switch op.Name() {
+	case graph.OpLog, graph.OpLog2:
+		// a logarithm of exactly 1: where a sum absorbed a term below its
+		// rounding (1 + 3e-39 is 1 even in float64), log is 0 and what
+		// follows (log2 of it) is -inf, where log1p, as legalize-numerics
+		// writes log(exp(a) + exp(b)), keeps the term and is exact
+		return m.cmp(x, m.scalar(k, 1), "eq")
 	case graph.OpCmp:
 		return near(x, op.Operand(1))
 	case graph.OpRound:
