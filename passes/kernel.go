@@ -855,42 +855,31 @@ func (c *classifier) viewSpaces(shape []int64, checkBase bool) (map[*ir.Value]bo
 	return base, nil
 }
 
-// rowViews checks the views of a row kernel and plans them: what a view
-// reads is element-wise work on the kernel's operands (no reduction, no
-// gather, nothing computed from a per-row result), and no concat cuts the
-// rows, whose loops each phase runs whole.
-func (c *classifier) rowViews(base map[*ir.Value]bool, reductions []*ir.Operation) (*ViewPlan, error) {
+// rowViews marks what the views of a row kernel read (viewSpaces has
+// checked it is element-wise work on the kernel's operands) and plans
+// them: no concat may cut the rows, whose loops each phase runs whole.
+func (c *classifier) rowViews(reductions []*ir.Operation) (*ViewPlan, error) {
 	inBody := map[*ir.Operation]bool{}
 	for _, op := range c.ops {
 		inBody[op] = true
 	}
 	c.underView = map[*ir.Value]bool{}
-	var mark func(v *ir.Value) error
-	mark = func(v *ir.Value) error {
+	var mark func(v *ir.Value)
+	mark = func(v *ir.Value) {
 		if c.underView[v] {
-			return nil
+			return
 		}
 		c.underView[v] = true
-		op := v.DefiningOp()
-		if op == nil || !inBody[op] || isConstant(op) {
-			return nil
-		}
-		if isRowReduction(op) || op.Name() == graph.OpGather || op.Name() == graph.OpRoll {
-			return ir.OpError(op, "is read through a view, which a row kernel computes at the view's points: only element-wise work on the kernel's operands can be")
-		}
-		for _, a := range op.Operands() {
-			if err := mark(a); err != nil {
-				return err
+		if op := v.DefiningOp(); op != nil && inBody[op] && !isConstant(op) {
+			for _, a := range op.Operands() {
+				mark(a)
 			}
 		}
-		return nil
 	}
 	for _, op := range c.ops {
 		if IsView(op) {
 			for _, a := range op.Operands() {
-				if err := mark(a); err != nil {
-					return nil, err
-				}
+				mark(a)
 			}
 		}
 	}
@@ -903,7 +892,7 @@ func (c *classifier) rowViews(base map[*ir.Value]bool, reductions []*ir.Operatio
 			starts = append(starts, y)
 		}
 	}
-	plan, err := planViewsFrom(c.ops, starts, c.shape)
+	plan, err := planViews(c.ops, starts, c.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -994,7 +983,7 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 	}
 	var views *ViewPlan
 	if base != nil {
-		if views, err = c.rowViews(base, reductions); err != nil {
+		if views, err = c.rowViews(reductions); err != nil {
 			return nil, err
 		}
 	}

@@ -269,17 +269,14 @@ type ViewPlan struct {
 	Scalar bool
 }
 
-// planViews walks the body of an element-wise kernel with views from its
+// planViews walks the body of a kernel with views from its
 // results down, following where the column goes, and returns its plan or
 // the error of a view it cannot read through.
-func planViews(ops []*ir.Operation, outputs []*ir.Value, shape []int64) (*ViewPlan, error) {
-	return planViewsFrom(ops, outputs, shape)
-}
-
-// planViewsFrom is planViews walking from values whose last dimension is
-// the kernel's column (a row kernel: its full results and the operands of
-// its row reductions, where the walks stop).
-func planViewsFrom(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPlan, error) {
+//
+// The walks start at values whose last dimension is the kernel's column:
+// the results of an element-wise kernel; the full results of a row kernel
+// and the operands of its row reductions, where the walks stop.
+func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPlan, error) {
 	inBody := map[*ir.Operation]bool{}
 	for _, op := range ops {
 		inBody[op] = true

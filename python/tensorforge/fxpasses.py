@@ -18,6 +18,8 @@ import contextlib
 
 import torch
 
+from .types import DYNAMIC, info_of
+
 aten = torch.ops.aten
 
 _BIG = 2 ** 62  # a slice end that means "to the end"
@@ -119,11 +121,11 @@ _EMPTY = (aten.new_empty.default, aten.empty.memory_format)
 
 
 def _shape_dtype(n):
-    v = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
-    if v is None and isinstance(n, torch.fx.Node):
-        tm = n.meta.get("tensor_meta")
-        return (tuple(tm.shape), tm.dtype) if tm is not None else (None, None)
-    return (tuple(v.shape), v.dtype) if v is not None else (None, None)
+    """The static shape and dtype of node n's value; (None, None) when unknown or dynamic."""
+    info = info_of(n) if isinstance(n, torch.fx.Node) else None
+    if info is None or DYNAMIC in info.shape:
+        return None, None
+    return info.shape, info.dtype
 
 
 def _meta_like(node, f):
