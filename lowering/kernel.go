@@ -210,6 +210,10 @@ func (l *funcLowering) lowerKernel(fused *ir.Operation, inputs, outputs []*ir.Va
 		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
 			return k.row(fused, &info)
 		})
+	case passes.KernelMatMul:
+		l.launch(fused.Loc, "matmul", inputs, outputs, func(k *kernelBuilder) error {
+			return k.matmul(fused, &info)
+		})
 	default:
 		l.launch(fused.Loc, "generic", inputs, outputs, func(k *kernelBuilder) error {
 			return k.generic(fused, &info)

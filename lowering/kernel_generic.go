@@ -10,7 +10,7 @@ import (
 )
 
 // This file builds the kernels of the ops that are kernels of their own:
-// transpose, slice, concat, broadcast_to, reshape, matmul and reductions
+// transpose, slice, concat, broadcast_to, reshape and reductions
 // over other axes than the last alone, and dense constants. They are
 // scalar loops over the output elements, one program instance per output
 // row, with the index arithmetic of the op:
@@ -53,8 +53,6 @@ func (k *kernelBuilder) generic(fused *ir.Operation, info *passes.KernelInfo) er
 			return g.read(b, op.Operand(0), g.broadcastIndex(b, op.Operand(0), idx))
 		case graph.OpReshape:
 			return g.reshape(b, op, out, idx)
-		case graph.OpMatMul:
-			return g.matmul(b, op, idx)
 		case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin:
 			return g.reduce(b, op, idx)
 		case graph.OpGather:
@@ -254,44 +252,6 @@ func (g *genericKernel) reshape(b *ir.Builder, op *ir.Operation, out *ir.Value, 
 		inExt[d] = g.extent(in, d)
 	}
 	return g.read(b, in, g.split(b, g.linear(b, idx, outExt), inExt))
-}
-
-// matmul: a serial loop over K accumulating lhs[..., m, k] * rhs[..., k, n]
-// in order, as the graph interpreter does: with loop.fma in f32 (the
-// product of two f32 values is exact, the sum rounds) and in integer
-// types, with a rounded product and a rounded sum in f64.
-func (g *genericKernel) matmul(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
-	mm := graph.MatMulOp{Operation: op}
-	lhs, rhs := mm.Lhs(), mm.Rhs()
-	res := elemOf(op.Result(0))
-	ce := computeElem(elemOf(lhs), elemOf(rhs), res)
-	n := len(idx)
-	batch := idx[:n-2]
-	ls, rs := shapeOf(lhs), shapeOf(rhs)
-	kdim := ls[len(ls)-1]
-	li := g.broadcastIndexOf(b, lhs, ls[:len(ls)-2], batch)
-	ri := g.broadcastIndexOf(b, rhs, rs[:len(rs)-2], batch)
-	acc := must(loop.BuildFor(b, g.k.loc, g.k.index(0), g.k.index(kdim), g.k.index(1), []*ir.Value{g.k.constant(ce, 0)}, "serial", nil,
-		func(bb *ir.Builder, kk *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
-			kk.Name = "k"
-			a := g.read(bb, lhs, append(slices.Clone(li), idx[n-2], kk))
-			var rIdx []*ir.Value
-			if mm.TransposeB() {
-				rIdx = append(slices.Clone(ri), idx[n-1], kk)
-			} else {
-				rIdx = append(slices.Clone(ri), kk, idx[n-1])
-			}
-			r := g.read(bb, rhs, rIdx)
-			a, r = g.cast(bb, a, ce), g.cast(bb, r, ce)
-			if ce.Kind == ir.F64 {
-				// f64 products round before the sum, as the graph interpreter's
-				p := must(loop.BuildMul(bb, g.k.loc, a, r)).Output()
-				return []*ir.Value{must(loop.BuildAdd(bb, g.k.loc, carried[0], p)).Output()}, nil
-			}
-			return []*ir.Value{must(loop.BuildFma(bb, g.k.loc, a, r, carried[0])).Output()}, nil
-		})).Values()[0]
-	acc.Name = "dot"
-	return g.cast(b, acc, res)
 }
 
 // cast converts a scalar to element e.

@@ -252,9 +252,17 @@ func (ev *evaluator) rowScope(b *ir.Builder) *scope {
 // scope computes what it needs in front of it. loop returns the results.
 func (row *scope) loop(lower, upper, step *ir.Value, width int64, inits []*ir.Value, combine []string,
 	body func(s *scope, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	return row.loopDist(lower, upper, step, width, inits, combine, "threads", body)
+}
+
+// loopDist is loop with the loop's distribution: "threads", or "serial"
+// (a matmul kernel's loop over the columns, which its emitters
+// distribute as they choose).
+func (row *scope) loopDist(lower, upper, step *ir.Value, width int64, inits []*ir.Value, combine []string, dist string,
+	body func(s *scope, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	end := row.b
 	defer func() { row.b = end }()
-	f := must(loop.BuildFor(end, row.ev.k.loc, lower, upper, step, inits, "threads", combine,
+	f := must(loop.BuildFor(end, row.ev.k.loc, lower, upper, step, inits, dist, combine,
 		func(bb *ir.Builder, iv *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
 			iv.Name = "i"
 			row.b = ir.NewBuilderBefore(iv.OwnerBlock().ParentOp())
@@ -331,6 +339,8 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	case op != nil && op.Name() == graph.OpConstant:
 		c := graph.ConstantOp{Operation: op}
 		x = ev.k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
+	case op != nil && op.Name() == graph.OpMatMul:
+		x = s.dot(op)
 	case op != nil && op.Name() == graph.OpRoll && !op.Operand(0).IsBlockArg():
 		x = s.get(op.Operand(0)) // a splat constant, which rotation leaves as it is
 	case op != nil && op.Name() == graph.OpRoll:

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -110,7 +111,7 @@ func shareViews(body *ir.Block, f *fuser) (copies map[*ir.Operation]*ir.Operatio
 			if d == nil || free[d] {
 				continue
 			}
-			if r, _ := f.role(d); IsView(d) || r != roleBarrier {
+			if r, _ := f.role(d); IsView(d) || r != roleBarrier && d.Name() != graph.OpMatMul {
 				fromMemory = false
 			}
 		}
@@ -343,6 +344,9 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which cannot follow an index map yet", op.Name(), f.target.Name)
 	case IsView(op):
 		return roleFusible, ""
+	case op.Name() == graph.OpMatMul && f.target.Family != target.Tenstorrent:
+		// it takes an element-wise epilogue (matmul.go)
+		return roleFusible, ""
 	case singleOpKinds[op.Name()] != "":
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own", op.Name())
 	case isReduceOp(op):
@@ -570,6 +574,10 @@ func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string)
 	}
 	info, err := f.classify(mergeOrdered(a.ops, b.ops, f.pos))
 	if err != nil {
+		var r *kernelRefusal
+		if errors.As(err, &r) {
+			return nil, describeError(r.err)
+		}
 		return nil, "incompatible iteration space: " + describeError(err)
 	}
 	return info, ""

@@ -152,6 +152,10 @@ type KernelInfo struct {
 	// Views is how an element-wise kernel reads through its views (nil
 	// when it has none).
 	Views *ViewPlan
+	// MatMuls are the matmuls of a matmul kernel, which share their left
+	// operand (Op is the first); the other ops are their element-wise
+	// epilogue over the result shape (Shape).
+	MatMuls []*ir.Operation
 
 	access map[*ir.Value]Access
 }
@@ -330,6 +334,9 @@ func ClassifyKernel(fused *ir.Operation) (KernelInfo, error) {
 		ops = append(ops, op)
 	}
 	info, err := classifyBody(ops, entry.Args, y.Values())
+	if r, ok := err.(*kernelRefusal); ok {
+		err = r.err // the located diagnostic itself
+	}
 	if err != nil {
 		return KernelInfo{}, err
 	}
@@ -455,6 +462,16 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 		(isReduceOp(body[0]) && !isRowReduction(body[0]))) {
 		return classifySingle(ops, body[0], inputs, outputs)
 	}
+	c := &classifier{ops: ops, inputs: inputs, outputs: outputs, cands: make(map[*ir.Value]accessSet, len(ops)+len(inputs))}
+	var matmuls []*ir.Operation
+	for _, op := range body {
+		if op.Name() == graph.OpMatMul {
+			matmuls = append(matmuls, op)
+		}
+	}
+	if len(matmuls) > 0 {
+		return c.matmul(matmuls, reductions)
+	}
 	for _, op := range body {
 		if IsView(op) {
 			continue
@@ -467,7 +484,6 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 			return nil, ir.OpError(op, "reduces axes %s, not the last axis alone, so it is a kernel of its own", graph.FormatShape(axes))
 		}
 	}
-	c := &classifier{ops: ops, inputs: inputs, outputs: outputs, cands: make(map[*ir.Value]accessSet, len(ops)+len(inputs))}
 	if len(reductions) == 0 {
 		for _, op := range body {
 			if op.Name() == graph.OpGather {
@@ -535,6 +551,9 @@ func classifySingle(ops []*ir.Operation, op *ir.Operation, inputs, outputs []*ir
 	}
 	info := &KernelInfo{Kind: kind, Shape: slices.Clone(shape), Op: op, Ops: ops, Phases: make([]int, len(ops)),
 		NumPhases: 1, access: map[*ir.Value]Access{}}
+	if kind == KernelMatMul {
+		info.MatMuls = []*ir.Operation{op}
+	}
 	for _, v := range inputs {
 		info.access[v] = AccessWhole
 		info.Operands = append(info.Operands, AccessWhole)

@@ -192,15 +192,39 @@ var kernelCases = []kernelCase{
 		err: "'graph.softmax' op is a composite op: decompose it into primitives before it becomes part of a kernel",
 	},
 	{
-		name: "a matmul with other ops", args: "%x: tensor<4x8xf32>, %w: tensor<8x2xf32>", results: "tensor<4x2xf32>",
+		name: "a matmul with an epilogue", args: "%x: tensor<?x8xf32>, %w: tensor<2x8xf32>, %b: tensor<2xf32>, %r: tensor<?x2xf32>", results: "tensor<?x2xf32>",
+		body: `%y = graph.fused %x, %w, %b, %r {kind = "matmul"} {
+  ^bb0(%a: tensor<?x8xf32>, %v: tensor<2x8xf32>, %c: tensor<2xf32>, %d: tensor<?x2xf32>):
+    %m = graph.matmul %a, %v {transpose_b = true} : (tensor<?x8xf32>, tensor<2x8xf32>) -> tensor<?x2xf32>
+    %e = graph.add %m, %c : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+    %f = graph.add %e, %d : tensor<?x2xf32>
+    graph.yield %f : tensor<?x2xf32>
+  } : (tensor<?x8xf32>, tensor<2x8xf32>, tensor<2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>`,
+		kind: KernelMatMul, shape: []int64{ir.Dynamic, 2},
+		operands: []Access{AccessWhole, AccessWhole, AccessBroadcast, AccessFull}, outs: []Access{AccessFull}, phases: 1,
+	},
+	{
+		name: "a matmul with a prologue", args: "%x: tensor<4x8xf32>, %w: tensor<8x2xf32>", results: "tensor<4x2xf32>",
 		body: `%r = graph.fused %x, %w {kind = "matmul"} {
   ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>):
-    %m = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
-    %e = graph.exp %m : tensor<4x2xf32>
-    graph.yield %e : tensor<4x2xf32>
+    %e = graph.exp %a : tensor<4x8xf32>
+    %m = graph.matmul %e, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+    graph.yield %m : tensor<4x2xf32>
   } : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
   return %r : tensor<4x2xf32>`,
-		err: "'graph.matmul' op is a kernel of its own (matmul), so it cannot share a kernel with other ops",
+		err: "'graph.matmul' op reads its operands from memory, but operand #0 is computed in the kernel (a matmul does not take a prologue yet)",
+	},
+	{
+		name: "a matmul epilogue broadcast beyond its result", args: "%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %z: tensor<3x4x2xf32>", results: "tensor<3x4x2xf32>",
+		body: `%r = graph.fused %x, %w, %z {kind = "matmul"} {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>, %c: tensor<3x4x2xf32>):
+    %m = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+    %e = graph.add %m, %c : (tensor<4x2xf32>, tensor<3x4x2xf32>) -> tensor<3x4x2xf32>
+    graph.yield %e : tensor<3x4x2xf32>
+  } : (tensor<4x8xf32>, tensor<8x2xf32>, tensor<3x4x2xf32>) -> tensor<3x4x2xf32>
+  return %r : tensor<3x4x2xf32>`,
+		err: "a matmul kernel writes results of its matmul's shape [4, 2], but result #0 has shape [3, 4, 2]",
 	},
 	{
 		name: "rows of two lengths", args: "%x: tensor<4x8xf32>, %y: tensor<4x6xf32>", results: "(tensor<4xf32>, tensor<4xf32>)",

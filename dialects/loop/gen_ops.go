@@ -147,7 +147,7 @@ func (op KernelOp) SymName() string {
 	return v
 }
 
-// Kind returns attribute kind: how it was lowered: element-wise, a row reduction, or scalar loops over output elements.
+// Kind returns attribute kind: how it was lowered: element-wise, a row reduction, matmuls with an element-wise epilogue (`loop.MatchMatMul` gives its parts), or scalar loops over output elements.
 func (op KernelOp) Kind() string {
 	v, _ := ods.GetString(op.Operation, "kind")
 	return v
@@ -203,7 +203,7 @@ func checkKernelInputs(op *ir.Operation) error {
 	if err := ods.CheckAttr(op, "kind", ods.StringKind, true); err != nil {
 		return err
 	}
-	if err := ods.CheckEnumAttr(op, "kind", "elementwise", "row", "generic"); err != nil {
+	if err := ods.CheckEnumAttr(op, "kind", "elementwise", "row", "matmul", "generic"); err != nil {
 		return err
 	}
 	if err := ods.CheckAttr(op, "num_inputs", ods.IntKind, true); err != nil {

@@ -217,7 +217,7 @@ func memorySets(op *ir.Operation, loads, stores map[*ir.Value]bool) {
 // use no sram. It reports false, planning nothing, otherwise.
 func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
 	kind := ke.k.Kind()
-	if kind != "elementwise" && kind != "generic" {
+	if kind != "elementwise" && kind != "generic" && kind != "matmul" {
 		return false
 	}
 	ok := true
@@ -240,7 +240,7 @@ func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
 		switch {
 		case threads && len(f.Values()) == 0 && boundsInKernel(ke, f) && !containsThreads(op):
 			dist = append(dist, op)
-		case !threads && kind == "generic" && len(f.Values()) == 0 && boundsInKernel(ke, f) && !containsThreads(op):
+		case !threads && (kind == "generic" || kind == "matmul") && len(f.Values()) == 0 && boundsInKernel(ke, f) && !containsThreads(op):
 			// thread per output: the iterations of these loops write
 			// distinct elements (lower-to-loops builds them so)
 			dist = append(dist, op)

@@ -86,11 +86,26 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	var kernelTexts []string
 	var configs []string
 	for _, k := range kernels {
+		name := me.kernelNames[k.SymName()]
+		mp, err := tileMatMul(k)
+		if err != nil {
+			return "", err
+		}
+		if mp != nil {
+			p := &kernelPlan{mode: modeRows, mm: mp, grid: mp.match.Grid}
+			me.plans[k.SymName()] = p
+			t, err := newKernelEmitter(k, name, p, me.uses).emitMatMul()
+			if err != nil {
+				return "", err
+			}
+			kernelTexts = append(kernelTexts, t)
+			configs = append(configs, fmt.Sprintf("    %q: %s,\n", name, matmulConfigText()))
+			continue
+		}
 		p, err := plan(k)
 		if err != nil {
 			return "", err
 		}
-		name := me.kernelNames[k.SymName()]
 		me.plans[k.SymName()] = p
 		ke := newKernelEmitter(k, name, p, me.uses)
 		t, err := ke.emit()
@@ -125,6 +140,9 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 		sb.WriteString(c)
 	}
 	sb.WriteString("}\n")
+	if me.hasMatMul() {
+		sb.WriteString("\n\n" + matmulConfigSource)
+	}
 	if me.hasFlat() {
 		sb.WriteString("\n# Flat kernels index their elements in 64 bits from this many on.\nWIDE_FROM = 2**31\n")
 	}
@@ -150,6 +168,16 @@ type moduleEmitter struct {
 	kernelNames map[string]string
 	kernelOps   map[string]loop.KernelOp
 	plans       map[string]*kernelPlan
+}
+
+// hasMatMul reports whether a kernel of the module is a tiled matmul.
+func (me *moduleEmitter) hasMatMul() bool {
+	for _, p := range me.plans {
+		if p.mm != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // hasFlat reports whether a kernel of the module is flat.

@@ -321,6 +321,9 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 		hostArgs[a] = l.ref(operands[i])
 		call = append(call, l.ref(operands[i]))
 	}
+	if p.mm != nil {
+		return l.emitMatMulLaunch(kname, k, p.mm, call)
+	}
 	g := p.grid
 	host := func(v *ir.Value) (string, error) { return hostExpr(v, hostArgs, k) }
 	ub, err := host(g.Upper())

@@ -77,6 +77,9 @@ const (
 // kernelPlan is what planning decides about a kernel.
 type kernelPlan struct {
 	mode kernelMode
+	// mm is set for a tiled matmul kernel (matmul.go), which has no other
+	// form.
+	mm *matmulPlan
 	// twoD: [ROWS, BLOCK] tensors, ROWS rows per program (row kernels of
 	// one block).
 	twoD bool
@@ -197,7 +200,7 @@ func plan(k loop.KernelOp) (*kernelPlan, error) {
 		return p, nil
 	}
 	p.mode = modeRows
-	if len(p.vectorized) > 0 || k.Kind() == "generic" {
+	if len(p.vectorized) > 0 || k.Kind() == "generic" || k.Kind() == "matmul" {
 		p.block, p.warps = genericBlock, genericWarps
 		return p, nil
 	}

@@ -122,7 +122,7 @@ func TestGenericKernelIsReported(t *testing.T) {
 }`
 	_, err := emitSrc(t, src, "blackhole-p150")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "'tt' backend: kernel 'f_k0' of kind 'generic' is not supported yet")
+	assert.Contains(t, err.Error(), "'tt' backend: kernel 'f_k0' of kind 'matmul' is not supported yet")
 	assert.Contains(t, err.Error(), "input.tir:2:", "located at the op")
 
 	// a transpose of several matrices that are not whole tiles

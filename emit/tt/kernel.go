@@ -274,6 +274,9 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 		}
 		return g, nil
 	}
+	if g.kind == "matmul" {
+		g.fail(nil, "of kind 'matmul' is not supported yet (the tt backend maps row and element-wise kernels onto tiles, and does not emit matmul_tiles yet)")
+	}
 	if g.kind != "row" && g.kind != "elementwise" {
 		g.fail(nil, "of kind '%s' is not supported yet (the tt backend maps row and element-wise kernels onto tiles)", g.kind)
 	}

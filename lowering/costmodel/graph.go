@@ -227,10 +227,12 @@ func onlyGathered(op *ir.Operation, v *ir.Value) bool {
 }
 
 // loneKind is the kind of kernel an op left alone becomes: element-wise, a
-// row reduction, or generic loops (matmul, transpose, reductions over
+// row reduction, a matmul, or generic loops (transpose, reductions over
 // other axes, ...).
 func loneKind(op *ir.Operation) string {
 	switch {
+	case op.Name() == graph.OpMatMul:
+		return "matmul"
 	case op.HasTrait(ir.Elementwise) && !passes.IsComposite(op):
 		return "elementwise"
 	case reductionOps[op.Name()]:

@@ -1,0 +1,400 @@
+package triton
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// ---------------------------------------------------------------------------
+// Matmul kernels
+//
+// A kernel of kind "matmul" (loop.MatchMatMul) whose operands are bf16,
+// f16 or f32 becomes a tiled tensor-core kernel: each program computes a
+// BM x BN tile of one matrix of the result with tl.dot over K, BK at a
+// time, accumulating in f32 (f32 operands in IEEE f32, not TF32), and
+// applies the epilogue of the loop IR to the whole tile before it stores
+// it:
+//
+//	acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+//	for kk in range(0, tl.cdiv(4096, BK)):
+//	    a_t = tl.load(a_ptrs)
+//	    acc0 = tl.dot(a_t, tl.load(b0_ptrs), acc0)
+//	    ...
+//	t3 = _silu(acc0) * acc1
+//	tl.store(y + ((rows * 14336) + cols), t3.to(tl.bfloat16), mask=omask)
+//
+// Rows and columns past the ends of the result are clamped to the last
+// one for every load (so no load needs a mask) and masked at the store.
+// Programs walk the tiles in groups of GROUP_M rows of tiles, so that the
+// right operand's columns stay in L2 while a group reads them. The tile
+// configuration is chosen at launch from the number of rows M (decode
+// shapes of 1 to 64 rows take narrow tiles, prefill wide ones):
+// matmulConfigs.
+
+// tiledMatMul turns the tiled form on; it stays off until it has run on
+// the H200 against cuBLAS (matmul kernels then run as generic kernels).
+var tiledMatMul = false
+
+// matmulPlan is what a tiled matmul kernel needs at launch.
+type matmulPlan struct {
+	match *loop.MatMul
+	out   *ir.Value // the first output buffer: its extents are the result's
+	elem  ir.ElemKind
+}
+
+// tileMatMul returns the plan of matmul kernel k when the Triton emitter
+// tiles it, nil when it runs as a generic kernel (other element types).
+func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
+	if k.Kind() != "matmul" || !tiledMatMul {
+		return nil, nil
+	}
+	mm, err := loop.MatchMatMul(k)
+	if err != nil {
+		return nil, err
+	}
+	if len(mm.Dots) > 4 {
+		return nil, nil // (matmulLocals names four accumulators)
+	}
+	elem := elemKind(mm.Dots[0].Lhs.Output().Type())
+	switch elem {
+	case ir.BF16, ir.F16, ir.F32:
+	default:
+		return nil, nil
+	}
+	for _, d := range mm.Dots {
+		if elemKind(d.Lhs.Output().Type()) != elem || elemKind(d.Rhs.Output().Type()) != elem {
+			return nil, nil
+		}
+		if elemKind(d.Loop.Values()[0].Type()) != ir.F32 {
+			return nil, nil
+		}
+	}
+	body := k.Body().Entry()
+	out := body.Args[k.NumInputs()]
+	if m, ok := out.Type().(ir.MemRefType); !ok || len(m.Shape) < 2 {
+		return nil, nil
+	}
+	return &matmulPlan{match: mm, out: out, elem: elem}, nil
+}
+
+// matmulConfig is one tile configuration, for results of at most maxM
+// rows (0: any).
+type matmulConfig struct {
+	maxM               int64
+	bm, bn, bk, groupM int64
+	warps, stages      int64
+	comment            string
+}
+
+// matmulConfigs are the launch choices by rows, first match wins. The
+// decode tiles are narrow in N so that a few rows still give every SM
+// programs streaming the weights.
+var matmulConfigs = []matmulConfig{
+	{maxM: 16, bm: 16, bn: 64, bk: 128, groupM: 1, warps: 4, stages: 4, comment: "decode"},
+	{maxM: 64, bm: 64, bn: 64, bk: 128, groupM: 1, warps: 4, stages: 4},
+	{maxM: 512, bm: 128, bn: 128, bk: 64, groupM: 8, warps: 4, stages: 4},
+	{maxM: 0, bm: 128, bn: 256, bk: 64, groupM: 8, warps: 8, stages: 3, comment: "prefill"},
+}
+
+// matmulConfigText is the CONFIGS entry of a tiled matmul kernel: a list
+// of configurations by rows.
+func matmulConfigText() string {
+	var parts []string
+	for _, c := range matmulConfigs {
+		parts = append(parts, fmt.Sprintf(`{"max_m": %d, "BM": %d, "BN": %d, "BK": %d, "GROUP_M": %d, "num_warps": %d, "num_stages": %d}`,
+			c.maxM, c.bm, c.bn, c.bk, c.groupM, c.warps, c.stages))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// matmulLocals are the names of a tiled matmul kernel's own variables.
+var matmulLocals = []string{"pid", "pid_b", "npm", "npn", "gw", "first_m", "gsize", "pid_m", "pid_n", "offs_m", "offs_n", "offs_k",
+	"rows", "cols", "omask", "a_ptrs", "a_t", "kk", "krem", "BM", "BN", "BK", "GROUP_M", "acc0", "acc1", "acc2", "acc3",
+	"b0_ptrs", "b1_ptrs", "b2_ptrs", "b3_ptrs"}
+
+// maxTile is the largest BN and BK of matmulConfigs: an extent that is a
+// multiple of it needs no clamp (N) or mask (K) for any configuration.
+const maxTile = 256
+
+// emitMatMul returns the text of a tiled matmul kernel.
+func (k *kernelEmitter) emitMatMul() (string, error) {
+	mp := k.plan.mm
+	mm := mp.match
+	// the names the tile code uses are not the kernel's
+	k.names = newNamer(append(append([]string(nil), helperNames...), matmulLocals...)...)
+	if err := k.bindParams(); err != nil {
+		return "", err
+	}
+	ext := k.extents[mp.out]
+	n := len(ext)
+	M, N := ext[n-2], ext[n-1]
+	K := mm.Dots[0].K
+	w := k.w
+	for op := k.body.First(); op != mm.Grid.Operation; op = op.Next() {
+		if err := k.emitOp(op); err != nil {
+			return "", err
+		}
+	}
+	for _, l := range []string{
+		"pid = tl.program_id(0)",
+		"pid_b = tl.program_id(1)",
+		fmt.Sprintf("npm = tl.cdiv(%s, BM)", M),
+		fmt.Sprintf("npn = tl.cdiv(%s, BN)", N),
+		"gw = GROUP_M * npn",
+		"first_m = (pid // gw) * GROUP_M",
+		"gsize = tl.minimum(npm - first_m, GROUP_M)",
+		"pid_m = first_m + (pid % gw) % gsize",
+		"pid_n = (pid % gw) // gsize",
+		"offs_m = pid_m * BM + tl.arange(0, BM)",
+		"offs_n = pid_n * BN + tl.arange(0, BN)",
+		"offs_k = tl.arange(0, BK)",
+	} {
+		w.line(l)
+	}
+	w.line(fmt.Sprintf("rows = pid_b * %s + tl.minimum(offs_m, %s - 1)[:, None]", atom(M), atom(M)))
+	if nc, ok := staticExtent(N); ok && nc%maxTile == 0 {
+		w.line("cols = offs_n[None, :]")
+	} else {
+		w.line(fmt.Sprintf("cols = tl.minimum(offs_n, %s - 1)[None, :]", atom(N)))
+	}
+	w.line(fmt.Sprintf("omask = (offs_m[:, None] < %s) & (offs_n[None, :] < %s)", M, N))
+	r := mm.Grid.Body().Entry().Args[0]
+	j := mm.Cols.Body().Entry().Args[0]
+	row0 := "pid_b * " + atom(M)
+
+	// the operands' tiles
+	first := mm.Dots[0]
+	kA := first.Loop.Body().Entry().Args[0]
+	aOff, err := k.inlineOffset(first.Lhs.Operation, first.Lhs.Memref(), first.Lhs.Indices(), map[*ir.Value]string{r: "rows", kA: "offs_k[None, :]"})
+	if err != nil {
+		return "", err
+	}
+	w.line("a_ptrs = " + join("+", k.ref(first.Lhs.Memref()), aOff))
+	bPtrs := make([]string, len(mm.Dots))
+	bStep := make([]string, len(mm.Dots))
+	accs := make([]string, len(mm.Dots))
+	for i, d := range mm.Dots {
+		kv := d.Loop.Body().Entry().Args[0]
+		off, err := k.inlineOffset(d.Rhs.Operation, d.Rhs.Memref(), d.Rhs.Indices(), map[*ir.Value]string{r: row0, j: "cols", kv: "offs_k[:, None]"})
+		if err != nil {
+			return "", err
+		}
+		bPtrs[i] = fmt.Sprintf("b%d_ptrs", i)
+		w.line(bPtrs[i] + " = " + join("+", k.ref(d.Rhs.Memref()), off))
+		bStep[i] = "BK"
+		if !d.TransposeB {
+			bStep[i] = "BK * " + atom(N)
+		}
+		accs[i] = fmt.Sprintf("acc%d", i)
+		w.line(accs[i] + " = tl.zeros((BM, BN), dtype=tl.float32)")
+	}
+	kmask := K%maxTile != 0
+	prec := ""
+	if mp.elem == ir.F32 {
+		prec = `, input_precision="ieee"`
+	}
+	w.open(fmt.Sprintf("for kk in range(0, tl.cdiv(%d, BK)):", K))
+	aMask, bMask := "", ""
+	if kmask {
+		w.line(fmt.Sprintf("krem = %d - kk * BK", K))
+		aMask, bMask = ", mask=offs_k[None, :] < krem, other=0.0", ", mask=offs_k[:, None] < krem, other=0.0"
+	}
+	w.line("a_t = tl.load(a_ptrs" + aMask + ")")
+	for i := range mm.Dots {
+		w.line(fmt.Sprintf("%s = tl.dot(a_t, tl.load(%s%s), %s%s)", accs[i], bPtrs[i], bMask, accs[i], prec))
+	}
+	w.line("a_ptrs += BK")
+	for i := range mm.Dots {
+		w.line(fmt.Sprintf("%s += %s", bPtrs[i], bStep[i]))
+	}
+	w.close()
+
+	// the epilogue, on whole tiles: the row values at rows, the column
+	// values at cols, each dot product its accumulator
+	k.bind(r, "rows")
+	k.bind(j, "cols")
+	for i, d := range mm.Dots {
+		k.bind(d.Loop.Values()[0], accs[i])
+		d.Loop.Operation.Walk(func(o *ir.Operation) bool {
+			k.emitted[o] = true
+			return true
+		})
+	}
+	emit := func(b *ir.Block) error {
+		for op := b.First(); op != nil; op = op.Next() {
+			if op == mm.Cols.Operation || k.emitted[op] {
+				continue
+			}
+			if err := k.emitTileOp(op); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := emit(mm.Grid.Body().Entry()); err != nil {
+		return "", err
+	}
+	if err := emit(mm.Cols.Body().Entry()); err != nil {
+		return "", err
+	}
+	w.prune()
+
+	var sb strings.Builder
+	sb.WriteString("@triton.jit\n")
+	consts := []string{"BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr", "GROUP_M: tl.constexpr"}
+	fmt.Fprintf(&sb, "def %s(%s):\n", k.name, strings.Join(append(append([]string(nil), k.params...), consts...), ", "))
+	fmt.Fprintf(&sb, "    # matmul: %d dot product(s) over K = %d with tl.dot, BM x BN tiles, then the epilogue on each tile\n", len(mm.Dots), K)
+	sb.WriteString(w.render(1))
+	return sb.String(), nil
+}
+
+// emitTileOp translates an op of a matmul kernel's epilogue: loads and
+// stores address whole tiles (rows clamped, stores masked by omask).
+func (k *kernelEmitter) emitTileOp(op *ir.Operation) error {
+	switch op.Name() {
+	case loop.OpLoad:
+		k.emitted[op] = true
+		ld, _ := loop.AsLoad(op)
+		off, err := k.inlineOffset(op, ld.Memref(), ld.Indices(), nil)
+		if err != nil {
+			return err
+		}
+		name := k.fresh(ld.Output())
+		k.w.assign(name, "tl.load("+join("+", k.ref(ld.Memref()), off)+")")
+		k.bind(ld.Output(), name)
+		return nil
+	case loop.OpStore:
+		k.emitted[op] = true
+		st, _ := loop.AsStore(op)
+		off, err := k.inlineOffset(op, st.Memref(), st.Indices(), nil)
+		if err != nil {
+			return err
+		}
+		k.w.line(fmt.Sprintf("tl.store(%s, %s, mask=omask)", join("+", k.ref(st.Memref()), off), k.ref(st.Value())))
+		return nil
+	case loop.OpFor, loop.OpParallel, loop.OpReduce:
+		return kernelError(op, "is not element-wise, which a matmul kernel's epilogue is")
+	}
+	return k.emitOp(op)
+}
+
+// inlineOffset spells the row-major offset of indices idx of buffer buf
+// as one expression, the index values given by sub or already named.
+func (k *kernelEmitter) inlineOffset(at *ir.Operation, buf *ir.Value, idx []*ir.Value, sub map[*ir.Value]string) (string, error) {
+	ext, ok := k.extents[buf]
+	if !ok || len(ext) != len(idx) {
+		return "", kernelError(at, "addresses a buffer that is not a kernel argument, or with the wrong number of indices")
+	}
+	off := ""
+	for d, x := range idx {
+		s, err := k.inlineIndex(at, x, sub)
+		if err != nil {
+			return "", err
+		}
+		if d == 0 {
+			off = s
+			continue
+		}
+		off = join("+", mulExpr(off, ext[d]), s)
+	}
+	if off == "" {
+		off = "0"
+	}
+	return off, nil
+}
+
+// inlineIndex spells index value v: from sub, its name, a literal, or the
+// index arithmetic computing it.
+func (k *kernelEmitter) inlineIndex(at *ir.Operation, v *ir.Value, sub map[*ir.Value]string) (string, error) {
+	if s, ok := sub[v]; ok {
+		return s, nil
+	}
+	if c, kind, ok := constOf(v); ok {
+		return pyLiteral(c, kind), nil
+	}
+	op := v.DefiningOp()
+	if op == nil || sub == nil {
+		if s, ok := k.env[v]; ok {
+			return s, nil
+		}
+		return "", kernelError(at, "reads an index the tiled matmul cannot spell")
+	}
+	switch op.Name() {
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		a, err := k.inlineIndex(at, op.Operand(0), sub)
+		if err != nil {
+			return "", err
+		}
+		b, err := k.inlineIndex(at, op.Operand(1), sub)
+		if err != nil {
+			return "", err
+		}
+		if op.Name() == loop.OpMuli {
+			return mulExpr(a, b), nil
+		}
+		return "(" + hostIndexExpr(op.Name(), a, b) + ")", nil
+	}
+	if s, ok := k.env[v]; ok {
+		return s, nil
+	}
+	return "", kernelError(op, "computes an index of a matmul operand, which the tiled matmul reads only through index arithmetic")
+}
+
+// staticExtent parses an extent spelled as a literal.
+func staticExtent(e string) (int64, bool) {
+	var n int64
+	if _, err := fmt.Sscan(e, &n); err != nil || fmt.Sprint(n) != e {
+		return 0, false
+	}
+	return n, true
+}
+
+// matmulConfigSource chooses a tiled matmul's configuration by rows.
+const matmulConfigSource = `def _mm_config(configs, m):
+    """The first configuration of a matmul kernel for m rows (CONFIGS)."""
+    for c in configs:
+        if c["max_m"] == 0 or m <= c["max_m"]:
+            return c
+    return configs[-1]
+`
+
+// emitMatMulLaunch writes the launch of a tiled matmul kernel: a program
+// per tile of the result, in a grid of (tiles of one matrix, matrices).
+func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPlan, call []string) error {
+	args := k.Body().Entry().Args
+	nbuf := int(k.NumInputs() + k.NumOutputs())
+	// the extents of the result, from the launch's operands
+	next := nbuf
+	var ext []string
+	for _, buf := range args[:nbuf] {
+		m := buf.Type().(ir.MemRefType)
+		for _, e := range m.Shape {
+			spelled := fmt.Sprint(e)
+			if e == ir.Dynamic {
+				spelled = call[next]
+				next++
+			}
+			if buf == mp.out {
+				ext = append(ext, spelled)
+			}
+		}
+	}
+	n := len(ext)
+	M, N := ext[n-2], ext[n-1]
+	batch := "1"
+	for _, e := range ext[:n-2] {
+		batch = mulExpr(batch, e)
+	}
+	w := l.w
+	w.assign("cfg", fmt.Sprintf("_mm_config(CONFIGS[%q], %s)", kname, M))
+	w.assign("grid", fmt.Sprintf(`(triton.cdiv(%s, cfg["BM"]) * triton.cdiv(%s, cfg["BN"]), %s)`, M, N, batch))
+	consts := []string{`BM=cfg["BM"]`, `BN=cfg["BN"]`, `BK=cfg["BK"]`, `GROUP_M=cfg["GROUP_M"]`, `num_warps=cfg["num_warps"]`, `num_stages=cfg["num_stages"]`}
+	launch := fmt.Sprintf("%s[grid](%s)", kname, strings.Join(append(append([]string(nil), call...), consts...), ", "))
+	w.open("if grid[0] > 0 and grid[1] > 0:")
+	w.line(launch)
+	w.close()
+	return nil
+}

@@ -1,0 +1,148 @@
+package passes
+
+import (
+	"slices"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file classifies matmul kernels: one matmul, or several that share
+// their left operand, with an element-wise epilogue over their result:
+//
+//	%g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16>
+//	%u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16>
+//	%s = graph.silu %g : tensor<?x14336xbf16>
+//	%y = graph.mul %s, %u : tensor<?x14336xbf16>
+//
+// is one kernel over [?, 14336] that reads x once for both dot products
+// and writes y alone: the gate/up projection of a SwiGLU MLP. The dot
+// products stay in f32 into the epilogue (rounded to bf16 only where a
+// result is written, or at every op in exact-rounding mode). The
+// epilogue may read other tensors broadcast to the result (a bias over
+// the columns, a residual of the result's shape, a scale per row).
+//
+// What a matmul kernel does not take yet, each refused with its reason:
+// operands computed in the kernel (a prologue such as a dequantize: the
+// matmul reads its operands from memory), views, reductions, and
+// matmuls that differ in their left operand, their right operand's shape
+// or transpose_b.
+
+// matmul classifies a body holding matmuls: an element-wise epilogue
+// over their common result shape.
+func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, error) {
+	first := graph.MatMulOp{Operation: matmuls[0]}
+	for _, op := range matmuls {
+		mm := graph.MatMulOp{Operation: op}
+		for i, v := range op.Operands() {
+			if !slices.Contains(c.inputs, v) && !isSplatConstant(v) {
+				return nil, refuse(op, "reads its operands from memory, but operand #%d is computed in the kernel (a matmul does not take a prologue yet)", i)
+			}
+		}
+		if op == first.Operation {
+			continue
+		}
+		switch {
+		case mm.Lhs() != first.Lhs():
+			return nil, refuse(op, "shares a kernel only with matmuls of the same left operand, and the matmul at %s reads another", locString(first.Loc))
+		case mm.TransposeB() != first.TransposeB() || !ir.TypeEqual(mm.Rhs().Type(), first.Rhs().Type()):
+			return nil, refuse(op, "shares a kernel only with matmuls of the same right operand type and transpose_b, unlike the matmul at %s", locString(first.Loc))
+		case !ir.TypeEqual(op.Result(0).Type(), first.Result(0).Type()):
+			return nil, refuse(op, "shares a kernel only with matmuls of the same result type, unlike the matmul at %s", locString(first.Loc))
+		}
+	}
+	if len(reductions) > 0 {
+		return nil, refuse(reductions[0], "reduces a row, which a matmul kernel's epilogue does not do yet (the matmul at %s)", locString(first.Loc))
+	}
+	var epilogue []*ir.Operation
+	for _, op := range c.ops {
+		switch {
+		case op.Name() == graph.OpMatMul:
+			continue
+		case IsView(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
+			return nil, refuse(op, "is an index map, which a matmul kernel's epilogue does not read through yet (the matmul at %s)", locString(first.Loc))
+		case !isConstant(op) && !isElementwisePrimitive(op):
+			return nil, refuse(op, "cannot be part of a matmul kernel's epilogue, which is element-wise")
+		}
+		epilogue = append(epilogue, op)
+	}
+	// the epilogue is an element-wise kernel over the matmuls' results,
+	// which it reads as it reads its inputs
+	var sources []*ir.Value
+	for _, v := range c.inputs {
+		if usedBesides(v, c.ops, matmuls) || slices.Contains(c.outputs, v) {
+			sources = append(sources, v)
+		}
+	}
+	for _, op := range matmuls {
+		sources = append(sources, op.Result(0))
+	}
+	ec := &classifier{ops: epilogue, inputs: sources, outputs: c.outputs, cands: map[*ir.Value]accessSet{}}
+	info, err := ec.elementwise()
+	if err != nil {
+		return nil, err
+	}
+	shape := shapeOf(first.Result(0))
+	if !slices.Equal(info.Shape, shape) {
+		return nil, c.errAt(c.outputs[0], "a matmul kernel writes results of its matmul's shape %s, but result #0 has shape %s",
+			graph.FormatShape(shape), graph.FormatShape(info.Shape))
+	}
+	for i, v := range c.outputs {
+		if s := shapeOf(v); !slices.Equal(s, shape) {
+			return nil, c.errAt(v, "a matmul kernel writes results of its matmul's shape %s, but result #%d has shape %s",
+				graph.FormatShape(shape), i, graph.FormatShape(s))
+		}
+	}
+	info.Kind = KernelMatMul
+	info.Op = first.Operation
+	info.MatMuls = matmuls
+	info.Ops = c.ops
+	info.Phases = make([]int, len(c.ops))
+	for _, op := range matmuls {
+		info.access[op.Result(0)] = AccessFull
+		for _, v := range op.Operands() {
+			if !usedBesides(v, c.ops, matmuls) {
+				info.access[v] = AccessWhole
+			}
+		}
+	}
+	info.Operands = info.Operands[:0]
+	for _, v := range c.inputs {
+		a := info.access[v]
+		if a == "" {
+			a = AccessWhole // an input nothing reads
+		}
+		info.Operands = append(info.Operands, a)
+	}
+	return info, nil
+}
+
+// usedBesides reports whether an op of ops other than those of skip
+// reads v.
+func usedBesides(v *ir.Value, ops, skip []*ir.Operation) bool {
+	for _, op := range ops {
+		if !slices.Contains(skip, op) && slices.Contains(op.Operands(), v) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSplatConstant reports whether v is a splat constant, which a kernel computes
+// wherever it reads it.
+func isSplatConstant(v *ir.Value) bool {
+	c, ok := graph.AsConstant(v.DefiningOp())
+	return ok && c.Value().IsSplat()
+}
+
+// kernelRefusal is a classification error that is not about the
+// iteration space: fuse's remark gives it as it is.
+type kernelRefusal struct{ err error }
+
+func (r *kernelRefusal) Error() string { return r.err.Error() }
+func (r *kernelRefusal) Unwrap() error { return r.err }
+
+// refuse is ir.OpError as a kernelRefusal.
+func refuse(op *ir.Operation, format string, args ...any) error {
+	return &kernelRefusal{ir.OpError(op, format, args...)}
+}
