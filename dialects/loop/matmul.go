@@ -47,7 +47,9 @@ type Dot struct {
 }
 
 // MatchMatMul returns the structure of kernel k of kind "matmul", or an
-// error located at the op that breaks it.
+// error located at the op that breaks it. A matmul kernel with a splat
+// constant operand (no load of it) does not match: it runs as scalar
+// loops, as every kernel of kind "matmul" may.
 func MatchMatMul(k KernelOp) (*MatMul, error) {
 	body, err := singleBlock(k.Operation)
 	if err != nil {
