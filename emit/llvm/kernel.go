@@ -159,7 +159,12 @@ func (me *moduleEmitter) defineKernel(k loop.KernelOp) error {
 	if err := fe.prologue(body, grid.Operation); err != nil {
 		return err
 	}
-	if err := fe.emitGrid(grid, kn.fn.Params[len(kn.fn.Params)-2], kn.fn.Params[len(kn.fn.Params)-1]); err != nil {
+	begin, end := kn.fn.Params[len(kn.fn.Params)-2], kn.fn.Params[len(kn.fn.Params)-1]
+	if p := planMatMul(k); p != nil {
+		if err := fe.emitMatMulGrid(p, begin, end); err != nil {
+			return err
+		}
+	} else if err := fe.emitGrid(grid, begin, end); err != nil {
 		return err
 	}
 	fe.cur.NewRet(nil)

@@ -2,6 +2,7 @@ package triton
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
@@ -36,7 +37,7 @@ import (
 
 // tiledMatMul turns the tiled form on; it stays off until it has run on
 // the H200 against cuBLAS (matmul kernels then run as generic kernels).
-var tiledMatMul = false
+var tiledMatMul = os.Getenv("TENSORFORGE_TILED_MATMUL") == "1"
 
 // matmulPlan is what a tiled matmul kernel needs at launch.
 type matmulPlan struct {

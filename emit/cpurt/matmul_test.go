@@ -1,0 +1,57 @@
+package cpurt_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	llvmemit "github.com/tensorforge/tensorforge/emit/llvm"
+)
+
+// The matmul kernels run as register-blocked micro-kernels over packed
+// panels (emit/llvm/matmul.go): every element is still the serial sum
+// over k, so they must agree with the loop interpreter within nativeULPs,
+// at row counts, column counts and K that leave partial tiles and panels.
+const matmulPrograms = `
+func.func @swiglu(%x: tensor<?x72xbf16>, %wg: tensor<37x72xbf16>, %wu: tensor<37x72xbf16>) -> tensor<?x37xbf16> {
+  %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x72xbf16>, tensor<37x72xbf16>) -> tensor<?x37xbf16>
+  %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x72xbf16>, tensor<37x72xbf16>) -> tensor<?x37xbf16>
+  %s = graph.silu %g : tensor<?x37xbf16>
+  %y = graph.mul %s, %u : tensor<?x37xbf16>
+  return %y : tensor<?x37xbf16>
+}
+func.func @batched(%a: tensor<3x5x7xf32>, %b: tensor<3x7x9xf32>) -> tensor<3x5x9xf32> {
+  %y = graph.matmul %a, %b : (tensor<3x5x7xf32>, tensor<3x7x9xf32>) -> tensor<3x5x9xf32>
+  return %y : tensor<3x5x9xf32>
+}
+func.func @shared_rhs(%a: tensor<3x5x7xf16>, %b: tensor<7x33xf16>, %bias: tensor<33xf16>) -> tensor<3x5x33xf16> {
+  %y = graph.matmul %a, %b : (tensor<3x5x7xf16>, tensor<7x33xf16>) -> tensor<3x5x33xf16>
+  %z = graph.add %y, %bias : (tensor<3x5x33xf16>, tensor<33xf16>) -> tensor<3x5x33xf16>
+  return %z : tensor<3x5x33xf16>
+}
+func.func @residual(%x: tensor<?x16xf32>, %w: tensor<48x16xf32>, %r: tensor<?x48xf32>) -> tensor<?x48xf32> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x16xf32>, tensor<48x16xf32>) -> tensor<?x48xf32>
+  %z = graph.add %y, %r : tensor<?x48xf32>
+  return %z : tensor<?x48xf32>
+}
+func.func @k1(%x: tensor<6x1xf32>, %w: tensor<1x3xf32>) -> tensor<6x3xf32> {
+  %y = graph.matmul %x, %w : (tensor<6x1xf32>, tensor<1x3xf32>) -> tensor<6x3xf32>
+  return %y : tensor<6x3xf32>
+}
+`
+
+func TestMatMulKernels(t *testing.T) {
+	for _, level := range []string{"O2", "O0"} {
+		t.Run(level, func(t *testing.T) {
+			diffProgram(t, "matmul", matmulPrograms, level)
+		})
+	}
+	// the kernels took the tiled form, but for @batched, whose right
+	// operand changes with the row (it runs as plain loops)
+	m, err := compile(matmulPrograms, pipelines["O2"]+","+lowerTail())
+	require.NoError(t, err)
+	text, err := llvmemit.EmitText(m, llvmemit.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 4, strings.Count(text, "\npanel1.header:"), "one panel loop per tiled matmul kernel")
+}
