@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/tfc" ./tfc
 for f in bench/gpu/matmul/*.tir; do
   name=$(basename "$f" .tir)
-  "$work/tfc" --emit=triton --target=h200 "$f" -o "$out/mm_$name.py"
+  TENSORFORGE_TILED_MATMUL=${TENSORFORGE_TILED_MATMUL:-1} "$work/tfc" --emit=triton --target=h200 "$f" -o "$out/mm_$name.py"
   python3 -c 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")' "$out/mm_$name.py"
   echo "$out/mm_$name.py"
 done

@@ -99,7 +99,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 				return "", err
 			}
 			kernelTexts = append(kernelTexts, t)
-			configs = append(configs, fmt.Sprintf("    %q: %s,\n", name, matmulConfigText()))
+			configs = append(configs, fmt.Sprintf("    %q: %s,\n", name, matmulConfigText(len(mp.match.Dots))))
 			continue
 		}
 		p, err := plan(k)

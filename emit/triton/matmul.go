@@ -100,11 +100,15 @@ var matmulConfigs = []matmulConfig{
 	{maxM: 0, bm: 128, bn: 256, bk: 64, groupM: 8, warps: 8, stages: 3, comment: "prefill"},
 }
 
-// matmulConfigText is the CONFIGS entry of a tiled matmul kernel: a list
-// of configurations by rows.
-func matmulConfigText() string {
+// matmulConfigText is the CONFIGS entry of a tiled matmul kernel of dots
+// dot products: a list of configurations by rows.
+func matmulConfigText(dots int) string {
 	var parts []string
 	for _, c := range matmulConfigs {
+		// several accumulators share the registers of one tile
+		for t := dots; t > 1 && c.bm*c.bn > 128*128; t /= 2 {
+			c.bn /= 2
+		}
 		parts = append(parts, fmt.Sprintf(`{"max_m": %d, "BM": %d, "BN": %d, "BK": %d, "GROUP_M": %d, "num_warps": %d, "num_stages": %d}`,
 			c.maxM, c.bm, c.bn, c.bk, c.groupM, c.warps, c.stages))
 	}
