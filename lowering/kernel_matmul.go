@@ -108,10 +108,14 @@ func (s *scope) dot(op *ir.Operation) *ir.Value {
 }
 
 // operandAt reads operand v of matmul op at idx: a load from its buffer,
-// or the splat constant it is.
+// the splat constant it is, or the cast of a kernel input it is (a
+// dequantize prologue: the element converted as it is loaded).
 func (s *scope) operandAt(b *ir.Builder, op *ir.Operation, v *ir.Value, idx []*ir.Value) *ir.Value {
 	if c, ok := graph.AsConstant(v.DefiningOp()); ok && c.Value().IsSplat() {
 		return s.ev.k.constant(elemOf(v), c.Value().At(0))
+	}
+	if d := v.DefiningOp(); d != nil && d.Name() == graph.OpCast {
+		return castTo(b, s.ev.k, s.operandAt(b, op, d.Operand(0), idx), elemOf(v))
 	}
 	buf := s.ev.buffers[v]
 	if buf == nil {

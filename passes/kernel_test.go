@@ -205,6 +205,18 @@ var kernelCases = []kernelCase{
 		operands: []Access{AccessWhole, AccessWhole, AccessBroadcast, AccessFull}, outs: []Access{AccessFull}, phases: 1,
 	},
 	{
+		name: "a matmul with a dequantize prologue", args: "%x: tensor<4x8xbf16>, %q: tensor<2x8xi8>", results: "tensor<4x2xbf16>",
+		body: `%r = graph.fused %x, %q {kind = "matmul"} {
+  ^bb0(%a: tensor<4x8xbf16>, %b: tensor<2x8xi8>):
+    %w = graph.cast %b : (tensor<2x8xi8>) -> tensor<2x8xbf16>
+    %m = graph.matmul %a, %w {transpose_b = true} : (tensor<4x8xbf16>, tensor<2x8xbf16>) -> tensor<4x2xbf16>
+    graph.yield %m : tensor<4x2xbf16>
+  } : (tensor<4x8xbf16>, tensor<2x8xi8>) -> tensor<4x2xbf16>
+  return %r : tensor<4x2xbf16>`,
+		kind: KernelMatMul, shape: []int64{4, 2},
+		operands: []Access{AccessWhole, AccessWhole}, outs: []Access{AccessFull}, phases: 1,
+	},
+	{
 		name: "a matmul with a prologue", args: "%x: tensor<4x8xf32>, %w: tensor<8x2xf32>", results: "tensor<4x2xf32>",
 		body: `%r = graph.fused %x, %w {kind = "matmul"} {
   ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>):
@@ -213,7 +225,7 @@ var kernelCases = []kernelCase{
     graph.yield %m : tensor<4x2xf32>
   } : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
   return %r : tensor<4x2xf32>`,
-		err: "'graph.matmul' op reads its operands from memory, but operand #0 is computed in the kernel (a matmul does not take a prologue yet)",
+		err: "'graph.matmul' op reads its operands from memory or converts them as it loads them (a cast of a kernel input to a float type, read by matmuls alone), but operand #0 is computed in the kernel",
 	},
 	{
 		name: "a matmul epilogue broadcast beyond its result", args: "%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %z: tensor<3x4x2xf32>", results: "tensor<3x4x2xf32>",

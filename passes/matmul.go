@@ -22,9 +22,15 @@ import (
 // epilogue may read other tensors broadcast to the result (a bias over
 // the columns, a residual of the result's shape, a scale per row).
 //
+// An operand may be a cast of a kernel input to a float type that only
+// matmuls read (the prologue of int8 or f8 weights): the dot products
+// convert each element as they load it, and the wide weight is never
+// written. A per-channel scale belongs in the epilogue:
+// (x @ cast(q)^T) * s[n] (docs/fusion.md).
+//
 // What a matmul kernel does not take yet, each refused with its reason:
-// operands computed in the kernel (a prologue such as a dequantize: the
-// matmul reads its operands from memory), views, reductions, and
+// other operands computed in the kernel (the matmul reads its operands
+// from memory or converts them as it loads them), views, reductions, and
 // matmuls that differ in their left operand, their right operand's shape
 // or transpose_b.
 
@@ -32,11 +38,19 @@ import (
 // over their common result shape.
 func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, error) {
 	first := graph.MatMulOp{Operation: matmuls[0]}
+	var prologue []*ir.Operation
 	for _, op := range matmuls {
 		mm := graph.MatMulOp{Operation: op}
 		for i, v := range op.Operands() {
-			if !slices.Contains(c.inputs, v) && !isSplatConstant(v) {
-				return nil, refuse(op, "reads its operands from memory, but operand #%d is computed in the kernel (a matmul does not take a prologue yet)", i)
+			if slices.Contains(c.inputs, v) || isSplatConstant(v) {
+				continue
+			}
+			cast := v.DefiningOp()
+			if !c.castPrologue(cast, matmuls) {
+				return nil, refuse(op, "reads its operands from memory or converts them as it loads them (a cast of a kernel input to a float type, read by matmuls alone), but operand #%d is computed in the kernel", i)
+			}
+			if !slices.Contains(prologue, cast) {
+				prologue = append(prologue, cast)
 			}
 		}
 		if op == first.Operation {
@@ -57,7 +71,7 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 	var epilogue []*ir.Operation
 	for _, op := range c.ops {
 		switch {
-		case op.Name() == graph.OpMatMul:
+		case op.Name() == graph.OpMatMul || slices.Contains(prologue, op):
 			continue
 		case IsView(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
 			return nil, refuse(op, "is an index map, which a matmul kernel's epilogue does not read through yet (the matmul at %s)", locString(first.Loc))
@@ -69,8 +83,9 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 	// the epilogue is an element-wise kernel over the matmuls' results,
 	// which it reads as it reads its inputs
 	var sources []*ir.Value
+	skip := append(slices.Clone(matmuls), prologue...)
 	for _, v := range c.inputs {
-		if usedBesides(v, c.ops, matmuls) || slices.Contains(c.outputs, v) {
+		if usedBesides(v, c.ops, skip) || slices.Contains(c.outputs, v) {
 			sources = append(sources, v)
 		}
 	}
@@ -98,10 +113,12 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 	info.MatMuls = matmuls
 	info.Ops = c.ops
 	info.Phases = make([]int, len(c.ops))
-	for _, op := range matmuls {
-		info.access[op.Result(0)] = AccessFull
+	for _, op := range append(slices.Clone(matmuls), prologue...) {
+		if op.Name() == graph.OpMatMul {
+			info.access[op.Result(0)] = AccessFull
+		}
 		for _, v := range op.Operands() {
-			if !usedBesides(v, c.ops, matmuls) {
+			if !usedBesides(v, c.ops, skip) {
 				info.access[v] = AccessWhole
 			}
 		}
@@ -115,6 +132,25 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 		info.Operands = append(info.Operands, a)
 	}
 	return info, nil
+}
+
+// castPrologue reports whether op converts a kernel input to a float
+// type for the matmuls alone: a dequantize of int8 or f8 weights, which
+// the matmul then converts as it loads them (the wide weight is never
+// written).
+func (c *classifier) castPrologue(op *ir.Operation, matmuls []*ir.Operation) bool {
+	if op == nil || op.Name() != graph.OpCast || !slices.Contains(c.inputs, op.Operand(0)) {
+		return false
+	}
+	if e, ok := ir.ElemOf(op.Result(0).Type()); !ok || !e.Kind.IsFloat() || slices.Contains(c.outputs, op.Result(0)) {
+		return false
+	}
+	for _, u := range op.Result(0).Users() {
+		if !slices.Contains(matmuls, u) {
+			return false
+		}
+	}
+	return true
 }
 
 // usedBesides reports whether an op of ops other than those of skip

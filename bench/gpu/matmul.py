@@ -46,6 +46,7 @@ SHAPES = {
     "up": (4096, 14336, 1),
     "down": (14336, 4096, 1),
     "gateup": (4096, 14336, 2),
+    "w8up": (4096, 14336, 1),  # int8 weights, a bf16 scale per output channel
 }
 
 PREFILL = [
@@ -85,6 +86,8 @@ def bench(fn):
 def eager_fn(name):
     if name == "gateup":
         return lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu)
+    if name == "w8up":
+        return lambda x, q, sc: F.linear(x, q.to(BF)) * sc
     return lambda x, w: F.linear(x, w)
 
 
@@ -101,6 +104,9 @@ def reference(name, x, ws):
         dsilu = (s * (1 + g * (1 - s))).abs()
         return g * s * u, dsilu * u.abs() * ag + (g * s).abs() * au
     w64 = ws[0].double()
+    if name == "w8up":
+        sc = ws[1].double()
+        return (x64 @ w64.T) * sc, (x64.abs() @ w64.abs().T) * sc.abs()
     return x64 @ w64.T, x64.abs() @ w64.abs().T
 
 
@@ -121,6 +127,10 @@ def check(name, out, x, ws, rows):
 def inputs(name, m):
     K, N, nw = SHAPES[name]
     x = torch.randn(m, K, device=DEV, dtype=BF)
+    if name == "w8up":
+        q = torch.randint(-127, 128, (N, K), device=DEV, dtype=torch.int8)
+        sc = (torch.rand(N, device=DEV) / (127 * K ** 0.5)).to(BF)
+        return x, [q, sc]
     ws = [(torch.randn(N, K, device=DEV) / K ** 0.5).to(BF) for _ in range(nw)]
     return x, ws
 
@@ -139,7 +149,7 @@ def run_shape(name, m, mod, args, copy_tbs):
     kname = next(iter(mod.CONFIGS))
     rows = torch.randperm(m, device=DEV)[: min(m, 256)]
     flops = 2.0 * m * K * N * nw
-    wbytes = sum(w.numel() * 2 for w in ws)
+    wbytes = sum(w.numel() * w.element_size() for w in ws)
     ideal = wbytes + x.numel() * 2 + m * N * 2
 
     out = fn(x, *ws)
@@ -247,6 +257,12 @@ def main():
             if args.sweep:
                 for s in r["sweep"]:
                     print(f"    {s['config']}: " + (f"{s['ms']:.4f} ms err {s['err']:.2f}" if "ms" in s else s["error"]))
+    by = {(r["name"], r["rows"]): r for r in recs if "error" not in r}
+    for m in rows:
+        w8, bf = by.get(("w8up", m)), by.get(("up", m))
+        if w8 and bf:
+            print(f"w8up / up at {m} rows: ours {w8['ours_ms'] / bf['ours_ms']:.2f} of our bf16 time, "
+                  f"{w8['ours_ms'] / bf['cublas_ms']:.2f} of cuBLAS's bf16 time")
     out = args.out or os.path.join(HERE, "out")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "matmul.json"), "w") as f:

@@ -35,6 +35,17 @@ func.func @residual(%x: tensor<?x16xf32>, %w: tensor<48x16xf32>, %r: tensor<?x48
   %z = graph.add %y, %r : tensor<?x48xf32>
   return %z : tensor<?x48xf32>
 }
+func.func @w8a16(%x: tensor<?x40xbf16>, %q: tensor<24x40xi8>, %s: tensor<24xbf16>) -> tensor<?x24xbf16> {
+  %w = graph.cast %q : (tensor<24x40xi8>) -> tensor<24x40xbf16>
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x40xbf16>, tensor<24x40xbf16>) -> tensor<?x24xbf16>
+  %z = graph.mul %y, %s : (tensor<?x24xbf16>, tensor<24xbf16>) -> tensor<?x24xbf16>
+  return %z : tensor<?x24xbf16>
+}
+func.func @w8f8(%x: tensor<5x40xf16>, %q: tensor<40x17xf8E4M3FN>) -> tensor<5x17xf16> {
+  %w = graph.cast %q : (tensor<40x17xf8E4M3FN>) -> tensor<40x17xf16>
+  %y = graph.matmul %x, %w : (tensor<5x40xf16>, tensor<40x17xf16>) -> tensor<5x17xf16>
+  return %y : tensor<5x17xf16>
+}
 func.func @k1(%x: tensor<6x1xf32>, %w: tensor<1x3xf32>) -> tensor<6x3xf32> {
   %y = graph.matmul %x, %w : (tensor<6x1xf32>, tensor<1x3xf32>) -> tensor<6x3xf32>
   return %y : tensor<6x3xf32>
@@ -53,5 +64,5 @@ func TestMatMulKernels(t *testing.T) {
 	require.NoError(t, err)
 	text, err := llvmemit.EmitText(m, llvmemit.Options{})
 	require.NoError(t, err)
-	require.Equal(t, 4, strings.Count(text, "\npanel1.header:"), "one panel loop per tiled matmul kernel")
+	require.Equal(t, 6, strings.Count(text, "\npanel1.header:"), "one panel loop per tiled matmul kernel")
 }

@@ -66,7 +66,7 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 		return nil, nil
 	}
 	for _, d := range mm.Dots {
-		if elemKind(d.Lhs.Output().Type()) != elem || elemKind(d.Rhs.Output().Type()) != elem {
+		if elemKind(d.Lhs.Output().Type()) != elem || !tileOperand(elem, elemKind(d.Rhs.Output().Type())) {
 			return nil, nil
 		}
 		if elemKind(d.Loop.Values()[0].Type()) != ir.F32 {
@@ -79,6 +79,24 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 		return nil, nil
 	}
 	return &matmulPlan{match: mm, out: out, elem: elem}, nil
+}
+
+// tileOperand reports whether a right operand of kind rhs goes to tl.dot
+// with a left operand of kind lhs: the same kind, or a narrower one that
+// a dequantize prologue converts as it loads it (int8 or f8 weights
+// under bf16 or f16 activations).
+func tileOperand(lhs, rhs ir.ElemKind) bool {
+	switch {
+	case rhs == lhs:
+		return true
+	case lhs != ir.BF16 && lhs != ir.F16:
+		return false
+	}
+	switch rhs {
+	case ir.I8, ir.UI8, ir.F8E4M3FN, ir.F8E5M2:
+		return true
+	}
+	return false
 }
 
 // matmulConfig is one tile configuration, for results of at most maxM
@@ -208,8 +226,17 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 		aMask, bMask = ", mask=offs_k[None, :] < krem, other=0.0", ", mask=offs_k[:, None] < krem, other=0.0"
 	}
 	w.line("a_t = tl.load(a_ptrs" + aMask + ")")
-	for i := range mm.Dots {
-		w.line(fmt.Sprintf("%s = tl.dot(a_t, tl.load(%s%s), %s%s)", accs[i], bPtrs[i], bMask, accs[i], prec))
+	for i, d := range mm.Dots {
+		b := fmt.Sprintf("tl.load(%s%s)", bPtrs[i], bMask)
+		if rk := elemKind(d.Rhs.Output().Type()); rk != mp.elem {
+			// the dequantize prologue: converted as it is loaded
+			t, err := tlType(mp.elem)
+			if err != nil {
+				return "", err
+			}
+			b += ".to(" + t + ")"
+		}
+		w.line(fmt.Sprintf("%s = tl.dot(a_t, %s, %s%s)", accs[i], b, accs[i], prec))
 	}
 	w.line("a_ptrs += BK")
 	for i := range mm.Dots {
