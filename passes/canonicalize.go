@@ -3,6 +3,8 @@ package passes
 import (
 	"math"
 
+	"github.com/tensorforge/tensorforge/dialects/graph"
+
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -134,6 +136,31 @@ var identityTranspose = ir.PatternFunc("TransposeIdentity", "graph.transpose", f
 	return ok && isIdentityPerm(p) && forwardIfSameType(op, op.Operand(0), rw)
 })
 
+// matmulOfTranspose: `matmul %a, (transpose %b, [..., n-1, n-2])` ->
+// `matmul %a, %b` with transpose_b flipped: the matmul reads %b in the
+// other order instead of a copy being made (`x @ w.T` of a linear layer).
+var matmulOfTranspose = ir.PatternFunc("MatMulTranspose", "graph.matmul", func(op *ir.Operation, rw *ir.Rewriter) bool {
+	tr := op.Operand(1).DefiningOp()
+	if tr == nil || tr.Name() != "graph.transpose" {
+		return false
+	}
+	p, ok := permOf(tr)
+	n := len(p)
+	if !ok || n < 2 || p[n-1] != int64(n-2) || p[n-2] != int64(n-1) || !isIdentityPerm(p[:n-2]) {
+		return false
+	}
+	tb := graph.MatMulOp{Operation: op}.TransposeB()
+	rw.ModifyInPlace(op, func() {
+		op.SetOperand(1, tr.Operand(0))
+		if tb {
+			op.Attrs.Delete("transpose_b") // false, the default
+		} else {
+			op.SetAttr("transpose_b", ir.BoolAttr(true))
+		}
+	})
+	return true
+})
+
 func permOf(op *ir.Operation) ([]int64, bool) {
 	a, ok := op.Attr("perm").(ir.ArrayAttr)
 	if !ok {
@@ -167,6 +194,7 @@ func CanonicalizationPatterns() []ir.Pattern {
 		reshapeOfReshape,
 		identityTranspose,
 		transposeOfTranspose,
+		matmulOfTranspose,
 		constantFold,
 	}
 }
@@ -180,7 +208,7 @@ func Canonicalize(root *ir.Operation) bool {
 func init() {
 	ir.RegisterPass(&ir.PassInfo{
 		Name: "canonicalize", Title: "Canonicalizer",
-		Summary: "fold constants and apply algebraic identities (x*1, x+0, neg(neg x), cast to the same type, reshape/transpose chains)",
+		Summary: "fold constants and apply algebraic identities (x*1, x+0, neg(neg x), cast to the same type, reshape/transpose chains, a matmul of a transpose)",
 		New: func(ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, _ *ir.PassContext) error {
 				Canonicalize(m.Operation)
