@@ -217,16 +217,19 @@ func TestGenericKernels(t *testing.T) {
 		"cmask = j < y_d1",
 		"tl.load(x + (j * 64) + r, mask=cmask)",
 		"tl.store(y + (r * y_d1) + j, ")
-	// the loop over K stays a loop, carrying a block of sums
+	// a matmul is tiled for tl.dot: K (32) shorter than a tile is
+	// masked, the 16 columns clamped for the loads and masked at the store
 	inOrder(t, function(t, text, "mm_k0"),
-		"for c0 in range(0, 16, BLOCK):",
-		"acc = tl.full((BLOCK,), 0.0, tl.float32)",
-		"for k in range(0, 32):",
-		"tl.load(a + (r * 32) + k)",
-		"tl.load(b + (k * 16) + j, mask=cmask)",
-		"tl.fma(",
-		"acc = t",
-		"tl.store(c + (r * 16) + j, ")
+		"rows = pid_b * c_d0 + tl.minimum(offs_m, c_d0 - 1)[:, None]",
+		"cols = tl.minimum(offs_n, 16 - 1)[None, :]",
+		"omask = (offs_m[:, None] < c_d0) & (offs_n[None, :] < 16)",
+		"b0_ptrs = b + ((offs_k[:, None]) * 16) + cols",
+		"for kk in range(0, tl.cdiv(32, BK)):",
+		"a_t = tl.load(a_ptrs, mask=offs_k[None, :] < krem, other=0.0)",
+		"acc0 = tl.dot(a_t, tl.load(b0_ptrs, mask=offs_k[:, None] < krem, other=0.0), acc0)",
+		"b0_ptrs += BK * 16",
+		"tl.store(c + (rows * 16) + cols, t0, mask=omask)")
+	inOrder(t, text, `cfg = _mm_config(CONFIGS["mm_k0"], a_d0)`, `mm_k0[grid](`)
 	assert.NotContains(t, function(t, text, "mm_k0"), "% a_d0", "the unused batch index is dropped")
 }
 

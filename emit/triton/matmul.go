@@ -35,9 +35,10 @@ import (
 // shapes of 1 to 64 rows take narrow tiles, prefill wide ones):
 // matmulConfigs.
 
-// tiledMatMul turns the tiled form on; it stays off until it has run on
-// the H200 against cuBLAS (matmul kernels then run as generic kernels).
-var tiledMatMul = os.Getenv("TENSORFORGE_TILED_MATMUL") == "1"
+// tiledMatMul turns the tiled form on (the default); with
+// TENSORFORGE_TILED_MATMUL=0 in the environment matmul kernels run as
+// generic kernels, for comparison.
+var tiledMatMul = os.Getenv("TENSORFORGE_TILED_MATMUL") != "0"
 
 // matmulPlan is what a tiled matmul kernel needs at launch.
 type matmulPlan struct {
@@ -108,14 +109,17 @@ type matmulConfig struct {
 	comment            string
 }
 
-// matmulConfigs are the launch choices by rows, first match wins. The
-// decode tiles are narrow in N so that a few rows still give every SM
-// programs streaming the weights.
+// matmulConfigs are the launch choices by rows, first match wins, from
+// bench/gpu/matmul.py --sweep on the H200 (2026-12-02, Llama-3-8B's
+// projections; bench/results/gpu-h200-2026-12-02-matmul-sweep.json):
+// 16 x 128 tiles were the fastest at 1 row, 32 x 64 at 32 rows, and
+// 128 x 256 with 4 stages at 4096 rows (several dot products halve BN:
+// matmulConfigText).
 var matmulConfigs = []matmulConfig{
-	{maxM: 16, bm: 16, bn: 64, bk: 128, groupM: 1, warps: 4, stages: 4, comment: "decode"},
-	{maxM: 64, bm: 64, bn: 64, bk: 128, groupM: 1, warps: 4, stages: 4},
+	{maxM: 16, bm: 16, bn: 128, bk: 128, groupM: 1, warps: 4, stages: 4, comment: "decode"},
+	{maxM: 64, bm: 32, bn: 64, bk: 128, groupM: 1, warps: 4, stages: 4},
 	{maxM: 512, bm: 128, bn: 128, bk: 64, groupM: 8, warps: 4, stages: 4},
-	{maxM: 0, bm: 128, bn: 256, bk: 64, groupM: 8, warps: 8, stages: 3, comment: "prefill"},
+	{maxM: 0, bm: 128, bn: 256, bk: 64, groupM: 8, warps: 8, stages: 4, comment: "prefill"},
 }
 
 // matmulConfigText is the CONFIGS entry of a tiled matmul kernel of dots
