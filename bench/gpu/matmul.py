@@ -59,6 +59,10 @@ PREFILL = [
     (128, 128, 128, 8, 8, 3),
     (64, 256, 64, 8, 4, 4),
     (128, 64, 64, 8, 4, 4),
+    (128, 128, 64, 8, 8, 3),
+    (128, 128, 32, 8, 8, 5),
+    (64, 128, 64, 8, 4, 4),
+    (256, 64, 64, 8, 8, 3),
 ]
 DECODE = [
     (16, 16, 256, 1, 2, 4),
@@ -69,6 +73,16 @@ DECODE = [
     (16, 128, 128, 1, 4, 4),
     (32, 32, 256, 1, 4, 4),
     (32, 64, 128, 1, 4, 4),
+    # with a seventh entry, SPLIT_K parts of K (else _mm_split chooses)
+    (16, 128, 128, 1, 4, 4, 1),
+    (16, 128, 128, 1, 4, 4, 2),
+    (16, 128, 128, 1, 4, 4, 4),
+    (16, 64, 128, 1, 4, 4, 2),
+    (16, 64, 128, 1, 4, 4, 4),
+    (16, 64, 256, 1, 4, 3, 4),
+    (32, 64, 128, 1, 4, 4, 1),
+    (32, 64, 128, 1, 4, 4, 2),
+    (32, 64, 128, 1, 4, 4, 4),
 ]
 
 
@@ -136,8 +150,11 @@ def inputs(name, m):
 
 
 def config_dict(c, m=0):
-    bm, bn, bk, g, w, s = c
-    return {"max_m": m, "BM": bm, "BN": bn, "BK": bk, "GROUP_M": g, "num_warps": w, "num_stages": s}
+    bm, bn, bk, g, w, s = c[:6]
+    d = {"max_m": m, "BM": bm, "BN": bn, "BK": bk, "GROUP_M": g, "num_warps": w, "num_stages": s}
+    if len(c) > 6:
+        d["SPLIT_K"] = c[6]
+    return d
 
 
 def run_shape(name, m, mod, args, copy_tbs):
@@ -152,6 +169,10 @@ def run_shape(name, m, mod, args, copy_tbs):
     wbytes = sum(w.numel() * w.element_size() for w in ws)
     ideal = wbytes + x.numel() * 2 + m * N * 2
 
+    cfg = mod._mm_config(mod.CONFIGS[kname], m)
+    tiles = -(-m // cfg["BM"]) * -(-N // cfg["BN"])
+    rec["config"] = cfg
+    rec["split_k"] = mod._mm_split(cfg, x.device, tiles, K, nw * m * N)
     out = fn(x, *ws)
     torch.cuda.synchronize()
     rec["err_ours"] = check(name, out, x, ws, rows)
@@ -237,6 +258,14 @@ def main():
     print(f"{'kernel':8s} {'rows':>5s} {'err':>5s} {'ours ms':>8s} {'cuBLAS':>8s} {'compile':>8s} {'/cuBLAS':>7s} {'/comp.':>7s} "
           f"{'TFLOP/s':>7s} {'W/copy':>6s} {'cB/copy':>7s}  best config (ms)")
     recs = []
+    out = args.out or os.path.join(HERE, "out")
+    os.makedirs(out, exist_ok=True)
+
+    def save():
+        # after every shape, so that a run cut short keeps what it measured
+        with open(os.path.join(out, "matmul.json"), "w") as f:
+            json.dump({"copy_tbs": copy_tbs, "device": torch.cuda.get_device_name(), "results": recs}, f, indent=1)
+
     for name in names:
         mod = load(os.path.join(args.modules, f"mm_{name}.py"))
         for m in rows:
@@ -248,12 +277,13 @@ def main():
                 recs.append(r)
                 continue
             recs.append(r)
+            save()
             comp = r.get("compile_ms")
             best = f"{r['best_config']} ({r['best_ms']:.4f})" if "best_config" in r else ""
             print(f"{name:8s} {m:5d} {max(r['err_ours'], 0):5.2f} {r['ours_ms']:8.4f} {r['cublas_ms']:8.4f} "
                   f"{comp if comp is None else round(comp, 4)!s:>8s} {r['ours_over_cublas']:7.2f} "
                   f"{r.get('ours_over_compile', float('nan')):7.2f} {r['ours_tflops']:7.1f} "
-                  f"{r['ours_weight_over_copy']:6.2f} {r['cublas_weight_over_copy']:7.2f}  {best}", flush=True)
+                  f"{r['ours_weight_over_copy']:6.2f} {r['cublas_weight_over_copy']:7.2f}  split {r['split_k']}  {best}", flush=True)
             if args.sweep:
                 for s in r["sweep"]:
                     print(f"    {s['config']}: " + (f"{s['ms']:.4f} ms err {s['err']:.2f}" if "ms" in s else s["error"]))
@@ -263,10 +293,7 @@ def main():
         if w8 and bf:
             print(f"w8up / up at {m} rows: ours {w8['ours_ms'] / bf['ours_ms']:.2f} of our bf16 time, "
                   f"{w8['ours_ms'] / bf['cublas_ms']:.2f} of cuBLAS's bf16 time")
-    out = args.out or os.path.join(HERE, "out")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "matmul.json"), "w") as f:
-        json.dump({"copy_tbs": copy_tbs, "device": torch.cuda.get_device_name(), "results": recs}, f, indent=1)
+    save()
     bad = [r for r in recs if "error" in r or r.get("err_ours", 0) > 1]
     sys.exit(1 if bad else 0)
 

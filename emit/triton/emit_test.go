@@ -224,12 +224,28 @@ func TestGenericKernels(t *testing.T) {
 		"cols = tl.minimum(offs_n, 16 - 1)[None, :]",
 		"omask = (offs_m[:, None] < c_d0) & (offs_n[None, :] < 16)",
 		"b0_ptrs = b + ((offs_k[:, None]) * 16) + cols",
-		"for kk in range(0, tl.cdiv(32, BK)):",
+		// the second launch of split-K sums the parts in a fixed order
+		"if EPI:",
+		"for s_k in range(SPLIT_K):",
+		"acc0 += tl.load(mm_ws + s_k * nb * (c_d0 * 16) + ws_off, mask=omask, other=0.0)",
+		// the first sums part pid_k of K
+		"k_lo = pid_k * k_per",
+		"b0_ptrs += k_lo * BK * 16",
+		"for kk in range(k_lo, k_hi):",
 		"a_t = tl.load(a_ptrs, mask=offs_k[None, :] < krem, other=0.0)",
 		"acc0 = tl.dot(a_t, tl.load(b0_ptrs, mask=offs_k[:, None] < krem, other=0.0), acc0)",
 		"b0_ptrs += BK * 16",
+		"if SPLIT_K > 1 and not EPI:",
+		"tl.store(mm_ws + pid_k * nb * (c_d0 * 16) + ws_off, acc0, mask=omask)",
+		"else:",
 		"tl.store(c + (rows * 16) + cols, t0, mask=omask)")
-	inOrder(t, text, `cfg = _mm_config(CONFIGS["mm_k0"], a_d0)`, `mm_k0[grid](`)
+	inOrder(t, text, `cfg = _mm_config(CONFIGS["mm_k0"], a_d0)`,
+		`split = _mm_split(cfg, dev, tiles * 1, 32, (a_d0 * 16))`,
+		"if split > 1:",
+		`mm_k0[(tiles, 1, split)](`, "SPLIT_K=split, EPI=False)",
+		`mm_k0[(tiles, 1, 1)](`, "SPLIT_K=split, EPI=True)",
+		"else:",
+		`mm_k0[(tiles, 1, 1)](`, "SPLIT_K=1, EPI=False)")
 	assert.NotContains(t, function(t, text, "mm_k0"), "% a_d0", "the unused batch index is dropped")
 }
 

@@ -13,7 +13,7 @@ import triton.language as tl
 # and must stay at least the row length.
 CONFIGS = {
     "transpose_k0": {"BLOCK": 256, "num_warps": 4},
-    "matmul_k0": {"BLOCK": 256, "num_warps": 4},
+    "matmul_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "colsum_k0": {"BLOCK": 256, "num_warps": 4},
     "concat_k0": {"BLOCK": 256, "num_warps": 4},
     "slice_bcast_k0": {"BLOCK": 256, "num_warps": 4},
@@ -24,10 +24,50 @@ CONFIGS = {
     "scalars_k0": {"BLOCK": 4096, "num_warps": 4},
     "twice_k0": {"BLOCK": 1024, "num_warps": 4},
     "twice_k1": {"BLOCK": 1024, "num_warps": 4},
+    "mm_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "bmm_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "gateup_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
 }
+
+
+def _mm_config(configs, m):
+    """The first configuration of a matmul kernel for m rows (CONFIGS)."""
+    for c in configs:
+        if c["max_m"] == 0 or m <= c["max_m"]:
+            return c
+    return configs[-1]
+
+
+_MM_SMS = {}
+
+
+def _mm_split(cfg, dev, programs, k, size):
+    """The number of parts split-K cuts K into: 1, unless the grid's
+    programs would keep fewer than half the GPU's multiprocessors busy
+    over a long K. Each halving of the parts keeps the grid within the
+    multiprocessors, at least 24 steps of BK in each part and the f32
+    workspace (size elements per part) indexable in 32 bits. (On the H200
+    this splits a decode down projection, K = 14336 over 32 tiles, in 4,
+    and leaves a QKV projection, K = 4096 over 48 tiles, whole: the
+    measured faster choices.) A configuration's own SPLIT_K entry wins."""
+    if "SPLIT_K" in cfg:
+        return cfg["SPLIT_K"]
+    if dev not in _MM_SMS:
+        _MM_SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    steps = -(-k // cfg["BK"])
+    split = 1
+    while 2 * programs * split <= _MM_SMS[dev] and steps // (2 * split) >= 24 and 2 * split * size < 2**31:
+        split *= 2
+    return split
 
 # Flat kernels index their elements in 64 bits from this many on.
 WIDE_FROM = 2**31
+
+
+@triton.jit
+def _silu(x):
+    # x * sigmoid(x), with its limit 0 at -inf, where the product is -inf * 0
+    return tl.where(x == -float("inf"), 0.0, x * tl.sigmoid(x))
 
 
 @triton.jit
@@ -43,23 +83,53 @@ def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def matmul_k0(a, b, c, a_d0, c_d0, BLOCK: tl.constexpr):
-    # generic: one program per output row, BLOCK elements at a time
+def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+    # matmul: 1 dot product(s) over K = 32 with tl.dot, BM x BN tiles, then the epilogue on each tile
     pid = tl.program_id(0)
-    r = pid.to(tl.int64)
-    for c0 in range(0, 48, BLOCK):
-        j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
-        cmask = j < 48
-        acc = tl.full((BLOCK,), 0.0, tl.float32)
-        for k in range(0, 32):
-            t0 = tl.load(a + (r * 32) + k)
-            t1 = tl.load(b + (k * 48) + j, mask=cmask)
-            t2 = t0.to(tl.float32)
-            t3 = t1.to(tl.float32)
-            t4 = tl.fma(t2, t3, acc)
-            acc = t4
-        t5 = acc.to(tl.bfloat16)
-        tl.store(c + (r * 48) + j, t5, mask=cmask)
+    pid_b = tl.program_id(1)
+    npm = tl.cdiv(c_d0, BM)
+    npn = tl.cdiv(48, BN)
+    gw = GROUP_M * npn
+    first_m = (pid // gw) * GROUP_M
+    gsize = tl.minimum(npm - first_m, GROUP_M)
+    pid_m = first_m + (pid % gw) % gsize
+    pid_n = (pid % gw) // gsize
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    rows = pid_b * c_d0 + tl.minimum(offs_m, c_d0 - 1)[:, None]
+    cols = tl.minimum(offs_n, 48 - 1)[None, :]
+    omask = (offs_m[:, None] < c_d0) & (offs_n[None, :] < 48)
+    a_ptrs = a + (rows * 32) + offs_k[None, :]
+    b0_ptrs = b + ((offs_k[:, None]) * 48) + cols
+    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+    pid_k = tl.program_id(2)
+    nb = tl.num_programs(1)
+    ws_off = (pid_b * c_d0 + offs_m[:, None]) * 48 + offs_n[None, :]
+    if EPI:
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (c_d0 * 48) + ws_off, mask=omask, other=0.0)
+    else:
+        if SPLIT_K == 1:
+            k_lo = 0
+            k_hi = tl.cdiv(32, BK)
+        else:
+            k_per = tl.cdiv(tl.cdiv(32, BK), SPLIT_K)
+            k_lo = pid_k * k_per
+            k_hi = tl.minimum(k_lo + k_per, tl.cdiv(32, BK))
+            a_ptrs += k_lo * BK
+            b0_ptrs += k_lo * BK * 48
+        for kk in range(k_lo, k_hi):
+            krem = 32 - kk * BK
+            a_t = tl.load(a_ptrs, mask=offs_k[None, :] < krem, other=0.0)
+            acc0 = tl.dot(a_t, tl.load(b0_ptrs, mask=offs_k[:, None] < krem, other=0.0), acc0)
+            a_ptrs += BK
+            b0_ptrs += BK * 48
+    if SPLIT_K > 1 and not EPI:
+        tl.store(mm_ws + pid_k * nb * (c_d0 * 48) + ws_off, acc0, mask=omask)
+    else:
+        t0 = acc0.to(tl.bfloat16)
+        tl.store(c + (rows * 48) + cols, t0, mask=omask)
 
 
 @triton.jit
@@ -193,6 +263,171 @@ def twice_k1(x, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     tl.store(result1 + offs, t0, mask=emask)
 
 
+@triton.jit
+def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+    # matmul: 1 dot product(s) over K = 12300 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    npm = tl.cdiv(e_d0, BM)
+    npn = tl.cdiv(40, BN)
+    gw = GROUP_M * npn
+    first_m = (pid // gw) * GROUP_M
+    gsize = tl.minimum(npm - first_m, GROUP_M)
+    pid_m = first_m + (pid % gw) % gsize
+    pid_n = (pid % gw) // gsize
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    rows = pid_b * e_d0 + tl.minimum(offs_m, e_d0 - 1)[:, None]
+    cols = tl.minimum(offs_n, 40 - 1)[None, :]
+    omask = (offs_m[:, None] < e_d0) & (offs_n[None, :] < 40)
+    a_ptrs = a + (rows * 12300) + offs_k[None, :]
+    b0_ptrs = w + (cols * 12300) + offs_k[:, None]
+    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+    pid_k = tl.program_id(2)
+    nb = tl.num_programs(1)
+    ws_off = (pid_b * e_d0 + offs_m[:, None]) * 40 + offs_n[None, :]
+    if EPI:
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (e_d0 * 40) + ws_off, mask=omask, other=0.0)
+    else:
+        if SPLIT_K == 1:
+            k_lo = 0
+            k_hi = tl.cdiv(12300, BK)
+        else:
+            k_per = tl.cdiv(tl.cdiv(12300, BK), SPLIT_K)
+            k_lo = pid_k * k_per
+            k_hi = tl.minimum(k_lo + k_per, tl.cdiv(12300, BK))
+            a_ptrs += k_lo * BK
+            b0_ptrs += k_lo * BK
+        for kk in range(k_lo, k_hi):
+            krem = 12300 - kk * BK
+            a_t = tl.load(a_ptrs, mask=offs_k[None, :] < krem, other=0.0)
+            acc0 = tl.dot(a_t, tl.load(b0_ptrs, mask=offs_k[:, None] < krem, other=0.0), acc0)
+            a_ptrs += BK
+            b0_ptrs += BK
+    if SPLIT_K > 1 and not EPI:
+        tl.store(mm_ws + pid_k * nb * (e_d0 * 40) + ws_off, acc0, mask=omask)
+    else:
+        b_1 = tl.load(b + cols)
+        t0 = b_1.to(tl.float32)
+        t1 = acc0 + t0
+        t2 = _silu(t1)
+        t3 = t2.to(tl.bfloat16)
+        tl.store(e + (rows * 40) + cols, t3, mask=omask)
+
+
+@triton.jit
+def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+    # matmul: 1 dot product(s) over K = 7000 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    npm = tl.cdiv(c_d1, BM)
+    npn = tl.cdiv(24, BN)
+    gw = GROUP_M * npn
+    first_m = (pid // gw) * GROUP_M
+    gsize = tl.minimum(npm - first_m, GROUP_M)
+    pid_m = first_m + (pid % gw) % gsize
+    pid_n = (pid % gw) // gsize
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    rows = pid_b * c_d1 + tl.minimum(offs_m, c_d1 - 1)[:, None]
+    cols = tl.minimum(offs_n, 24 - 1)[None, :]
+    omask = (offs_m[:, None] < c_d1) & (offs_n[None, :] < 24)
+    a_ptrs = a + ((((rows // c_d1) * a_d1) + (rows % c_d1)) * 7000) + offs_k[None, :]
+    b0_ptrs = b + ((((pid_b * c_d1 // c_d1) * 7000) + offs_k[:, None]) * 24) + cols
+    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+    pid_k = tl.program_id(2)
+    nb = tl.num_programs(1)
+    ws_off = (pid_b * c_d1 + offs_m[:, None]) * 24 + offs_n[None, :]
+    if EPI:
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (c_d1 * 24) + ws_off, mask=omask, other=0.0)
+    else:
+        if SPLIT_K == 1:
+            k_lo = 0
+            k_hi = tl.cdiv(7000, BK)
+        else:
+            k_per = tl.cdiv(tl.cdiv(7000, BK), SPLIT_K)
+            k_lo = pid_k * k_per
+            k_hi = tl.minimum(k_lo + k_per, tl.cdiv(7000, BK))
+            a_ptrs += k_lo * BK
+            b0_ptrs += k_lo * BK * 24
+        for kk in range(k_lo, k_hi):
+            krem = 7000 - kk * BK
+            a_t = tl.load(a_ptrs, mask=offs_k[None, :] < krem, other=0.0)
+            acc0 = tl.dot(a_t, tl.load(b0_ptrs, mask=offs_k[:, None] < krem, other=0.0), acc0)
+            a_ptrs += BK
+            b0_ptrs += BK * 24
+    if SPLIT_K > 1 and not EPI:
+        tl.store(mm_ws + pid_k * nb * (c_d1 * 24) + ws_off, acc0, mask=omask)
+    else:
+        t1 = rows % c_d1
+        t2 = rows // c_d1
+        t3 = acc0.to(tl.bfloat16)
+        tl.store(c + (((t2 * c_d1) + t1) * 24) + cols, t3, mask=omask)
+
+
+@triton.jit
+def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+    # matmul: 2 dot product(s) over K = 6500 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    npm = tl.cdiv(y_d0, BM)
+    npn = tl.cdiv(96, BN)
+    gw = GROUP_M * npn
+    first_m = (pid // gw) * GROUP_M
+    gsize = tl.minimum(npm - first_m, GROUP_M)
+    pid_m = first_m + (pid % gw) % gsize
+    pid_n = (pid % gw) // gsize
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    rows = pid_b * y_d0 + tl.minimum(offs_m, y_d0 - 1)[:, None]
+    cols = tl.minimum(offs_n, 96 - 1)[None, :]
+    omask = (offs_m[:, None] < y_d0) & (offs_n[None, :] < 96)
+    a_ptrs = x + (rows * 6500) + offs_k[None, :]
+    b0_ptrs = wg + (cols * 6500) + offs_k[:, None]
+    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+    b1_ptrs = wu + (cols * 6500) + offs_k[:, None]
+    acc1 = tl.zeros((BM, BN), dtype=tl.float32)
+    pid_k = tl.program_id(2)
+    nb = tl.num_programs(1)
+    ws_off = (pid_b * y_d0 + offs_m[:, None]) * 96 + offs_n[None, :]
+    if EPI:
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + (s_k * 2 + 0) * nb * (y_d0 * 96) + ws_off, mask=omask, other=0.0)
+            acc1 += tl.load(mm_ws + (s_k * 2 + 1) * nb * (y_d0 * 96) + ws_off, mask=omask, other=0.0)
+    else:
+        if SPLIT_K == 1:
+            k_lo = 0
+            k_hi = tl.cdiv(6500, BK)
+        else:
+            k_per = tl.cdiv(tl.cdiv(6500, BK), SPLIT_K)
+            k_lo = pid_k * k_per
+            k_hi = tl.minimum(k_lo + k_per, tl.cdiv(6500, BK))
+            a_ptrs += k_lo * BK
+            b0_ptrs += k_lo * BK
+            b1_ptrs += k_lo * BK
+        for kk in range(k_lo, k_hi):
+            krem = 6500 - kk * BK
+            a_t = tl.load(a_ptrs, mask=offs_k[None, :] < krem, other=0.0)
+            acc0 = tl.dot(a_t, tl.load(b0_ptrs, mask=offs_k[:, None] < krem, other=0.0), acc0)
+            acc1 = tl.dot(a_t, tl.load(b1_ptrs, mask=offs_k[:, None] < krem, other=0.0), acc1)
+            a_ptrs += BK
+            b0_ptrs += BK
+            b1_ptrs += BK
+    if SPLIT_K > 1 and not EPI:
+        tl.store(mm_ws + (pid_k * 2 + 0) * nb * (y_d0 * 96) + ws_off, acc0, mask=omask)
+        tl.store(mm_ws + (pid_k * 2 + 1) * nb * (y_d0 * 96) + ws_off, acc1, mask=omask)
+    else:
+        t0 = _silu(acc0)
+        t1 = t0 * acc1
+        t2 = t1.to(tl.bfloat16)
+        tl.store(y + (rows * 96) + cols, t2, mask=omask)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if not isinstance(t, torch.Tensor):
@@ -226,10 +461,16 @@ def matmul(a, b):
     dev = a.device
     a_d0 = a.shape[0]
     c = torch.empty((a_d0, 48), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["matmul_k0"]
-    grid = (a_d0,)
-    if grid[0] > 0:
-        matmul_k0[grid](a, b, c, a_d0, a_d0, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    cfg = _mm_config(CONFIGS["matmul_k0"], a_d0)
+    tiles = triton.cdiv(a_d0, cfg["BM"]) * triton.cdiv(48, cfg["BN"])
+    split = _mm_split(cfg, dev, tiles * 1, 32, (a_d0 * 48))
+    if tiles > 0:
+        if split > 1:
+            mm_ws = torch.empty((split * (a_d0 * 48),), dtype=torch.float32, device=dev)
+            matmul_k0[(tiles, 1, split)](a, b, c, a_d0, a_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
+            matmul_k0[(tiles, 1, 1)](a, b, c, a_d0, a_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+        else:
+            matmul_k0[(tiles, 1, 1)](a, b, c, a_d0, a_d0, c, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
     return c
 
 
@@ -329,3 +570,65 @@ def twice(x):
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
     twice_k1[grid](x, result1, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (result0, result1)
+
+
+def mm_split(a, w, b):
+    """mm_split(a: bf16[?, 12300], w: bf16[40, 12300], b: bf16[40]) -> bf16[?, 40]"""
+    a = _tensor("mm_split", "a", a, torch.bfloat16, (None, 12300))
+    w = _tensor("mm_split", "w", w, torch.bfloat16, (40, 12300))
+    b = _tensor("mm_split", "b", b, torch.bfloat16, (40,))
+    dev = a.device
+    a_d0 = a.shape[0]
+    e = torch.empty((a_d0, 40), dtype=torch.bfloat16, device=dev)
+    cfg = _mm_config(CONFIGS["mm_split_k0"], a_d0)
+    tiles = triton.cdiv(a_d0, cfg["BM"]) * triton.cdiv(40, cfg["BN"])
+    split = _mm_split(cfg, dev, tiles * 1, 12300, (a_d0 * 40))
+    if tiles > 0:
+        if split > 1:
+            mm_ws = torch.empty((split * (a_d0 * 40),), dtype=torch.float32, device=dev)
+            mm_split_k0[(tiles, 1, split)](a, w, b, e, a_d0, a_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
+            mm_split_k0[(tiles, 1, 1)](a, w, b, e, a_d0, a_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+        else:
+            mm_split_k0[(tiles, 1, 1)](a, w, b, e, a_d0, a_d0, e, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+    return e
+
+
+def bmm_split(a, b):
+    """bmm_split(a: bf16[3, ?, 7000], b: bf16[3, 7000, 24]) -> bf16[3, ?, 24]"""
+    a = _tensor("bmm_split", "a", a, torch.bfloat16, (3, None, 7000))
+    b = _tensor("bmm_split", "b", b, torch.bfloat16, (3, 7000, 24))
+    dev = a.device
+    a_d1 = a.shape[1]
+    c = torch.empty((3, a_d1, 24), dtype=torch.bfloat16, device=dev)
+    cfg = _mm_config(CONFIGS["bmm_split_k0"], a_d1)
+    tiles = triton.cdiv(a_d1, cfg["BM"]) * triton.cdiv(24, cfg["BN"])
+    split = _mm_split(cfg, dev, tiles * 3, 7000, ((3 * a_d1) * 24))
+    if tiles > 0:
+        if split > 1:
+            mm_ws = torch.empty((split * ((3 * a_d1) * 24),), dtype=torch.float32, device=dev)
+            bmm_split_k0[(tiles, 3, split)](a, b, c, a_d1, a_d1, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
+            bmm_split_k0[(tiles, 3, 1)](a, b, c, a_d1, a_d1, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+        else:
+            bmm_split_k0[(tiles, 3, 1)](a, b, c, a_d1, a_d1, c, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+    return c
+
+
+def gateup_split(x, wg, wu):
+    """gateup_split(x: bf16[?, 6500], wg: bf16[96, 6500], wu: bf16[96, 6500]) -> bf16[?, 96]"""
+    x = _tensor("gateup_split", "x", x, torch.bfloat16, (None, 6500))
+    wg = _tensor("gateup_split", "wg", wg, torch.bfloat16, (96, 6500))
+    wu = _tensor("gateup_split", "wu", wu, torch.bfloat16, (96, 6500))
+    dev = x.device
+    x_d0 = x.shape[0]
+    y = torch.empty((x_d0, 96), dtype=torch.bfloat16, device=dev)
+    cfg = _mm_config(CONFIGS["gateup_split_k0"], x_d0)
+    tiles = triton.cdiv(x_d0, cfg["BM"]) * triton.cdiv(96, cfg["BN"])
+    split = _mm_split(cfg, dev, tiles * 1, 6500, ((2 * x_d0) * 96))
+    if tiles > 0:
+        if split > 1:
+            mm_ws = torch.empty((split * ((2 * x_d0) * 96),), dtype=torch.float32, device=dev)
+            gateup_split_k0[(tiles, 1, split)](x, wg, wu, y, x_d0, x_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
+            gateup_split_k0[(tiles, 1, 1)](x, wg, wu, y, x_d0, x_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+        else:
+            gateup_split_k0[(tiles, 1, 1)](x, wg, wu, y, x_d0, x_d0, y, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+    return y
