@@ -160,6 +160,8 @@ def run_model(name, args, out, results):
               ("decode b1 kv2048", 1, 1, True), ("decode b32 kv2048", 32, 1, True)]
     if args.quick:
         shapes = [shapes[0], shapes[3]]
+    if args.shapes:
+        shapes = [sh for sh in shapes if sh[0] in args.shapes.split(",")]
     for sname, b, s, decode in shapes:
         key = "%s | %s" % (name, sname)
         row = results.setdefault(key, {})
@@ -205,8 +207,16 @@ def run_model(name, args, out, results):
                     modes.append(("tensorforge %s%s" % (emitter, " +cudagraphs" if cg else ""),
                                   dict(backend="tensorforge", options=dict(emitter=emitter, cudagraphs=cg,
                                                                            target="h200"))))
+            # matmuls compiled too, with their prologues and epilogues
+            for cg in (False, True):
+                modes.append(("tensorforge triton matmul%s" % (" +cudagraphs" if cg else ""),
+                              dict(backend="tensorforge", options=dict(emitter="triton", cudagraphs=cg,
+                                                                       target="h200", matmul=True))))
             if args.quick or args.autotune == "none" or (args.autotune == "headline" and sname not in HEADLINE):
                 modes = [m for m in modes if "max-autotune" not in m[0]]
+            if args.modes:
+                want = args.modes.split(",")
+                modes = [m for m in modes if m[0] in want]
             for mname, spec in modes:
                 cache = mk_cache()
                 try:
@@ -218,7 +228,8 @@ def run_model(name, args, out, results):
                     else:
                         kw = dict(spec)
                         if kw.get("backend") == "tensorforge":
-                            cdir = os.path.join(out, "cache", "%s-%s" % (name, kw["options"]["emitter"]))
+                            cdir = os.path.join(out, "cache", "%s-%s%s" % (name, kw["options"]["emitter"],
+                                                                             "-mm" if kw["options"].get("matmul") else ""))
                             shutil.rmtree(cdir, ignore_errors=True)
                             kw["options"] = dict(kw["options"], cache_dir=cdir)
                         elif kw.get("mode") is None:
@@ -249,7 +260,8 @@ def run_model(name, args, out, results):
                         entry["compile_warm_s"] = time.perf_counter() - t0
                         g2 = list(tfbackend.compiled_graphs)
                         entry["tfc_calls_warm"] = (g2[0].compiler.tfc_calls - calls_before) if g2 else None
-                        tag = "%s-%s-%s" % (name, sname.replace(" ", "_"), kw["options"]["emitter"])
+                        tag = "%s-%s-%s%s" % (name, sname.replace(" ", "_"), kw["options"]["emitter"],
+                                              "-mm" if kw["options"].get("matmul") else "")
                         if graphs and "cudagraphs" not in mname:
                             with open(os.path.join(out, tag + ".tir"), "w") as f:
                                 f.write("".join(g.tir for g in graphs))
@@ -370,6 +382,9 @@ def main():
     ap.add_argument("--autotune", default="all", choices=["all", "headline", "none"],
                     help="the shapes measured with max-autotune-no-cudagraphs (it tunes for minutes)")
     ap.add_argument("--dynamic", action="store_true", help="also the dynamic-shape check")
+    ap.add_argument("--modes", default="", help="comma-separated mode names to run (default: all), e.g. "
+                    "'eager,inductor default,tensorforge triton,tensorforge triton matmul'")
+    ap.add_argument("--shapes", default="", help="comma-separated shape names (default: all), e.g. 'decode b1 kv2048'")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = {}

@@ -75,6 +75,8 @@ TESTS = [
     ("generic", "gateup_split", lambda: (rn(2, 6500, dtype=bf16), rn(96, 6500, dtype=bf16, scale=0.01),
                                          rn(96, 6500, dtype=bf16, scale=0.01)),
      lambda x, g, u: (F.silu(x.double() @ g.double().T) * (x.double() @ u.double().T),)),
+    ("generic", "one_row", lambda: (rn(1, 4096, dtype=bf16), rn(512, 4096, dtype=bf16, scale=0.02), rn(1, 512, dtype=bf16)),
+     lambda x, w, r: (x.double() @ w.double().T + r.double(),)),
     ("generic", "colsum", lambda: (rn(8, 300),), lambda x: (x.double().sum(0),)),
     ("generic", "concat", lambda: (rn(16, 8), rn(16, 3)), lambda a, b: (torch.cat([a, b], 1),)),
     ("generic", "slice_bcast", lambda: (rn(16, 8), rn(1, 5)), lambda x, v: (x[2:6, 1:6], v.expand(3, 5))),

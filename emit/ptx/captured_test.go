@@ -22,6 +22,12 @@ func TestSimulatedCapturedLayers(t *testing.T) {
 	require.NotEmpty(t, files)
 	shrink := strings.NewReplacer("x4096x", "x2x", ", 4096, ", ", 2, ", "14336", "448", "12288", "384")
 	for _, f := range files {
+		if strings.HasSuffix(f, "-matmul.tir") {
+			// rows flattened to [4096, 4096] are tokens and hidden size
+			// alike, which a textual shrink cannot tell apart; the
+			// matmul kernels are simulated in sim_diff_test.go
+			continue
+		}
 		src, err := os.ReadFile(f)
 		require.NoError(t, err)
 		m := lower(t, shrink.Replace(string(src)), fullPipeline, "h200")

@@ -360,7 +360,14 @@ func (k *kernelEmitter) emitTileOp(op *ir.Operation) error {
 		if err != nil {
 			return err
 		}
-		k.w.line(fmt.Sprintf("tl.store(%s, %s, mask=omask)", join("+", k.ref(st.Memref()), off), k.ref(st.Value())))
+		ptr := join("+", k.ref(st.Memref()), off)
+		if ids := identifiers(off); !contains(ids, "rows") || !contains(ids, "cols") {
+			// an offset without the rows (a result of one row, its index
+			// folded to 0) or the columns spans less than the tile omask
+			// masks: widen it to the tile
+			ptr = fmt.Sprintf("tl.broadcast_to(%s, (BM, BN))", ptr)
+		}
+		k.w.line(fmt.Sprintf("tl.store(%s, %s, mask=omask)", ptr, k.ref(st.Value())))
 		return nil
 	case loop.OpFor, loop.OpParallel, loop.OpReduce:
 		return kernelError(op, "is not element-wise, which a matmul kernel's epilogue is")

@@ -70,13 +70,17 @@ def compile_aten(gm, example_inputs, options=None):
     fxpasses.fills_as_cat(gm)
     fxpasses.rotate_half_as_roll(gm)
     fxpasses.sink_transposes(gm)
+    if opts.matmul:
+        fxpasses.cse_views(gm)
+        fxpasses.sink_matmul_views(gm)
+        fxpasses.hoist_matmul_views(gm)
     log = partition.FallbackLog()
-    fused, names = partition.partition(gm, log)
+    fused, names = partition.partition(gm, log, opts.enabled())
     translations, single = [], {}
     for name in names:
         sub = getattr(fused, name)
         try:
-            tr = translate.translate(sub, name.replace("fused_", "region_"))
+            tr = translate.translate(sub, name.replace("fused_", "region_"), opts.enabled())
         except Unsupported as e:
             log.fallbacks.append((name, "region", "not translated, runs in PyTorch: %s" % e))
             continue

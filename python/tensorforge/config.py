@@ -16,11 +16,15 @@ class Options:
     log:         print the regions formed and every op left to PyTorch with its reason
                  (also TENSORFORGE_LOG=1)
     flags:       extra tfc flags, e.g. ["-O2"]
+    matmul:      compile mm / bmm / addmm too, with the element-wise work around them fused
+                 as prologues and epilogues (gate/up + SwiGLU in one kernel, a residual add
+                 in the down projection's); default False: matmuls stay in PyTorch (cuBLAS)
     """
 
-    KEYS = ("target", "emitter", "cudagraphs", "cache_dir", "tfc", "log", "flags")
+    KEYS = ("target", "emitter", "cudagraphs", "cache_dir", "tfc", "log", "flags", "matmul")
 
-    def __init__(self, target=None, emitter=None, cudagraphs=False, cache_dir=None, tfc=None, log=None, flags=()):
+    def __init__(self, target=None, emitter=None, cudagraphs=False, cache_dir=None, tfc=None, log=None, flags=(),
+                 matmul=False):
         if target is None:
             import torch
 
@@ -42,6 +46,11 @@ class Options:
         self.tfc = tfc
         self.log = bool(log) if log is not None else os.environ.get("TENSORFORGE_LOG", "") not in ("", "0")
         self.flags = tuple(flags)
+        self.matmul = bool(matmul)
+
+    def enabled(self):
+        """The options that turn on optional declarations of the op table."""
+        return ("matmul",) if self.matmul else ()
 
     @classmethod
     def from_dict(cls, d):

@@ -476,3 +476,287 @@ def sink_transposes(gm):
         g.lint()
         gm.recompile()
     return changed
+
+
+_ROW_VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten._reshape_alias.default)
+_MATMULS = (aten.mm.default, aten.addmm.default)
+
+
+def _hashable(x):
+    """x with its lists as tuples, or None when something in it cannot be hashed."""
+    if isinstance(x, (list, tuple)):
+        items = [_hashable(i) for i in x]
+        return None if any(i is None for i in items) else tuple(items)
+    try:
+        hash(x)
+    except TypeError:
+        return None
+    return x
+
+
+def cse_views(gm):
+    """One node for each distinct view of a tensor.
+
+    ``linear`` decomposes to a ``view`` of its input per call, so the gate and
+    up projections of an MLP read two views of x; as one they are one input
+    of the compiled region, which the compiler sees the two matmuls share.
+    """
+    g = gm.graph
+    seen, changed = {}, 0
+    for n in list(g.nodes):
+        if n.op != "call_function" or (n.target not in _ROW_VIEWS and n.target != aten.flatten.using_ints):
+            continue
+        key = _hashable((n.target, n.args, tuple(sorted(n.kwargs.items()))))
+        if key is None:
+            continue
+        first = seen.setdefault(key, n)
+        if first is not n:
+            n.replace_all_uses_with(first)
+            g.erase_node(n)
+            changed += 1
+    if changed:
+        g.lint()
+        gm.recompile()
+    return changed
+
+
+def _rows_view_of_matmul(v):
+    """Whether v views a 2-D matmul result [M, N] as [..., N]: a split of its rows."""
+    if v.op != "call_function" or v.target not in _ROW_VIEWS:
+        return False
+    src = v.args[0]
+    if not isinstance(src, torch.fx.Node) or src.op != "call_function" or src.target not in _MATMULS:
+        return False
+    a, b = _meta(src), _meta(v)
+    if a is None or b is None or len(a.shape) != 2 or len(b.shape) < 2:
+        return False
+    n, m = a.shape[-1], b.shape[-1]
+    return isinstance(n, int) and isinstance(m, int) and n == m
+
+
+def sink_matmul_views(gm):
+    """Run the element-wise work after a matmul on its 2-D result.
+
+    ``linear`` on [B, S, K] is ``mm`` on [B*S, K] and a view back to
+    [B, S, N]; the SwiGLU, residual add or cast that follows is then
+    element-wise on the view. Computed on the 2-D result instead (its other
+    operands flattened to [B*S, N], free views; the result viewed back to
+    [B, S, N] where something else reads it), the chain is the matmul's
+    epilogue, which the compiler fuses into the matmul kernel. Only chains
+    whose values all have the view's shape are moved; a broadcast operand
+    must lack the row dims or have them all 1.
+    """
+    g = gm.graph
+    changed = 0
+    for v in list(g.nodes):
+        if v not in g.nodes or not _rows_view_of_matmul(v):
+            continue
+        shape = tuple(_meta(v).shape)
+        n = len(shape)
+        order = {x: i for i, x in enumerate(g.nodes)}
+        inside = {v}
+
+        def side_ok(a):
+            if not isinstance(a, torch.fx.Node):
+                return isinstance(a, (int, float, bool))
+            if a in inside or (_rows_view_of_matmul(a) and tuple(_meta(a).shape) == shape):
+                return True
+            m = _meta(a)
+            if m is None:
+                return False
+            r = len(m.shape)
+            if r <= 1:
+                return True
+            return r == n and (tuple(m.shape[:-1]) == shape[:-1] or all(isinstance(d, int) and d == 1 for d in m.shape[:-1]))
+
+        grew = True
+        while grew:
+            grew = False
+            for node in sorted({u for m in inside for u in m.users}, key=order.get):
+                if node in inside or node.op != "call_function" or node.target not in _POINTWISE:
+                    continue
+                m = _meta(node)
+                if m is None or tuple(m.shape) != shape:
+                    continue
+                if all(side_ok(a) for a in node.args) and all(not isinstance(x, torch.fx.Node) for x in node.kwargs.values()):
+                    inside.add(node)
+                    grew = True
+        # views of other matmuls read by the chain join it (gate and up)
+        views = {a for node in inside for a in node.args
+                 if isinstance(a, torch.fx.Node) and _rows_view_of_matmul(a) and tuple(_meta(a).shape) == shape}
+        inside |= views
+        body = [x for x in inside if x.target in _POINTWISE]
+        if not body:
+            continue
+        new = {w: w.args[0] for w in inside if w not in body}
+        for node in sorted(body, key=order.get):
+            args = []
+            for a in node.args:
+                if isinstance(a, torch.fx.Node) and a in new:
+                    args.append(new[a])
+                elif isinstance(a, torch.fx.Node) and len(_meta(a).shape) == n:
+                    with g.inserting_before(node):
+                        f = g.call_function(aten.flatten.using_ints, (a, 0, n - 2))
+                    f.meta.update(_meta_like(a, lambda t: t.flatten(0, n - 2)))
+                    args.append(f)
+                else:
+                    args.append(a)
+            with g.inserting_before(node):
+                nn = g.call_function(node.target, tuple(args), dict(node.kwargs))
+            nn.meta.update(_meta_like(node, lambda t: t.flatten(0, n - 2)))
+            new[node] = nn
+        for node in body:
+            outside = [u for u in node.users if u not in inside]
+            if not outside:
+                continue
+            with g.inserting_after(new[node]):
+                back = g.call_function(v.target, (new[node],) + tuple(v.args[1:]), dict(v.kwargs))
+            back.meta.update({k: x for k, x in node.meta.items() if k in ("val", "tensor_meta")})
+            for u in outside:
+                u.replace_input_with(node, back)
+        for node in sorted(inside, key=order.get, reverse=True):
+            if not node.users:
+                g.erase_node(node)
+        changed += 1
+    if changed:
+        g.lint()
+        gm.recompile()
+    return changed
+
+
+_ROW_POINTWISE = _POINTWISE | {aten.pow.Tensor_Scalar, aten.sqrt.default, aten.reciprocal.default,
+                               aten.gelu.default, aten.relu.default, aten.where.self}
+_ROW_REDUCTIONS = (aten.mean.dim, aten.sum.dim_IntList, aten.amax.default)
+try:
+    _ROW_POINTWISE.add(torch.ops.prims.convert_element_type.default)
+except AttributeError:  # torch 1.x without prims
+    pass
+
+
+def _is_rows_flatten(f):
+    """Whether f merges every dim but the last of a tensor of rank >= 3 into one: [..., N] -> [M, N]."""
+    if f.op != "call_function" or not isinstance(f.args[0], torch.fx.Node):
+        return False
+    a, b = _meta(f.args[0]), _meta(f)
+    if a is None or b is None or len(a.shape) < 3 or len(b.shape) != 2:
+        return False
+    if f.target == aten.flatten.using_ints:
+        return tuple(f.args[1:3]) in ((0, len(a.shape) - 2), (0, -2))
+    return f.target in _ROW_VIEWS and isinstance(a.shape[-1], int) and a.shape[-1] == b.shape[-1]
+
+
+def _rows_unflatten_source(a, shape):
+    """z when a is a view of a 2-D z as [..., N] of the given shape, else None."""
+    if not isinstance(a, torch.fx.Node) or a.op != "call_function" or a.target not in _ROW_VIEWS:
+        return None
+    z = a.args[0]
+    mz, ma = _meta(z) if isinstance(z, torch.fx.Node) else None, _meta(a)
+    if mz is None or ma is None or len(mz.shape) != 2 or tuple(ma.shape[:-1]) != tuple(shape[:-1]):
+        return None
+    return z if isinstance(ma.shape[-1], int) and ma.shape[-1] == mz.shape[-1] else None
+
+
+def _row_reduction_ok(y, n):
+    """A reduction over the last dim with keepdim: the same on the flattened rows."""
+    dims = y.args[1] if len(y.args) > 1 else y.kwargs.get("dim")
+    keep = y.args[2] if len(y.args) > 2 else y.kwargs.get("keepdim", False)
+    if isinstance(dims, int):
+        dims = [dims]
+    return keep is True and dims is not None and list(dims) in ([-1], [n - 1]) and \
+        all(k == "dtype" for k in y.kwargs if k not in ("dim", "keepdim"))
+
+
+def hoist_matmul_views(gm):
+    """Compute on flattened rows what is computed only to be flattened.
+
+    ``linear`` flattens its input's rows ([B, S, K] -> [B*S, K]) before
+    ``mm``; when that input is an RMSNorm (element-wise work and a mean over
+    the last dim), the view sits between a row kernel and the matmul, and
+    the compiler writes it as a copy. Moved above the op that makes it (its
+    operands flattened instead: free views at the region's edge, or views
+    of 2-D results that are those results), nothing is copied. An op moves
+    when everything that reads it reads the same flattening; repeated until
+    nothing moves. Returns the number of ops moved.
+    """
+    g = gm.graph
+    moved = 0
+    for _ in range(200):
+        done = True
+        for f in list(g.nodes):
+            if f not in g.nodes or not _is_rows_flatten(f):
+                continue
+            y = f.args[0]
+            if y.op != "call_function":
+                continue
+            shape = tuple(_meta(y).shape)
+            n = len(shape)
+            z = _rows_unflatten_source(y, shape)
+            if z is not None and tuple(_meta(z).shape) == tuple(_meta(f).shape):
+                # the flattening of a view of a 2-D result: that result
+                f.replace_all_uses_with(z)
+                g.erase_node(f)
+                done = False
+                continue
+            if y.target in _ROW_REDUCTIONS:
+                if not _row_reduction_ok(y, n):
+                    continue
+            elif y.target not in _ROW_POINTWISE:
+                continue
+            if any(isinstance(v, torch.fx.Node) for v in y.kwargs.values()):
+                continue
+            users = list(y.users)
+            if not all(_is_rows_flatten(u) and tuple(_meta(u).shape) == tuple(_meta(f).shape) for u in users):
+                continue
+            args, ok = [], True
+            for i, a in enumerate(y.args):
+                if y.target in _ROW_REDUCTIONS and i == 1:
+                    args.append([-1])
+                    continue
+                if not isinstance(a, torch.fx.Node):
+                    args.append(a)
+                    continue
+                m = _meta(a)
+                if m is None:
+                    ok = False
+                    break
+                r = len(m.shape)
+                if r <= 1:
+                    args.append(a)
+                elif r == n and (tuple(m.shape[:-1]) == shape[:-1] or all(isinstance(d, int) and d == 1 for d in m.shape[:-1])):
+                    with g.inserting_before(y):
+                        fa = g.call_function(aten.flatten.using_ints, (a, 0, n - 2))
+                    fa.meta.update(_meta_like(a, lambda t: t.flatten(0, n - 2)))
+                    args.append(fa)
+                else:
+                    ok = False
+                    break
+            if not ok:
+                for a in args:
+                    if isinstance(a, torch.fx.Node) and a.target == aten.flatten.using_ints and not a.users:
+                        g.erase_node(a)
+                continue
+            with g.inserting_before(y):
+                y2 = g.call_function(y.target, tuple(args), dict(y.kwargs))
+            y2.meta.update(_meta_like(y, lambda t: t.flatten(0, n - 2)))
+            for u in users:
+                u.replace_all_uses_with(y2)
+                g.erase_node(u)
+            g.erase_node(y)
+            moved += 1
+            done = False
+        if done:
+            break
+        cse_views(gm)
+    _erase_unread_views(g)
+    if moved:
+        g.lint()
+        gm.recompile()
+    return moved
+
+
+def _erase_unread_views(g):
+    """Drop the views and flattenings nothing reads any more (only those: an
+    in-place update reads as unused too)."""
+    for n in reversed(list(g.nodes)):
+        if n.op == "call_function" and not n.users and (n.target in _ROW_VIEWS or n.target == aten.flatten.using_ints):
+            g.erase_node(n)

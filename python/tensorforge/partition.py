@@ -53,14 +53,15 @@ class FallbackLog:
 class TableSupport(OperatorSupport):
     """torch.fx operator support backed by the op table."""
 
-    def __init__(self):
+    def __init__(self, enabled=()):
         super().__init__()
         self.reasons = {}
+        self.enabled = enabled
 
     def is_node_supported(self, submodules, node):
         if node.op != "call_function":
             return False
-        reason = optable.support_reason(node)
+        reason = optable.support_reason(node, self.enabled)
         if reason is not None:
             self.reasons[node] = reason
             return False
@@ -113,13 +114,14 @@ def _trim(nodes):
     return nodes, peeled
 
 
-def partition(gm, log=None):
+def partition(gm, log=None, enabled=()):
     """Fuse the supported regions of gm into submodules fused_0, fused_1, ...
 
+    enabled: the options that turn on optional declarations ("matmul").
     Returns (gm, [submodule names]) and fills log.
     """
     log = log if log is not None else FallbackLog()
-    support = TableSupport()
+    support = TableSupport(enabled)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     proposed = partitioner.propose_partitions()

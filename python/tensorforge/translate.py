@@ -123,11 +123,11 @@ class FunctionWriter:
             return self.constant(a, dtype)
         raise Unsupported("operand %r is neither a tensor nor a number" % (a,))
 
-    def op(self, opname, operands, out, attrs=None, node=None):
+    def op(self, opname, operands, out, attrs=None, node=None, full_sig=False):
         name = self.fresh(node.name if node is not None else opname.split(".")[-1])
         in_types = [self.types[o].tir() for o in operands]
         out_type = out.tir()
-        if all(t == out_type for t in in_types):
+        if all(t == out_type for t in in_types) and not full_sig:
             sig = out_type
         else:
             sig = "(%s) -> %s" % (", ".join(in_types), out_type)
@@ -171,8 +171,10 @@ class Translation:
         self.result_infos = result_infos
 
 
-def translate(gm, name):
-    """Translate a partition GraphModule (placeholders in, one output node) into a func.func."""
+def translate(gm, name, enabled=()):
+    """Translate a partition GraphModule (placeholders in, one output node) into a func.func.
+
+    enabled: the options that turn on optional declarations (as for partition)."""
     fn = FunctionWriter(name)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     inputs = []
@@ -194,7 +196,7 @@ def translate(gm, name):
         decl = optable.lookup(node)
         if decl is None:
             raise Unsupported("%s: no declaration in the op table" % node.name)
-        reason = decl.check(node)
+        reason = decl.check(node, enabled)
         if reason is not None:
             raise Unsupported("%s: %s" % (node.name, reason))
         fn.names[node] = decl.emit(fn, node)

@@ -27,6 +27,7 @@ CONFIGS = {
     "mm_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "bmm_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "gateup_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "one_row_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
 }
 
 
@@ -366,7 +367,7 @@ def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, BM: tl.constexpr, BN: tl.constexpr,
         t1 = rows % c_d1
         t2 = rows // c_d1
         t3 = acc0.to(tl.bfloat16)
-        tl.store(c + (((t2 * c_d1) + t1) * 24) + cols, t3, mask=omask)
+        tl.store(tl.broadcast_to(c + (((t2 * c_d1) + t1) * 24) + cols, (BM, BN)), t3, mask=omask)
 
 
 @triton.jit
@@ -426,6 +427,58 @@ def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, BM: tl.constexpr, BN: tl.co
         t1 = t0 * acc1
         t2 = t1.to(tl.bfloat16)
         tl.store(y + (rows * 96) + cols, t2, mask=omask)
+
+
+@triton.jit
+def one_row_k0(x, w, r, z, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+    # matmul: 1 dot product(s) over K = 4096 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    npm = tl.cdiv(1, BM)
+    npn = tl.cdiv(512, BN)
+    gw = GROUP_M * npn
+    first_m = (pid // gw) * GROUP_M
+    gsize = tl.minimum(npm - first_m, GROUP_M)
+    pid_m = first_m + (pid % gw) % gsize
+    pid_n = (pid % gw) // gsize
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    rows = pid_b * 1 + tl.minimum(offs_m, 1 - 1)[:, None]
+    cols = offs_n[None, :]
+    omask = (offs_m[:, None] < 1) & (offs_n[None, :] < 512)
+    a_ptrs = x + (rows * 4096) + offs_k[None, :]
+    b0_ptrs = w + (cols * 4096) + offs_k[:, None]
+    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+    pid_k = tl.program_id(2)
+    nb = tl.num_programs(1)
+    ws_off = (pid_b * 1 + offs_m[:, None]) * 512 + offs_n[None, :]
+    if EPI:
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * 512 + ws_off, mask=omask, other=0.0)
+    else:
+        if SPLIT_K == 1:
+            k_lo = 0
+            k_hi = tl.cdiv(4096, BK)
+        else:
+            k_per = tl.cdiv(tl.cdiv(4096, BK), SPLIT_K)
+            k_lo = pid_k * k_per
+            k_hi = tl.minimum(k_lo + k_per, tl.cdiv(4096, BK))
+            a_ptrs += k_lo * BK
+            b0_ptrs += k_lo * BK
+        for kk in range(k_lo, k_hi):
+            a_t = tl.load(a_ptrs)
+            acc0 = tl.dot(a_t, tl.load(b0_ptrs), acc0)
+            a_ptrs += BK
+            b0_ptrs += BK
+    if SPLIT_K > 1 and not EPI:
+        tl.store(mm_ws + pid_k * nb * 512 + ws_off, acc0, mask=omask)
+    else:
+        r_1 = tl.load(r + cols)
+        t0 = r_1.to(tl.float32)
+        t1 = acc0 + t0
+        t2 = t1.to(tl.bfloat16)
+        tl.store(tl.broadcast_to(z + cols, (BM, BN)), t2, mask=omask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -632,3 +685,23 @@ def gateup_split(x, wg, wu):
         else:
             gateup_split_k0[(tiles, 1, 1)](x, wg, wu, y, x_d0, x_d0, y, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
     return y
+
+
+def one_row(x, w, r):
+    """one_row(x: bf16[1, 4096], w: bf16[512, 4096], r: bf16[1, 512]) -> bf16[1, 512]"""
+    x = _tensor("one_row", "x", x, torch.bfloat16, (1, 4096))
+    w = _tensor("one_row", "w", w, torch.bfloat16, (512, 4096))
+    r = _tensor("one_row", "r", r, torch.bfloat16, (1, 512))
+    dev = x.device
+    z = torch.empty((1, 512), dtype=torch.bfloat16, device=dev)
+    cfg = _mm_config(CONFIGS["one_row_k0"], 1)
+    tiles = triton.cdiv(1, cfg["BM"]) * triton.cdiv(512, cfg["BN"])
+    split = _mm_split(cfg, dev, tiles * 1, 4096, 512)
+    if tiles > 0:
+        if split > 1:
+            mm_ws = torch.empty((split * 512,), dtype=torch.float32, device=dev)
+            one_row_k0[(tiles, 1, split)](x, w, r, z, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
+            one_row_k0[(tiles, 1, 1)](x, w, r, z, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+        else:
+            one_row_k0[(tiles, 1, 1)](x, w, r, z, z, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+    return z
