@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	tritonemit "github.com/tensorforge/tensorforge/emit/triton"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
 	"github.com/tensorforge/tensorforge/parser"
@@ -50,6 +51,8 @@ type compileOptions struct {
 	remarks           []string
 	crashReproducer   string
 	exactRounding     bool
+	tuneCache         string  // --tune-cache FILE
+	tuneSeconds       float64 // --tune SECONDS (0: no tuning)
 	// defaultLevel, set by a command rather than a flag, names the -O level
 	// run when the command line names no pass, pipeline or level (`tfc run`
 	// compiles with O2); "" leaves the choice to the emitter.
@@ -93,6 +96,17 @@ func (o *compileOptions) register(fs *flagSet) {
 	fs.boolVar(&o.generic, "print-op-generic", "print every op in the generic form")
 	fs.boolVar(&o.debugInfo, "print-debuginfo", "print the location of every op: loc(\"file.tir\":3:5)")
 	fs.boolVar(&o.exactRounding, "exact-rounding", "round every f16/bf16/f8 result inside a fused kernel to its type, matching op-by-op evaluation bit for bit (default: values stay f32 between fused ops and round where stored or cast)")
+	fs.stringVar(&o.tuneCache, "tune-cache", "FILE", "matmul launch configurations measured by --tune, keyed by kernel IR hash and target (default with --tune: $TENSORFORGE_CACHE_DIR/tune.json, else ~/.cache/tensorforge/tune.json)")
+	fs.add(&flagDef{name: "tune", kind: valueFlag, arg: "SECONDS",
+		help: "time the matmul kernels' candidate configurations on this machine's GPU for at most SECONDS (python3 with torch and triton), record the fastest in the tuning cache and emit with them (--emit=triton)",
+		set: func(v string, _ bool) error {
+			var secs float64
+			if _, err := fmt.Sscan(v, &secs); err != nil || secs <= 0 || secs > 86400 || fmt.Sprint(secs) == "NaN" {
+				return fmt.Errorf("takes a number of seconds in (0, 86400], not '%s'", v)
+			}
+			o.tuneSeconds = secs
+			return nil
+		}})
 	fs.listVar(&o.remarks, "remarks", "KINDS", "report remarks of these kinds: "+strings.Join(remarkKinds, ", "))
 	fs.stringVar(&o.crashReproducer, "crash-reproducer", "FILE", "when a pass fails or crashes, write the IR before it and the pipeline to FILE")
 	fs.dynamic = func(name string) *flagDef {
@@ -135,6 +149,7 @@ type compiler struct {
 	emitter  *emitter
 	remarks  map[string]bool
 	dumps    io.Writer // IR dumps and the timing report
+	tuned    *tritonemit.TuneCache
 }
 
 // newCompiler checks the options. Problems are printed on sio.err and
@@ -209,6 +224,19 @@ func newCompiler(o *compileOptions, sio *stdio) *compiler {
 	}
 	if d := checkRemarks(o.remarks); d != nil {
 		return fail(d)
+	}
+	if (o.tuneSeconds > 0 || o.tuneCache != "") && o.emit != "triton" {
+		return fail(ir.Errorf(ir.Location{}, "--tune and --tune-cache choose the launch configurations of Triton matmul kernels: they need --emit=triton, not --emit=%s", o.emit))
+	}
+	if o.tuneSeconds > 0 && o.tuneCache == "" {
+		o.tuneCache = defaultTuneCache()
+	}
+	if o.tuneCache != "" {
+		tc, d := loadTuneCache(o.tuneCache, o.tuneSeconds > 0)
+		if d != nil {
+			return fail(d)
+		}
+		c.tuned = tc
 	}
 	if len(o.remarks) > 0 {
 		c.remarks = map[string]bool{}
@@ -323,7 +351,7 @@ func (c *compiler) emit(m ir.Module, part int) (string, []*ir.Diagnostic, *emitI
 		before = ir.Print(m.Operation, ir.PrintOptions{})
 	}
 	req := &emitRequest{Module: m, Target: c.target, Print: c.printOptions(), Out: &buf, OutPath: c.partOutput(part), Diags: diags,
-		ExactRounding: c.opts.exactRounding}
+		ExactRounding: c.opts.exactRounding, Tuned: c.tuned, TuneCache: c.opts.tuneCache, TuneSeconds: c.opts.tuneSeconds, Log: c.dumps}
 	if err := c.emitter.emit(req); err != nil {
 		if ie := (*ir.InternalError)(nil); errors.As(err, &ie) {
 			return "", nil, &emitInternalError{ie: ie, before: before}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"sort"
 
+	tritonemit "github.com/tensorforge/tensorforge/emit/triton"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
 )
@@ -30,6 +31,13 @@ type emitRequest struct {
 	// ExactRounding is `--exact-rounding`, for the lowering an emitter runs
 	// when the pipeline did not.
 	ExactRounding bool
+	// Tuned is the tuning cache read from TuneCache (nil for none);
+	// TuneSeconds > 0 asks the Triton emitter to tune first.
+	Tuned       *tritonemit.TuneCache
+	TuneCache   string
+	TuneSeconds float64
+	// Log receives progress reports (the tuner's).
+	Log io.Writer
 }
 
 // emitter produces one `--emit` kind. Each lives in its own emit_*.go file

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"path/filepath"
+	"strings"
 
 	tritonemit "github.com/tensorforge/tensorforge/emit/triton"
 	"github.com/tensorforge/tensorforge/ir"
@@ -27,9 +28,19 @@ func init() {
 			if loc := req.Module.Loc; loc.Known() {
 				source = filepath.Base(loc.File)
 			}
-			text, err := tritonemit.Emit(req.Module, tritonemit.Options{Source: source, Target: req.Target.Name})
+			opts := tritonemit.Options{Source: source, Target: req.Target.Name, Tuned: req.Tuned}
+			text, err := tritonemit.Emit(req.Module, opts)
 			if err != nil {
 				return err
+			}
+			if req.TuneSeconds > 0 && strings.Contains(text, "\nKEYS = {") {
+				// time the candidates on the GPU, then emit with what won
+				if opts.Tuned, err = runTuner(req, text); err != nil {
+					return err
+				}
+				if text, err = tritonemit.Emit(req.Module, opts); err != nil {
+					return err
+				}
 			}
 			_, err = io.WriteString(req.Out, text)
 			return err

@@ -40,6 +40,9 @@ type Options struct {
 	Source string
 	// Target names the machine it was compiled for ("" for none).
 	Target string
+	// Tuned, if set, replaces the default configurations of the matmul
+	// kernels it has an entry for (tune.go).
+	Tuned *TuneCache
 }
 
 // Emit translates a lowered module into the text of a Python module.
@@ -84,7 +87,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 		me.kernelOps[sym] = k
 	}
 	var kernelTexts []string
-	var configs []string
+	var configs, keys []string
 	for _, k := range kernels {
 		name := me.kernelNames[k.SymName()]
 		mp, err := tileMatMul(k)
@@ -99,6 +102,12 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 				return "", err
 			}
 			kernelTexts = append(kernelTexts, t)
+			key := KernelKey(k, opts.Target)
+			keys = append(keys, fmt.Sprintf("    %q: %q,\n", name, key))
+			if e, ok := opts.Tuned.lookup(key, opts.Target); ok {
+				configs = append(configs, fmt.Sprintf("    %q: %s,  # tuned\n", name, e.configText()))
+				continue
+			}
 			configs = append(configs, fmt.Sprintf("    %q: %s,\n", name, matmulConfigText(len(mp.match.Dots))))
 			continue
 		}
@@ -140,6 +149,13 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 		sb.WriteString(c)
 	}
 	sb.WriteString("}\n")
+	if len(keys) > 0 {
+		sb.WriteString("\n# The tuning key of every matmul kernel (tfc --tune, --tune-cache).\nKEYS = {\n")
+		for _, k := range keys {
+			sb.WriteString(k)
+		}
+		sb.WriteString("}\n")
+	}
 	if me.hasMatMul() {
 		sb.WriteString("\n\n" + matmulConfigSource)
 	}
