@@ -23,9 +23,10 @@ import (
 // the columns, a residual of the result's shape, a scale per row).
 //
 // An operand may be a cast of a kernel input to a float type that only
-// matmuls read (the prologue of int8 or f8 weights): the dot products
-// convert each element as they load it, and the wide weight is never
-// written. A per-channel scale belongs in the epilogue:
+// matmuls read (the prologue of int8 or f8 weights), or an integer
+// widening (int8 to int32, for W8A8 matmuls that accumulate in int32):
+// the dot products convert each element as they load it, and the wide
+// operand is never written. A per-channel scale belongs in the epilogue:
 // (x @ cast(q)^T) * s[n] (docs/fusion.md).
 //
 // What a matmul kernel does not take yet, each refused with its reason:
@@ -135,15 +136,24 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 }
 
 // castPrologue reports whether op converts a kernel input to a float
-// type for the matmuls alone: a dequantize of int8 or f8 weights, which
-// the matmul then converts as it loads them (the wide weight is never
-// written).
+// type, or widens an integer one, for the matmuls alone: a dequantize of
+// int8 or f8 weights, or int8 to int32, which the matmul then converts
+// as it loads them (the wide operand is never written).
 func (c *classifier) castPrologue(op *ir.Operation, matmuls []*ir.Operation) bool {
 	if op == nil || op.Name() != graph.OpCast || !slices.Contains(c.inputs, op.Operand(0)) {
 		return false
 	}
-	if e, ok := ir.ElemOf(op.Result(0).Type()); !ok || !e.Kind.IsFloat() || slices.Contains(c.outputs, op.Result(0)) {
+	e, ok := ir.ElemOf(op.Result(0).Type())
+	if !ok || slices.Contains(c.outputs, op.Result(0)) {
 		return false
+	}
+	if !e.Kind.IsFloat() {
+		// an integer widening (int8 to int32 for an int32-accumulating
+		// matmul) converts exactly as well
+		from, ok := ir.ElemOf(op.Operand(0).Type())
+		if !ok || !from.Kind.IsInt() || !e.Kind.IsInt() || from.Kind == ir.I1 || from.Kind.BitWidth() >= e.Kind.BitWidth() {
+			return false
+		}
 	}
 	for _, u := range op.Result(0).Users() {
 		if !slices.Contains(matmuls, u) {

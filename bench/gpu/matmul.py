@@ -9,7 +9,8 @@ compiled by build_matmul.sh into DIR/mm_<name>.py, run on the same random
 bf16 inputs as
 
   cublas   torch.nn.functional.linear (for gateup: two calls, then the
-           faster of eager and torch.compile's SwiGLU on their results),
+           faster of eager and torch.compile's SwiGLU on their results;
+           for w8a8 torch._int_mm, cuBLAS's int8 GEMM, and the scale),
   compile  torch.compile of the same code, mode max-autotune-no-cudagraphs
            (with --autotune; it takes minutes).
 
@@ -47,6 +48,7 @@ SHAPES = {
     "down": (14336, 4096, 1),
     "gateup": (4096, 14336, 2),
     "w8up": (4096, 14336, 1),  # int8 weights, a bf16 scale per output channel
+    "w8a8": (4096, 14336, 1),  # int8 activations and weights, int32 sums, an f32 scale per channel
 }
 
 PREFILL = [
@@ -94,6 +96,9 @@ def load(path):
 
 
 def bench(fn):
+    # a first pass unmeasured: the first timing after a kernel is compiled
+    # came out up to 1.5x slow (clocks, caches), whoever's kernel it was
+    do_bench(fn, warmup=25, rep=25, return_mode="median")
     return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
@@ -102,6 +107,14 @@ def eager_fn(name):
         return lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu)
     if name == "w8up":
         return lambda x, q, sc: F.linear(x, q.to(BF)) * sc
+    if name == "w8a8":
+        # cuBLAS's int8 GEMM; torch._int_mm wants more than 16 rows, so
+        # fewer are padded to 32 (a copy of a few KB)
+        def w8a8(x, q, sc):
+            m = x.shape[0]
+            xp = x if m > 16 else F.pad(x, (0, 0, 0, 32 - m))
+            return (torch._int_mm(xp, q.t())[:m].float() * sc).to(BF)
+        return w8a8
     return lambda x, w: F.linear(x, w)
 
 
@@ -118,6 +131,9 @@ def reference(name, x, ws):
         dsilu = (s * (1 + g * (1 - s))).abs()
         return g * s * u, dsilu * u.abs() * ag + (g * s).abs() * au
     w64 = ws[0].double()
+    if name == "w8a8":
+        sc = ws[1].double()
+        return (x64 @ w64.T) * sc, (x64.abs() @ w64.abs().T) * sc.abs()
     if name == "w8up":
         sc = ws[1].double()
         return (x64 @ w64.T) * sc, (x64.abs() @ w64.abs().T) * sc.abs()
@@ -140,6 +156,11 @@ def check(name, out, x, ws, rows):
 
 def inputs(name, m):
     K, N, nw = SHAPES[name]
+    if name == "w8a8":
+        x = torch.randint(-127, 128, (m, K), device=DEV, dtype=torch.int8)
+        q = torch.randint(-127, 128, (N, K), device=DEV, dtype=torch.int8)
+        sc = (torch.rand(N, device=DEV) + 0.5) / (127 * 127 * K ** 0.5)
+        return x, [q, sc]
     x = torch.randn(m, K, device=DEV, dtype=BF)
     if name == "w8up":
         q = torch.randint(-127, 128, (N, K), device=DEV, dtype=torch.int8)
@@ -167,7 +188,7 @@ def run_shape(name, m, mod, args, copy_tbs):
     rows = torch.randperm(m, device=DEV)[: min(m, 256)]
     flops = 2.0 * m * K * N * nw
     wbytes = sum(w.numel() * w.element_size() for w in ws)
-    ideal = wbytes + x.numel() * 2 + m * N * 2
+    ideal = wbytes + x.numel() * x.element_size() + m * N * 2
 
     cfg = mod._mm_config(mod.CONFIGS[kname], m)
     tiles = -(-m // cfg["BM"]) * -(-N // cfg["BN"])
@@ -289,10 +310,11 @@ def main():
                     print(f"    {s['config']}: " + (f"{s['ms']:.4f} ms err {s['err']:.2f}" if "ms" in s else s["error"]))
     by = {(r["name"], r["rows"]): r for r in recs if "error" not in r}
     for m in rows:
-        w8, bf = by.get(("w8up", m)), by.get(("up", m))
-        if w8 and bf:
-            print(f"w8up / up at {m} rows: ours {w8['ours_ms'] / bf['ours_ms']:.2f} of our bf16 time, "
-                  f"{w8['ours_ms'] / bf['cublas_ms']:.2f} of cuBLAS's bf16 time")
+        for q in ("w8up", "w8a8"):
+            w8, bf = by.get((q, m)), by.get(("up", m))
+            if w8 and bf:
+                print(f"{q} / up at {m} rows: ours {w8['ours_ms'] / bf['ours_ms']:.2f} of our bf16 time, "
+                      f"{w8['ours_ms'] / bf['cublas_ms']:.2f} of cuBLAS's bf16 time")
     save()
     bad = [r for r in recs if "error" in r or r.get("err_ours", 0) > 1]
     sys.exit(1 if bad else 0)

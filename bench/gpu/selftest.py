@@ -57,6 +57,10 @@ def unary_refs(x):
             F.gelu(x, approximate="tanh"), x.sin(), torch.round(x), x.floor(), a.pow(x), a)
 
 
+def ri8(*shape):
+    return torch.randint(-127, 128, shape, device=DEV, dtype=torch.int8)
+
+
 def ints_refs(a, b):
     s = a + b
     m = torch.maximum(s, b)
@@ -75,6 +79,8 @@ TESTS = [
     ("generic", "gateup_split", lambda: (rn(2, 6500, dtype=bf16), rn(96, 6500, dtype=bf16, scale=0.01),
                                          rn(96, 6500, dtype=bf16, scale=0.01)),
      lambda x, g, u: (F.silu(x.double() @ g.double().T) * (x.double() @ u.double().T),)),
+    ("generic", "w8a8_split", lambda: (ri8(2, 8000), ri8(40, 8000), torch.rand(40, device=DEV) / 2e5),
+     lambda x, q, s: ((x.double() @ q.double().T) * s.double(),)),
     ("generic", "one_row", lambda: (rn(1, 4096, dtype=bf16), rn(512, 4096, dtype=bf16, scale=0.02), rn(1, 512, dtype=bf16)),
      lambda x, w, r: (x.double() @ w.double().T + r.double(),)),
     ("generic", "colsum", lambda: (rn(8, 300),), lambda x: (x.double().sum(0),)),

@@ -46,6 +46,15 @@ func.func @w8f8(%x: tensor<5x40xf16>, %q: tensor<40x17xf8E4M3FN>) -> tensor<5x17
   %y = graph.matmul %x, %w : (tensor<5x40xf16>, tensor<40x17xf16>) -> tensor<5x17xf16>
   return %y : tensor<5x17xf16>
 }
+func.func @w8a8(%x: tensor<?x40xi8>, %q: tensor<24x40xi8>, %s: tensor<24xf32>) -> (tensor<?x24xbf16>, tensor<?x24xi32>) {
+  %xa = graph.cast %x : (tensor<?x40xi8>) -> tensor<?x40xi32>
+  %qa = graph.cast %q : (tensor<24x40xi8>) -> tensor<24x40xi32>
+  %acc = graph.matmul %xa, %qa {transpose_b = true} : (tensor<?x40xi32>, tensor<24x40xi32>) -> tensor<?x24xi32>
+  %f = graph.cast %acc : (tensor<?x24xi32>) -> tensor<?x24xf32>
+  %y = graph.mul %f, %s : (tensor<?x24xf32>, tensor<24xf32>) -> tensor<?x24xf32>
+  %z = graph.cast %y : (tensor<?x24xf32>) -> tensor<?x24xbf16>
+  return %z, %acc : tensor<?x24xbf16>, tensor<?x24xi32>
+}
 func.func @k1(%x: tensor<6x1xf32>, %w: tensor<1x3xf32>) -> tensor<6x3xf32> {
   %y = graph.matmul %x, %w : (tensor<6x1xf32>, tensor<1x3xf32>) -> tensor<6x3xf32>
   return %y : tensor<6x3xf32>

@@ -54,6 +54,7 @@ type matmulPlan struct {
 	match *loop.MatMul
 	out   *ir.Value // the first output buffer: its extents are the result's
 	elem  ir.ElemKind
+	acc   ir.ElemKind // f32, or i32 for int8 operands
 }
 
 // tileMatMul returns the plan of matmul kernel k when the Triton emitter
@@ -70,8 +71,11 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 		return nil, nil // (matmulLocals names four accumulators)
 	}
 	elem := elemKind(mm.Dots[0].Lhs.Output().Type())
+	acc := ir.F32
 	switch elem {
 	case ir.BF16, ir.F16, ir.F32:
+	case ir.I8:
+		acc = ir.I32 // int8 x int8 accumulated in int32, exactly
 	default:
 		return nil, nil
 	}
@@ -79,7 +83,7 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 		if elemKind(d.Lhs.Output().Type()) != elem || !tileOperand(elem, elemKind(d.Rhs.Output().Type())) {
 			return nil, nil
 		}
-		if elemKind(d.Loop.Values()[0].Type()) != ir.F32 {
+		if elemKind(d.Loop.Values()[0].Type()) != acc {
 			return nil, nil
 		}
 	}
@@ -88,7 +92,7 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 	if m, ok := out.Type().(ir.MemRefType); !ok || len(m.Shape) < 2 {
 		return nil, nil
 	}
-	return &matmulPlan{match: mm, out: out, elem: elem}, nil
+	return &matmulPlan{match: mm, out: out, elem: elem, acc: acc}, nil
 }
 
 // tileOperand reports whether a right operand of kind rhs goes to tl.dot
@@ -98,7 +102,7 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 func tileOperand(lhs, rhs ir.ElemKind) bool {
 	switch {
 	case rhs == lhs:
-		return true
+		return true // (int8 only with int8)
 	case lhs != ir.BF16 && lhs != ir.F16:
 		return false
 	}
@@ -131,11 +135,21 @@ var matmulConfigs = []matmulConfig{
 	{maxM: 0, bm: 128, bn: 256, bk: 64, groupM: 8, warps: 8, stages: 4, comment: "prefill"},
 }
 
+// int8Prefill replaces the widest configuration for int8 operands: 128 x
+// 128 x 128 tiles at 3 stages were the fastest of the sweep at 4096 rows
+// (0.399 ms against 0.532 with 128 x 256 x 64 on Llama-3-8B's up
+// projection, H200 2026-12-02; bench/results/gpu-h200-2026-12-02-matmul-w8a8.json).
+var int8Prefill = matmulConfig{maxM: 0, bm: 128, bn: 128, bk: 128, groupM: 8, warps: 8, stages: 3}
+
 // matmulConfigText is the CONFIGS entry of a tiled matmul kernel of dots
-// dot products: a list of configurations by rows.
-func matmulConfigText(dots int) string {
+// dot products (of int8 operands when int8): a list of configurations by
+// rows.
+func matmulConfigText(dots int, int8 bool) string {
 	var parts []string
 	for _, c := range matmulConfigs {
+		if int8 && c.maxM == 0 {
+			c = int8Prefill
+		}
 		// several accumulators share the registers of one tile
 		for t := dots; t > 1 && c.bm*c.bn > 128*128; t /= 2 {
 			c.bn /= 2
@@ -210,6 +224,10 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 		return "", err
 	}
 	w.line("a_ptrs = " + join("+", k.ref(first.Lhs.Memref()), aOff))
+	accType, zero := "tl.float32", "0.0"
+	if mp.acc == ir.I32 {
+		accType, zero = "tl.int32", "0"
+	}
 	bPtrs := make([]string, len(mm.Dots))
 	bStep := make([]string, len(mm.Dots))
 	accs := make([]string, len(mm.Dots))
@@ -226,7 +244,7 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 			bStep[i] = "BK * " + atom(N)
 		}
 		accs[i] = fmt.Sprintf("acc%d", i)
-		w.line(accs[i] + " = tl.zeros((BM, BN), dtype=tl.float32)")
+		w.line(accs[i] + " = tl.zeros((BM, BN), dtype=" + accType + ")")
 	}
 	// the workspace of split-K: [SPLIT_K, dots, batch, M, N] in f32
 	w.line("pid_k = tl.program_id(2)")
@@ -241,7 +259,7 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 	w.open("if EPI:")
 	w.open("for s_k in range(SPLIT_K):")
 	for i := range mm.Dots {
-		w.line(fmt.Sprintf("%s += tl.load(%s, mask=omask, other=0.0)", accs[i], wsAt("s_k", i)))
+		w.line(fmt.Sprintf("%s += tl.load(%s, mask=omask, other=%s)", accs[i], wsAt("s_k", i), zero))
 	}
 	w.close()
 	w.close()
@@ -261,14 +279,17 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 	w.close()
 	kmask := K%maxTile != 0
 	prec := ""
-	if mp.elem == ir.F32 {
+	switch {
+	case mp.elem == ir.F32:
 		prec = `, input_precision="ieee"`
+	case mp.acc == ir.I32:
+		prec = ", out_dtype=tl.int32" // (tl.dot's default is f32)
 	}
 	w.open("for kk in range(k_lo, k_hi):")
 	aMask, bMask := "", ""
 	if kmask {
 		w.line(fmt.Sprintf("krem = %d - kk * BK", K))
-		aMask, bMask = ", mask=offs_k[None, :] < krem, other=0.0", ", mask=offs_k[:, None] < krem, other=0.0"
+		aMask, bMask = ", mask=offs_k[None, :] < krem, other="+zero, ", mask=offs_k[:, None] < krem, other="+zero
 	}
 	w.line("a_t = tl.load(a_ptrs" + aMask + ")")
 	for i, d := range mm.Dots {
@@ -528,7 +549,11 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 	}
 	w.open("if split > 1:")
 	ws := l.names.fresh("mm_ws")
-	w.assign(ws, fmt.Sprintf("torch.empty((split * %s,), dtype=torch.float32, device=%s)", atom(size), l.dev))
+	wsType := "torch.float32"
+	if mp.acc == ir.I32 {
+		wsType = "torch.int32" // int32 sums stay exact
+	}
+	w.assign(ws, fmt.Sprintf("torch.empty((split * %s,), dtype=%s, device=%s)", atom(size), wsType, l.dev))
 	w.line(launch(fmt.Sprintf("(tiles, %s, split)", batch), ws, "split", "False"))
 	w.line(launch(fmt.Sprintf("(tiles, %s, 1)", batch), ws, "split", "True"))
 	w.close()

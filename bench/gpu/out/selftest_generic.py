@@ -28,6 +28,17 @@ CONFIGS = {
     "bmm_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "gateup_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "one_row_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "w8a8_split_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+}
+
+# The tuning key of every matmul kernel (tfc --tune, --tune-cache).
+KEYS = {
+    "matmul_k0": "b91e470d15e4589bc1ac1cfa5159f8ca",
+    "mm_split_k0": "44cbddf42a24da67cf80b50907ee3477",
+    "bmm_split_k0": "6e26f7fef664665ee69ae8d1c5451786",
+    "gateup_split_k0": "dcdd2793d2cd43c2ddf57f0694812bb6",
+    "one_row_k0": "14bacb9b4743261c3fd8da4c3bc6b20f",
+    "w8a8_split_k0": "ef6fa7bca8d3f8a3a7ca3f7b35cba12d",
 }
 
 
@@ -481,6 +492,59 @@ def one_row_k0(x, w, r, z, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.con
         tl.store(tl.broadcast_to(z + cols, (BM, BN)), t2, mask=omask)
 
 
+@triton.jit
+def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+    # matmul: 1 dot product(s) over K = 8000 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    npm = tl.cdiv(z_d0, BM)
+    npn = tl.cdiv(40, BN)
+    gw = GROUP_M * npn
+    first_m = (pid // gw) * GROUP_M
+    gsize = tl.minimum(npm - first_m, GROUP_M)
+    pid_m = first_m + (pid % gw) % gsize
+    pid_n = (pid % gw) // gsize
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    rows = pid_b * z_d0 + tl.minimum(offs_m, z_d0 - 1)[:, None]
+    cols = tl.minimum(offs_n, 40 - 1)[None, :]
+    omask = (offs_m[:, None] < z_d0) & (offs_n[None, :] < 40)
+    a_ptrs = x + (rows * 8000) + offs_k[None, :]
+    b0_ptrs = q + (cols * 8000) + offs_k[:, None]
+    acc0 = tl.zeros((BM, BN), dtype=tl.int32)
+    pid_k = tl.program_id(2)
+    nb = tl.num_programs(1)
+    ws_off = (pid_b * z_d0 + offs_m[:, None]) * 40 + offs_n[None, :]
+    if EPI:
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (z_d0 * 40) + ws_off, mask=omask, other=0)
+    else:
+        if SPLIT_K == 1:
+            k_lo = 0
+            k_hi = tl.cdiv(8000, BK)
+        else:
+            k_per = tl.cdiv(tl.cdiv(8000, BK), SPLIT_K)
+            k_lo = pid_k * k_per
+            k_hi = tl.minimum(k_lo + k_per, tl.cdiv(8000, BK))
+            a_ptrs += k_lo * BK
+            b0_ptrs += k_lo * BK
+        for kk in range(k_lo, k_hi):
+            krem = 8000 - kk * BK
+            a_t = tl.load(a_ptrs, mask=offs_k[None, :] < krem, other=0)
+            acc0 = tl.dot(a_t, tl.load(b0_ptrs, mask=offs_k[:, None] < krem, other=0), acc0, out_dtype=tl.int32)
+            a_ptrs += BK
+            b0_ptrs += BK
+    if SPLIT_K > 1 and not EPI:
+        tl.store(mm_ws + pid_k * nb * (z_d0 * 40) + ws_off, acc0, mask=omask)
+    else:
+        t0 = acc0.to(tl.float32)
+        s_1 = tl.load(s + cols)
+        t1 = t0 * s_1
+        t2 = t1.to(tl.bfloat16)
+        tl.store(z + (rows * 40) + cols, t2, mask=omask)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if not isinstance(t, torch.Tensor):
@@ -704,4 +768,25 @@ def one_row(x, w, r):
             one_row_k0[(tiles, 1, 1)](x, w, r, z, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
         else:
             one_row_k0[(tiles, 1, 1)](x, w, r, z, z, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+    return z
+
+
+def w8a8_split(x, q, s):
+    """w8a8_split(x: i8[?, 8000], q: i8[40, 8000], s: f32[40]) -> bf16[?, 40]"""
+    x = _tensor("w8a8_split", "x", x, torch.int8, (None, 8000))
+    q = _tensor("w8a8_split", "q", q, torch.int8, (40, 8000))
+    s = _tensor("w8a8_split", "s", s, torch.float32, (40,))
+    dev = x.device
+    x_d0 = x.shape[0]
+    z = torch.empty((x_d0, 40), dtype=torch.bfloat16, device=dev)
+    cfg = _mm_config(CONFIGS["w8a8_split_k0"], x_d0)
+    tiles = triton.cdiv(x_d0, cfg["BM"]) * triton.cdiv(40, cfg["BN"])
+    split = _mm_split(cfg, dev, tiles * 1, 8000, (x_d0 * 40))
+    if tiles > 0:
+        if split > 1:
+            mm_ws = torch.empty((split * (x_d0 * 40),), dtype=torch.int32, device=dev)
+            w8a8_split_k0[(tiles, 1, split)](x, q, s, z, x_d0, x_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
+            w8a8_split_k0[(tiles, 1, 1)](x, q, s, z, x_d0, x_d0, mm_ws, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+        else:
+            w8a8_split_k0[(tiles, 1, 1)](x, q, s, z, x_d0, x_d0, z, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
     return z
