@@ -381,6 +381,43 @@ def _perm_of(node):
     return perm
 
 
+def _rebuild_chain(g, body, inside, new, order, n, operand, meta, back):
+    """Rebuild the nodes of body, in graph order, on other operands: one in
+    new (a node moved already, or a start) reads its replacement, another
+    of rank n reads operand(a) = (target, args, meta) inserted before its
+    reader, the rest (broadcast operands, numbers) stay. Each rebuilt node
+    takes meta(node). Where a node outside inside reads a node of body, it
+    reads back(rebuilt) = (target, args, kwargs) instead, a view to the old
+    shape."""
+    for node in sorted(body, key=order.get):
+        args = []
+        for a in node.args:
+            if isinstance(a, torch.fx.Node) and a in new:
+                args.append(new[a])
+            elif isinstance(a, torch.fx.Node) and _meta(a) is not None and len(_meta(a).shape) == n:
+                target, targs, m = operand(a)
+                with g.inserting_before(node):
+                    p = g.call_function(target, targs)
+                p.meta.update(m)
+                args.append(p)
+            else:
+                args.append(a)
+        with g.inserting_before(node):
+            nn = g.call_function(node.target, tuple(args), dict(node.kwargs))
+        nn.meta.update(meta(node))
+        new[node] = nn
+    for node in body:
+        outside = [u for u in node.users if u not in inside]
+        if not outside:
+            continue
+        target, bargs, bkw = back(new[node])
+        with g.inserting_after(new[node]):
+            b = g.call_function(target, bargs, bkw)
+        b.meta.update({k: x for k, x in node.meta.items() if k in ("val", "tensor_meta")})
+        for u in outside:
+            u.replace_input_with(node, b)
+
+
 def sink_transposes(gm):
     """Run element-wise chains that start at a transpose on the untransposed tensor.
 
@@ -440,32 +477,10 @@ def sink_transposes(gm):
         body = [x for x in moved if x is not t]
         if not body:
             continue
-        new = {t: t.args[0]}
-        for node in sorted(body, key=order.get):
-            args = []
-            for a in node.args:
-                if isinstance(a, torch.fx.Node) and a in new:
-                    args.append(new[a])
-                elif isinstance(a, torch.fx.Node) and _meta(a) is not None and len(_meta(a).shape) == n:
-                    with g.inserting_before(node):
-                        p = g.call_function(aten.permute.default, (a, inv))
-                    p.meta.update(_permuted_meta(a, inv))
-                    args.append(p)
-                else:
-                    args.append(a)
-            with g.inserting_before(node):
-                nn = g.call_function(node.target, tuple(args), dict(node.kwargs))
-            nn.meta.update(_permuted_meta(node, inv))
-            new[node] = nn
-        for node in body:
-            outside = [u for u in node.users if u not in inside]
-            if not outside:
-                continue
-            with g.inserting_after(new[node]):
-                back = g.call_function(aten.permute.default, (new[node], perm))
-            back.meta.update({k: v for k, v in node.meta.items() if k in ("val", "tensor_meta")})
-            for u in outside:
-                u.replace_input_with(node, back)
+        _rebuild_chain(g, body, inside, {t: t.args[0]}, order, n,
+                       lambda a: (aten.permute.default, (a, inv), _permuted_meta(a, inv)),
+                       lambda node: _permuted_meta(node, inv),
+                       lambda x: (aten.permute.default, (x, perm), {}))
         for node in sorted(body, key=order.get, reverse=True):
             if not node.users:
                 g.erase_node(node)
@@ -588,32 +603,11 @@ def sink_matmul_views(gm):
         body = [x for x in inside if x.target in _POINTWISE]
         if not body:
             continue
-        new = {w: w.args[0] for w in inside if w not in body}
-        for node in sorted(body, key=order.get):
-            args = []
-            for a in node.args:
-                if isinstance(a, torch.fx.Node) and a in new:
-                    args.append(new[a])
-                elif isinstance(a, torch.fx.Node) and len(_meta(a).shape) == n:
-                    with g.inserting_before(node):
-                        f = g.call_function(aten.flatten.using_ints, (a, 0, n - 2))
-                    f.meta.update(_meta_like(a, lambda t: t.flatten(0, n - 2)))
-                    args.append(f)
-                else:
-                    args.append(a)
-            with g.inserting_before(node):
-                nn = g.call_function(node.target, tuple(args), dict(node.kwargs))
-            nn.meta.update(_meta_like(node, lambda t: t.flatten(0, n - 2)))
-            new[node] = nn
-        for node in body:
-            outside = [u for u in node.users if u not in inside]
-            if not outside:
-                continue
-            with g.inserting_after(new[node]):
-                back = g.call_function(v.target, (new[node],) + tuple(v.args[1:]), dict(v.kwargs))
-            back.meta.update({k: x for k, x in node.meta.items() if k in ("val", "tensor_meta")})
-            for u in outside:
-                u.replace_input_with(node, back)
+        flat = lambda t: t.flatten(0, n - 2)  # noqa: E731
+        _rebuild_chain(g, body, inside, {w: w.args[0] for w in inside if w not in body}, order, n,
+                       lambda a: (aten.flatten.using_ints, (a, 0, n - 2), _meta_like(a, flat)),
+                       lambda node: _meta_like(node, flat),
+                       lambda x, v=v: (v.target, (x,) + tuple(v.args[1:]), dict(v.kwargs)))
         for node in sorted(inside, key=order.get, reverse=True):
             if not node.users:
                 g.erase_node(node)
