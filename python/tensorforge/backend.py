@@ -27,10 +27,11 @@ compiled_graphs = collections.deque(maxlen=256)
 
 
 def _compiler(opts):
-    key = (opts.tfc, opts.cache_dir, opts.flags)
+    key = (opts.tfc, opts.cache_dir, opts.flags, opts.tune_cache)
     c = _compilers.get(key)
     if c is None:
-        c = _compilers[key] = Compiler(tfc=opts.tfc, cache_dir=opts.cache_dir, extra_flags=opts.flags)
+        c = _compilers[key] = Compiler(tfc=opts.tfc, cache_dir=opts.cache_dir, extra_flags=opts.flags,
+                                       tune_cache=opts.tune_cache)
     return c
 
 

@@ -61,10 +61,13 @@ EMITTERS = {
 class Compiler:
     """Compiles .tir modules with tfc into a cache folder; counts tfc calls."""
 
-    def __init__(self, tfc=None, cache_dir=None, extra_flags=()):
+    def __init__(self, tfc=None, cache_dir=None, extra_flags=(), tune_cache=None):
         self._tfc = tfc
         self.cache_dir = cache_dir or default_cache_dir()
         self.extra_flags = list(extra_flags)
+        # a tuning cache: passed to tfc, and its contents are part of the key,
+        # so a retuned cache compiles anew
+        self.tune_cache = tune_cache
         self.tfc_calls = 0
         self.cache_hits = 0
 
@@ -74,11 +77,17 @@ class Compiler:
             self._tfc = find_tfc(self._tfc)
         return self._tfc
 
+    def _tune_flags(self, emitter):
+        return ["--tune-cache=" + self.tune_cache] if self.tune_cache and emitter == "triton" else []
+
     def key(self, text, target, emitter):
         h = hashlib.sha256()
         for part in (text, compiler_identity(self.tfc), target, emitter, " ".join(self.extra_flags)):
             h.update(part.encode())
             h.update(b"\0")
+        if self._tune_flags(emitter):
+            with open(self.tune_cache, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
         return h.hexdigest()[:32]
 
     def build(self, text, target, emitter):
@@ -97,7 +106,7 @@ class Compiler:
                 f.write(text)
             flags, artifact = EMITTERS[emitter]
             out = os.path.join(tmp, artifact)
-            cmd = [self.tfc, *flags, "--target=" + target, *self.extra_flags, src, "-o", out]
+            cmd = [self.tfc, *flags, "--target=" + target, *self.extra_flags, *self._tune_flags(emitter), src, "-o", out]
             self.tfc_calls += 1
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             if proc.returncode != 0:

@@ -19,12 +19,14 @@ class Options:
     matmul:      compile mm / bmm / addmm too, with the element-wise work around them fused
                  as prologues and epilogues (gate/up + SwiGLU in one kernel, a residual add
                  in the down projection's); default False: matmuls stay in PyTorch (cuBLAS)
+    tune_cache:  a tuning cache written by `tfc --tune` (matmul launch configurations measured
+                 on the GPU), passed to tfc as --tune-cache; emitter triton only
     """
 
-    KEYS = ("target", "emitter", "cudagraphs", "cache_dir", "tfc", "log", "flags", "matmul")
+    KEYS = ("target", "emitter", "cudagraphs", "cache_dir", "tfc", "log", "flags", "matmul", "tune_cache")
 
     def __init__(self, target=None, emitter=None, cudagraphs=False, cache_dir=None, tfc=None, log=None, flags=(),
-                 matmul=False):
+                 matmul=False, tune_cache=None):
         if target is None:
             import torch
 
@@ -47,6 +49,15 @@ class Options:
         self.log = bool(log) if log is not None else os.environ.get("TENSORFORGE_LOG", "") not in ("", "0")
         self.flags = tuple(flags)
         self.matmul = bool(matmul)
+        if tune_cache is not None:
+            if emitter != "triton":
+                raise ValueError("tensorforge: tune_cache chooses Triton matmul configurations; emitter %r has none"
+                                 % emitter)
+            if not os.path.isfile(tune_cache):
+                raise ValueError("tensorforge: tune_cache %r is not a file (write one with tfc --emit=triton "
+                                 "--target=%s --tune=SECONDS --tune-cache=FILE PROGRAM.tir)" % (tune_cache, target))
+            tune_cache = os.path.abspath(tune_cache)
+        self.tune_cache = tune_cache
 
     def enabled(self):
         """The options that turn on optional declarations of the op table."""

@@ -535,6 +535,28 @@ class FrontendTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             tensorforge.Options.from_dict(dict(bogus=1))
 
+    def test_tune_cache_option(self):
+        with self.assertRaisesRegex(ValueError, "is not a file"):
+            tensorforge.Options.from_dict(dict(target="h200", tune_cache="/nonexistent/tune.json"))
+        cache = os.path.join(self.cache, "tune.json")
+        with open(cache, "w") as f:
+            f.write('{"version": 1, "entries": {}}\n')
+        with self.assertRaisesRegex(ValueError, "emitter 'ptx' has none"):
+            tensorforge.Options.from_dict(dict(target="h200", emitter="ptx", tune_cache=cache))
+        self.assertEqual(tensorforge.Options.from_dict(dict(target="h200", tune_cache=cache)).tune_cache, cache)
+        # tfc gets --tune-cache, and a retuned cache changes the key
+        comp = tfcompiler.Compiler(tfc=self.tfc, cache_dir=self.cache, tune_cache=cache)
+        text = "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n"
+        k1 = comp.key(text, "h200", "triton")
+        self.assertEqual(comp._tune_flags("triton"), ["--tune-cache=" + cache])
+        self.assertEqual(comp._tune_flags("cpu"), [])
+        with open(cache, "w") as f:
+            f.write('{"version": 1, "entries": {}, "note": 1}\n')
+        self.assertNotEqual(k1, comp.key(text, "h200", "triton"))
+        folder = comp.build(text, "h200", "triton")
+        with open(os.path.join(folder, "DONE")) as f:
+            self.assertIn("--tune-cache=" + cache, f.read())
+
     def test_tfc_error_is_reported(self):
         comp = tfcompiler.Compiler(tfc=self.tfc, cache_dir=self.cache)
         with self.assertRaises(tensorforge.CompileError) as cm:
