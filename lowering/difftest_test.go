@@ -274,6 +274,21 @@ func.func @f(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>) -> tensor<?x64xbf16> {
   %b = graph.exp %a : tensor<?x64xbf16>
   return %b : tensor<?x64xbf16>
 }`})
+	// a value computed from a rank-0 input, broadcast as a view into a
+	// vectorised kernel: the view scope takes it from the row scope, not
+	// from its parent (the vector column scope), and splats it once
+	runDiff(t, diffCase{name: "broadcast-computed-scalar", pipeline: "fuse,lower-to-loops,sram-alloc", src: `
+func.func @f(%x: tensor<bf16>) -> tensor<2xbf16> {
+  %s = graph.sin %x : tensor<bf16>
+  %b = graph.broadcast_to %s : (tensor<bf16>) -> tensor<2xbf16>
+  return %b : tensor<2xbf16>
+}
+func.func @g(%x: tensor<f32>, %y: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %e = graph.exp %x : tensor<f32>
+  %d = graph.broadcast_to %e : (tensor<f32>) -> tensor<4x2xf32>
+  %z = graph.add %d, %y : tensor<4x2xf32>
+  return %z : tensor<4x2xf32>
+}`})
 }
 
 func TestDiffKernels(t *testing.T) {

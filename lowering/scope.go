@@ -346,7 +346,14 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	case op != nil && op.Name() == graph.OpRoll:
 		x = s.loadRolled(graph.RollOp{Operation: op})
 	case s.parent != nil && !ev.varying[v]:
-		x = s.broadcast(s.parent.get(v))
+		// a per-row value, computed once in the row scope: the root of a
+		// view scope's chain of parents, whose immediate parent may be
+		// the (vector) column scope
+		root := s.parent
+		for root.parent != nil {
+			root = root.parent
+		}
+		x = s.broadcast(root.get(v))
 	case op != nil && op.Name() == graph.OpGather:
 		x = s.gathered(graph.GatherOp{Operation: op})
 	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil && !s.point:

@@ -40,6 +40,7 @@ func generators(cfg Config) []generator {
 		{"slice", 3, genSlice},
 		{"concat", 2, genConcat},
 		{"matmul", 3, genMatMul},
+		{"quant-matmul", 2, genQuantMatMul},
 		{"broadcast_to", 2, genBroadcastTo},
 		{"constant-expr", 2, genConstantExpr},
 		{"naive-logaddexp", 2, genNaiveLogAddExp},
@@ -605,6 +606,71 @@ func genMatMul(g *gen) error {
 		return err
 	}
 	_, err = g.push(val(graph.BuildMatMul(g.b, loc, x, b, transposeB)))
+	return err
+}
+
+// genQuantMatMul is a matmul whose operands are casts of narrow inputs,
+// the prologue matmul kernels convert as they load: a W8A16 weight (int8,
+// uint8 or f8E4M3FN cast to the float left operand's type), or W8A8
+// (int8 activations and weights cast to i32, accumulated in i32, then
+// cast to f32 so that float ops may follow).
+func genQuantMatMul(g *gen) error {
+	x := g.pickFloat(func(s []int64) bool { return len(s) >= 2 && s[len(s)-1] != ir.Dynamic })
+	if x == nil {
+		return errNotApplicable
+	}
+	s, k := g.shapeOf(x), g.elemOf(x)
+	kdim, n := s[len(s)-1], 1+g.r.Int64N(g.cfg.MaxExtent)
+	out := append(append([]int64(nil), s[:len(s)-1]...), n)
+	if !g.fits(out) {
+		return errNotApplicable
+	}
+	transposeB := g.r.IntN(2) == 0
+	bs := []int64{kdim, n}
+	if transposeB {
+		bs = []int64{n, kdim}
+	}
+	if g.r.IntN(2) == 0 {
+		q, err := g.exactInput(bs, choose(g, ir.I8, ir.UI8, ir.F8E4M3FN))
+		if err != nil {
+			return err
+		}
+		w, err := val(graph.BuildCast(g.b, loc, q, tensorOf(k, bs)))
+		if err != nil {
+			return err
+		}
+		_, err = g.push(val(graph.BuildMatMul(g.b, loc, x, w, transposeB)))
+		return err
+	}
+	// W8A8: the int8 left operand is x quantized by a cast (saturating
+	// once legalize-numerics has run), or an int8 input
+	var a8 *ir.Value
+	var err error
+	if g.r.IntN(2) == 0 && !g.cfg.NoIntCasts {
+		a8, err = val(graph.BuildCast(g.b, loc, x, tensorOf(ir.I8, s)))
+	} else {
+		a8, err = g.exactInput(s, ir.I8)
+	}
+	if err != nil {
+		return err
+	}
+	q, err := g.exactInput(bs, ir.I8)
+	if err != nil {
+		return err
+	}
+	a32, err := val(graph.BuildCast(g.b, loc, a8, tensorOf(ir.I32, s)))
+	if err != nil {
+		return err
+	}
+	q32, err := val(graph.BuildCast(g.b, loc, q, tensorOf(ir.I32, bs)))
+	if err != nil {
+		return err
+	}
+	acc, err := val(graph.BuildMatMul(g.b, loc, a32, q32, transposeB))
+	if err != nil {
+		return err
+	}
+	_, err = g.push(val(graph.BuildCast(g.b, loc, acc, tensorOf(ir.F32, out))))
 	return err
 }
 
