@@ -117,6 +117,10 @@ func (s *scope) operandAt(b *ir.Builder, op *ir.Operation, v *ir.Value, idx []*i
 	if d := v.DefiningOp(); d != nil && d.Name() == graph.OpCast {
 		return castTo(b, s.ev.k, s.operandAt(b, op, d.Operand(0), idx), elemOf(v))
 	}
+	if d := v.DefiningOp(); passes.IsView(d) && d.NumOperands() == 1 {
+		// a view of a kernel input: its index map, then the input
+		return s.operandAt(b, op, d.Operand(0), s.mapPointAt(b, d, 0, idx))
+	}
 	buf := s.ev.buffers[v]
 	if buf == nil {
 		fail(op, "reads an operand the kernel has no buffer for (internal error in lower-to-loops)")

@@ -105,8 +105,12 @@ func (s *scope) pointIn(sh []int64) []*ir.Value {
 // mapPoint maps point p of op's result to the point of operand i that
 // it reads.
 func (s *scope) mapPoint(op *ir.Operation, i int, p []*ir.Value) []*ir.Value {
+	return s.mapPointAt(s.b, op, i, p)
+}
+
+// mapPointAt is mapPoint with the index arithmetic built by b.
+func (s *scope) mapPointAt(b *ir.Builder, op *ir.Operation, i int, p []*ir.Value) []*ir.Value {
 	k := s.ev.k
-	b := s.b
 	addc := func(x *ir.Value, c int64) *ir.Value {
 		switch {
 		case c == 0:

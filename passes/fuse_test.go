@@ -146,7 +146,7 @@ var fuseCases = []fuseCase{
 }`,
 		top: []string{"graph.exp", "graph.fused"},
 		remarks: []string{
-			"did not fuse 'graph.matmul' with its producer 'graph.exp' at 2:3: 'graph.matmul' op reads its operands from memory or converts them as it loads them (a cast of a kernel input to a float type, read by matmuls alone), but operand #0 is computed in the kernel (at 3:3)",
+			"did not fuse 'graph.matmul' with its producer 'graph.exp' at 2:3: 'graph.matmul' op reads its operands from memory, through views of them or converting them as it loads them (a kernel input seen through views and casts that only matmuls read), but operand #0 is computed in the kernel (at 3:3)",
 			"fused 'graph.relu' with its producer 'graph.matmul' at 3:3",
 			"fused 'graph.neg' with its producer 'graph.relu' at 4:3",
 			"formed a matmul kernel of 3 ops over [4, 8]: reads 2 tensors, writes 1 tensor",

@@ -225,7 +225,7 @@ var kernelCases = []kernelCase{
     graph.yield %m : tensor<4x2xf32>
   } : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
   return %r : tensor<4x2xf32>`,
-		err: "'graph.matmul' op reads its operands from memory or converts them as it loads them (a cast of a kernel input to a float type, read by matmuls alone), but operand #0 is computed in the kernel",
+		err: "'graph.matmul' op reads its operands from memory, through views of them or converting them as it loads them (a kernel input seen through views and casts that only matmuls read), but operand #0 is computed in the kernel",
 	},
 	{
 		name: "a matmul epilogue broadcast beyond its result", args: "%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %z: tensor<3x4x2xf32>", results: "tensor<3x4x2xf32>",

@@ -29,11 +29,17 @@ import (
 // operand is never written. A per-channel scale belongs in the epilogue:
 // (x @ cast(q)^T) * s[n] (docs/fusion.md).
 //
+// An operand may also be a kernel input seen through views that only the
+// matmuls read (broadcast_to, transpose, reshape, slice; with casts among
+// them): the loads address the input through the views' index maps, so
+// grouped-query attention's keys broadcast over the query heads are read
+// in place, never expanded.
+//
 // What a matmul kernel does not take yet, each refused with its reason:
 // other operands computed in the kernel (the matmul reads its operands
-// from memory or converts them as it loads them), views, reductions, and
-// matmuls that differ in their left operand, their right operand's shape
-// or transpose_b.
+// from memory, through views of them, or converts them as it loads
+// them), views in its epilogue, reductions, and matmuls that differ in
+// their left operand, their right operand's shape or transpose_b.
 
 // matmul classifies a body holding matmuls: an element-wise epilogue
 // over their common result shape.
@@ -46,12 +52,14 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 			if slices.Contains(c.inputs, v) || isSplatConstant(v) {
 				continue
 			}
-			cast := v.DefiningOp()
-			if !c.castPrologue(cast, matmuls) {
-				return nil, refuse(op, "reads its operands from memory or converts them as it loads them (a cast of a kernel input to a float type, read by matmuls alone), but operand #%d is computed in the kernel", i)
+			chain := c.operandPrologue(v, matmuls)
+			if chain == nil {
+				return nil, refuse(op, "reads its operands from memory, through views of them or converting them as it loads them (a kernel input seen through views and casts that only matmuls read), but operand #%d is computed in the kernel", i)
 			}
-			if !slices.Contains(prologue, cast) {
-				prologue = append(prologue, cast)
+			for _, p := range chain {
+				if !slices.Contains(prologue, p) {
+					prologue = append(prologue, p)
+				}
 			}
 		}
 		if op == first.Operation {
@@ -135,12 +143,49 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 	return info, nil
 }
 
+// prologueViews are the views a matmul reads its operands through, as
+// index maps of their loads: a batch broadcast (the keys of grouped-query
+// attention expanded over the heads), a transpose, a reshape, a slice.
+var prologueViews = map[string]bool{graph.OpBroadcastTo: true, graph.OpTranspose: true, graph.OpReshape: true, graph.OpSlice: true}
+
+// operandPrologue returns the ops between a kernel input and operand v
+// of the matmuls, when v is the input seen through views and casts
+// (castPrologue) that nothing else reads, and nil otherwise.
+func (c *classifier) operandPrologue(v *ir.Value, matmuls []*ir.Operation) []*ir.Operation {
+	var chain []*ir.Operation
+	readers := matmuls
+	for !slices.Contains(c.inputs, v) {
+		op := v.DefiningOp()
+		if op == nil || slices.Contains(c.outputs, v) || !slices.Contains(c.ops, op) {
+			return nil
+		}
+		for _, u := range v.Users() {
+			if !slices.Contains(readers, u) {
+				return nil
+			}
+		}
+		switch {
+		case op.Name() == graph.OpCast:
+			if !c.castPrologue(op, readers) {
+				return nil
+			}
+		case prologueViews[op.Name()] && op.NumOperands() == 1:
+		default:
+			return nil
+		}
+		chain = append(chain, op)
+		readers = []*ir.Operation{op}
+		v = op.Operand(0)
+	}
+	return chain
+}
+
 // castPrologue reports whether op converts a kernel input to a float
 // type, or widens an integer one, for the matmuls alone: a dequantize of
 // int8 or f8 weights, or int8 to int32, which the matmul then converts
 // as it loads them (the wide operand is never written).
 func (c *classifier) castPrologue(op *ir.Operation, matmuls []*ir.Operation) bool {
-	if op == nil || op.Name() != graph.OpCast || !slices.Contains(c.inputs, op.Operand(0)) {
+	if op == nil || op.Name() != graph.OpCast {
 		return false
 	}
 	e, ok := ir.ElemOf(op.Result(0).Type())

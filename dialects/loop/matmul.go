@@ -143,8 +143,10 @@ func matchDot(o *ir.Operation, j *ir.Value) (Dot, error) {
 		case OpFma, OpMul, OpAdd:
 			step = x
 		case OpYield:
+		case OpAddi, OpSubi, OpMuli, OpDivi, OpRemi, OpMini, OpConst:
+			// the index map of an operand read through a view
 		default:
-			return bad("its body holds '" + x.Name() + "', where only two loads, casts and a multiply-add may be")
+			return bad("its body holds '" + x.Name() + "', where only two loads, casts, index arithmetic and a multiply-add may be")
 		}
 	}
 	if len(loads) != 2 || step == nil {

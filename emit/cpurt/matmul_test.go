@@ -55,6 +55,24 @@ func.func @w8a8(%x: tensor<?x40xi8>, %q: tensor<24x40xi8>, %s: tensor<24xf32>) -
   %z = graph.cast %y : (tensor<?x24xf32>) -> tensor<?x24xbf16>
   return %z, %acc : tensor<?x24xbf16>, tensor<?x24xi32>
 }
+func.func @gqa(%q: tensor<8x4x16xf32>, %k: tensor<2x1x32x16xf32>) -> tensor<8x4x32xf32> {
+  %kb = graph.broadcast_to %k : (tensor<2x1x32x16xf32>) -> tensor<2x4x32x16xf32>
+  %kr = graph.reshape %kb : (tensor<2x4x32x16xf32>) -> tensor<8x32x16xf32>
+  %s = graph.matmul %q, %kr {transpose_b = true} : (tensor<8x4x16xf32>, tensor<8x32x16xf32>) -> tensor<8x4x32xf32>
+  %t = graph.mul %s, %s : tensor<8x4x32xf32>
+  return %t : tensor<8x4x32xf32>
+}
+func.func @tlhs(%a: tensor<16x5xbf16>, %w: tensor<16x7xbf16>) -> tensor<5x7xbf16> {
+  %at = graph.transpose %a {perm = [1, 0]} : (tensor<16x5xbf16>) -> tensor<5x16xbf16>
+  %y = graph.matmul %at, %w : (tensor<5x16xbf16>, tensor<16x7xbf16>) -> tensor<5x7xbf16>
+  return %y : tensor<5x7xbf16>
+}
+func.func @slice_w(%x: tensor<?x8xf32>, %w: tensor<20x8xi8>) -> tensor<?x6xf32> {
+  %ws = graph.slice %w {offsets = [3, 0], sizes = [6, 8]} : (tensor<20x8xi8>) -> tensor<6x8xi8>
+  %wf = graph.cast %ws : (tensor<6x8xi8>) -> tensor<6x8xf32>
+  %y = graph.matmul %x, %wf {transpose_b = true} : (tensor<?x8xf32>, tensor<6x8xf32>) -> tensor<?x6xf32>
+  return %y : tensor<?x6xf32>
+}
 func.func @k1(%x: tensor<6x1xf32>, %w: tensor<1x3xf32>) -> tensor<6x3xf32> {
   %y = graph.matmul %x, %w : (tensor<6x1xf32>, tensor<1x3xf32>) -> tensor<6x3xf32>
   return %y : tensor<6x3xf32>

@@ -65,7 +65,9 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 	}
 	mm, err := loop.MatchMatMul(k)
 	if err != nil {
-		return nil, err
+		// operands read through index maps the tiles do not take (a
+		// transposed left operand): a generic kernel
+		return nil, nil
 	}
 	if len(mm.Dots) > 4 {
 		return nil, nil // (matmulLocals names four accumulators)
