@@ -93,7 +93,7 @@ func compile(src, pipeline string) (ir.Module, error) {
 // shrink makes an example small enough to interpret: the large extents
 // of its types become small ones.
 func shrink(src string) string {
-	sizes := map[string]string{"67108864": "512", "32768": "16", "28672": "96", "8192": "64", "4096": "32"}
+	sizes := map[string]string{"67108864": "512", "32768": "16", "28672": "96", "8192": "64", "4096": "32", "2048": "48"}
 	return regexp.MustCompile(`[0-9]+`).ReplaceAllStringFunc(src, func(s string) string {
 		if small, ok := sizes[s]; ok {
 			return small
