@@ -582,22 +582,39 @@ func genConcat(g *gen) error {
 	return err
 }
 
-func genMatMul(g *gen) error {
+// matmulShape picks a float left operand of a matmul and the shapes
+// around it: the result's and the right operand's (2-D, [K, N] or, with
+// transposeB, [N, K]); nil when no value fits.
+type matmulShape struct {
+	x          *ir.Value
+	s, out, bs []int64
+	transposeB bool
+}
+
+func (g *gen) matmulShape(transposeOneIn int) *matmulShape {
 	x := g.pickFloat(func(s []int64) bool { return len(s) >= 2 && s[len(s)-1] != ir.Dynamic })
 	if x == nil {
-		return errNotApplicable
+		return nil
 	}
-	s, k := g.shapeOf(x), g.elemOf(x)
+	s := g.shapeOf(x)
 	kdim, n := s[len(s)-1], 1+g.r.Int64N(g.cfg.MaxExtent)
 	out := append(append([]int64(nil), s[:len(s)-1]...), n)
 	if !g.fits(out) {
+		return nil
+	}
+	m := &matmulShape{x: x, s: s, out: out, bs: []int64{kdim, n}, transposeB: g.r.IntN(transposeOneIn) == 0}
+	if m.transposeB {
+		m.bs = []int64{n, kdim}
+	}
+	return m
+}
+
+func genMatMul(g *gen) error {
+	m := g.matmulShape(3)
+	if m == nil {
 		return errNotApplicable
 	}
-	transposeB := g.r.IntN(3) == 0
-	bs := []int64{kdim, n}
-	if transposeB {
-		bs = []int64{n, kdim}
-	}
+	x, s, k, bs, transposeB := m.x, m.s, g.elemOf(m.x), m.bs, m.transposeB
 	if len(s) > 2 && g.r.IntN(3) == 0 {
 		bs = append(append([]int64(nil), s[:len(s)-2]...), bs...) // batched rhs
 	}
@@ -615,21 +632,11 @@ func genMatMul(g *gen) error {
 // (int8 activations and weights cast to i32, accumulated in i32, then
 // cast to f32 so that float ops may follow).
 func genQuantMatMul(g *gen) error {
-	x := g.pickFloat(func(s []int64) bool { return len(s) >= 2 && s[len(s)-1] != ir.Dynamic })
-	if x == nil {
+	m := g.matmulShape(2)
+	if m == nil {
 		return errNotApplicable
 	}
-	s, k := g.shapeOf(x), g.elemOf(x)
-	kdim, n := s[len(s)-1], 1+g.r.Int64N(g.cfg.MaxExtent)
-	out := append(append([]int64(nil), s[:len(s)-1]...), n)
-	if !g.fits(out) {
-		return errNotApplicable
-	}
-	transposeB := g.r.IntN(2) == 0
-	bs := []int64{kdim, n}
-	if transposeB {
-		bs = []int64{n, kdim}
-	}
+	x, s, k, out, bs, transposeB := m.x, m.s, g.elemOf(m.x), m.out, m.bs, m.transposeB
 	if g.r.IntN(2) == 0 {
 		q, err := g.exactInput(bs, choose(g, ir.I8, ir.UI8, ir.F8E4M3FN))
 		if err != nil {
