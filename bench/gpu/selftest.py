@@ -11,8 +11,8 @@ masked in a block, rows longer than a block (with the kept row recomputed)
 and rows read twice, integer and f64 arithmetic, dynamic extents with
 broadcast operands, and every unary op. Each output is compared with a
 PyTorch reference (float64 where the arithmetic matters) with run.py's
-tolerances; each test runs in its own try/except. Exit status 1 if any
-fails.
+tolerances; each test runs in its own try/except, and twice (the launch path of a
+first and of a later call). Exit status 1 if any fails.
 """
 import os
 import sys
@@ -106,22 +106,25 @@ TESTS = [
 
 
 def check(module, func, make, ref):
-    """Runs one test; returns its problems (none when it passes)."""
+    """Runs one test twice (the first launch goes through kernel[grid], the
+    second through the launcher _launch kept); returns its problems (none
+    when it passes)."""
     fn = getattr(run.load("selftest_" + module), func)
     inputs = make()
-    outs = run.as_tuple(fn(*inputs))
     refs = ref(*inputs)
     bad = []
-    if len(outs) != len(refs):
-        bad.append(f"{len(outs)} outputs, expected {len(refs)}")
-    for i, (o, r) in enumerate(zip(outs, refs)):
-        if o.dtype in run.TOLERANCE:
-            c = run.compare(o, r)
-            if not c["ok"]:
-                bad.append(f"output {i}: {c['violations']} of {c['elements']} beyond tolerance, "
-                           f"max error {c['max_err']:.3g}, non-finite match {c['nonfinite_match']}")
-        elif not torch.equal(o.cpu(), r.to(o.dtype).cpu()):
-            bad.append(f"output {i} ({o.dtype}) differs from the reference")
+    for call in ("first call", "second call"):
+        outs = run.as_tuple(fn(*inputs))
+        if len(outs) != len(refs):
+            bad.append(f"{call}: {len(outs)} outputs, expected {len(refs)}")
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            if o.dtype in run.TOLERANCE:
+                c = run.compare(o, r)
+                if not c["ok"]:
+                    bad.append(f"{call}: output {i}: {c['violations']} of {c['elements']} beyond tolerance, "
+                               f"max error {c['max_err']:.3g}, non-finite match {c['nonfinite_match']}")
+            elif not torch.equal(o.cpu(), r.to(o.dtype).cpu()):
+                bad.append(f"{call}: output {i} ({o.dtype}) differs from the reference")
     return bad
 
 

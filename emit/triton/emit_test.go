@@ -176,7 +176,7 @@ func TestFlatKernel(t *testing.T) {
 		"total = a_d0",
 		`grid = (triton.cdiv(total, cfg["BLOCK"]),)`,
 		"if grid[0] > 0:",
-		`lae_k0[grid](a, b, y, a_d0, b_d0, a_d0, total, BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])`)
+		`_launch(lae_k0, grid, (a, b, y, a_d0, b_d0, a_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])`)
 
 	// rows and columns of the flat offset: full operands at offs, a row
 	// operand at the column, a column operand at the row
@@ -242,10 +242,10 @@ func TestGenericKernels(t *testing.T) {
 	inOrder(t, text, `cfg = _mm_config(CONFIGS["mm_k0"], a_d0)`,
 		`split = _mm_split(cfg, dev, tiles * 1, 32, (a_d0 * 16))`,
 		"if split > 1:",
-		`mm_k0[(tiles, 1, split)](`, "SPLIT_K=split, EPI=False)",
-		`mm_k0[(tiles, 1, 1)](`, "SPLIT_K=split, EPI=True)",
+		`_launch(mm_k0, (tiles, 1, split), (`, "SPLIT_K=split, EPI=False)",
+		`_launch(mm_k0, (tiles, 1, 1), (`, "SPLIT_K=split, EPI=True)",
 		"else:",
-		`mm_k0[(tiles, 1, 1)](`, "SPLIT_K=1, EPI=False)")
+		`_launch(mm_k0, (tiles, 1, 1), (`, "SPLIT_K=1, EPI=False)")
 	assert.NotContains(t, function(t, text, "mm_k0"), "% a_d0", "the unused batch index is dropped")
 }
 
@@ -276,13 +276,13 @@ func TestLauncher(t *testing.T) {
 		"x_d0 = x.shape[0]",
 		"torch.empty((x_d0, 64), dtype=torch.float32, device=dev)",
 		`cfg = CONFIGS["two_k`,
-		"[grid](",
+		"_launch(two_k",
 		"return (")
 	// the add and the norm are one kernel writing h and n; the transpose reads h
-	assert.Equal(t, 2, strings.Count(l, "[grid]("), "two kernels")
+	assert.Equal(t, 2, strings.Count(l, "_launch("), "two kernels")
 	assert.Equal(t, 3, strings.Count(l, "torch.empty("), "two results and the intermediate h")
-	inOrder(t, l, "h = torch.empty((x_d0, 64)", "n = torch.empty((x_d0, 64)", "two_k0[grid](x, r, w, h, n, ",
-		"t = torch.empty((64, x_d0)", "grid = (64,)", "two_k1[grid](h, t, ")
+	inOrder(t, l, "h = torch.empty((x_d0, 64)", "n = torch.empty((x_d0, 64)", "_launch(two_k0, grid, (x, r, w, h, n, ",
+		"t = torch.empty((64, x_d0)", "grid = (64,)", "_launch(two_k1, grid, (h, t, ")
 	assert.Contains(t, text, "def _tensor(fn, name, t, dtype, shape):")
 	assert.Regexp(t, regexp.MustCompile(`return \(\w+, \w+\)\n`), l)
 }

@@ -32,7 +32,7 @@ import (
 //	    cfg = CONFIGS["f_k0"]
 //	    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
 //	    if grid[0] > 0:
-//	        f_k0[grid](x, y, x_d0, x_d0, BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+//	        _launch(f_k0, grid, (x, y, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
 //	    return y
 //
 // taking the inputs, allocating each output with the extents its first
@@ -373,7 +373,7 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 	}
 	consts = append(consts, `num_warps=cfg["num_warps"]`)
 	w.assign("grid", "("+programs+",)")
-	launch := fmt.Sprintf("%s[grid](%s)", kname, strings.Join(append(call, consts...), ", "))
+	launch := fmt.Sprintf("_launch(%s, grid, (%s), %s)", kname, strings.Join(call, ", ")+trailingComma(len(call)), strings.Join(consts, ", "))
 	if n, err := strconv.ParseInt(count, 10, 64); err == nil && n > 0 {
 		w.line(launch)
 		return nil
@@ -414,4 +414,12 @@ func hostExpr(v *ir.Value, args map[*ir.Value]string, k loop.KernelOp) (string, 
 		return "(" + hostIndexExpr(op.Name(), a, b) + ")", nil
 	}
 	return "", ir.OpError(op, "cannot be translated to Triton: the kernel's grid depends on it, and the launcher computes only index arithmetic")
+}
+
+// trailingComma makes a Python tuple of one element: (x,).
+func trailingComma(n int) string {
+	if n == 1 {
+		return ","
+	}
+	return ""
 }

@@ -539,9 +539,9 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 	w.assign("split", fmt.Sprintf("_mm_split(cfg, %s, tiles * %s, %d, %s)", l.dev, atom(batch), mp.match.Dots[0].K, size))
 	consts := []string{`BM=cfg["BM"]`, `BN=cfg["BN"]`, `BK=cfg["BK"]`, `GROUP_M=cfg["GROUP_M"]`, `num_warps=cfg["num_warps"]`, `num_stages=cfg["num_stages"]`}
 	launch := func(grid, ws, split, epi string) string {
-		c := append(append(append([]string(nil), call...), ws), consts...)
-		c = append(c, "SPLIT_K="+split, "EPI="+epi)
-		return fmt.Sprintf("%s[%s](%s)", kname, grid, strings.Join(c, ", "))
+		c := append(append([]string(nil), call...), ws)
+		meta := append(append([]string(nil), consts...), "SPLIT_K="+split, "EPI="+epi)
+		return fmt.Sprintf("_launch(%s, %s, (%s), %s)", kname, grid, strings.Join(c, ", "), strings.Join(meta, ", "))
 	}
 	out := call[k.NumInputs()]
 	if b, ok := staticExtent(batch); ok && b > 0 {

@@ -71,12 +71,13 @@ def compile_aten(gm, example_inputs, options=None):
     fxpasses.fills_as_cat(gm)
     fxpasses.rotate_half_as_roll(gm)
     fxpasses.sink_transposes(gm)
+    fxpasses.cse_views(gm)
     if opts.matmul:
-        fxpasses.cse_views(gm)
         fxpasses.sink_matmul_views(gm)
         fxpasses.hoist_matmul_views(gm)
     log = partition.FallbackLog()
     fused, names = partition.partition(gm, log, opts.enabled())
+    fxpasses.linears_as_calls(fused)
     translations, single = [], {}
     for name in names:
         sub = getattr(fused, name)

@@ -15,6 +15,7 @@ in-place update it came from: ``index_copy_`` into the cache, no copy.
 """
 
 import contextlib
+import operator
 
 import torch
 
@@ -509,17 +510,35 @@ def _hashable(x):
     return x
 
 
+_CSE_VIEWS = frozenset(_ROW_VIEWS + (aten.flatten.using_ints, aten.permute.default, aten.transpose.int,
+                                      aten.unsqueeze.default, aten.squeeze.dim, aten.expand.default,
+                                      aten.slice.Tensor, aten.t.default))
+
+
 def cse_views(gm):
     """One node for each distinct view of a tensor.
 
     ``linear`` decomposes to a ``view`` of its input per call, so the gate and
     up projections of an MLP read two views of x; as one they are one input
     of the compiled region, which the compiler sees the two matmuls share.
+    The rewrites before it repeat views too (a transposed cos table per use
+    that ``sink_transposes`` moved): each repeat would be one more call
+    PyTorch makes and one more input a region checks. Views of a tensor the
+    graph updates in place are left alone (a reshape may be a copy, taken
+    before or after the update).
     """
     g = gm.graph
+    mutated = {n.args[0] for n in g.nodes if n.op == "call_function" and n.args and
+               getattr(n.target, "_schema", None) is not None and n.target._schema.is_mutable}
+
+    def root(n):
+        while isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in _CSE_VIEWS:
+            n = n.args[0]
+        return n
+
     seen, changed = {}, 0
     for n in list(g.nodes):
-        if n.op != "call_function" or (n.target not in _ROW_VIEWS and n.target != aten.flatten.using_ints):
+        if n.op != "call_function" or n.target not in _CSE_VIEWS or root(n) in mutated:
             continue
         key = _hashable((n.target, n.args, tuple(sorted(n.kwargs.items()))))
         if key is None:
@@ -754,3 +773,97 @@ def _erase_unread_views(g):
     for n in reversed(list(g.nodes)):
         if n.op == "call_function" and not n.users and (n.target in _ROW_VIEWS or n.target == aten.flatten.using_ints):
             g.erase_node(n)
+
+
+_TRANSPOSES = (aten.t.default, aten.permute.default, aten.transpose.int)
+
+
+def _transposed_weight(n):
+    """w when n is w transposed (w 2-D), else None."""
+    if not isinstance(n, torch.fx.Node) or n.op != "call_function" or n.target not in _TRANSPOSES:
+        return None
+    w = n.args[0]
+    m = _meta(w) if isinstance(w, torch.fx.Node) else None
+    if m is None or len(m.shape) != 2:
+        return None
+    if n.target == aten.permute.default and list(n.args[1]) != [1, 0]:
+        return None
+    return w
+
+
+def _outer_meta(gm, n):
+    """_meta of n, also where n is a compiled region's result (the result of
+    a fused submodule, or an item of its results)."""
+    if not isinstance(n, torch.fx.Node):
+        return None
+    m = _meta(n)
+    if m is not None:
+        return m
+    index = None
+    if n.op == "call_function" and n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
+        n, index = n.args[0], n.args[1]
+    if n.op != "call_module":
+        return None
+    sub = gm.get_submodule(n.target)
+    outs = [o for o in sub.graph.nodes if o.op == "output"][0].args[0]
+    if isinstance(outs, (list, tuple)) != (index is not None):
+        return None
+    o = outs if index is None else outs[index]
+    return _meta(o) if isinstance(o, torch.fx.Node) else None
+
+
+def _dims(shape):
+    # extents compared by name, so that a symbolic one adds no guard
+    return [str(d) for d in shape]
+
+
+def linears_as_calls(gm):
+    """Run what ``linear`` decomposed into as one ``linear`` again.
+
+    ``linear`` on [..., K] reaches the ATen graph as four nodes: a view of x
+    as rows [M, K], ``t`` of the weight, ``mm`` (``addmm`` with a bias) and a
+    view of the result back to [..., N]. In the graph PyTorch runs around the
+    compiled regions each node is a Python-level call, a few microseconds of
+    host time each, and decode steps are bound by the host; ``aten.linear``
+    does the same views and the same cuBLAS call in C++. Run on the graph
+    left to PyTorch (after partitioning), so it changes no region.
+    """
+    g = gm.graph
+    changed = False
+    for mm in list(g.nodes):
+        if mm.op != "call_function" or mm.target not in _MATMULS or len(mm.users) != 1:
+            continue
+        if mm.target == aten.addmm.default:
+            if len(mm.args) != 3 or mm.kwargs.get("beta", 1) != 1 or mm.kwargs.get("alpha", 1) != 1:
+                continue
+            bias, rows, wt = mm.args
+        else:
+            bias, (rows, wt) = None, mm.args
+        w = _transposed_weight(wt)
+        back = next(iter(mm.users))
+        if w is None or not _rows_view_of_matmul(back) or not isinstance(rows, torch.fx.Node) or \
+                rows.op != "call_function" or rows.target not in _ROW_VIEWS:
+            continue
+        x = rows.args[0]
+        mx, mb, mbias = _outer_meta(gm, x), _meta(back), None
+        if bias is not None:
+            mbias = _meta(bias) if isinstance(bias, torch.fx.Node) else None
+            if mbias is None or len(mbias.shape) != 1:
+                continue
+        mr = _meta(rows)
+        if mx is None or mr is None or len(mx.shape) < 2 or len(mr.shape) != 2 or \
+                _dims(mx.shape[:-1]) != _dims(mb.shape[:-1]) or _dims(mx.shape[-1:]) != _dims(mr.shape[-1:]):
+            continue
+        with g.inserting_before(back):
+            args = (x, w) if bias is None else (x, w, bias)
+            lin = g.call_function(aten.linear.default, args)
+        lin.meta = dict(back.meta)
+        back.replace_all_uses_with(lin)
+        for n in (back, mm, rows, wt):
+            if not n.users:
+                g.erase_node(n)
+        changed = True
+    if changed:
+        g.lint()
+        gm.recompile()
+    return changed

@@ -103,23 +103,36 @@ def _find_symbol(arg_infos, sym, r, d):
 
 
 class Kernel(torch.nn.Module):
-    """A compiled partition in the outer FX graph: picks its tensor inputs, calls, maps outputs."""
+    """A compiled partition in the outer FX graph: picks its tensor inputs, calls, maps outputs.
+
+    Its forward runs on every call of the compiled graph, so what can be
+    decided once is decided here: which inputs are 0-d (a Python number
+    Dynamo passes as a 0-d CPU tensor, moved to the device of the others),
+    and whether the results are passed through as the function returns them.
+    """
 
     def __init__(self, fn, tr, single_output):
         super().__init__()
         self.fn = fn
-        self.inputs = tr.inputs
+        self.inputs = tuple(tr.inputs)
         self.outputs = tr.outputs
         self.single = single_output
         self.name = tr.name
+        infos = list(tr.arg_infos)
+        self.scalars = tuple(j for j, a in enumerate(infos) if a.rank == 0)
+        # an input whose device the 0-d ones follow
+        self.anchor = next((j for j, a in enumerate(infos) if a.rank > 0), None)
+        n = len(tr.result_infos)
+        # the function's results are the partition's outputs, in order
+        self.direct = list(tr.outputs) == list(range(n)) and single_output == (n == 1)
 
     def forward(self, *args):
         ins = [args[i] for i in self.inputs]
-        dev = next((t.device for t in ins if t.device.type != "cpu"), None)
-        if dev is not None:
-            # a Python number Dynamo passes as a 0-d CPU tensor (an unspecialised float)
-            ins = [t.to(dev, non_blocking=True) if t.device.type == "cpu" and t.dim() == 0 else t for t in ins]
+        if self.scalars:
+            self._move_scalars(ins)
         res = self.fn(*ins)
+        if self.direct:
+            return res
         if not isinstance(res, tuple):
             res = (res,)
         outs = []
@@ -129,3 +142,15 @@ class Kernel(torch.nn.Module):
             else:
                 outs.append(res[o])
         return outs[0] if self.single else tuple(outs)
+
+    def _move_scalars(self, ins):
+        if self.anchor is not None:
+            dev = ins[self.anchor].device
+        else:
+            dev = next((t.device for t in ins if t.device.type != "cpu"), None)
+        if dev is None or dev.type == "cpu":
+            return
+        for j in self.scalars:
+            t = ins[j]
+            if t.device.type == "cpu":
+                ins[j] = t.to(dev, non_blocking=True)

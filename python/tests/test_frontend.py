@@ -323,6 +323,45 @@ class FrontendTest(unittest.TestCase):
         self.assertIn("aten.mm.default", reasons)
         self.assertIn("matmul stays in PyTorch", reasons["aten.mm.default"])
 
+    def test_cse_views_merges_repeats_but_not_views_of_updated_tensors(self):
+        from tensorforge import fxpasses
+
+        aten = torch.ops.aten
+        g = torch.fx.Graph()
+        x, c, i, v = (g.placeholder(n) for n in ("x", "c", "i", "v"))
+        p1 = g.call_function(aten.permute.default, (x, [1, 0]))
+        p2 = g.call_function(aten.permute.default, (x, [1, 0]))
+        r1 = g.call_function(aten.reshape.default, (c, [8]))
+        g.call_function(aten.index_copy_.default, (c, 0, i, v))
+        r2 = g.call_function(aten.reshape.default, (c, [8]))
+        g.output((g.call_function(aten.add.Tensor, (p1, p2)), r1, r2))
+        gm = torch.fx.GraphModule(torch.nn.Module(), g)
+        self.assertEqual(fxpasses.cse_views(gm), 1)
+        targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+        self.assertEqual(targets.count(aten.permute.default), 1)
+        self.assertEqual(targets.count(aten.reshape.default), 2)
+
+    def test_projections_run_as_linear_calls(self):
+        # the view / t / mm / view nodes linear decomposes into are one
+        # aten.linear call in the graph left to PyTorch (with its bias: addmm)
+        class Proj(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = RMSNorm(16)
+                self.q = torch.nn.Linear(16, 24, bias=True)
+                self.o = torch.nn.Linear(24, 16, bias=False)
+
+            def forward(self, x):
+                return x + self.o(F.silu(self.q(self.norm(x))))
+
+        torch.manual_seed(2)
+        c = self.run_case(Proj(), (torch.randn(2, 3, 16),), atol=1e-5, rtol=1e-5)
+        targets = [n.target for n in c.gm.graph.nodes if n.op == "call_function"]
+        aten = torch.ops.aten
+        self.assertEqual(targets.count(aten.linear.default), 2, c.gm.code)
+        for t in (aten.mm.default, aten.addmm.default, aten.t.default):
+            self.assertNotIn(t, targets, c.gm.code)
+
     def test_swiglu_matmul_option_compiles_the_mlp(self):
         # options={"matmul": True}: the MLP and its residual add are one
         # region; the SwiGLU runs on the projections' 2-D results (their
