@@ -237,7 +237,10 @@ type scope struct {
 	// opened from this one
 	cm     passes.ColumnMap
 	spanLo int64
-	views  map[viewKey]*scope
+	// spanHi is the end of the loop's columns when spanStatic
+	spanHi     int64
+	spanStatic bool
+	views      map[viewKey]*scope
 }
 
 func (ev *evaluator) rowScope(b *ir.Builder) *scope {
@@ -268,7 +271,8 @@ func (row *scope) loopDist(lower, upper, step *ir.Value, width int64, inits []*i
 			row.b = ir.NewBuilderBefore(iv.OwnerBlock().ParentOp())
 			s := &scope{ev: row.ev, b: bb, parent: row, width: width, col: iv, off: row.off,
 				vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{},
-				cm: passes.ColumnMap{Kind: passes.ColumnAt, Dim: len(row.ev.iter) - 1}, spanLo: max(constIndex(lower), 0)}
+				cm: passes.ColumnMap{Kind: passes.ColumnAt, Dim: len(row.ev.iter) - 1}, spanLo: max(constIndex(lower), 0),
+				spanHi: constIndex(upper), spanStatic: constIndex(lower) >= 0 && constIndex(upper) >= 0}
 			return body(s, carried), nil
 		}))
 	return f.Values()
@@ -470,8 +474,7 @@ func (s *scope) loadRolled(r graph.RollOp) *ir.Value {
 	idx := s.indices(buf)
 	last := len(idx) - 1
 	if off := ((n-r.Shift())%n + n) % n; off != 0 {
-		sum := must(loop.BuildAddi(s.b, ev.k.loc, idx[last], ev.k.index(off))).Output()
-		idx[last] = must(loop.BuildRemi(s.b, ev.k.loc, sum, ev.k.index(n))).Output()
+		idx[last] = s.rolledColumn(s.b, idx[last], off, n, shape)
 	}
 	x := must(loop.BuildLoad(s.b, ev.k.loc, buf, idx, s.typeOf(elemOf(v)))).Output()
 	x.Name = "rolled"

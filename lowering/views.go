@@ -47,7 +47,7 @@ func (s *scope) viewScope(op *ir.Operation, i int) *scope {
 	if ocm.Kind == passes.ColumnNone {
 		width = 0
 	}
-	c := &scope{ev: ev, b: s.b, parent: s, width: width, space: shapeOf(op.Operand(i)), pt: q, cm: ocm, spanLo: s.spanLo,
+	c := &scope{ev: ev, b: s.b, parent: s, width: width, space: shapeOf(op.Operand(i)), pt: q, cm: ocm, spanLo: s.spanLo, spanHi: s.spanHi, spanStatic: s.spanStatic,
 		vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{},
 		recip: map[*ir.Value]*ir.Value{}}
 	if s.views == nil {
@@ -151,7 +151,7 @@ func (s *scope) mapPointAt(b *ir.Builder, op *ir.Operation, i int, p []*ir.Value
 		last := len(q) - 1
 		n := opd[last]
 		if o := ((n-graph.RollOp{Operation: op}.Shift())%n + n) % n; o != 0 {
-			q[last] = must(loop.BuildRemi(b, k.loc, addc(p[last], o), k.index(n))).Output()
+			q[last] = s.rolledColumn(b, p[last], o, n, res)
 		}
 	case graph.OpConcat:
 		copy(q, p)
@@ -216,6 +216,44 @@ func (s *scope) throughView(op *ir.Operation) *ir.Value {
 		x = s.broadcast(x)
 	}
 	return x
+}
+
+// rolledColumn is (x + o) mod n, the column of a roll's operand that
+// column x of its result (of shape res) reads: x + o or x + o - n when
+// the columns of s's loop lie on one side of where the roll wraps (the
+// loop was cut there, passes.ViewPlan.Cuts), the remainder otherwise.
+func (s *scope) rolledColumn(b *ir.Builder, x *ir.Value, o, n int64, res []int64) *ir.Value {
+	k := s.ev.k
+	addc := func(c int64) *ir.Value {
+		switch {
+		case c == 0:
+			return x
+		case c > 0:
+			return must(loop.BuildAddi(b, k.loc, x, k.index(c))).Output()
+		}
+		return must(loop.BuildSubi(b, k.loc, x, k.index(-c))).Output()
+	}
+	switch lo, hi, ok := s.columnsIn(res); {
+	case ok && hi <= n-o:
+		return addc(o)
+	case ok && lo >= n-o:
+		return addc(o - n)
+	}
+	return must(loop.BuildRemi(b, k.loc, addc(o), k.index(n))).Output()
+}
+
+// columnsIn returns the range [lo, hi) of the last index of a point of
+// shape res that s's loop reads, when the loop's columns are the last
+// axis of res (at an offset) and its bounds are static.
+func (s *scope) columnsIn(res []int64) (lo, hi int64, ok bool) {
+	if !s.spanStatic {
+		return 0, 0, false
+	}
+	cm := passes.BroadcastColumn(s.cm, s.shape(), res)
+	if cm.Kind != passes.ColumnAt || cm.Dim != len(res)-1 {
+		return 0, 0, false
+	}
+	return s.spanLo + cm.Off, s.spanHi + cm.Off, true
 }
 
 // concatPiece is the piece of concat c that the columns of s's loop read:

@@ -781,6 +781,11 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 		if info.Views, err = planViews(c.ops, c.outputs, shape); err != nil {
 			return nil, err
 		}
+	} else if slices.ContainsFunc(c.ops, func(op *ir.Operation) bool { return op.Name() == graph.OpRoll }) {
+		// a roll along the row cuts the loop where it wraps around
+		if info.Views, err = planViews(c.ops, c.outputs, shape); err != nil {
+			return nil, err
+		}
 	}
 	access := func(v *ir.Value) error {
 		if base != nil && !base[v] {

@@ -259,7 +259,8 @@ func ViewOperandMap(op *ir.Operation, i int, m ColumnMap) (ColumnMap, error) {
 // and what its vector width must divide.
 type ViewPlan struct {
 	// Cuts are the columns, in increasing order, where the loop over the
-	// row is cut (each an edge between two pieces of a concat).
+	// row is cut: each an edge between two pieces of a concat, or where a
+	// roll along the row wraps around.
 	Cuts []int64
 	// Divides lists extents and offsets the vector width must divide so
 	// that every vector read through a view is contiguous.
@@ -331,6 +332,15 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 		}
 		if r, ok := graph.AsRoll(op); ok {
 			plan.Divides = append(plan.Divides, abs64(r.Shift()))
+			// the column where the roll wraps around: cut there, each loop
+			// reads the rolled row at a plain offset, without a remainder
+			if last := s[len(s)-1]; m.Kind == ColumnAt && m.Dim == len(s)-1 && last != ir.Dynamic && shape[n-1] != ir.Dynamic {
+				if o := ((last-r.Shift())%last + last) % last; o != 0 {
+					if cut := last - o - m.Off; cut > 0 && cut < shape[n-1] {
+						cuts[cut] = true
+					}
+				}
+			}
 		}
 		for i, a := range op.Operands() {
 			am, err := ViewOperandMap(op, i, m)

@@ -48,6 +48,8 @@ type blockCtx struct {
 	cols  string // the column (or flat offset) of each lane
 	mask  string // the mask of a block-level access ("" when every lane is in range)
 	cmask string // the column mask alone ("" when every column is in range)
+	// width is the number of columns of a stretch's block (0: BLOCK)
+	width int64
 }
 
 // scratchRow is a row an sram buffer keeps: the value stored and the loop
@@ -95,6 +97,12 @@ type kernelEmitter struct {
 	// reduced maps each result of a threads loop to its combine kind.
 	reduced map[*ir.Value]string
 	blk     *blockCtx
+	// stretch is the block of each stretch of a kernel cut into stretches.
+	stretch map[*ir.Operation]*blockCtx
+	// colSpan is the first column and width of each stretch's columns,
+	// by name; colAt the name of the columns of a first column and width.
+	colSpan map[string][2]int64
+	colAt   map[[2]int64]string
 }
 
 // kernelError is an error at an op of the kernel.
@@ -168,6 +176,8 @@ func (k *kernelEmitter) describe() string {
 	switch {
 	case p.mode == modeFlat:
 		return kind + ": a 1-D grid over every element, BLOCK elements per program"
+	case p.stretched:
+		return fmt.Sprintf("%s: rows of %d cut into stretches %s, ROWS rows per program", kind, p.rowLen, p.spanList())
 	case p.oneBlock && p.twoD:
 		return fmt.Sprintf("%s: rows of %d in one block, ROWS rows per program", kind, p.rowLen)
 	case p.oneBlock:
@@ -350,6 +360,8 @@ func (k *kernelEmitter) shapeOf(l level) string {
 		return "[]"
 	case k.plan.twoD && l == lvRow:
 		return "(ROWS, 1)"
+	case k.plan.twoD && k.blk != nil && k.blk.width > 0:
+		return fmt.Sprintf("(ROWS, %d)", k.blk.width)
 	case k.plan.twoD:
 		return "(ROWS, BLOCK)"
 	case l == lvBlock || k.plan.mode == modeFlat:
@@ -416,6 +428,10 @@ func (k *kernelEmitter) prologue() error {
 	if !p.oneBlock {
 		return nil
 	}
+	if p.stretched {
+		k.stretchBlocks()
+		return nil
+	}
 	cols := k.names.fresh("cols")
 	if p.twoD {
 		w.assign(cols, "tl.arange(0, BLOCK)[None, :]")
@@ -438,6 +454,41 @@ func (k *kernelEmitter) prologue() error {
 	k.blk = blk
 	k.bindThreadsIVs(cols)
 	return nil
+}
+
+// stretchBlocks gives each stretch [lo, hi) of a kernel cut into
+// stretches its block: columns lo + tl.arange(0, W)[None, :] for W the
+// power of two at or above hi - lo, masked by the rows and, when W is
+// wider than the stretch, by cols < hi.
+func (k *kernelEmitter) stretchBlocks() {
+	k.stretch = map[*ir.Operation]*blockCtx{}
+	k.colSpan = map[string][2]int64{}
+	k.colAt = map[[2]int64]string{}
+	for op := k.plan.grid.Body().Entry().First(); op != nil; op = op.Next() {
+		span, ok := k.plan.spans[op]
+		if !ok {
+			continue
+		}
+		f, _ := loop.AsFor(op)
+		width := nextPow2(span[1] - span[0])
+		cols := k.names.fresh("cols")
+		ar := fmt.Sprintf("tl.arange(0, %d)[None, :]", width)
+		if span[0] != 0 {
+			ar = fmt.Sprintf("%d + %s", span[0], ar)
+		}
+		k.w.assign(cols, ar)
+		blk := &blockCtx{cols: cols, mask: k.rmask, width: width}
+		if width != span[1]-span[0] {
+			blk.cmask = k.names.fresh("cmask")
+			k.w.assign(blk.cmask, fmt.Sprintf("%s < %d", cols, span[1]))
+			blk.mask = k.names.fresh("bmask")
+			k.w.assign(blk.mask, k.rmask+" & "+blk.cmask)
+		}
+		k.stretch[op] = blk
+		k.colSpan[cols] = [2]int64{span[0], width}
+		k.colAt[[2]int64{span[0], width}] = cols
+		k.env[f.Body().Entry().Args[0]] = cols
+	}
 }
 
 // rowMask is the mask of row-level accesses ("" when every row is valid).
@@ -653,14 +704,71 @@ func (k *kernelEmitter) emitOp(op *ir.Operation) error {
 	if op.NumRegions() > 0 || op.NumResults() != 1 {
 		return kernelError(op, "is not an op of the loop dialect the Triton emitter knows")
 	}
+	if k.plan.stretched && k.foldColumn(op) {
+		return nil
+	}
 	rhs, err := k.expr(op)
 	if err != nil {
 		return err
 	}
+	// in a kernel cut into stretches (straight-line code, every name
+	// assigned once) the same index arithmetic is computed once: the
+	// stretches then share their loads of the same addresses
+	key := "=" + rhs
+	if k.plan.stretched && isIndexArith(op) {
+		if name, ok := k.loads[key]; ok {
+			k.bind(op.Result(0), name)
+			return nil
+		}
+	}
 	name := k.fresh(op.Result(0))
 	k.w.assign(name, rhs)
 	k.bind(op.Result(0), name)
+	if k.plan.stretched && isIndexArith(op) {
+		k.loads[key] = name
+	}
 	return nil
+}
+
+// isIndexArith reports whether op is integer index arithmetic.
+func isIndexArith(op *ir.Operation) bool {
+	switch op.Name() {
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		return true
+	}
+	return false
+}
+
+// foldColumn binds `cols ± c`, for cols the columns lo + arange(W) of a
+// stretch, to the columns of the stretch at lo ± c of the same width when
+// there is one: rotate_half's second stretch reads the first one's
+// columns, so both read q at the same addresses.
+func (k *kernelEmitter) foldColumn(op *ir.Operation) bool {
+	if op.Name() != loop.OpAddi && op.Name() != loop.OpSubi {
+		return false
+	}
+	a, b := op.Operand(0), op.Operand(1)
+	at, ok := k.colSpan[k.ref(a)]
+	c, okc := indexConst(b)
+	if !ok || !okc {
+		if op.Name() == loop.OpSubi {
+			return false
+		}
+		at, ok = k.colSpan[k.ref(b)]
+		c, okc = indexConst(a)
+		if !ok || !okc {
+			return false
+		}
+	}
+	if op.Name() == loop.OpSubi {
+		c = -c
+	}
+	name, ok := k.colAt[[2]int64{at[0] + c, at[1]}]
+	if !ok {
+		return false
+	}
+	k.bind(op.Result(0), name)
+	return true
 }
 
 // address is the pointer expression of element indices of buffer buf,

@@ -57,6 +57,15 @@ func (k *kernelEmitter) emitFor(op *ir.Operation) error {
 		k.blk.mask = mask
 		defer func() { k.blk.mask = outer }()
 		return k.emitOneBlock(f)
+	case f.Dist() == "threads" && k.plan.stretched:
+		blk := k.stretch[op]
+		if blk == nil {
+			return kernelError(op, "is a threads loop outside the stretches of its row")
+		}
+		outer := k.blk
+		k.blk = blk
+		defer func() { k.blk = outer }()
+		return k.emitOneBlock(f)
 	case f.Dist() == "threads" && (k.plan.mode == modeFlat || k.plan.oneBlock):
 		return k.emitOneBlock(f)
 	case f.Dist() == "threads" && k.plan.chunks[op]:

@@ -1,6 +1,11 @@
 package triton
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 )
@@ -18,6 +23,12 @@ import (
 //     cols = tl.arange(0, BLOCK), a reduction is one tl.sum / tl.reduce,
 //     and the sram row buffer of a one-pass kernel is the register tensor
 //     phase 1 computed.
+//   - rows, cut into stretches: an element-wise kernel whose loop over the
+//     row is cut into static stretches [lo, hi) (a concat along the row,
+//     rotate_half) runs ROWS rows per program, each stretch as its own
+//     [ROWS, W] block over columns lo + tl.arange(0, W): every lane does
+//     the work of its stretch only, the row's index arithmetic is done
+//     once per row, and each stretch reads contiguous runs of W columns.
 //   - rows, looped: rows longer than one block (and generic kernels) run
 //     each loop of the loop IR as a Python loop over chunks of BLOCK,
 //     carrying [BLOCK] partial results; a row kept in sram by a one-pass
@@ -42,6 +53,11 @@ const (
 	// bandwidth on logaddexp, quantize and SwiGLU.
 	flatBlock = 1024
 	flatWarps = 4
+	// stretchTarget is the number of elements a program of a kernel cut
+	// into stretches covers (ROWS rows of the row length): RoPE on the q
+	// of a Llama-3-8B prefill ran at 0.92 of the copy bandwidth with 16
+	// rows of 128 at 4 warps, 0.89 with 8 (bench/gpu/rope_variants.py).
+	stretchTarget = 2048
 	// loopedBlock is the chunk of a looped row kernel.
 	loopedBlock = 4096
 	// genericBlock is the chunk of the loops of generic kernels
@@ -102,6 +118,9 @@ type kernelPlan struct {
 	// concat along the row reads one piece per loop); each runs on the
 	// lanes of its stretch.
 	spans map[*ir.Operation][2]int64
+	// stretched is set when the spans run as [ROWS, W] blocks, one per
+	// stretch, rather than under masks of a flat block.
+	stretched bool
 	// vectorized are the serial loops run as blocks (the loop over the
 	// last output dimension of a generic kernel).
 	vectorized map[*ir.Operation]bool
@@ -194,6 +213,10 @@ func plan(k loop.KernelOp) (*kernelPlan, error) {
 		return nil, err
 	}
 
+	if k.Kind() == "elementwise" && !serialInGrid && isIndexConst(g.Lower(), 0) && isIndexConst(g.Step(), 1) &&
+		planSpans(p, threads) && planStretched(p) {
+		return p, nil
+	}
 	if k.Kind() == "elementwise" && !serialInGrid && planFlat(p, threads) {
 		p.mode = modeFlat
 		p.block, p.warps = flatBlock, flatWarps
@@ -334,6 +357,40 @@ func planSpans(p *kernelPlan, threads []loop.ForOp) bool {
 	}
 	p.cols = threads[len(threads)-1].Upper()
 	return true
+}
+
+// planStretched makes the kernel whose spans planSpans recorded run ROWS
+// rows per program, each stretch a [ROWS, next_power_of_2(hi - lo)] block.
+func planStretched(p *kernelPlan) bool {
+	c, ok := indexConst(p.cols)
+	if !ok || c < 1 || nextPow2(c) > maxOneBlock {
+		return false
+	}
+	p.mode = modeRows
+	p.stretched = true
+	p.oneBlock = true
+	p.twoD = true
+	p.rowLen = c
+	for _, sp := range p.spans {
+		p.block = max(p.block, nextPow2(sp[1]-sp[0]))
+	}
+	p.rows = max(1, min(stretchTarget/nextPow2(c), maxRows))
+	p.warps = rowWarps(p.rows * nextPow2(c))
+	return true
+}
+
+// spanList spells the stretches in row order: [0, 64), [64, 128).
+func (p *kernelPlan) spanList() string {
+	var spans [][2]int64
+	for _, sp := range p.spans {
+		spans = append(spans, sp)
+	}
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	parts := make([]string, len(spans))
+	for i, sp := range spans {
+		parts[i] = fmt.Sprintf("[%d, %d)", sp[0], sp[1])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // isVectorEnd reports whether end is `C - C mod W`, the end of the vector

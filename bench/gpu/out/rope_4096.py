@@ -14,120 +14,91 @@ import triton.language as tl
 # kernel that keeps its rows in one block is next_power_of_2(row length)
 # and must stay at least the row length.
 CONFIGS = {
-    "rope_k0": {"BLOCK": 1024, "num_warps": 4},
-    "rope_k1": {"BLOCK": 1024, "num_warps": 4},
+    "rope_k0": {"BLOCK": 64, "ROWS": 16, "num_warps": 4},
+    "rope_k1": {"BLOCK": 64, "ROWS": 16, "num_warps": 4},
 }
-
-# Flat kernels index their elements in 64 bits from this many on.
-WIDE_FROM = 2**31
 
 
 @triton.jit
-def rope_k0(cos, sin, q, qe, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
-    # elementwise: a 1-D grid over every element, BLOCK elements per program
+def rope_k0(cos, sin, q, qe, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # elementwise: rows of 128 cut into stretches [0, 64), [64, 128), ROWS rows per program
     pid = tl.program_id(0)
-    if WIDE:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    emask = offs < total
-    r = offs // 128
-    i = offs % 128
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < 131072
+    cols = tl.arange(0, 64)[None, :]
+    cols_1 = 64 + tl.arange(0, 64)[None, :]
     t0 = r % 4096
     t1 = r // 4096
     t2 = t1 % 32
-    smask = emask & (i >= 0) & (i < 64)
     t4 = t2 * 128
-    t5 = t4 + i
-    q_1 = tl.load(q + (t0 * 4096) + t5, mask=smask)
-    cos_1 = tl.load(cos + (t0 * 128) + i, mask=smask)
+    t5 = t4 + cols
+    q_1 = tl.load(q + (t0 * 4096) + t5, mask=rmask)
+    cos_1 = tl.load(cos + (t0 * 128) + cols, mask=rmask)
     t6 = q_1.to(tl.float32)
     t7 = cos_1.to(tl.float32)
     t8 = t6 * t7
-    t9 = i + 64
-    t10 = t2 * 128
-    t11 = t10 + t9
-    q_2 = tl.load(q + (t0 * 4096) + t11, mask=smask)
-    t12 = q_2.to(tl.float32)
-    t13 = -t12
-    sin_1 = tl.load(sin + (t0 * 128) + i, mask=smask)
-    t14 = sin_1.to(tl.float32)
-    t15 = t13 * t14
-    t16 = t8 + t15
-    t17 = t16.to(tl.bfloat16)
-    tl.store(qe + (((t2 * 4096) + t0) * 128) + i, t17, mask=smask)
-    smask_1 = emask & (i >= 64) & (i < 128)
-    t18 = t2 * 128
-    t19 = t18 + i
-    q_3 = tl.load(q + (t0 * 4096) + t19, mask=smask_1)
-    cos_2 = tl.load(cos + (t0 * 128) + i, mask=smask_1)
-    t20 = q_3.to(tl.float32)
-    t21 = cos_2.to(tl.float32)
-    t22 = t20 * t21
-    t23 = i - 64
-    t24 = t2 * 128
-    t25 = t24 + t23
-    q_4 = tl.load(q + (t0 * 4096) + t25, mask=smask_1)
-    t26 = q_4.to(tl.float32)
-    sin_2 = tl.load(sin + (t0 * 128) + i, mask=smask_1)
-    t27 = sin_2.to(tl.float32)
-    t28 = t26 * t27
-    t29 = t22 + t28
-    t30 = t29.to(tl.bfloat16)
-    tl.store(qe + (((t2 * 4096) + t0) * 128) + i, t30, mask=smask_1)
+    t9 = t4 + cols_1
+    q_2 = tl.load(q + (t0 * 4096) + t9, mask=rmask)
+    t10 = q_2.to(tl.float32)
+    t11 = -t10
+    sin_1 = tl.load(sin + (t0 * 128) + cols, mask=rmask)
+    t12 = sin_1.to(tl.float32)
+    t13 = t11 * t12
+    t14 = t8 + t13
+    t15 = t14.to(tl.bfloat16)
+    tl.store(qe + (((t2 * 4096) + t0) * 128) + cols, t15, mask=rmask)
+    cos_2 = tl.load(cos + (t0 * 128) + cols_1, mask=rmask)
+    t16 = q_2.to(tl.float32)
+    t17 = cos_2.to(tl.float32)
+    t18 = t16 * t17
+    t19 = q_1.to(tl.float32)
+    sin_2 = tl.load(sin + (t0 * 128) + cols_1, mask=rmask)
+    t20 = sin_2.to(tl.float32)
+    t21 = t19 * t20
+    t22 = t18 + t21
+    t23 = t22.to(tl.bfloat16)
+    tl.store(qe + (((t2 * 4096) + t0) * 128) + cols_1, t23, mask=rmask)
 
 
 @triton.jit
-def rope_k1(cos, sin, k, ke, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
-    # elementwise: a 1-D grid over every element, BLOCK elements per program
+def rope_k1(cos, sin, k, ke, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # elementwise: rows of 128 cut into stretches [0, 64), [64, 128), ROWS rows per program
     pid = tl.program_id(0)
-    if WIDE:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    emask = offs < total
-    r = offs // 128
-    i = offs % 128
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < 32768
+    cols = tl.arange(0, 64)[None, :]
+    cols_1 = 64 + tl.arange(0, 64)[None, :]
     t0 = r % 4096
     t1 = r // 4096
     t2 = t1 % 8
-    smask = emask & (i >= 0) & (i < 64)
     t4 = t2 * 128
-    t5 = t4 + i
-    k_1 = tl.load(k + (t0 * 1024) + t5, mask=smask)
-    cos_1 = tl.load(cos + (t0 * 128) + i, mask=smask)
+    t5 = t4 + cols
+    k_1 = tl.load(k + (t0 * 1024) + t5, mask=rmask)
+    cos_1 = tl.load(cos + (t0 * 128) + cols, mask=rmask)
     t6 = k_1.to(tl.float32)
     t7 = cos_1.to(tl.float32)
     t8 = t6 * t7
-    t9 = i + 64
-    t10 = t2 * 128
-    t11 = t10 + t9
-    k_2 = tl.load(k + (t0 * 1024) + t11, mask=smask)
-    t12 = k_2.to(tl.float32)
-    t13 = -t12
-    sin_1 = tl.load(sin + (t0 * 128) + i, mask=smask)
-    t14 = sin_1.to(tl.float32)
-    t15 = t13 * t14
-    t16 = t8 + t15
-    t17 = t16.to(tl.bfloat16)
-    tl.store(ke + (((t2 * 4096) + t0) * 128) + i, t17, mask=smask)
-    smask_1 = emask & (i >= 64) & (i < 128)
-    t18 = t2 * 128
-    t19 = t18 + i
-    k_3 = tl.load(k + (t0 * 1024) + t19, mask=smask_1)
-    cos_2 = tl.load(cos + (t0 * 128) + i, mask=smask_1)
-    t20 = k_3.to(tl.float32)
-    t21 = cos_2.to(tl.float32)
-    t22 = t20 * t21
-    t23 = i - 64
-    t24 = t2 * 128
-    t25 = t24 + t23
-    k_4 = tl.load(k + (t0 * 1024) + t25, mask=smask_1)
-    t26 = k_4.to(tl.float32)
-    sin_2 = tl.load(sin + (t0 * 128) + i, mask=smask_1)
-    t27 = sin_2.to(tl.float32)
-    t28 = t26 * t27
-    t29 = t22 + t28
-    t30 = t29.to(tl.bfloat16)
-    tl.store(ke + (((t2 * 4096) + t0) * 128) + i, t30, mask=smask_1)
+    t9 = t4 + cols_1
+    k_2 = tl.load(k + (t0 * 1024) + t9, mask=rmask)
+    t10 = k_2.to(tl.float32)
+    t11 = -t10
+    sin_1 = tl.load(sin + (t0 * 128) + cols, mask=rmask)
+    t12 = sin_1.to(tl.float32)
+    t13 = t11 * t12
+    t14 = t8 + t13
+    t15 = t14.to(tl.bfloat16)
+    tl.store(ke + (((t2 * 4096) + t0) * 128) + cols, t15, mask=rmask)
+    cos_2 = tl.load(cos + (t0 * 128) + cols_1, mask=rmask)
+    t16 = k_2.to(tl.float32)
+    t17 = cos_2.to(tl.float32)
+    t18 = t16 * t17
+    t19 = k_1.to(tl.float32)
+    sin_2 = tl.load(sin + (t0 * 128) + cols_1, mask=rmask)
+    t20 = sin_2.to(tl.float32)
+    t21 = t19 * t20
+    t22 = t18 + t21
+    t23 = t22.to(tl.bfloat16)
+    tl.store(ke + (((t2 * 4096) + t0) * 128) + cols_1, t23, mask=rmask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -213,12 +184,10 @@ def rope(q, k, cos, sin):
     dev = q.device
     qe = torch.empty((1, 32, 4096, 128), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["rope_k0"]
-    total = 16777216
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
-    _launch(rope_k0, grid, (cos, sin, q, qe, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    grid = (triton.cdiv(131072, cfg["ROWS"]),)
+    _launch(rope_k0, grid, (cos, sin, q, qe), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     ke = torch.empty((1, 8, 4096, 128), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["rope_k1"]
-    total = 4194304
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
-    _launch(rope_k1, grid, (cos, sin, k, ke, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    grid = (triton.cdiv(32768, cfg["ROWS"]),)
+    _launch(rope_k1, grid, (cos, sin, k, ke), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return (qe, ke)

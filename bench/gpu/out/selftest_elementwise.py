@@ -20,6 +20,10 @@ CONFIGS = {
     "ints_k0": {"BLOCK": 1024, "num_warps": 4},
     "f64_k0": {"BLOCK": 1024, "num_warps": 4},
     "unary_k0": {"BLOCK": 1024, "num_warps": 4},
+    "rope_odd_k0": {"BLOCK": 32, "ROWS": 32, "num_warps": 4},
+    "concat3_k0": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
+    "rope_roll_k0": {"BLOCK": 32, "ROWS": 32, "num_warps": 4},
+    "roll5_k0": {"BLOCK": 64, "ROWS": 32, "num_warps": 4},
 }
 
 # Flat kernels index their elements in 64 bits from this many on.
@@ -158,6 +162,139 @@ def unary_k0(x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x
     tl.store(fl + offs, t14, mask=emask)
     t15 = libdevice.pow(t1, x_1)
     tl.store(pw + offs, t15, mask=emask)
+
+
+@triton.jit
+def rope_odd_k0(q, cos, sin, y, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # elementwise: rows of 48 cut into stretches [0, 24), [24, 48), ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < 24
+    cols = tl.arange(0, 32)[None, :]
+    cmask = cols < 24
+    bmask = rmask & cmask
+    cols_1 = 24 + tl.arange(0, 32)[None, :]
+    cmask_1 = cols_1 < 48
+    bmask_1 = rmask & cmask_1
+    t1 = r // 4
+    q_1 = tl.load(q + (r * 48) + cols, mask=bmask)
+    cos_1 = tl.load(cos + (t1 * 48) + cols, mask=bmask)
+    t2 = q_1.to(tl.float32)
+    t3 = cos_1.to(tl.float32)
+    t4 = t2 * t3
+    q_2 = tl.load(q + (r * 48) + cols_1, mask=bmask)
+    t5 = q_2.to(tl.float32)
+    t6 = -t5
+    sin_1 = tl.load(sin + (t1 * 48) + cols, mask=bmask)
+    t7 = sin_1.to(tl.float32)
+    t8 = t6 * t7
+    t9 = t4 + t8
+    t10 = t9.to(tl.bfloat16)
+    tl.store(y + (r * 48) + cols, t10, mask=bmask)
+    q_3 = tl.load(q + (r * 48) + cols_1, mask=bmask_1)
+    cos_2 = tl.load(cos + (t1 * 48) + cols_1, mask=bmask_1)
+    t11 = q_3.to(tl.float32)
+    t12 = cos_2.to(tl.float32)
+    t13 = t11 * t12
+    q_4 = tl.load(q + (r * 48) + cols, mask=bmask_1)
+    t14 = q_4.to(tl.float32)
+    sin_2 = tl.load(sin + (t1 * 48) + cols_1, mask=bmask_1)
+    t15 = sin_2.to(tl.float32)
+    t16 = t14 * t15
+    t17 = t13 + t16
+    t18 = t17.to(tl.bfloat16)
+    tl.store(y + (r * 48) + cols_1, t18, mask=bmask_1)
+
+
+@triton.jit
+def concat3_k0(a, b, c, y, a_d0, b_d0, c_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # elementwise: rows of 32 cut into stretches [0, 5), [5, 21), [21, 32), ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < y_d0
+    cols = tl.arange(0, 8)[None, :]
+    cmask = cols < 5
+    bmask = rmask & cmask
+    cols_1 = 5 + tl.arange(0, 16)[None, :]
+    cols_2 = 21 + tl.arange(0, 16)[None, :]
+    cmask_1 = cols_2 < 32
+    bmask_1 = rmask & cmask_1
+    a_1 = tl.load(a + (r * 5) + cols, mask=bmask)
+    t0 = tl.exp(a_1)
+    tl.store(y + (r * 32) + cols, t0, mask=bmask)
+    t1 = cols_1 - 5
+    b_1 = tl.load(b + (r * 16) + t1, mask=rmask)
+    t2 = -b_1
+    tl.store(y + (r * 32) + cols_1, t2, mask=rmask)
+    t3 = cols_2 - 21
+    c_1 = tl.load(c + (r * 11) + t3, mask=bmask_1)
+    tl.store(y + (r * 32) + cols_2, c_1, mask=bmask_1)
+
+
+@triton.jit
+def rope_roll_k0(q, cos, sign, sin, y, q_d0, cos_d0, sin_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # elementwise: rows of 64 cut into stretches [0, 32), [32, 64), ROWS rows per program
+    t0 = y_d0 * 4
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < t0
+    cols = tl.arange(0, 32)[None, :]
+    cols_1 = 32 + tl.arange(0, 32)[None, :]
+    t2 = r // 4
+    q_1 = tl.load(q + (r * 64) + cols, mask=rmask)
+    cos_1 = tl.load(cos + (t2 * 64) + cols, mask=rmask)
+    t3 = q_1.to(tl.float32)
+    t4 = cos_1.to(tl.float32)
+    t5 = t3 * t4
+    rolled = tl.load(q + (r * 64) + cols_1, mask=rmask)
+    sign_1 = tl.load(sign + cols)
+    t6 = rolled.to(tl.float32)
+    t7 = sign_1.to(tl.float32)
+    t8 = t6 * t7
+    sin_1 = tl.load(sin + (t2 * 64) + cols, mask=rmask)
+    t9 = sin_1.to(tl.float32)
+    t10 = t8 * t9
+    t11 = t5 + t10
+    t12 = t11.to(tl.bfloat16)
+    tl.store(y + (r * 64) + cols, t12, mask=rmask)
+    cos_2 = tl.load(cos + (t2 * 64) + cols_1, mask=rmask)
+    t13 = rolled.to(tl.float32)
+    t14 = cos_2.to(tl.float32)
+    t15 = t13 * t14
+    sign_2 = tl.load(sign + cols_1)
+    t16 = q_1.to(tl.float32)
+    t17 = sign_2.to(tl.float32)
+    t18 = t16 * t17
+    sin_2 = tl.load(sin + (t2 * 64) + cols_1, mask=rmask)
+    t19 = sin_2.to(tl.float32)
+    t20 = t18 * t19
+    t21 = t15 + t20
+    t22 = t21.to(tl.bfloat16)
+    tl.store(y + (r * 64) + cols_1, t22, mask=rmask)
+
+
+@triton.jit
+def roll5_k0(x, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # elementwise: rows of 48 cut into stretches [0, 5), [5, 48), ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < y_d0
+    cols = tl.arange(0, 8)[None, :]
+    cmask = cols < 5
+    bmask = rmask & cmask
+    cols_1 = 5 + tl.arange(0, 64)[None, :]
+    cmask_1 = cols_1 < 48
+    bmask_1 = rmask & cmask_1
+    t0 = cols + 43
+    rolled = tl.load(x + (r * 48) + t0, mask=bmask)
+    x_1 = tl.load(x + (r * 48) + cols, mask=bmask)
+    t1 = rolled * x_1
+    tl.store(y + (r * 48) + cols, t1, mask=bmask)
+    t2 = cols_1 - 5
+    rolled_1 = tl.load(x + (r * 48) + t2, mask=bmask_1)
+    x_2 = tl.load(x + (r * 48) + cols_1, mask=bmask_1)
+    t3 = rolled_1 * x_2
+    tl.store(y + (r * 48) + cols_1, t3, mask=bmask_1)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -330,3 +467,68 @@ def unary(x):
     if grid[0] > 0:
         _launch(unary_k0, grid, (x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, a)
+
+
+def rope_odd(q, cos, sin):
+    """rope_odd(q: bf16[6, 4, 48], cos: bf16[6, 1, 48], sin: bf16[6, 1, 48]) -> bf16[6, 4, 48]"""
+    q = _tensor("rope_odd", "q", q, torch.bfloat16, (6, 4, 48))
+    cos = _tensor("rope_odd", "cos", cos, torch.bfloat16, (6, 1, 48))
+    sin = _tensor("rope_odd", "sin", sin, torch.bfloat16, (6, 1, 48))
+    dev = q.device
+    y = torch.empty((6, 4, 48), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["rope_odd_k0"]
+    grid = (triton.cdiv(24, cfg["ROWS"]),)
+    _launch(rope_odd_k0, grid, (q, cos, sin, y), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return y
+
+
+def concat3(a, b, c):
+    """concat3(a: f32[?, 5], b: f32[?, 16], c: f32[?, 11]) -> f32[?, 32]"""
+    a = _tensor("concat3", "a", a, torch.float32, (None, 5))
+    b = _tensor("concat3", "b", b, torch.float32, (None, 16))
+    c = _tensor("concat3", "c", c, torch.float32, (None, 11))
+    dev = a.device
+    a_d0 = a.shape[0]
+    b_d0 = b.shape[0]
+    c_d0 = c.shape[0]
+    y = torch.empty((a_d0, 32), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["concat3_k0"]
+    grid = (triton.cdiv(a_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        _launch(concat3_k0, grid, (a, b, c, y, a_d0, b_d0, c_d0, a_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return y
+
+
+def rope_roll(q, cos, sin, sign):
+    """rope_roll(q: bf16[?, 4, 64], cos: bf16[?, 1, 64], sin: bf16[?, 1, 64], sign: bf16[64]) -> bf16[?, 4, 64]"""
+    q = _tensor("rope_roll", "q", q, torch.bfloat16, (None, 4, 64))
+    cos = _tensor("rope_roll", "cos", cos, torch.bfloat16, (None, 1, 64))
+    sin = _tensor("rope_roll", "sin", sin, torch.bfloat16, (None, 1, 64))
+    sign = _tensor("rope_roll", "sign", sign, torch.bfloat16, (64,))
+    if q.shape[0] != cos.shape[0]:
+        raise ValueError("rope_roll: q has %d in dimension 0 but cos has %d in dimension 0: two '?' extents that broadcast together must be equal" % (q.shape[0], cos.shape[0]))
+    if q.shape[0] != sin.shape[0]:
+        raise ValueError("rope_roll: q has %d in dimension 0 but sin has %d in dimension 0: two '?' extents that broadcast together must be equal" % (q.shape[0], sin.shape[0]))
+    dev = q.device
+    q_d0 = q.shape[0]
+    cos_d0 = cos.shape[0]
+    sin_d0 = sin.shape[0]
+    y = torch.empty((q_d0, 4, 64), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["rope_roll_k0"]
+    grid = (triton.cdiv((q_d0 * 4), cfg["ROWS"]),)
+    if grid[0] > 0:
+        _launch(rope_roll_k0, grid, (q, cos, sign, sin, y, q_d0, cos_d0, sin_d0, q_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return y
+
+
+def roll5(x):
+    """roll5(x: f32[?, 48]) -> f32[?, 48]"""
+    x = _tensor("roll5", "x", x, torch.float32, (None, 48))
+    dev = x.device
+    x_d0 = x.shape[0]
+    y = torch.empty((x_d0, 48), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["roll5_k0"]
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        _launch(roll5_k0, grid, (x, y, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return y
