@@ -45,6 +45,7 @@ def main():
     ap.add_argument("model", nargs="?", default="llama3-8b")
     ap.add_argument("batch", nargs="?", type=int, default=1)
     ap.add_argument("--matmul", action="store_true", help="also TensorForge with the matmul option")
+    ap.add_argument("--only-matmul", action="store_true", help="TensorForge with the matmul option alone")
     args = ap.parse_args()
     cfg, layer, rope = e2e.build_layer(args.model)
     b = args.batch
@@ -58,7 +59,9 @@ def main():
     v0 = torch.randn(b, kvh, 2048, hd, device="cuda", dtype=torch.bfloat16)
     modes = [("inductor default", {}),
              ("tensorforge triton", dict(backend="tensorforge", options=dict(target="h200")))]
-    if args.matmul:
+    if args.only_matmul:
+        modes = []
+    if args.matmul or args.only_matmul:
         modes.append(("tensorforge triton matmul", dict(backend="tensorforge",
                                                         options=dict(target="h200", matmul=True))))
     with torch.no_grad():

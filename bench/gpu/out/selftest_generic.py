@@ -54,12 +54,16 @@ def _mm_config(configs, m):
 
 _MM_SMS = {}
 
+# The fewest steps of BK a part of split-K keeps (TENSORFORGE_MM_MIN_STEPS
+# overrides it, for measurements).
+_MM_MIN_STEPS = int(os.environ.get("TENSORFORGE_MM_MIN_STEPS", "24"))
+
 
 def _mm_split(cfg, dev, programs, k, size):
     """The number of parts split-K cuts K into: 1, unless the grid's
     programs would keep fewer than half the GPU's multiprocessors busy
     over a long K. Each halving of the parts keeps the grid within the
-    multiprocessors, at least 24 steps of BK in each part and the f32
+    multiprocessors, at least _MM_MIN_STEPS steps of BK in each part and the f32
     workspace (size elements per part) indexable in 32 bits. (On the H200
     this splits a decode down projection, K = 14336 over 32 tiles, in 4,
     and leaves a QKV projection, K = 4096 over 48 tiles, whole: the
@@ -70,7 +74,7 @@ def _mm_split(cfg, dev, programs, k, size):
         _MM_SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
     steps = -(-k // cfg["BK"])
     split = 1
-    while 2 * programs * split <= _MM_SMS[dev] and steps // (2 * split) >= 24 and 2 * split * size < 2**31:
+    while 2 * programs * split <= _MM_SMS[dev] and steps // (2 * split) >= _MM_MIN_STEPS and 2 * split * size < 2**31:
         split *= 2
     return split
 
