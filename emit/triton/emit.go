@@ -57,7 +57,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	if m.Operation == nil {
 		return "", fmt.Errorf("no module to emit")
 	}
-	me := &moduleEmitter{names: newNamer(append([]string{"_tensor", "_tensor_checked", "_launch", "_compiled", "_knobs", "_fast_launch"}, helperNames...)...), uses: map[string]bool{},
+	me := &moduleEmitter{names: newNamer(append([]string{"_tensor", "_tensor_checked", "_launch", "_compiled", "_knobs", "_fast_launch", "_fit_rows", "_FILL", "_FITS"}, helperNames...)...), uses: map[string]bool{},
 		kernelNames: map[string]string{}, plans: map[string]*kernelPlan{}, kernelOps: map[string]loop.KernelOp{}}
 	var kernels []loop.KernelOp
 	var funcs []ir.Func
@@ -172,6 +172,9 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 		sb.WriteString("\n\n" + tensorCheckSource)
 		sb.WriteString("\n\n" + launchSource)
 	}
+	if me.fitRows {
+		sb.WriteString("\n\n" + fitRowsSource)
+	}
 	for _, t := range launchers {
 		sb.WriteString("\n\n" + t)
 	}
@@ -185,6 +188,8 @@ type moduleEmitter struct {
 	kernelNames map[string]string
 	kernelOps   map[string]loop.KernelOp
 	plans       map[string]*kernelPlan
+	// fitRows is set when a launcher calls _fit_rows.
+	fitRows bool
 }
 
 // hasMatMul reports whether a kernel of the module is a tiled matmul.

@@ -334,7 +334,13 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 	// the number of rows (elements of a flat kernel): a literal when static
 	count := ub
 	w := l.w
-	w.assign("cfg", fmt.Sprintf("CONFIGS[%q]", kname))
+	cfg := fmt.Sprintf("CONFIGS[%q]", kname)
+	if p.mode != modeFlat && p.twoD && fitsRows(p, ub) {
+		// few rows (a decode step's): fewer rows per program, more programs
+		cfg = fmt.Sprintf("_fit_rows(%s, %s)", cfg, ub)
+		l.me.fitRows = true
+	}
+	w.assign("cfg", cfg)
 	consts := []string{`BLOCK=cfg["BLOCK"]`}
 	switch {
 	case p.mode == modeFlat:
@@ -423,3 +429,48 @@ func trailingComma(n int) string {
 	}
 	return ""
 }
+
+// maxFill bounds the programs _fit_rows asks a grid for (two per
+// multiprocessor: 264 on an H200), so that a launch of more static rows
+// than ROWS * maxFill needs no call.
+const maxFill = 1024
+
+// fitsRows reports whether the launch of a kernel of ROWS rows per
+// program over ub rows calls _fit_rows: ROWS above 1, and ub dynamic or
+// too few rows to fill any GPU.
+func fitsRows(p *kernelPlan, ub string) bool {
+	if p.rows <= 1 {
+		return false
+	}
+	n, err := strconv.ParseInt(ub, 10, 64)
+	return err != nil || n < p.rows*maxFill
+}
+
+// fitRowsSource narrows ROWS at launch when the grid is small.
+const fitRowsSource = `# The fewest programs a grid of rows is given: two per multiprocessor.
+_FILL = []
+_FITS = {}
+
+
+def _fit_rows(cfg, n):
+    """cfg for a launch over n rows: ROWS (and num_warps with it) halved
+    while the grid would give the GPU fewer than _FILL programs, so that a
+    decode step's few rows (32 heads of one token) spread over the
+    multiprocessors instead of running in one or two programs. The choice
+    is kept per (configuration, n)."""
+    if not _FILL:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        _FILL.append(2 * props.multi_processor_count)
+    rows = cfg["ROWS"]
+    if rows == 1 or n >= rows * _FILL[0]:
+        return cfg
+    key = (id(cfg), n)
+    fit = _FITS.get(key)
+    if fit is None:
+        warps = cfg["num_warps"]
+        while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
+            rows //= 2
+            warps = max(1, warps // 2)
+        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
+    return fit
+`

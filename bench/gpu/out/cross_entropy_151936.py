@@ -213,6 +213,34 @@ def _launch(kern, grid, args, **meta):
         _fast_launch = False
 
 
+# The fewest programs a grid of rows is given: two per multiprocessor.
+_FILL = []
+_FITS = {}
+
+
+def _fit_rows(cfg, n):
+    """cfg for a launch over n rows: ROWS (and num_warps with it) halved
+    while the grid would give the GPU fewer than _FILL programs, so that a
+    decode step's few rows (32 heads of one token) spread over the
+    multiprocessors instead of running in one or two programs. The choice
+    is kept per (configuration, n)."""
+    if not _FILL:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        _FILL.append(2 * props.multi_processor_count)
+    rows = cfg["ROWS"]
+    if rows == 1 or n >= rows * _FILL[0]:
+        return cfg
+    key = (id(cfg), n)
+    fit = _FITS.get(key)
+    if fit is None:
+        warps = cfg["num_warps"]
+        while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
+            rows //= 2
+            warps = max(1, warps // 2)
+        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
+    return fit
+
+
 def cross_entropy(logits, target):
     """cross_entropy(logits: bf16[?, 151936], target: i64[?, 1]) -> f32[?, 1]"""
     logits = _tensor("cross_entropy", "logits", logits, torch.bfloat16, (None, 151936))
@@ -229,7 +257,7 @@ def cross_entropy(logits, target):
     grid = ((logits_d0 * 16),)
     if grid[0] > 0:
         _launch(cross_entropy_k0, grid, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
-    cfg = CONFIGS["cross_entropy_k1"]
+    cfg = _fit_rows(CONFIGS["cross_entropy_k1"], logits_d0)
     grid = (triton.cdiv(logits_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(cross_entropy_k1, grid, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])

@@ -175,6 +175,34 @@ def _launch(kern, grid, args, **meta):
         _fast_launch = False
 
 
+# The fewest programs a grid of rows is given: two per multiprocessor.
+_FILL = []
+_FITS = {}
+
+
+def _fit_rows(cfg, n):
+    """cfg for a launch over n rows: ROWS (and num_warps with it) halved
+    while the grid would give the GPU fewer than _FILL programs, so that a
+    decode step's few rows (32 heads of one token) spread over the
+    multiprocessors instead of running in one or two programs. The choice
+    is kept per (configuration, n)."""
+    if not _FILL:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        _FILL.append(2 * props.multi_processor_count)
+    rows = cfg["ROWS"]
+    if rows == 1 or n >= rows * _FILL[0]:
+        return cfg
+    key = (id(cfg), n)
+    fit = _FITS.get(key)
+    if fit is None:
+        warps = cfg["num_warps"]
+        while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
+            rows //= 2
+            warps = max(1, warps // 2)
+        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
+    return fit
+
+
 def rope(q, k, cos, sin):
     """rope(q: bf16[1, 32, 4096], k: bf16[1, 32, 1024], cos: bf16[1, 32, 128], sin: bf16[1, 32, 128]) -> (bf16[1, 32, 32, 128], bf16[1, 8, 32, 128])"""
     q = _tensor("rope", "q", q, torch.bfloat16, (1, 32, 4096))
@@ -183,11 +211,11 @@ def rope(q, k, cos, sin):
     sin = _tensor("rope", "sin", sin, torch.bfloat16, (1, 32, 128))
     dev = q.device
     qe = torch.empty((1, 32, 32, 128), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["rope_k0"]
+    cfg = _fit_rows(CONFIGS["rope_k0"], 1024)
     grid = (triton.cdiv(1024, cfg["ROWS"]),)
     _launch(rope_k0, grid, (cos, sin, q, qe), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     ke = torch.empty((1, 8, 32, 128), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["rope_k1"]
+    cfg = _fit_rows(CONFIGS["rope_k1"], 256)
     grid = (triton.cdiv(256, cfg["ROWS"]),)
     _launch(rope_k1, grid, (cos, sin, k, ke), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return (qe, ke)

@@ -371,6 +371,34 @@ def _launch(kern, grid, args, **meta):
         _fast_launch = False
 
 
+# The fewest programs a grid of rows is given: two per multiprocessor.
+_FILL = []
+_FITS = {}
+
+
+def _fit_rows(cfg, n):
+    """cfg for a launch over n rows: ROWS (and num_warps with it) halved
+    while the grid would give the GPU fewer than _FILL programs, so that a
+    decode step's few rows (32 heads of one token) spread over the
+    multiprocessors instead of running in one or two programs. The choice
+    is kept per (configuration, n)."""
+    if not _FILL:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        _FILL.append(2 * props.multi_processor_count)
+    rows = cfg["ROWS"]
+    if rows == 1 or n >= rows * _FILL[0]:
+        return cfg
+    key = (id(cfg), n)
+    fit = _FITS.get(key)
+    if fit is None:
+        warps = cfg["num_warps"]
+        while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
+            rows //= 2
+            warps = max(1, warps // 2)
+        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
+    return fit
+
+
 def dyn_bcast(x, b, c):
     """dyn_bcast(x: f32[?, ?], b: f32[?], c: f32[?, 1]) -> f32[?, ?]"""
     x = _tensor("dyn_bcast", "x", x, torch.float32, (None, None))
@@ -476,7 +504,7 @@ def rope_odd(q, cos, sin):
     sin = _tensor("rope_odd", "sin", sin, torch.bfloat16, (6, 1, 48))
     dev = q.device
     y = torch.empty((6, 4, 48), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["rope_odd_k0"]
+    cfg = _fit_rows(CONFIGS["rope_odd_k0"], 24)
     grid = (triton.cdiv(24, cfg["ROWS"]),)
     _launch(rope_odd_k0, grid, (q, cos, sin, y), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y
@@ -492,7 +520,7 @@ def concat3(a, b, c):
     b_d0 = b.shape[0]
     c_d0 = c.shape[0]
     y = torch.empty((a_d0, 32), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["concat3_k0"]
+    cfg = _fit_rows(CONFIGS["concat3_k0"], a_d0)
     grid = (triton.cdiv(a_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(concat3_k0, grid, (a, b, c, y, a_d0, b_d0, c_d0, a_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
@@ -514,7 +542,7 @@ def rope_roll(q, cos, sin, sign):
     cos_d0 = cos.shape[0]
     sin_d0 = sin.shape[0]
     y = torch.empty((q_d0, 4, 64), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["rope_roll_k0"]
+    cfg = _fit_rows(CONFIGS["rope_roll_k0"], (q_d0 * 4))
     grid = (triton.cdiv((q_d0 * 4), cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(rope_roll_k0, grid, (q, cos, sign, sin, y, q_d0, cos_d0, sin_d0, q_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
@@ -527,7 +555,7 @@ def roll5(x):
     dev = x.device
     x_d0 = x.shape[0]
     y = torch.empty((x_d0, 48), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["roll5_k0"]
+    cfg = _fit_rows(CONFIGS["roll5_k0"], x_d0)
     grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(roll5_k0, grid, (x, y, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])

@@ -55,8 +55,11 @@ def _mm_config(configs, m):
 _MM_SMS = {}
 
 # The fewest steps of BK a part of split-K keeps (TENSORFORGE_MM_MIN_STEPS
-# overrides it, for measurements).
-_MM_MIN_STEPS = int(os.environ.get("TENSORFORGE_MM_MIN_STEPS", "24"))
+# overrides it, for measurements). 2 measured faster than 24 on every decode
+# GEMV of a Llama-3-8B layer on the H200 (bench/results/
+# e2e-h200-2026-12-03-min-steps.txt): the q and o projections (K = 4096 over
+# 32 tiles) 16.2 -> 12.2 and 16.4 -> 13.1 us, k and v (8 tiles) 15.2 -> 9.4 us.
+_MM_MIN_STEPS = int(os.environ.get("TENSORFORGE_MM_MIN_STEPS", "2"))
 
 
 def _mm_split(cfg, dev, programs, k, size):
@@ -64,10 +67,10 @@ def _mm_split(cfg, dev, programs, k, size):
     programs would keep fewer than half the GPU's multiprocessors busy
     over a long K. Each halving of the parts keeps the grid within the
     multiprocessors, at least _MM_MIN_STEPS steps of BK in each part and the f32
-    workspace (size elements per part) indexable in 32 bits. (On the H200
-    this splits a decode down projection, K = 14336 over 32 tiles, in 4,
-    and leaves a QKV projection, K = 4096 over 48 tiles, whole: the
-    measured faster choices.) A configuration's own SPLIT_K entry wins."""
+    workspace (size elements per part) indexable in 32 bits: a decode
+    GEMV is bound by its weight bytes, and a grid of a few dozen tiles
+    reads them at a fraction of the bandwidth. A configuration's own
+    SPLIT_K entry wins."""
     if "SPLIT_K" in cfg:
         return cfg["SPLIT_K"]
     if dev not in _MM_SMS:

@@ -297,6 +297,34 @@ def _launch(kern, grid, args, **meta):
         _fast_launch = False
 
 
+# The fewest programs a grid of rows is given: two per multiprocessor.
+_FILL = []
+_FITS = {}
+
+
+def _fit_rows(cfg, n):
+    """cfg for a launch over n rows: ROWS (and num_warps with it) halved
+    while the grid would give the GPU fewer than _FILL programs, so that a
+    decode step's few rows (32 heads of one token) spread over the
+    multiprocessors instead of running in one or two programs. The choice
+    is kept per (configuration, n)."""
+    if not _FILL:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        _FILL.append(2 * props.multi_processor_count)
+    rows = cfg["ROWS"]
+    if rows == 1 or n >= rows * _FILL[0]:
+        return cfg
+    key = (id(cfg), n)
+    fit = _FITS.get(key)
+    if fit is None:
+        warps = cfg["num_warps"]
+        while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
+            rows //= 2
+            warps = max(1, warps // 2)
+        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
+    return fit
+
+
 def short_rows(x, w):
     """short_rows(x: f32[?, 64], w: f32[64]) -> f32[?, 64]"""
     x = _tensor("short_rows", "x", x, torch.float32, (None, 64))
@@ -304,7 +332,7 @@ def short_rows(x, w):
     dev = x.device
     x_d0 = x.shape[0]
     y = torch.empty((x_d0, 64), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["short_rows_k0"]
+    cfg = _fit_rows(CONFIGS["short_rows_k0"], x_d0)
     grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(short_rows_k0, grid, (x, w, y, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
@@ -351,7 +379,7 @@ def two_pass(x):
         _launch(two_pass_k0, grid, (x, p, split_max, split_sum, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     row_max = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
     row_sum = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["two_pass_k1"]
+    cfg = _fit_rows(CONFIGS["two_pass_k1"], x_d0)
     grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(two_pass_k1, grid, (x, split_max, split_sum, p, row_max, row_sum, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
@@ -368,7 +396,7 @@ def row_min(x):
     dev = x.device
     x_d0 = x.shape[0]
     m = torch.empty((x_d0,), dtype=torch.int32, device=dev)
-    cfg = CONFIGS["row_min_k0"]
+    cfg = _fit_rows(CONFIGS["row_min_k0"], x_d0)
     grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(row_min_k0, grid, (x, m, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])

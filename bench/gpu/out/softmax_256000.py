@@ -226,6 +226,34 @@ def _launch(kern, grid, args, **meta):
         _fast_launch = False
 
 
+# The fewest programs a grid of rows is given: two per multiprocessor.
+_FILL = []
+_FITS = {}
+
+
+def _fit_rows(cfg, n):
+    """cfg for a launch over n rows: ROWS (and num_warps with it) halved
+    while the grid would give the GPU fewer than _FILL programs, so that a
+    decode step's few rows (32 heads of one token) spread over the
+    multiprocessors instead of running in one or two programs. The choice
+    is kept per (configuration, n)."""
+    if not _FILL:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        _FILL.append(2 * props.multi_processor_count)
+    rows = cfg["ROWS"]
+    if rows == 1 or n >= rows * _FILL[0]:
+        return cfg
+    key = (id(cfg), n)
+    fit = _FITS.get(key)
+    if fit is None:
+        warps = cfg["num_warps"]
+        while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
+            rows //= 2
+            warps = max(1, warps // 2)
+        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
+    return fit
+
+
 def softmax(s):
     """softmax(s: bf16[?, 256000]) -> bf16[?, 256000]"""
     s = _tensor("softmax", "s", s, torch.bfloat16, (None, 256000))
@@ -240,7 +268,7 @@ def softmax(s):
         _launch(softmax_k0, grid, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
     row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["softmax_k1"]
+    cfg = _fit_rows(CONFIGS["softmax_k1"], s_d0)
     grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(softmax_k1, grid, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])

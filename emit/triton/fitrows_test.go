@@ -1,0 +1,49 @@
+package triton
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestFitRows runs _fit_rows (fitRowsSource) under python3 for a GPU of
+// 132 multiprocessors: ROWS halves, num_warps with it, while a grid has
+// fewer than 264 programs, never below one row or one warp, and a grid
+// already large enough keeps the configuration itself.
+func TestFitRows(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "the Triton emitter's tests need python3")
+	script := `
+class _Props:
+    multi_processor_count = 132
+class _Cuda:
+    @staticmethod
+    def current_device():
+        return 0
+    @staticmethod
+    def get_device_properties(d):
+        return _Props()
+class torch:
+    cuda = _Cuda
+` + fitRowsSource + `
+cfg = {"BLOCK": 64, "ROWS": 16, "num_warps": 4}
+assert _fit_rows(cfg, 131072) is cfg
+assert _fit_rows(cfg, 16 * 264) is cfg
+got = {n: (_fit_rows(cfg, n)["ROWS"], _fit_rows(cfg, n)["num_warps"]) for n in (1, 32, 1024, 2048, 16 * 263 - 1, 16 * 263 + 1)}
+want = {1: (1, 1), 32: (1, 1), 1024: (2, 1), 2048: (4, 1), 16 * 263 - 1: (8, 2), 16 * 263 + 1: (16, 4)}
+assert got == want, got
+assert _fit_rows(cfg, 1024) is _fit_rows(cfg, 1024)
+assert cfg == {"BLOCK": 64, "ROWS": 16, "num_warps": 4}
+one = {"BLOCK": 4096, "ROWS": 1, "num_warps": 8}
+assert _fit_rows(one, 1) is one
+print("ok")
+`
+	path := filepath.Join(t.TempDir(), "fit.py")
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+	out, err := exec.Command(python, path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "ok\n", string(out))
+}
