@@ -237,15 +237,29 @@ func TestGenericKernels(t *testing.T) {
 		"b0_ptrs += BK * 16",
 		"if SPLIT_K > 1 and not EPI:",
 		"tl.store(mm_ws + pid_k * nb * (c_d0 * 16) + ws_off, acc0, mask=omask)",
-		"else:",
+		// serial split-K: the last part of a tile to store its sums adds
+		// them all, in order, resets the tile's counter and stores
+		"if SPLIT_K > 1 and SERIAL:",
+		"tl.debug_barrier()",
+		"lock = mm_lock + pid_b * tl.num_programs(0) + pid",
+		"last = tl.atomic_add(lock, 1) == SPLIT_K - 1",
+		"acc0 = tl.zeros((BM, BN), dtype=tl.float32)",
+		"for s_k in range(SPLIT_K):",
+		`acc0 += tl.load(mm_ws + s_k * nb * (c_d0 * 16) + ws_off, mask=omask & last, other=0.0, cache_modifier=".cg")`,
+		"tl.atomic_xchg(lock, 0, mask=last)",
+		"omask = omask & last",
+		"if SPLIT_K == 1 or EPI or SERIAL:",
 		"tl.store(c + (rows * 16) + cols, t0, mask=omask)")
 	inOrder(t, text, `cfg = _mm_config(CONFIGS["mm_k0"], a_d0)`,
 		`split = _mm_split(cfg, dev, tiles * 1, 32, (a_d0 * 16))`,
 		"if split > 1:",
-		`_launch(mm_k0, (tiles, 1, split), (`, "SPLIT_K=split, EPI=False)",
-		`_launch(mm_k0, (tiles, 1, 1), (`, "SPLIT_K=split, EPI=True)",
+		"if _MM_SERIAL:",
+		`_launch(mm_k0, (tiles, 1, split), (`, "_mm_locks(dev, tiles * 1)), ", "SPLIT_K=split, EPI=False, SERIAL=True)",
 		"else:",
-		`_launch(mm_k0, (tiles, 1, 1), (`, "SPLIT_K=1, EPI=False)")
+		`_launch(mm_k0, (tiles, 1, split), (`, "SPLIT_K=split, EPI=False, SERIAL=False)",
+		`_launch(mm_k0, (tiles, 1, 1), (`, "SPLIT_K=split, EPI=True, SERIAL=False)",
+		"else:",
+		`_launch(mm_k0, (tiles, 1, 1), (`, "SPLIT_K=1, EPI=False, SERIAL=False)")
 	assert.NotContains(t, function(t, text, "mm_k0"), "% a_d0", "the unused batch index is dropped")
 }
 

@@ -32,11 +32,12 @@ import (
 //
 // Split-K: when the grid of tiles would leave most of the GPU idle (decode
 // shapes of a few rows against a narrow N, such as a down projection's
-// 4096 columns), the launcher splits K into SPLIT_K parts. The first
-// launch's programs each sum one part and store their f32 accumulators in
-// a workspace; a second launch of the same kernel (EPI) adds the parts up
-// in a fixed order and applies the epilogue, so the result does not depend
-// on the order the programs ran in (no atomics).
+// 4096 columns), the launcher splits K into SPLIT_K parts. Each program
+// sums one part and stores its f32 accumulators in a workspace; the last
+// part of a tile to finish (a counter per tile, SERIAL) adds the parts up
+// in a fixed order and applies the epilogue, so the result does not
+// depend on the order the programs ran in. With TENSORFORGE_MM_SERIAL=0
+// a second launch of the same kernel (EPI) does that instead.
 
 // Programs walk the tiles in groups of GROUP_M rows of tiles, so that the
 // right operand's columns stay in L2 while a group reads them. The tile
@@ -166,7 +167,7 @@ func matmulConfigText(dots int, int8 bool) string {
 var matmulLocals = []string{"pid", "pid_b", "npm", "npn", "gw", "first_m", "gsize", "pid_m", "pid_n", "offs_m", "offs_n", "offs_k",
 	"rows", "cols", "omask", "a_ptrs", "a_t", "kk", "krem", "BM", "BN", "BK", "GROUP_M", "acc0", "acc1", "acc2", "acc3",
 	"b0_ptrs", "b1_ptrs", "b2_ptrs", "b3_ptrs", "pid_k", "k_lo", "k_hi", "k_per", "s_k", "nb", "ws_off",
-	"mm_ws", "SPLIT_K", "EPI"}
+	"mm_ws", "mm_lock", "lock", "last", "SPLIT_K", "EPI", "SERIAL"}
 
 // maxTile is the largest BN and BK of matmulConfigs: an extent that is a
 // multiple of it needs no clamp (N) or mask (K) for any configuration.
@@ -318,7 +319,24 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 		w.line(fmt.Sprintf("tl.store(%s, %s, mask=omask)", wsAt("pid_k", i), accs[i]))
 	}
 	w.close()
-	w.open("else:")
+	// serial split-K: the tile's counter says which part finished last;
+	// that program adds the parts in order and runs the epilogue
+	w.open("if SPLIT_K > 1 and SERIAL:")
+	w.line("tl.debug_barrier()")
+	w.line("lock = mm_lock + pid_b * tl.num_programs(0) + pid")
+	w.line("last = tl.atomic_add(lock, 1) == SPLIT_K - 1")
+	for i := range mm.Dots {
+		w.line(accs[i] + " = tl.zeros((BM, BN), dtype=" + accType + ")")
+	}
+	w.open("for s_k in range(SPLIT_K):")
+	for i := range mm.Dots {
+		w.line(fmt.Sprintf("%s += tl.load(%s, mask=omask & last, other=%s, cache_modifier=\".cg\")", accs[i], wsAt("s_k", i), zero))
+	}
+	w.close()
+	w.line("tl.atomic_xchg(lock, 0, mask=last)")
+	w.line("omask = omask & last")
+	w.close()
+	w.open("if SPLIT_K == 1 or EPI or SERIAL:")
 
 	// the epilogue, on whole tiles: the row values at rows, the column
 	// values at cols, each dot product its accumulator
@@ -353,8 +371,8 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 
 	var sb strings.Builder
 	sb.WriteString("@triton.jit\n")
-	consts := []string{"mm_ws", "BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr", "GROUP_M: tl.constexpr",
-		"SPLIT_K: tl.constexpr", "EPI: tl.constexpr"}
+	consts := []string{"mm_ws", "mm_lock", "BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr", "GROUP_M: tl.constexpr",
+		"SPLIT_K: tl.constexpr", "EPI: tl.constexpr", "SERIAL: tl.constexpr"}
 	fmt.Fprintf(&sb, "def %s(%s):\n", k.name, strings.Join(append(append([]string(nil), k.params...), consts...), ", "))
 	fmt.Fprintf(&sb, "    # matmul: %d dot product(s) over K = %d with tl.dot, BM x BN tiles, then the epilogue on each tile\n", len(mm.Dots), K)
 	sb.WriteString(w.render(1))
@@ -489,6 +507,25 @@ _MM_SMS = {}
 _MM_MIN_STEPS = int(os.environ.get("TENSORFORGE_MM_MIN_STEPS", "2"))
 
 
+# Split-K runs serially by default: one launch, whose last part to finish
+# on each tile adds the parts and runs the epilogue. TENSORFORGE_MM_SERIAL=0
+# launches the kernel a second time for that instead (EPI), for measurements.
+_MM_SERIAL = os.environ.get("TENSORFORGE_MM_SERIAL", "1") != "0"
+_MM_LOCKS = {}
+
+
+def _mm_locks(dev, n):
+    """At least n int32 counters at zero, one per tile of a serial split-K
+    launch, kept per device and stream: each part of a tile adds 1 to its
+    counter when its sums are stored, and the last one resets it to 0 for
+    the next launch."""
+    key = (dev, torch._C._cuda_getCurrentRawStream(dev.index if dev.index is not None else torch.cuda.current_device()))
+    t = _MM_LOCKS.get(key)
+    if t is None or t.numel() < n:
+        t = _MM_LOCKS[key] = torch.zeros((max(n, 1024),), dtype=torch.int32, device=dev)
+    return t
+
+
 def _mm_split(cfg, dev, programs, k, size):
     """The number of parts split-K cuts K into: 1, unless the grid's
     programs would keep fewer than half the GPU's multiprocessors busy
@@ -545,9 +582,9 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 	size := mulExpr(mulExpr(mulExpr(fmt.Sprint(dots), batch), M), N)
 	w.assign("split", fmt.Sprintf("_mm_split(cfg, %s, tiles * %s, %d, %s)", l.dev, atom(batch), mp.match.Dots[0].K, size))
 	consts := []string{`BM=cfg["BM"]`, `BN=cfg["BN"]`, `BK=cfg["BK"]`, `GROUP_M=cfg["GROUP_M"]`, `num_warps=cfg["num_warps"]`, `num_stages=cfg["num_stages"]`}
-	launch := func(grid, ws, split, epi string) string {
-		c := append(append([]string(nil), call...), ws)
-		meta := append(append([]string(nil), consts...), "SPLIT_K="+split, "EPI="+epi)
+	launch := func(grid, ws, lock, split, epi, serial string) string {
+		c := append(append([]string(nil), call...), ws, lock)
+		meta := append(append([]string(nil), consts...), "SPLIT_K="+split, "EPI="+epi, "SERIAL="+serial)
 		return fmt.Sprintf("_launch(%s, %s, (%s), %s)", kname, grid, strings.Join(c, ", "), strings.Join(meta, ", "))
 	}
 	out := call[k.NumInputs()]
@@ -563,11 +600,16 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 		wsType = "torch.int32" // int32 sums stay exact
 	}
 	w.assign(ws, fmt.Sprintf("torch.empty((split * %s,), dtype=%s, device=%s)", atom(size), wsType, l.dev))
-	w.line(launch(fmt.Sprintf("(tiles, %s, split)", batch), ws, "split", "False"))
-	w.line(launch(fmt.Sprintf("(tiles, %s, 1)", batch), ws, "split", "True"))
+	w.open("if _MM_SERIAL:")
+	w.line(launch(fmt.Sprintf("(tiles, %s, split)", batch), ws, fmt.Sprintf("_mm_locks(%s, tiles * %s)", l.dev, atom(batch)), "split", "False", "True"))
 	w.close()
 	w.open("else:")
-	w.line(launch(fmt.Sprintf("(tiles, %s, 1)", batch), out, "1", "False"))
+	w.line(launch(fmt.Sprintf("(tiles, %s, split)", batch), ws, ws, "split", "False", "False"))
+	w.line(launch(fmt.Sprintf("(tiles, %s, 1)", batch), ws, ws, "split", "True", "False"))
+	w.close()
+	w.close()
+	w.open("else:")
+	w.line(launch(fmt.Sprintf("(tiles, %s, 1)", batch), out, out, "1", "False", "False"))
 	w.close()
 	w.close()
 	return nil

@@ -62,6 +62,25 @@ _MM_SMS = {}
 _MM_MIN_STEPS = int(os.environ.get("TENSORFORGE_MM_MIN_STEPS", "2"))
 
 
+# Split-K runs serially by default: one launch, whose last part to finish
+# on each tile adds the parts and runs the epilogue. TENSORFORGE_MM_SERIAL=0
+# launches the kernel a second time for that instead (EPI), for measurements.
+_MM_SERIAL = os.environ.get("TENSORFORGE_MM_SERIAL", "1") != "0"
+_MM_LOCKS = {}
+
+
+def _mm_locks(dev, n):
+    """At least n int32 counters at zero, one per tile of a serial split-K
+    launch, kept per device and stream: each part of a tile adds 1 to its
+    counter when its sums are stored, and the last one resets it to 0 for
+    the next launch."""
+    key = (dev, torch._C._cuda_getCurrentRawStream(dev.index if dev.index is not None else torch.cuda.current_device()))
+    t = _MM_LOCKS.get(key)
+    if t is None or t.numel() < n:
+        t = _MM_LOCKS[key] = torch.zeros((max(n, 1024),), dtype=torch.int32, device=dev)
+    return t
+
+
 def _mm_split(cfg, dev, programs, k, size):
     """The number of parts split-K cuts K into: 1, unless the grid's
     programs would keep fewer than half the GPU's multiprocessors busy
@@ -104,7 +123,7 @@ def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 32 with tl.dot, BM x BN tiles, then the epilogue on each tile
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -148,7 +167,16 @@ def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK
             b0_ptrs += BK * 48
     if SPLIT_K > 1 and not EPI:
         tl.store(mm_ws + pid_k * nb * (c_d0 * 48) + ws_off, acc0, mask=omask)
-    else:
+    if SPLIT_K > 1 and SERIAL:
+        tl.debug_barrier()
+        lock = mm_lock + pid_b * tl.num_programs(0) + pid
+        last = tl.atomic_add(lock, 1) == SPLIT_K - 1
+        acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (c_d0 * 48) + ws_off, mask=omask & last, other=0.0, cache_modifier=".cg")
+        tl.atomic_xchg(lock, 0, mask=last)
+        omask = omask & last
+    if SPLIT_K == 1 or EPI or SERIAL:
         t0 = acc0.to(tl.bfloat16)
         tl.store(c + (rows * 48) + cols, t0, mask=omask)
 
@@ -285,7 +313,7 @@ def twice_k1(x, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
 
 
 @triton.jit
-def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 12300 with tl.dot, BM x BN tiles, then the epilogue on each tile
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -329,7 +357,16 @@ def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, BM: tl.constexpr, BN: tl.constexp
             b0_ptrs += BK
     if SPLIT_K > 1 and not EPI:
         tl.store(mm_ws + pid_k * nb * (e_d0 * 40) + ws_off, acc0, mask=omask)
-    else:
+    if SPLIT_K > 1 and SERIAL:
+        tl.debug_barrier()
+        lock = mm_lock + pid_b * tl.num_programs(0) + pid
+        last = tl.atomic_add(lock, 1) == SPLIT_K - 1
+        acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (e_d0 * 40) + ws_off, mask=omask & last, other=0.0, cache_modifier=".cg")
+        tl.atomic_xchg(lock, 0, mask=last)
+        omask = omask & last
+    if SPLIT_K == 1 or EPI or SERIAL:
         b_1 = tl.load(b + cols)
         t0 = b_1.to(tl.float32)
         t1 = acc0 + t0
@@ -339,7 +376,7 @@ def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, BM: tl.constexpr, BN: tl.constexp
 
 
 @triton.jit
-def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 7000 with tl.dot, BM x BN tiles, then the epilogue on each tile
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -383,7 +420,16 @@ def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, BM: tl.constexpr, BN: tl.constexpr,
             b0_ptrs += BK * 24
     if SPLIT_K > 1 and not EPI:
         tl.store(mm_ws + pid_k * nb * (c_d1 * 24) + ws_off, acc0, mask=omask)
-    else:
+    if SPLIT_K > 1 and SERIAL:
+        tl.debug_barrier()
+        lock = mm_lock + pid_b * tl.num_programs(0) + pid
+        last = tl.atomic_add(lock, 1) == SPLIT_K - 1
+        acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (c_d1 * 24) + ws_off, mask=omask & last, other=0.0, cache_modifier=".cg")
+        tl.atomic_xchg(lock, 0, mask=last)
+        omask = omask & last
+    if SPLIT_K == 1 or EPI or SERIAL:
         t1 = rows % c_d1
         t2 = rows // c_d1
         t3 = acc0.to(tl.bfloat16)
@@ -391,7 +437,7 @@ def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, BM: tl.constexpr, BN: tl.constexpr,
 
 
 @triton.jit
-def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 2 dot product(s) over K = 6500 with tl.dot, BM x BN tiles, then the epilogue on each tile
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -442,7 +488,18 @@ def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, BM: tl.constexpr, BN: tl.co
     if SPLIT_K > 1 and not EPI:
         tl.store(mm_ws + (pid_k * 2 + 0) * nb * (y_d0 * 96) + ws_off, acc0, mask=omask)
         tl.store(mm_ws + (pid_k * 2 + 1) * nb * (y_d0 * 96) + ws_off, acc1, mask=omask)
-    else:
+    if SPLIT_K > 1 and SERIAL:
+        tl.debug_barrier()
+        lock = mm_lock + pid_b * tl.num_programs(0) + pid
+        last = tl.atomic_add(lock, 1) == SPLIT_K - 1
+        acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+        acc1 = tl.zeros((BM, BN), dtype=tl.float32)
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + (s_k * 2 + 0) * nb * (y_d0 * 96) + ws_off, mask=omask & last, other=0.0, cache_modifier=".cg")
+            acc1 += tl.load(mm_ws + (s_k * 2 + 1) * nb * (y_d0 * 96) + ws_off, mask=omask & last, other=0.0, cache_modifier=".cg")
+        tl.atomic_xchg(lock, 0, mask=last)
+        omask = omask & last
+    if SPLIT_K == 1 or EPI or SERIAL:
         t0 = _silu(acc0)
         t1 = t0 * acc1
         t2 = t1.to(tl.bfloat16)
@@ -450,7 +507,7 @@ def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, BM: tl.constexpr, BN: tl.co
 
 
 @triton.jit
-def one_row_k0(x, w, r, z, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+def one_row_k0(x, w, r, z, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 4096 with tl.dot, BM x BN tiles, then the epilogue on each tile
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -493,7 +550,16 @@ def one_row_k0(x, w, r, z, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.con
             b0_ptrs += BK
     if SPLIT_K > 1 and not EPI:
         tl.store(mm_ws + pid_k * nb * 512 + ws_off, acc0, mask=omask)
-    else:
+    if SPLIT_K > 1 and SERIAL:
+        tl.debug_barrier()
+        lock = mm_lock + pid_b * tl.num_programs(0) + pid
+        last = tl.atomic_add(lock, 1) == SPLIT_K - 1
+        acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * 512 + ws_off, mask=omask & last, other=0.0, cache_modifier=".cg")
+        tl.atomic_xchg(lock, 0, mask=last)
+        omask = omask & last
+    if SPLIT_K == 1 or EPI or SERIAL:
         r_1 = tl.load(r + cols)
         t0 = r_1.to(tl.float32)
         t1 = acc0 + t0
@@ -502,7 +568,7 @@ def one_row_k0(x, w, r, z, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.con
 
 
 @triton.jit
-def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr):
+def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 8000 with tl.dot, BM x BN tiles, then the epilogue on each tile
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -546,7 +612,16 @@ def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, BM: tl.constexpr, BN: tl.conste
             b0_ptrs += BK
     if SPLIT_K > 1 and not EPI:
         tl.store(mm_ws + pid_k * nb * (z_d0 * 40) + ws_off, acc0, mask=omask)
-    else:
+    if SPLIT_K > 1 and SERIAL:
+        tl.debug_barrier()
+        lock = mm_lock + pid_b * tl.num_programs(0) + pid
+        last = tl.atomic_add(lock, 1) == SPLIT_K - 1
+        acc0 = tl.zeros((BM, BN), dtype=tl.int32)
+        for s_k in range(SPLIT_K):
+            acc0 += tl.load(mm_ws + s_k * nb * (z_d0 * 40) + ws_off, mask=omask & last, other=0, cache_modifier=".cg")
+        tl.atomic_xchg(lock, 0, mask=last)
+        omask = omask & last
+    if SPLIT_K == 1 or EPI or SERIAL:
         t0 = acc0.to(tl.float32)
         s_1 = tl.load(s + cols)
         t1 = t0 * s_1
@@ -653,10 +728,13 @@ def matmul(a, b):
     if tiles > 0:
         if split > 1:
             mm_ws = torch.empty((split * (a_d0 * 48),), dtype=torch.float32, device=dev)
-            _launch(matmul_k0, (tiles, 1, split), (a, b, c, a_d0, a_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
-            _launch(matmul_k0, (tiles, 1, 1), (a, b, c, a_d0, a_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+            if _MM_SERIAL:
+                _launch(matmul_k0, (tiles, 1, split), (a, b, c, a_d0, a_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
+            else:
+                _launch(matmul_k0, (tiles, 1, split), (a, b, c, a_d0, a_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=False)
+                _launch(matmul_k0, (tiles, 1, 1), (a, b, c, a_d0, a_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True, SERIAL=False)
         else:
-            _launch(matmul_k0, (tiles, 1, 1), (a, b, c, a_d0, a_d0, c), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+            _launch(matmul_k0, (tiles, 1, 1), (a, b, c, a_d0, a_d0, c, c), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     return c
 
 
@@ -772,10 +850,13 @@ def mm_split(a, w, b):
     if tiles > 0:
         if split > 1:
             mm_ws = torch.empty((split * (a_d0 * 40),), dtype=torch.float32, device=dev)
-            _launch(mm_split_k0, (tiles, 1, split), (a, w, b, e, a_d0, a_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
-            _launch(mm_split_k0, (tiles, 1, 1), (a, w, b, e, a_d0, a_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+            if _MM_SERIAL:
+                _launch(mm_split_k0, (tiles, 1, split), (a, w, b, e, a_d0, a_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
+            else:
+                _launch(mm_split_k0, (tiles, 1, split), (a, w, b, e, a_d0, a_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=False)
+                _launch(mm_split_k0, (tiles, 1, 1), (a, w, b, e, a_d0, a_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True, SERIAL=False)
         else:
-            _launch(mm_split_k0, (tiles, 1, 1), (a, w, b, e, a_d0, a_d0, e), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+            _launch(mm_split_k0, (tiles, 1, 1), (a, w, b, e, a_d0, a_d0, e, e), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     return e
 
 
@@ -792,10 +873,13 @@ def bmm_split(a, b):
     if tiles > 0:
         if split > 1:
             mm_ws = torch.empty((split * ((3 * a_d1) * 24),), dtype=torch.float32, device=dev)
-            _launch(bmm_split_k0, (tiles, 3, split), (a, b, c, a_d1, a_d1, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
-            _launch(bmm_split_k0, (tiles, 3, 1), (a, b, c, a_d1, a_d1, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+            if _MM_SERIAL:
+                _launch(bmm_split_k0, (tiles, 3, split), (a, b, c, a_d1, a_d1, mm_ws, _mm_locks(dev, tiles * 3)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
+            else:
+                _launch(bmm_split_k0, (tiles, 3, split), (a, b, c, a_d1, a_d1, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=False)
+                _launch(bmm_split_k0, (tiles, 3, 1), (a, b, c, a_d1, a_d1, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True, SERIAL=False)
         else:
-            _launch(bmm_split_k0, (tiles, 3, 1), (a, b, c, a_d1, a_d1, c), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+            _launch(bmm_split_k0, (tiles, 3, 1), (a, b, c, a_d1, a_d1, c, c), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     return c
 
 
@@ -813,10 +897,13 @@ def gateup_split(x, wg, wu):
     if tiles > 0:
         if split > 1:
             mm_ws = torch.empty((split * ((2 * x_d0) * 96),), dtype=torch.float32, device=dev)
-            _launch(gateup_split_k0, (tiles, 1, split), (x, wg, wu, y, x_d0, x_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
-            _launch(gateup_split_k0, (tiles, 1, 1), (x, wg, wu, y, x_d0, x_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+            if _MM_SERIAL:
+                _launch(gateup_split_k0, (tiles, 1, split), (x, wg, wu, y, x_d0, x_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
+            else:
+                _launch(gateup_split_k0, (tiles, 1, split), (x, wg, wu, y, x_d0, x_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=False)
+                _launch(gateup_split_k0, (tiles, 1, 1), (x, wg, wu, y, x_d0, x_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True, SERIAL=False)
         else:
-            _launch(gateup_split_k0, (tiles, 1, 1), (x, wg, wu, y, x_d0, x_d0, y), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+            _launch(gateup_split_k0, (tiles, 1, 1), (x, wg, wu, y, x_d0, x_d0, y, y), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     return y
 
 
@@ -833,10 +920,13 @@ def one_row(x, w, r):
     if tiles > 0:
         if split > 1:
             mm_ws = torch.empty((split * 512,), dtype=torch.float32, device=dev)
-            _launch(one_row_k0, (tiles, 1, split), (x, w, r, z, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
-            _launch(one_row_k0, (tiles, 1, 1), (x, w, r, z, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+            if _MM_SERIAL:
+                _launch(one_row_k0, (tiles, 1, split), (x, w, r, z, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
+            else:
+                _launch(one_row_k0, (tiles, 1, split), (x, w, r, z, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=False)
+                _launch(one_row_k0, (tiles, 1, 1), (x, w, r, z, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True, SERIAL=False)
         else:
-            _launch(one_row_k0, (tiles, 1, 1), (x, w, r, z, z), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+            _launch(one_row_k0, (tiles, 1, 1), (x, w, r, z, z, z), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     return z
 
 
@@ -854,8 +944,11 @@ def w8a8_split(x, q, s):
     if tiles > 0:
         if split > 1:
             mm_ws = torch.empty((split * (x_d0 * 40),), dtype=torch.int32, device=dev)
-            _launch(w8a8_split_k0, (tiles, 1, split), (x, q, s, z, x_d0, x_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False)
-            _launch(w8a8_split_k0, (tiles, 1, 1), (x, q, s, z, x_d0, x_d0, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True)
+            if _MM_SERIAL:
+                _launch(w8a8_split_k0, (tiles, 1, split), (x, q, s, z, x_d0, x_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
+            else:
+                _launch(w8a8_split_k0, (tiles, 1, split), (x, q, s, z, x_d0, x_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=False)
+                _launch(w8a8_split_k0, (tiles, 1, 1), (x, q, s, z, x_d0, x_d0, mm_ws, mm_ws), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=True, SERIAL=False)
         else:
-            _launch(w8a8_split_k0, (tiles, 1, 1), (x, q, s, z, x_d0, x_d0, z), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False)
+            _launch(w8a8_split_k0, (tiles, 1, 1), (x, q, s, z, x_d0, x_d0, z, z), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     return z
