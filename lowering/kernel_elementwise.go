@@ -124,7 +124,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	ev := newEvaluator(k, fused, info)
 	n := len(info.Shape)
 	c := info.RowLen
-	width := viewWidth(k.vectorWidth(c, ev.alongRow()), info.Views)
+	width := viewWidth(rollWidth(k.vectorWidth(c, ev.alongRow()), info.Ops), info.Views)
 	schedule := info.Schedule
 	var online *onlinePair
 	switch schedule {

@@ -53,9 +53,6 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 		opts.MaxOps = DefaultMaxOps
 	}
 	Decompose(root)
-	// A kernel exists to write results: ops nobody reads would form groups
-	// without outputs, so they go first.
-	DCE(root)
 	var funcs []*ir.Operation
 	root.Walk(func(op *ir.Operation) bool {
 		if op.Name() == ir.FuncOpName {
@@ -64,6 +61,15 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 		}
 		return true
 	})
+	// rolls of computed work become rolls of what kernels read
+	for _, fn := range funcs {
+		if body := (ir.Func{Operation: fn}).Body(); body != nil {
+			sinkRolls(body)
+		}
+	}
+	// A kernel exists to write results: ops nobody reads would form groups
+	// without outputs, so they go first.
+	DCE(root)
 	for _, fn := range funcs {
 		body := ir.Func{Operation: fn}.Body()
 		if body == nil {

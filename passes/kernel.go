@@ -495,9 +495,6 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 		return c.elementwise()
 	}
 	for _, op := range body {
-		if op.Name() == graph.OpRoll {
-			return nil, ir.OpError(op, "is an index map of element-wise kernels; a row kernel cannot read through it yet")
-		}
 		if err := checkRowGather(op); err != nil {
 			return nil, err
 		}
@@ -580,6 +577,10 @@ const (
 	setPerRowKeep // [R..., 1]
 	setPerRowDrop // [R...]
 	setScalar
+	// setRowsBroadcast: full rows broadcast over some of the leading
+	// dimensions ([1, T, 1, C] in a kernel over [1, T, H, C]: RoPE's cos
+	// and sin over the heads)
+	setRowsBroadcast
 )
 
 // allowedOperands gives, for each class of an element-wise op's result in
@@ -588,11 +589,12 @@ const (
 // ([R...]) lines up with the columns of a full row: it cannot take part in
 // an op over full rows.
 var allowedOperands = map[accessSet]accessSet{
-	setFull:         setFull | setRowBroadcast | setPerRowKeep | setScalar,
-	setRowBroadcast: setRowBroadcast | setScalar,
-	setPerRowKeep:   setPerRowKeep | setScalar,
-	setPerRowDrop:   setPerRowDrop | setScalar,
-	setScalar:       setScalar,
+	setFull:          setFull | setRowsBroadcast | setRowBroadcast | setPerRowKeep | setScalar,
+	setRowsBroadcast: setRowsBroadcast | setRowBroadcast | setScalar,
+	setRowBroadcast:  setRowBroadcast | setScalar,
+	setPerRowKeep:    setPerRowKeep | setScalar,
+	setPerRowDrop:    setPerRowDrop | setScalar,
+	setScalar:        setScalar,
 }
 
 // unitReductionOperands is allowedOperands for a reduction over a last
@@ -604,7 +606,7 @@ var unitReductionOperands = map[accessSet]accessSet{
 	setScalar:     setScalar,
 }
 
-var accessSetOrder = []accessSet{setFull, setRowBroadcast, setPerRowKeep, setPerRowDrop, setScalar}
+var accessSetOrder = []accessSet{setFull, setRowsBroadcast, setRowBroadcast, setPerRowKeep, setPerRowDrop, setScalar}
 
 func (s accessSet) access() Access {
 	switch s {
@@ -612,6 +614,8 @@ func (s accessSet) access() Access {
 		return AccessFull
 	case setRowBroadcast:
 		return AccessRowBroadcast
+	case setRowsBroadcast:
+		return AccessBroadcast
 	case setPerRowKeep, setPerRowDrop:
 		return AccessPerRow
 	case setScalar:
@@ -624,7 +628,7 @@ func (s accessSet) String() string {
 	var parts []string
 	for _, b := range accessSetOrder {
 		if s&b != 0 {
-			parts = append(parts, map[accessSet]string{setFull: "full rows", setRowBroadcast: "a row-broadcast",
+			parts = append(parts, map[accessSet]string{setFull: "full rows", setRowsBroadcast: "rows broadcast over leading dimensions", setRowBroadcast: "a row-broadcast",
 				setPerRowKeep: "per-row [R..., 1]", setPerRowDrop: "per-row [R...]", setScalar: "a scalar"}[b])
 		}
 	}
@@ -955,6 +959,8 @@ func (c *classifier) shapeCandidates(s []int64) accessSet {
 	}
 	if len(s) >= 1 && len(s) <= n && sameExtent(s[len(s)-1], cols) && allOnes(s[:len(s)-1]) {
 		set |= setRowBroadcast
+	} else if len(s) >= 2 && len(s) <= n && sameExtent(s[len(s)-1], cols) && !sameShape(s, c.shape) && broadcastsTo(s, c.shape) {
+		set |= setRowsBroadcast
 	}
 	if len(s) == n && s[n-1] == 1 && sameShape(s[:n-1], rows) {
 		set |= setPerRowKeep
@@ -1018,7 +1024,7 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 		}
 		set := c.shapeCandidates(shapeOf(v))
 		if set == 0 {
-			return nil, c.errAt(v, "reads a value of shape %s, which is none of full rows %s, a row-broadcast %s, per-row %s or a scalar",
+			return nil, c.errAt(v, "reads a value of shape %s, which is none of full rows %s (or rows broadcast over leading dimensions), a row-broadcast %s, per-row %s or a scalar",
 				graph.FormatShape(shapeOf(v)), graph.FormatShape(c.shape), graph.FormatShape(c.shape[len(c.shape)-1:]),
 				graph.FormatShape(append(slices.Clone(c.shape[:len(c.shape)-1]), 1)))
 		}

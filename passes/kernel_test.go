@@ -262,7 +262,18 @@ var kernelCases = []kernelCase{
 		err: "a row kernel writes full rows or per-row values, but result #1 would be a row-broadcast value of shape [8]",
 	},
 	{
-		name: "an operand that is neither rows nor a broadcast of a row", args: "%x: tensor<2x3x8xf32>, %y: tensor<3x8xf32>", results: "tensor<2x3xf32>",
+		name: "an operand that is neither rows nor a broadcast of a row", args: "%x: tensor<2x3x8xf32>, %y: tensor<2x1x1xf32>", results: "tensor<2x3xf32>",
+		body: `%r = graph.fused %x, %y {kind = "row"} {
+  ^bb0(%a: tensor<2x3x8xf32>, %b: tensor<2x1x1xf32>):
+    %z = graph.add %a, %b : (tensor<2x3x8xf32>, tensor<2x1x1xf32>) -> tensor<2x3x8xf32>
+    %s = graph.reduce_sum %z {axes = [-1]} : (tensor<2x3x8xf32>) -> tensor<2x3xf32>
+    graph.yield %s : tensor<2x3xf32>
+  } : (tensor<2x3x8xf32>, tensor<2x1x1xf32>) -> tensor<2x3xf32>
+  return %r : tensor<2x3xf32>`,
+		err: "reads a value of shape [2, 1, 1], which is none of full rows [2, 3, 8] (or rows broadcast over leading dimensions), a row-broadcast [8], per-row [2, 3, 1] or a scalar",
+	},
+	{
+		name: "rows broadcast over a leading dimension", args: "%x: tensor<2x3x8xf32>, %y: tensor<3x8xf32>", results: "tensor<2x3xf32>",
 		body: `%r = graph.fused %x, %y {kind = "row"} {
   ^bb0(%a: tensor<2x3x8xf32>, %b: tensor<3x8xf32>):
     %z = graph.add %a, %b : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
@@ -270,7 +281,7 @@ var kernelCases = []kernelCase{
     graph.yield %s : tensor<2x3xf32>
   } : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3xf32>
   return %r : tensor<2x3xf32>`,
-		err: "reads a value of shape [3, 8], which is none of full rows [2, 3, 8], a row-broadcast [8], per-row [2, 3, 1] or a scalar",
+		kind: KernelRow, shape: []int64{2, 3, 8}, rowLen: 8, operands: []Access{AccessFull, AccessBroadcast}, outs: []Access{AccessPerRow}, phases: 2,
 	},
 }
 

@@ -61,6 +61,13 @@ def ri8(*shape):
     return torch.randint(-127, 128, shape, device=DEV, dtype=torch.int8)
 
 
+def norm_rope64(x, w, c, s, g):
+    """RMSNorm of each head (eps 1e-6), then RoPE with rotate_half as a roll, in float64."""
+    x = x.double()
+    y = w.double() * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return y * c.double() + torch.roll(y, 64, -1) * g.double() * s.double()
+
+
 def ints_refs(a, b):
     s = a + b
     m = torch.maximum(s, b)
@@ -96,6 +103,9 @@ TESTS = [
     ("rows", "long_rows", lambda: (rn(5, 40000, scale=5.0),), lambda x: (softmax64(x),)),
     ("rows", "two_pass", lambda: (rn(3, 65536, scale=5.0),), lambda x: (softmax64(x),)),
     ("rows", "row_min", lambda: (ri(50, 100),), lambda x: (x.min(-1).values,)),
+    ("rows", "norm_rope", lambda: (rn(1, 7, 4, 128, dtype=bf16), rn(128, dtype=bf16), rn(1, 7, 1, 128, dtype=bf16),
+                                   rn(1, 7, 1, 128, dtype=bf16), torch.cat([-torch.ones(64), torch.ones(64)]).to(DEV, bf16)),
+     lambda x, w, c, s, g: (norm_rope64(x, w, c, s, g),)),
     ("elementwise", "dyn_bcast", lambda: (rn(33, 1000), rn(1000), rn(33, 1)),
      lambda x, b, c: ((x.double() + b.double()) * c.double(),)),
     ("elementwise", "rope_odd", lambda: (rn(6, 4, 48, dtype=bf16), rn(6, 1, 48, dtype=bf16), rn(6, 1, 48, dtype=bf16)),

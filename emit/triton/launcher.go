@@ -464,13 +464,13 @@ def _fit_rows(cfg, n):
     rows = cfg["ROWS"]
     if rows == 1 or n >= rows * _FILL[0]:
         return cfg
-    key = (id(cfg), n)
-    fit = _FITS.get(key)
-    if fit is None:
+    hit = _FITS.get((id(cfg), n))
+    if hit is None:
         warps = cfg["num_warps"]
         while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
             rows //= 2
             warps = max(1, warps // 2)
-        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
-    return fit
+        # (holding cfg keeps its id from being reused by another dict)
+        hit = _FITS[(id(cfg), n)] = (cfg, dict(cfg, ROWS=rows, num_warps=warps))
+    return hit[1]
 `

@@ -21,6 +21,7 @@ CONFIGS = {
     "two_pass_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
     "two_pass_k2": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
     "row_min_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
+    "norm_rope_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
 }
 
 
@@ -223,6 +224,58 @@ def row_min_k0(x, m, x_d0, m_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     tl.store(m + r, acc_1, mask=rmask)
 
 
+@triton.jit
+def norm_rope_k0(x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, o_d1, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 128 in one block, ROWS rows per program
+    t0 = o_d1 * 4
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < t0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t1 = r // 4
+    t2 = t1 % o_d1
+    t3 = r % 4
+    x_1 = tl.load(x + (((t2 * 4) + t3) * 128) + cols, mask=rmask)
+    w_1 = tl.load(w + cols)
+    cos_1 = tl.load(cos + (t2 * 128) + cols, mask=rmask)
+    t4 = cols + 64
+    t5 = t4 % 128
+    rolled = tl.load(w + t5)
+    t6 = cols + 64
+    t7 = t6 % 128
+    rolled_1 = tl.load(x + (((t2 * 4) + t3) * 128) + t7, mask=rmask)
+    sign_1 = tl.load(sign + cols)
+    sin_1 = tl.load(sin + (t2 * 128) + cols, mask=rmask)
+    acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t9 = x_1.to(tl.float32)
+    t10 = t9 * t9
+    t11 = acc + t10
+    acc_1 = tl.sum(t11, axis=1, keep_dims=True)
+    t12 = acc_1 * 0.0078125
+    t13 = t12 + 9.999999974752427e-07
+    t14 = tl.rsqrt(t13)
+    t15 = t9 * t14
+    t16 = t15.to(tl.bfloat16)
+    t17 = w_1.to(tl.float32)
+    t18 = t16.to(tl.float32)
+    t19 = t17 * t18
+    t20 = cos_1.to(tl.float32)
+    t21 = t19 * t20
+    t22 = rolled_1.to(tl.float32)
+    t23 = t22 * t14
+    t24 = t23.to(tl.bfloat16)
+    t25 = rolled.to(tl.float32)
+    t26 = t24.to(tl.float32)
+    t27 = t25 * t26
+    t28 = sign_1.to(tl.float32)
+    t29 = t27 * t28
+    t30 = sin_1.to(tl.float32)
+    t31 = t29 * t30
+    t32 = t21 + t31
+    t33 = t32.to(tl.bfloat16)
+    tl.store(o + (((t2 * 4) + t3) * 128) + cols, t33, mask=rmask)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if isinstance(t, torch.Tensor) and t.dtype == dtype and t.shape == shape and t.is_cuda:
@@ -314,15 +367,15 @@ def _fit_rows(cfg, n):
     rows = cfg["ROWS"]
     if rows == 1 or n >= rows * _FILL[0]:
         return cfg
-    key = (id(cfg), n)
-    fit = _FITS.get(key)
-    if fit is None:
+    hit = _FITS.get((id(cfg), n))
+    if hit is None:
         warps = cfg["num_warps"]
         while rows > 1 and (n + rows - 1) // rows < _FILL[0]:
             rows //= 2
             warps = max(1, warps // 2)
-        fit = _FITS[key] = dict(cfg, ROWS=rows, num_warps=warps)
-    return fit
+        # (holding cfg keeps its id from being reused by another dict)
+        hit = _FITS[(id(cfg), n)] = (cfg, dict(cfg, ROWS=rows, num_warps=warps))
+    return hit[1]
 
 
 def short_rows(x, w):
@@ -401,3 +454,26 @@ def row_min(x):
     if grid[0] > 0:
         _launch(row_min_k0, grid, (x, m, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return m
+
+
+def norm_rope(x, w, cos, sin, sign):
+    """norm_rope(x: bf16[1, ?, 4, 128], w: bf16[128], cos: bf16[1, ?, 1, 128], sin: bf16[1, ?, 1, 128], sign: bf16[128]) -> bf16[1, ?, 4, 128]"""
+    x = _tensor("norm_rope", "x", x, torch.bfloat16, (1, None, 4, 128))
+    w = _tensor("norm_rope", "w", w, torch.bfloat16, (128,))
+    cos = _tensor("norm_rope", "cos", cos, torch.bfloat16, (1, None, 1, 128))
+    sin = _tensor("norm_rope", "sin", sin, torch.bfloat16, (1, None, 1, 128))
+    sign = _tensor("norm_rope", "sign", sign, torch.bfloat16, (128,))
+    if x.shape[1] != cos.shape[1]:
+        raise ValueError("norm_rope: x has %d in dimension 1 but cos has %d in dimension 1: two '?' extents that broadcast together must be equal" % (x.shape[1], cos.shape[1]))
+    if x.shape[1] != sin.shape[1]:
+        raise ValueError("norm_rope: x has %d in dimension 1 but sin has %d in dimension 1: two '?' extents that broadcast together must be equal" % (x.shape[1], sin.shape[1]))
+    dev = x.device
+    x_d1 = x.shape[1]
+    cos_d1 = cos.shape[1]
+    sin_d1 = sin.shape[1]
+    o = torch.empty((1, x_d1, 4, 128), dtype=torch.bfloat16, device=dev)
+    cfg = _fit_rows(CONFIGS["norm_rope_k0"], (x_d1 * 4))
+    grid = (triton.cdiv((x_d1 * 4), cfg["ROWS"]),)
+    if grid[0] > 0:
+        _launch(norm_rope_k0, grid, (x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, x_d1), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return o
