@@ -10,6 +10,7 @@ import math
 import re
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -74,6 +75,22 @@ class ProjectedRope(torch.nn.Module):
     def forward(self, x, cos, sin):
         b, s, _ = x.shape
         q = x.view(b, s, self.heads, self.dim).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * cos + rotate_half(q) * sin
+        return torch.matmul(q, q.transpose(-1, -2))
+
+
+class NormedRope(torch.nn.Module):
+    """Qwen3's q: a projection viewed as heads, each head RMSNormed (q_norm), transposed, rotated."""
+
+    def __init__(self, heads, dim):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+        self.norm = RMSNorm(dim)
+
+    def forward(self, x, cos, sin):
+        b, s, _ = x.shape
+        q = self.norm(x.view(b, s, self.heads, self.dim)).transpose(1, 2)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         q = q * cos + rotate_half(q) * sin
         return torch.matmul(q, q.transpose(-1, -2))
@@ -193,6 +210,21 @@ class FrontendTest(unittest.TestCase):
         self.assertIn("tensor<2x8x4x16xf32>", c.tir.split("\n")[0])
         self.assertIn("tensor<2x8x1x16xf32>", c.tir.split("\n")[0])
         self.assertNotIn("graph.transpose", c.tir)
+
+    def test_head_norm_then_rope_is_one_row_kernel(self):
+        # the roll of the normalised heads sinks to rolls of x and the weight (fuse), so
+        # the norm and the rotation are one row kernel, with cos and sin broadcast over heads
+        torch.manual_seed(1)
+        x, cos, sin = torch.randn(2, 8, 4 * 16), torch.randn(2, 8, 16), torch.randn(2, 8, 16)
+        c = self.run_case(NormedRope(4, 16), (x, cos, sin), atol=1e-5, rtol=1e-5, regions=1)
+        self.assertIn("graph.roll", c.tir)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "region.tir")
+            with open(path, "w") as f:
+                f.write(c.tir)
+            lowered = subprocess.run([self.tfc, "-O2", path], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(lowered.count("loop.kernel {"), 1, lowered)
+        self.assertIn('loop.kernel {kind = "row"', lowered)
 
     def test_rotate_half_rewrite_keeps_eager_values(self):
         # the rewritten ATen graph, run by PyTorch itself, equals the original exactly
