@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Decode GEMV configurations by GPU time, as a decode step replays them.
+
+    bash bench/gpu/build_matmul.sh .bin/mm
+    python3 bench/gpu/gemv_sweep.py --modules .bin/mm [--only kv,qo,down] [--rows 1,32]
+
+matmul.py's --sweep times each configuration with do_bench, which at a
+decode GEMV's 5 to 30 us measures mostly the host's launch. This times
+the same configurations (matmul.py's DECODE, SPLIT_K chosen by _mm_split
+or set) by the replay of a CUDA graph of 20 calls (best of 5 replays), the
+way a decode step with CUDA graphs runs them, beside cuBLAS
+(torch.nn.functional.linear) in the same graph form. Every configuration
+is checked against float64 first (matmul.py's check).
+"""
+import argparse
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import matmul as mm  # noqa: E402
+
+
+def graph_us(fn, calls=20):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = float("inf")
+    for _ in range(5):
+        st.record()
+        g.replay()
+        en.record()
+        en.synchronize()
+        best = min(best, st.elapsed_time(en) * 1000 / calls)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--modules", default=".bin/mm")
+    ap.add_argument("--only", default="kv,qo,down")
+    ap.add_argument("--rows", default="1,32")
+    args = ap.parse_args()
+    for name in args.only.split(","):
+        mod = mm.load(os.path.join(args.modules, "mm_%s.py" % name))
+        kname = next(iter(mod.CONFIGS))
+        own = list(mod.CONFIGS[kname])
+        fn = getattr(mod, name)
+        K, N, _ = mm.SHAPES[name]
+        for m in [int(r) for r in args.rows.split(",")]:
+            torch.manual_seed(0)
+            x, ws = mm.inputs(name, m)
+            rows = torch.arange(m, device=mm.DEV)
+            res = [("cuBLAS", graph_us(lambda: F.linear(x, ws[0])), 0.0)]
+            for label, cfgs in [("default", own)] + [(str(c), [mm.config_dict(c)]) for c in mm.DECODE]:
+                mod.CONFIGS[kname] = cfgs
+                try:
+                    o = fn(x, *ws)
+                    torch.cuda.synchronize()
+                    e = mm.check(name, o, x, ws, rows)
+                    res.append((label, graph_us(lambda: fn(x, *ws)) if e <= 1 else None, e))
+                except Exception as ex:  # noqa: BLE001
+                    res.append((label + " " + repr(ex)[:80], None, float("nan")))
+            mod.CONFIGS[kname] = own
+            wbytes = K * N * 2
+            print(f"{name} {m} rows (K {K}, N {N}, weights {wbytes / 1e6:.1f} MB): GPU us per call, CUDA-graph replay")
+            for label, us, e in sorted(res, key=lambda r: (r[1] is None, r[1] or 0)):
+                if us is None:
+                    print(f"  {label:40s}  FAILED (error {e:.3g})")
+                else:
+                    print(f"  {label:40s}  {us:7.2f} us  {wbytes / us / 1e6:5.2f} TB/s  (error {e:.2f})")
+
+
+if __name__ == "__main__":
+    main()
