@@ -138,6 +138,17 @@ var matmulConfigs = []matmulConfig{
 	{maxM: 0, bm: 128, bn: 256, bk: 64, groupM: 8, warps: 8, stages: 4, comment: "prefill"},
 }
 
+// narrowDecode replaces the decode configuration for a result of at most
+// narrowN columns: 16 x 64 tiles over BK = 256 at 3 stages took 5.56 us
+// on Llama-3-8B's k projection at 1 row (K = 4096, N = 1024, H200,
+// 2026-12-03, CUDA-graph replay) against 8.62 us with 16 x 128 x 128 and
+// cuBLAS's 5.85; on the q projection (N = 4096) the same tiles took 11.75
+// against 10.03 (bench/gpu/gemv_sweep.py,
+// bench/results/gpu-h200-2026-12-03-gemv-sweep.txt).
+var narrowDecode = matmulConfig{maxM: 16, bm: 16, bn: 64, bk: 256, groupM: 1, warps: 4, stages: 3}
+
+const narrowN = 1024
+
 // int8Prefill replaces the widest configuration for int8 operands: 128 x
 // 128 x 128 tiles at 3 stages were the fastest of the sweep at 4096 rows
 // (0.399 ms against 0.532 with 128 x 256 x 64 on Llama-3-8B's up
@@ -145,13 +156,16 @@ var matmulConfigs = []matmulConfig{
 var int8Prefill = matmulConfig{maxM: 0, bm: 128, bn: 128, bk: 128, groupM: 8, warps: 8, stages: 3}
 
 // matmulConfigText is the CONFIGS entry of a tiled matmul kernel of dots
-// dot products (of int8 operands when int8): a list of configurations by
-// rows.
-func matmulConfigText(dots int, int8 bool) string {
+// dot products (of int8 operands when int8) with n columns (ir.Dynamic
+// when not static): a list of configurations by rows.
+func matmulConfigText(dots int, int8 bool, n int64) string {
 	var parts []string
 	for _, c := range matmulConfigs {
 		if int8 && c.maxM == 0 {
 			c = int8Prefill
+		}
+		if c.maxM == narrowDecode.maxM && n != ir.Dynamic && n <= narrowN {
+			c = narrowDecode
 		}
 		// several accumulators share the registers of one tile
 		for t := dots; t > 1 && c.bm*c.bn > 128*128; t /= 2 {
@@ -613,4 +627,14 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 	w.close()
 	w.close()
 	return nil
+}
+
+// resultColumns is the static last extent of a matmul kernel's result
+// (ir.Dynamic when it is not static).
+func resultColumns(mp *matmulPlan) int64 {
+	m, ok := mp.out.Type().(ir.MemRefType)
+	if !ok || len(m.Shape) == 0 {
+		return ir.Dynamic
+	}
+	return m.Shape[len(m.Shape)-1]
 }
