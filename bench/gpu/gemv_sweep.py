@@ -7,8 +7,8 @@
 matmul.py's --sweep times each configuration with do_bench, which at a
 decode GEMV's 5 to 30 us measures mostly the host's launch. This times
 the same configurations (matmul.py's DECODE, SPLIT_K chosen by _mm_split
-or set) by the replay of a CUDA graph of 20 calls (best of 5 replays), the
-way a decode step with CUDA graphs runs them, beside cuBLAS
+or set) by the replay of a CUDA graph (run.py's bench_graph), the way a
+decode step with CUDA graphs runs them, beside cuBLAS
 (torch.nn.functional.linear) in the same graph form. Every configuration
 is checked against float64 first (matmul.py's check).
 """
@@ -21,31 +21,13 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import matmul as mm  # noqa: E402
+import run  # noqa: E402
 
 
-def graph_us(fn, calls=20):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = float("inf")
-    for _ in range(5):
-        st.record()
-        g.replay()
-        en.record()
-        en.synchronize()
-        best = min(best, st.elapsed_time(en) * 1000 / calls)
-    return best
+def graph_us(fn):
+    """Microseconds of GPU time of one call, replayed from a CUDA graph (run.bench_graph)."""
+    ms = run.bench_graph(fn)
+    return None if ms is None else ms * 1000
 
 
 def main():

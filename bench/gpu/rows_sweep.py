@@ -8,41 +8,28 @@ RoPE on the q and k of a Llama-3-8B layer (bench/gpu/rows/rope_dyn.tir: two
 kernels of ROWS rows of 128 per program), for each token count, under every
 (ROWS, num_warps) of GRID set in the module's CONFIGS with _fit_rows turned
 off, and under the emitter's own choice (CONFIGS with _fit_rows, "auto").
-Times are GPU time per call from the replay of a CUDA graph of 50 calls
-(best of 5 replays), as a decode step runs; every configuration's result is
-checked against a float64 reference first.
+Times are GPU time per call from the replay of a CUDA graph (run.py's
+bench_graph, the median of triton's do_bench_cudagraph), as a decode step
+runs; every configuration's result is checked against a float64 reference
+first.
 """
 import argparse
 import importlib.util
+import os
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402
 
 GRID = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4), (8, 2), (8, 4), (16, 4), (32, 4), (32, 8)]
 
 
-def graph_us(fn, calls=50):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = float("inf")
-    for _ in range(5):
-        st.record()
-        g.replay()
-        en.record()
-        en.synchronize()
-        best = min(best, st.elapsed_time(en) * 1000 / calls)
-    return best
+def graph_us(fn):
+    """Microseconds of GPU time of one call, replayed from a CUDA graph (run.bench_graph)."""
+    ms = run.bench_graph(fn)
+    return None if ms is None else ms * 1000
 
 
 def reference(q, k, cos, sin, sign):
@@ -85,7 +72,8 @@ def main():
             if err > 2e-2:
                 rows.append((label, None, err))
                 continue
-            rows.append((label, graph_us(lambda: m.rope(q, k, cos, sin, sign)), err))
+            us = graph_us(lambda: m.rope(q, k, cos, sin, sign))
+            rows.append((label, us, err) if us is not None else (label, None, float("nan")))
         m._fit_rows = fit
         for n in names:
             m.CONFIGS[n] = own[n]
@@ -93,7 +81,7 @@ def main():
         print(f"tokens {t}: q {32 * t} rows, k {8 * t} rows of 128; GPU us per call (both kernels), CUDA-graph replay")
         for label, us, err in rows:
             if us is None:
-                print(f"  {label:8s}  WRONG (error {err:.2e} of the largest)")
+                print(f"  {label:8s}  WRONG or not capturable (error {err:.2e} of the largest)")
             else:
                 print(f"  {label:8s}  {us:8.2f} us  {us / best:5.2f}x best  (error {err:.1e})")
 
