@@ -74,16 +74,21 @@ type genericKernel struct {
 // loop over each row; value computes the element at the output index
 // (scalar, in the output's element type), which is stored.
 func (g *genericKernel) eachOutput(out *ir.Value, value func(b *ir.Builder, idx []*ir.Value) *ir.Value) {
-	k := g.k
-	n := len(out.Type().(ir.MemRefType).Shape)
+	g.k.eachIndex(out, func(b *ir.Builder, idx []*ir.Value) {
+		must(loop.BuildStore(b, g.k.loc, value(b, idx), out, idx))
+	})
+}
+
+// eachIndex builds the grid over the rows of buffer buf and a serial loop
+// over each row, calling body at every index of buf.
+func (k *kernelBuilder) eachIndex(buf *ir.Value, body func(b *ir.Builder, idx []*ir.Value)) {
+	n := len(buf.Type().(ir.MemRefType).Shape)
 	ext := make([]*ir.Value, n)
 	for d := range ext {
-		ext[d] = k.dim(out, d)
+		ext[d] = k.dim(buf, d)
 	}
 	if n == 0 {
-		k.grid(k.index(1), func(b *ir.Builder, _ *ir.Value) {
-			must(loop.BuildStore(b, k.loc, value(b, nil), out, nil))
-		})
+		k.grid(k.index(1), func(b *ir.Builder, _ *ir.Value) { body(b, nil) })
 		return
 	}
 	rows := k.product(k.kb, ext[:n-1])
@@ -92,11 +97,36 @@ func (g *genericKernel) eachOutput(out *ir.Value, value func(b *ir.Builder, idx 
 		must(loop.BuildFor(b, k.loc, k.index(0), ext[n-1], k.index(1), nil, "serial", nil,
 			func(bb *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
 				j.Name = "j"
-				idx := append(slices.Clone(lead), j)
-				must(loop.BuildStore(bb, k.loc, value(bb, idx), out, idx))
+				body(bb, append(slices.Clone(lead), j))
 				return nil, nil
 			}))
 	})
+}
+
+// indexCopy is the body of graph.index_copy's kernel: a loop over the
+// source's elements, each stored into the destination at its own index
+// with the axis coordinate replaced by the index tensor's entry there,
+// clamped into the axis (loop.clamp_index), so that a bad index writes
+// the nearest end of the destination, never another buffer. The kernel
+// reads the index tensor and the source and writes only the slices the
+// indices name:
+//
+//	%t = loop.load %pos, %j : (memref<?xi64, dram>, index) -> i64
+//	%at = loop.clamp_index %t, %c2048 : (i64, index) -> index
+//	%v = loop.load %k, %c0, %h, %j, %i : ... -> bf16
+//	loop.store %v, %cache, %c0, %h, %at, %i : ...
+func (k *kernelBuilder) indexCopy(axis int) error {
+	k.setAttr("vector_width", intAttr(1))
+	indices, src, dst := k.ins[0], k.ins[1], k.outs[0]
+	k.eachIndex(src, func(b *ir.Builder, idx []*ir.Value) {
+		t := must(loop.BuildLoad(b, k.loc, indices, []*ir.Value{idx[axis]}, indices.Type().(ir.MemRefType).Elem)).Output()
+		at := slices.Clone(idx)
+		at[axis] = must(loop.BuildClampIndex(b, k.loc, t, k.dim(dst, axis))).Output()
+		at[axis].Name = "at"
+		v := must(loop.BuildLoad(b, k.loc, src, idx, src.Type().(ir.MemRefType).Elem)).Output()
+		must(loop.BuildStore(b, k.loc, v, dst, at))
+	})
+	return nil
 }
 
 // read loads operand v (a block argument) at idx, or gives the splat

@@ -197,7 +197,7 @@ func (l *funcLowering) prepare() {
 				// a hand-written kernel that is several: split it as fuse would
 				must(passes.SplitKernels(op, l.target))
 			}
-		case op.Name() == graph.OpConstant, op.Name() == ir.ReturnOpName:
+		case op.Name() == graph.OpConstant, op.Name() == ir.ReturnOpName, op.Name() == graph.OpIndexCopy:
 		case op.Dialect() != "graph":
 			fail(op, "cannot be lowered to loops: only graph ops are")
 		default:
@@ -369,6 +369,10 @@ func (l *funcLowering) rewrite() {
 	}
 
 	for _, op := range old.Body().Ops() {
+		if ic, ok := graph.AsIndexCopy(op); ok {
+			l.indexCopy(ic)
+			continue
+		}
 		if op.Name() != graph.OpFused {
 			continue
 		}
@@ -564,5 +568,30 @@ func nameArgs(args, buffers []*ir.Value) {
 func (l *funcLowering) copyKernel(at *ir.Operation, src, dst *ir.Value) {
 	l.launch(at.Loc, "elementwise", []*ir.Value{src}, []*ir.Value{dst}, func(k *kernelBuilder) error {
 		return k.copyBuffer()
+	})
+}
+
+// indexCopy launches the kernel of a graph.index_copy: it writes the
+// source's slices into the destination argument's own buffer, in place.
+// The verifier has made the destination an argument nothing else reads.
+func (l *funcLowering) indexCopy(ic graph.IndexCopyOp) {
+	axis, err := graph.IndexCopyAxis(ic.Operation)
+	if err != nil {
+		panic(lowerError{err})
+	}
+	indices, src, dst := l.buffer(ic.Operation, ic.Indices()), l.buffer(ic.Operation, ic.Source()), l.buffer(ic.Operation, ic.Dst())
+	// as many indices as source slices along the axis
+	n := shapeOf(ic.Source())[axis]
+	ie, se := l.extents[indices][0], l.extents[src][axis]
+	switch {
+	case ie != nil && se != nil:
+		l.require(ie, se, 0, false)
+	case ie != nil:
+		l.require(ie, nil, n, false)
+	case se != nil:
+		l.require(se, nil, shapeOf(ic.Indices())[0], false)
+	}
+	l.launch(ic.Loc, "generic", []*ir.Value{indices, src}, []*ir.Value{dst}, func(k *kernelBuilder) error {
+		return k.indexCopy(axis)
 	})
 }

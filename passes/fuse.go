@@ -166,6 +166,12 @@ func WrapKernel(op *ir.Operation, t *target.Target) ([]*ir.Operation, error) {
 	if op.Block() == nil {
 		return nil, ir.OpError(op, "is not in a block")
 	}
+	if op.Name() == graph.OpIndexCopy {
+		// it writes a function argument, which a graph.fused (whose body
+		// sees its operands as values) cannot express: lower-to-loops
+		// launches its kernel directly
+		return nil, ir.OpError(op, "writes its destination in place and is not wrapped into a kernel: lower-to-loops launches its own")
+	}
 	var inputs []*ir.Value
 	for _, v := range op.Operands() {
 		if !slices.Contains(inputs, v) {

@@ -146,6 +146,29 @@ def check(module, func, make, ref):
     return bad
 
 
+def check_kv_update():
+    """graph.index_copy: the caches passed in get the new positions (k times
+    c, and v transposed) and keep every other element, bit for bit."""
+    fn = run.load("selftest_generic").kv_update
+    kc, vc = rn(1, 8, 64, 128, dtype=bf16), rn(1, 8, 64, 128, dtype=bf16)
+    pos = torch.tensor([9, 0, 63], device=DEV)
+    k, c, v = rn(1, 8, 3, 128, dtype=bf16), rn(1, 1, 3, 128, dtype=bf16), rn(1, 3, 8, 128, dtype=bf16)
+    want_k, want_v = kc.clone(), vc.clone()
+    r = (k.float() * c.float()).to(bf16)
+    want_k[:, :, pos] = r
+    want_v[:, :, pos] = v.transpose(1, 2)
+    bad = []
+    for call in ("first call", "second call"):
+        ptrs = (kc.data_ptr(), vc.data_ptr())
+        got = fn(kc, vc, pos, k, c, v)
+        if (kc.data_ptr(), vc.data_ptr()) != ptrs:
+            bad.append(f"{call}: the caches moved")
+        for name, g, w in (("result", got, r), ("k cache", kc, want_k), ("v cache", vc, want_v)):
+            if not torch.equal(g, w):
+                bad.append(f"{call}: {name}: {(g != w).sum().item()} elements differ")
+    return bad
+
+
 def main():
     # every test as emitted, then the element-wise ones again with the
     # 64-bit indexing of flat kernels forced on (WIDE_FROM = 0)
@@ -166,6 +189,16 @@ def main():
         except Exception:
             failed += 1
             print(f"{name:32s} FAILED\n{traceback.format_exc()}", flush=True)
+    try:
+        bad = check_kv_update()
+        print(f"{'generic.kv_update':32s} {'ok' if not bad else 'WRONG'}", flush=True)
+        for b in bad:
+            print("    " + b)
+        failed += bool(bad)
+    except Exception:
+        failed += 1
+        print(f"{'generic.kv_update':32s} FAILED\n{traceback.format_exc()}", flush=True)
+    runs.append(None)
     print(f"{len(runs) - failed} of {len(runs)} passed")
     return 1 if failed else 0
 

@@ -111,6 +111,8 @@ const (
 	OpSlice = "graph.slice"
 	// OpRoll is graph.roll: rotation along the last axis.
 	OpRoll = "graph.roll"
+	// OpIndexCopy is graph.index_copy: writes slices of a source into an argument in place, at the positions an index tensor gives.
+	OpIndexCopy = "graph.index_copy"
 	// OpGather is graph.gather: takes elements along an axis at the positions an index tensor gives.
 	OpGather = "graph.gather"
 	// OpConcat is graph.concat: joins tensors along an axis.
@@ -4364,6 +4366,93 @@ func verifyRollOp(op *ir.Operation) error {
 	return ods.CheckInferred(op, inferRoll)
 }
 
+// IndexCopyOp is a graph.index_copy op: writes slices of a source into an argument in place, at the positions an index tensor gives.
+//
+//	graph.index_copy %cache, %pos, %k {axis = 2} : (tensor<1x8x2048x128xbf16>, tensor<?xi64>, tensor<1x8x?x128xbf16>) -> ()
+type IndexCopyOp struct {
+	*ir.Operation
+}
+
+// AsIndexCopy returns op as a IndexCopyOp if it is a graph.index_copy.
+func AsIndexCopy(op *ir.Operation) (IndexCopyOp, bool) {
+	if op == nil || op.Name() != OpIndexCopy {
+		return IndexCopyOp{}, false
+	}
+	return IndexCopyOp{op}, true
+}
+
+// Dst returns operand #0 (dst).
+func (op IndexCopyOp) Dst() *ir.Value {
+	return op.Operand(0)
+}
+
+// Indices returns operand #1 (indices).
+func (op IndexCopyOp) Indices() *ir.Value {
+	return op.Operand(1)
+}
+
+// Source returns operand #2 (source).
+func (op IndexCopyOp) Source() *ir.Value {
+	return op.Operand(2)
+}
+
+// Axis returns attribute axis: the dimension indexed; negative counts from the end.
+func (op IndexCopyOp) Axis() int64 {
+	v, _ := ods.GetInt(op.Operation, "axis")
+	return v
+}
+
+// BuildIndexCopy creates a graph.index_copy at b's insertion point.
+// It returns an error, and leaves nothing behind, when the op would not verify.
+func BuildIndexCopy(b *ir.Builder, loc ir.Location, dst *ir.Value, indices *ir.Value, source *ir.Value, axis int64) (IndexCopyOp, error) {
+	var attrs ir.AttrDict
+	attrs.Set("axis", ir.IntAttr{Value: axis, Type: ir.I64Type})
+	op := ir.NewOperation(OpIndexCopy, loc, []*ir.Value{dst, indices, source}, nil, attrs, 0)
+	if err := ods.Build(b, op, checkIndexCopyInputs, verifyIndexCopyOp, nil); err != nil {
+		return IndexCopyOp{}, err
+	}
+	return IndexCopyOp{op}, nil
+}
+
+// checkIndexCopyInputs checks what graph.index_copy's results derive from: operand and region
+// counts, operand types and attributes.
+func checkIndexCopyInputs(op *ir.Operation) error {
+	if err := ods.CheckNumOperands(op, 3, 0, false); err != nil {
+		return err
+	}
+	if err := ods.CheckNumRegions(op, 0); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 0, ods.AnyTensor); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 1, ods.IndexTensor); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 2, ods.AnyTensor); err != nil {
+		return err
+	}
+	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "axis", ods.IntKind, true); err != nil {
+		return err
+	}
+	return nil
+}
+
+// verifyIndexCopyOp is the verifier of graph.index_copy: its declaration, then the rules of
+// class IndexCopy.
+func verifyIndexCopyOp(op *ir.Operation) error {
+	if err := checkIndexCopyInputs(op); err != nil {
+		return err
+	}
+	if err := ods.CheckNumResults(op, 0, false); err != nil {
+		return err
+	}
+	return verifyIndexCopy(op)
+}
+
 // GatherOp is a graph.gather op: takes elements along an axis at the positions an index tensor gives.
 //
 //	%g = graph.gather %x, %t {axis = -1} : (tensor<4x32000xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
@@ -5169,6 +5258,13 @@ func init() {
 		Traits:  ir.Pure,
 		Attrs:   []string{"shift"},
 		Verify:  verifyRollOp,
+	})
+	ir.RegisterOp(&ir.OpDef{
+		Name:    OpIndexCopy,
+		Summary: "writes slices of a source into an argument in place, at the positions an index tensor gives",
+		Traits:  0,
+		Attrs:   []string{"axis"},
+		Verify:  verifyIndexCopyOp,
 	})
 	ir.RegisterOp(&ir.OpDef{
 		Name:    OpGather,

@@ -266,3 +266,67 @@ func formatExtent(e int64) string {
 	}
 	return fmt.Sprint(e)
 }
+
+// verifyIndexCopy:
+// `graph.index_copy %cache, %pos, %k {axis = 2} : (tensor<1x8x2048x128xbf16>, tensor<?xi64>, tensor<1x8x?x128xbf16>) -> ()`
+// writes into a function argument that nothing else reads, so that the
+// in-place write is the only way the function observes it.
+//
+//	the destination must be an argument of the enclosing function, but it is the result of graph.add
+//	the destination must have no other use than this write, but it has 2
+//	index tensor 'tensor<2x1xi64>' must be 1-D
+//	the source 'tensor<1x8x2x64xbf16>' has extent 64 in dimension 3, but the destination 'tensor<1x8x16x128xbf16>' has 128
+func verifyIndexCopy(op *ir.Operation) error {
+	dst, idx, src := operandType(op, 0), operandType(op, 1), operandType(op, 2)
+	d := op.Operand(0)
+	if def := d.DefiningOp(); def != nil {
+		return ir.OpError(op, "the destination must be an argument of the enclosing function, but it is the result of %s", def.Name())
+	}
+	if b := d.OwnerBlock(); b == nil || b.ParentOp() == nil || b.ParentOp().Name() != ir.FuncOpName {
+		return ir.OpError(op, "the destination must be an argument of the enclosing function")
+	}
+	if n := len(d.Uses()); n != 1 {
+		return ir.OpError(op, "the destination must have no other use than this write, but it has %d", n)
+	}
+	if dst.Rank() == 0 {
+		return ir.OpError(op, "writes into a rank-0 tensor, which has no axis to index")
+	}
+	axis, err := IndexCopyAxis(op)
+	if err != nil {
+		return err
+	}
+	if idx.Rank() != 1 {
+		return ir.OpError(op, "index tensor %s must be 1-D", q(idx))
+	}
+	if src.Rank() != dst.Rank() {
+		return ir.OpError(op, "the source %s has rank %d, but the destination %s has rank %d", q(src), src.Rank(), q(dst), dst.Rank())
+	}
+	if src.Elem != dst.Elem {
+		return ir.OpError(op, "the source %s and the destination %s have different element types", q(src), q(dst))
+	}
+	for i := range dst.Shape {
+		if i != axis && !extentsAgree(src.Shape[i], dst.Shape[i]) {
+			return ir.OpError(op, "the source %s has extent %s in dimension %d, but the destination %s has %s (only dimension %d, the axis, may differ)",
+				q(src), formatExtent(src.Shape[i]), i, q(dst), formatExtent(dst.Shape[i]), axis)
+		}
+	}
+	if !extentsAgree(idx.Shape[0], src.Shape[axis]) {
+		return ir.OpError(op, "index tensor %s has %s indices, but the source %s has extent %s along the axis",
+			q(idx), formatExtent(idx.Shape[0]), q(src), formatExtent(src.Shape[axis]))
+	}
+	return nil
+}
+
+// IndexCopyAxis returns the `axis` of a graph.index_copy counted from the
+// front, or a located error when it lies outside [-rank, rank).
+func IndexCopyAxis(op *ir.Operation) (int, error) {
+	rank := operandType(op, 0).Rank()
+	a := IndexCopyOp{op}.Axis()
+	if a < -int64(rank) || a >= int64(rank) {
+		return 0, ir.OpError(op, "attribute 'axis' must be in [%d, %d), but got %d", -rank, rank, a)
+	}
+	if a < 0 {
+		a += int64(rank)
+	}
+	return int(a), nil
+}

@@ -151,6 +151,7 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 
 	line("if len(args) != %d:", nin)
 	line("    raise TypeError(\"%s() takes %d tensor(s) (%s), got %%d\" %% len(args))", fname, nin, strings.Join(inNames, ", "))
+	written := loop.WrittenInputs(f, kernels)
 	for i, a := range args[:nin] {
 		m, ok := a.Type().(ir.MemRefType)
 		if !ok {
@@ -168,6 +169,11 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 			}
 		}
 		line("%s = _arg(args[%d], %q, %s, %s)", inNames[i], i, inNames[i], dt, pyShape(dims))
+		if written[i] {
+			// updated in place: a contiguous or aligned copy would take the update
+			line("if %s is not args[%d]:", inNames[i], i)
+			line("    raise ValueError(%q)", fmt.Sprintf("%s: %s is updated in place (graph.index_copy) and must be contiguous and 16-byte aligned", fname, inNames[i]))
+		}
 		allocated[a] = true
 	}
 	// the `?` extents the kernels assume agree (no kernel reads past a buffer)

@@ -100,11 +100,18 @@ func (me *moduleEmitter) emitLauncher(f ir.Func, name string) (string, error) {
 	}
 	w := l.w
 	w.line(fmt.Sprintf(`"""%s(%s) -> %s"""`, name, strings.Join(sigIn, ", "), out))
-	for _, a := range args[:nin] {
+	written := loop.WrittenInputs(f, me.kernelOps)
+	for i, a := range args[:nin] {
 		m := a.Type().(ir.MemRefType)
 		dt, err := torchType(m.Elem.Kind)
 		if err != nil {
 			return "", ir.OpError(f.Operation, "cannot be translated to Triton: %v", err)
+		}
+		if written[i] {
+			// updated in place: a contiguous copy would take the update
+			w.open(fmt.Sprintf("if isinstance(%s, torch.Tensor) and not %s.is_contiguous():", l.env[a], l.env[a]))
+			w.line(fmt.Sprintf("raise ValueError(%q)", fmt.Sprintf("%s: %s is updated in place (graph.index_copy) and must be contiguous", name, l.env[a])))
+			w.close()
 		}
 		w.line(fmt.Sprintf("%s = _tensor(%q, %q, %s, %s, %s)", l.env[a], name, l.env[a], l.env[a], dt, shapeTuple(m.Shape, nil)))
 		l.allocated[a] = true

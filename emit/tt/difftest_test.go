@@ -194,7 +194,7 @@ var unsupported = map[string]string{
 	// rotated columns are not tile reads
 	"examples/rope": "at columns computed from the loop's (a graph.roll)",
 	// a column read from memory is not a tile read either
-	"examples/cross_entropy": "reads a buffer at an index loaded from memory (a graph.gather)",
+	"examples/cross_entropy": "reads or writes a buffer at an index loaded from memory (a graph.gather or graph.index_copy)",
 	// no matmul_tiles yet
 	"examples/gqa_scores": "of kind 'matmul' is not supported yet",
 }

@@ -301,7 +301,7 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 func (g *kgen) refuseGatheredLoads() {
 	g.k.Walk(func(op *ir.Operation) bool {
 		if op.Name() == loop.OpClampIndex {
-			g.fail(op, "reads a buffer at an index loaded from memory (a graph.gather); the tt backend streams whole 32x32 tiles in a fixed order, so it cannot fetch one element at a data-dependent column yet")
+			g.fail(op, "reads or writes a buffer at an index loaded from memory (a graph.gather or graph.index_copy); the tt backend streams whole 32x32 tiles in a fixed order, so it cannot address one element at a data-dependent position yet")
 		}
 		return true
 	})

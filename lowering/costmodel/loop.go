@@ -171,6 +171,37 @@ func untouched(kop loop.KernelOp, accesses []Access) {
 			a.Bytes /= max(a.Shape[len(a.Shape)-1], 1)
 		}
 	}
+	// a buffer written only at indices loaded from memory (graph.index_copy
+	// into a cache) receives as many bytes as the stored values come from
+	for i := range accesses {
+		if src := scatterSource(entry.Args[i]); src >= 0 && src < len(accesses) {
+			accesses[i].Bytes = min(accesses[i].Bytes, accesses[src].Bytes)
+		}
+	}
+}
+
+// scatterSource returns the argument whose loads every store to buffer
+// arg writes at an index that loop.clamp_index computes, or -1.
+func scatterSource(arg *ir.Value) int {
+	src := -1
+	for _, u := range arg.Users() {
+		st, ok := loop.AsStore(u)
+		if !ok {
+			return -1
+		}
+		clamped := false
+		for _, x := range st.Indices() {
+			if _, c := loop.AsClampIndex(x.DefiningOp()); c {
+				clamped = true
+			}
+		}
+		ld, isLoad := loop.AsLoad(st.Value().DefiningOp())
+		if !clamped || !isLoad || !ld.Memref().IsBlockArg() || src >= 0 && ld.Memref().ResultIndex() != src {
+			return -1
+		}
+		src = ld.Memref().ResultIndex()
+	}
+	return src
 }
 
 // gatherLoad reports whether ld reads one element at a column that

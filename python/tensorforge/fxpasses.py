@@ -11,7 +11,9 @@ inference graph, writes a KV-cache update as a functional ``index_copy``
 (or ``index_put``) of the whole cache followed by ``copy_`` back into the
 cache. Run as written, that copies the whole cache twice per decode step.
 Where nothing reads the old cache after the update, the pair is the
-in-place update it came from: ``index_copy_`` into the cache, no copy.
+in-place update it came from: ``index_copy_`` into the cache, no copy; the
+readers of the cache after it read the ``index_copy_`` node (the cache
+itself, updated), so that they stay after it in any partitioning.
 """
 
 import contextlib
@@ -50,8 +52,13 @@ def reinplace_input_updates(gm):
             continue
         n.target = _INPLACE[n.target]
         cp = copies[0]
-        cp.replace_all_uses_with(base)
+        cp.replace_all_uses_with(n)
         g.erase_node(cp)
+        # later readers of the cache read the update (the same tensor), so
+        # that the order of the two is a data dependence partitioning keeps
+        for u in list(base.users):
+            if u is not n and order[u] > order[n]:
+                u.replace_input_with(base, n)
         changed = True
     if changed:
         g.lint()

@@ -527,6 +527,40 @@ class MatMul(Kind):
         return y
 
 
+class IndexCopy(Kind):
+    """``index_copy_(cache, dim, index, source)``, as ``reinplace_input_updates``
+    leaves a KV-cache update: ``graph.index_copy``, which writes the source's
+    slices into the cache argument in place (only those slices: a decode step
+    writes one position, not the whole cache). The cache must be an input of
+    the compiled graph, contiguous, and read by nothing else (later readers
+    read this node, which is the cache after the update)."""
+
+    def check(self, decl, node):
+        base, index, src = node.args[0], _arg(node, 2, "index"), _arg(node, 3, "source")
+        for a, what in ((base, "the destination"), (index, "the index"), (src, "the source")):
+            _need_tensor(node, a, what)
+        if base.op != "placeholder":
+            raise Unsupported("the destination is not an input of the graph (only inputs are updated in place)")
+        if len(base.users) != 1:
+            raise Unsupported("the destination is read by other nodes than this update")
+        bi, ii, si = info_of(base), info_of(index), info_of(src)
+        if ii.rank != 1 or ii.dtype not in (torch.int32, torch.int64):
+            raise Unsupported("the index is not a 1-D tensor of int32 or int64")
+        if si.dtype != bi.dtype or si.rank != bi.rank:
+            raise Unsupported("the source has another dtype or rank than the destination")
+        if not isinstance(_arg(node, 1, "dim"), int):
+            raise Unsupported("the dimension is not a constant")
+        v = base.meta.get("val")
+        if isinstance(v, torch.Tensor) and not v.is_contiguous():
+            raise Unsupported("the destination is not contiguous")
+
+    def emit(self, decl, fn, node):
+        base, index, src = node.args[0], _arg(node, 2, "index"), _arg(node, 3, "source")
+        bi = info_of(base)
+        dim = _norm_axes([_arg(node, 1, "dim")], bi.rank)[0]
+        return fn.update("graph.index_copy", [fn.value(base), fn.value(index), fn.value(src, bi.dtype)], {"axis": dim})
+
+
 class Stays(Kind):
     """An op left to PyTorch on purpose; ``reason`` says why."""
 
@@ -676,7 +710,8 @@ DECLS = [
     OpDecl("aten.index_select.default", STAYS, reason="gathers stay in PyTorch"),
     OpDecl("aten.topk.default", STAYS, reason="top-k stays in PyTorch"),
     OpDecl("aten.sort.default", STAYS, reason="sorting stays in PyTorch"),
-    OpDecl("aten.index_copy.default", STAYS, reason="scatters (KV-cache updates) stay in PyTorch"),
+    OpDecl("aten.index_copy_.default", IndexCopy()),
+    OpDecl("aten.index_copy.default", STAYS, reason="functional scatters stay in PyTorch (an update of a graph input is compiled once reinplace_input_updates has made it index_copy_)"),
     OpDecl("aten.index_put.default", STAYS, reason="scatters (KV-cache updates) stay in PyTorch"),
     OpDecl("aten.copy_.default", STAYS, reason="in-place copies stay in PyTorch"),
     OpDecl("aten.copy.default", STAYS, reason="copies into existing storage stay in PyTorch"),
@@ -719,6 +754,10 @@ def support_reason(node, enabled=()):
     decl = lookup(node)
     if decl is None:
         return "no declaration in the op table for %s" % _key(node.target)
+    for a in node.all_input_nodes:
+        if a.op == "call_function" and a.target == torch.ops.aten.index_copy_.default:
+            return ("reads a tensor right after its in-place update: the update's region ends there, "
+                    "and what reads the updated tensor runs after it")
     return decl.check(node, enabled)
 
 

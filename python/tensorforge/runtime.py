@@ -137,7 +137,9 @@ class Kernel(torch.nn.Module):
             res = (res,)
         outs = []
         for o in self.outputs:
-            if isinstance(o, tuple):
+            if isinstance(o, tuple) and o[0] == "updated":
+                outs.append(args[o[1]])  # updated in place by the call
+            elif isinstance(o, tuple):
                 outs.append(args[o[1]].clone())
             else:
                 outs.append(res[o])

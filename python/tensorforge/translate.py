@@ -65,6 +65,7 @@ class FunctionWriter:
         self.names = {}  # fx node -> value name
         self.taken = set()
         self.consts = {}
+        self.updated = set()  # arguments updated in place (graph.index_copy)
 
     # names --------------------------------------------------------------
     def fresh(self, base):
@@ -138,6 +139,16 @@ class FunctionWriter:
         self.types[name] = out
         return name
 
+    def update(self, opname, operands, attrs):
+        """An op with no result that writes its first operand, an argument, in place.
+
+        Returns that argument's name: the value of the node after the update."""
+        attr = " {%s}" % ", ".join("%s = %s" % (k, format_attr(attrs[k])) for k in sorted(attrs))
+        sig = "(%s) -> ()" % ", ".join(self.types[o].tir() for o in operands)
+        self.lines.append("  %s %s%s : %s" % (opname, ", ".join("%" + o for o in operands), attr, sig))
+        self.updated.add(operands[0])
+        return operands[0]
+
     def cast(self, x, inp, out, node=None):
         name = self.fresh((node.name if node is not None else x) + ("" if node is not None else "_cast"))
         self.lines.append("  %%%s = graph.cast %%%s : (%s) -> %s" % (name, x, inp.tir(), out.tir()))
@@ -151,6 +162,8 @@ class FunctionWriter:
         rsig = rtypes[0] if len(rtypes) == 1 else "(%s)" % ", ".join(rtypes)
         head = "func.func @%s(%s) -> %s {" % (self.name, args, rsig)
         ret = "  return %s : %s" % (", ".join("%" + r for r in results), ", ".join(rtypes))
+        if not results:
+            ret = "  return"
         return "\n".join([head] + self.lines + [ret, "}"]) + "\n"
 
 
@@ -159,7 +172,8 @@ class Translation:
 
     ``inputs``: for each .tir argument, the index of the partition input it is;
     ``outputs``: for each partition output, the index of the .tir result (or
-    ('input', i) when the output is an input passed through).
+    ('input', i) when the output is an input passed through, ('updated', i)
+    when it is input i after an in-place update, the very tensor passed in).
     """
 
     def __init__(self, name, text, inputs, outputs, arg_infos, result_infos):
@@ -207,6 +221,11 @@ def translate(gm, name, enabled=()):
     arg_names = {n for n, _ in fn.args}
     for o in outs:
         v = fn.names.get(o)
+        if v in fn.updated:
+            # the argument itself, after the update: passed through, not copied
+            src = next(ph for ph, nm in fn.names.items() if nm == v and ph.op == "placeholder")
+            outputs.append(("updated", ph_index[src]))
+            continue
         if v is None or v in arg_names:
             src = o if v is None else next(ph for ph, nm in fn.names.items() if nm == v and ph.op == "placeholder")
             outputs.append(("input", ph_index[src]))
@@ -214,7 +233,7 @@ def translate(gm, name, enabled=()):
         if v not in results:
             results.append(v)
         outputs.append(results.index(v))
-    if not results:
+    if not results and not fn.updated:
         raise Unsupported("the partition computes nothing")
     text = fn.finish(results)
     return Translation(name, text, inputs, outputs, [i for _, i in fn.args], [fn.types[r] for r in results])

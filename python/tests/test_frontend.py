@@ -96,6 +96,19 @@ class NormedRope(torch.nn.Module):
         return torch.matmul(q, q.transpose(-1, -2))
 
 
+class CacheUpdate(torch.nn.Module):
+    """A decode step's KV-cache update as transformers' StaticCache writes it:
+    q and k rotated, then k and v copied into the caches at the new positions."""
+
+    def forward(self, kc, vc, pos, q, k, v, cos, sin):
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        kc.index_copy_(2, pos, k)
+        vc.index_copy_(2, pos, v.transpose(1, 2))
+        return q
+
+
 class SwiGLU(torch.nn.Module):
     def __init__(self, d, f):
         super().__init__()
@@ -347,6 +360,66 @@ class FrontendTest(unittest.TestCase):
         f64 = torch.nn.functional.silu(g.double()) * u.double()
         err = lambda y: (y.double() - f64).abs().mean().item()  # noqa: E731
         self.assertLess(err(default), err(exact))
+
+    def test_kv_cache_update_in_place(self):
+        # index_copy_ into the caches compiles to graph.index_copy: the
+        # compiled call writes the new positions into the very tensors passed
+        # in (and nothing else of them), bit for bit as eager does
+        torch.manual_seed(5)
+        for dt in (torch.float32, BF):
+            kc, vc = torch.randn(1, 2, 16, 8).to(dt), torch.randn(1, 2, 16, 8).to(dt)
+            kc[0, 1, 3, 2] = float("nan")
+            ins = (torch.tensor([7, 2, 15]), torch.randn(1, 4, 3, 8).to(dt), torch.randn(1, 2, 3, 8).to(dt),
+                   torch.randn(1, 3, 2, 8).to(dt), torch.randn(1, 3, 8).to(dt), torch.randn(1, 3, 8).to(dt))
+            m = CacheUpdate()
+            with torch.no_grad():
+                gm = tensorforge.trace(m, kc.clone(), vc.clone(), *ins)
+                c = tensorforge.compile_aten(gm, (kc.clone(), vc.clone()) + ins, self.opts())
+                ek, ev = kc.clone(), vc.clone()
+                want = m(ek, ev, *ins)
+                gk, gv = kc.clone(), vc.clone()
+                pk, pv = gk.data_ptr(), gv.data_ptr()
+                got = c(gk, gv, *ins)
+            self.assertEqual(c.tir.count("graph.index_copy"), 2, c.tir)
+            self.assertEqual((gk.data_ptr(), gv.data_ptr()), (pk, pv))
+            torch.testing.assert_close(gv, ev, atol=0, rtol=0, equal_nan=True)
+            tol = 0 if dt == torch.float32 else 8e-3
+            torch.testing.assert_close(gk, ek, atol=tol * 4, rtol=tol, equal_nan=True)
+            torch.testing.assert_close(got, want, atol=tol * 4, rtol=tol)
+            # the positions not written are untouched, NaN included
+            keep = [i for i in range(16) if i not in (7, 2, 15)]
+            torch.testing.assert_close(gk[:, :, keep], kc[:, :, keep], atol=0, rtol=0, equal_nan=True)
+            ops = {op for _, op, _ in c.log.fallbacks}
+            self.assertNotIn("aten.index_copy_.default", ops, c.log.format())
+
+    def test_cache_read_after_update_stays_after_it(self):
+        # a functional update (as AOTAutograd writes one) becomes index_copy_;
+        # what reads the cache after it reads the update and is not in its region
+        from tensorforge import fxpasses
+
+        aten = torch.ops.aten
+        g = torch.fx.Graph()
+        kc, pos, k = (g.placeholder(n) for n in ("kc", "pos", "k"))
+        k2 = g.call_function(aten.mul.Tensor, (k, 2.0))
+        ic = g.call_function(aten.index_copy.default, (kc, 0, pos, k2))
+        g.call_function(aten.copy_.default, (kc, ic))
+        g.output((g.call_function(aten.mul.Tensor, (ic, 3.0)),))
+        gm = torch.fx.GraphModule(torch.nn.Module(), g)
+        ins = (torch.zeros(6, 4), torch.tensor([4, 1]), torch.ones(2, 4))
+        _ensure_meta(gm, tuple(t.clone() for t in ins))
+        self.assertTrue(fxpasses.reinplace_input_updates(gm))
+        ups = [n for n in gm.graph.nodes if n.target == aten.index_copy_.default]
+        self.assertEqual(len(ups), 1)
+        reader = [n for n in gm.graph.nodes if n.op == "call_function" and n.args[0] is ups[0]]
+        self.assertEqual(len(reader), 1, gm.code)
+        self.assertIn("in-place update", optable.support_reason(reader[0]))
+        c = tensorforge.compile_aten(gm, ins, self.opts())
+        cache = ins[0].clone()
+        got = c(cache, ins[1], ins[2])
+        want = torch.zeros(6, 4)
+        want[[4, 1]] = 2.0
+        torch.testing.assert_close(cache, want, atol=0, rtol=0)
+        torch.testing.assert_close(got[0] if isinstance(got, (tuple, list)) else got, want * 3, atol=0, rtol=0)
 
     def test_swiglu_matmul_stays(self):
         c = self.run_case(SwiGLU(16, 32), (torch.randn(2, 3, 16),), atol=1e-5, rtol=1e-5, regions=1)

@@ -31,6 +31,10 @@ CONFIGS = {
     "gateup_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "one_row_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "w8a8_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}],
+    "kv_update_k0": {"BLOCK": 1024, "num_warps": 4},
+    "kv_update_k1": {"BLOCK": 256, "num_warps": 4},
+    "kv_update_k2": {"BLOCK": 256, "num_warps": 4},
+    "kv_update_k3": {"BLOCK": 256, "num_warps": 4},
 }
 
 # The tuning key of every matmul kernel (tfc --tune, --tune-cache).
@@ -629,6 +633,76 @@ def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: 
         tl.store(z + (rows * 40) + cols, t2, mask=omask)
 
 
+@triton.jit
+def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
+    pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    r_1 = offs // 128
+    i = offs % 128
+    t1 = r_1 // r_d2
+    t2 = t1 % 8
+    t3 = r_1 % r_d2
+    k_1 = tl.load(k + (((t2 * k_d2) + t3) * 128) + i, mask=emask)
+    c_1 = tl.load(c + (t3 * 128) + i, mask=emask)
+    t5 = k_1.to(tl.float32)
+    t6 = c_1.to(tl.float32)
+    t7 = t5 * t6
+    t8 = t7.to(tl.bfloat16)
+    tl.store(r + (((t2 * r_d2) + t3) * 128) + i, t8, mask=emask)
+
+
+@triton.jit
+def kv_update_k1(pos, r, kc, pos_d0, r_d2, BLOCK: tl.constexpr):
+    # generic: one program per output row, BLOCK elements at a time
+    pid = tl.program_id(0)
+    r_1 = pid.to(tl.int64)
+    t1 = r_1 % r_d2
+    t2 = r_1 // r_d2
+    for c0 in range(0, 128, BLOCK):
+        j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
+        cmask = j < 128
+        t5 = tl.load(pos + t1)
+        at = tl.maximum(tl.minimum(t5.to(tl.int64), 64 - 1), 0)
+        t6 = tl.load(r + (r_1 * 128) + j, mask=cmask)
+        tl.store(kc + (((t2 * 64) + at) * 128) + j, t6, mask=cmask)
+
+
+@triton.jit
+def kv_update_k2(v, vt, v_d1, vt_d2, BLOCK: tl.constexpr):
+    # generic: one program per output row, BLOCK elements at a time
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    t1 = r % vt_d2
+    t2 = r // vt_d2
+    t3 = t2 % 8
+    t4 = t2 // 8
+    for c0 in range(0, 128, BLOCK):
+        j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
+        cmask = j < 128
+        t5 = tl.load(v + (((((t4 * v_d1) + t1) * 8) + t3) * 128) + j, mask=cmask)
+        tl.store(vt + (r * 128) + j, t5, mask=cmask)
+
+
+@triton.jit
+def kv_update_k3(pos, vt, vc, pos_d0, vt_d2, BLOCK: tl.constexpr):
+    # generic: one program per output row, BLOCK elements at a time
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    t1 = r % vt_d2
+    t2 = r // vt_d2
+    for c0 in range(0, 128, BLOCK):
+        j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
+        cmask = j < 128
+        t5 = tl.load(pos + t1)
+        at = tl.maximum(tl.minimum(t5.to(tl.int64), 64 - 1), 0)
+        t6 = tl.load(vt + (r * 128) + j, mask=cmask)
+        tl.store(vc + (((t2 * 64) + at) * 128) + j, t6, mask=cmask)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if isinstance(t, torch.Tensor) and t.dtype == dtype and t.shape == shape and t.is_cuda:
@@ -952,3 +1026,48 @@ def w8a8_split(x, q, s):
         else:
             _launch(w8a8_split_k0, (tiles, 1, 1), (x, q, s, z, x_d0, x_d0, z, z), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     return z
+
+
+def kv_update(kc, vc, pos, k, c, v):
+    """kv_update(kc: bf16[1, 8, 64, 128], vc: bf16[1, 8, 64, 128], pos: i64[?], k: bf16[1, 8, ?, 128], c: bf16[1, 1, ?, 128], v: bf16[1, ?, 8, 128]) -> bf16[1, 8, ?, 128]"""
+    if isinstance(kc, torch.Tensor) and not kc.is_contiguous():
+        raise ValueError("kv_update: kc is updated in place (graph.index_copy) and must be contiguous")
+    kc = _tensor("kv_update", "kc", kc, torch.bfloat16, (1, 8, 64, 128))
+    if isinstance(vc, torch.Tensor) and not vc.is_contiguous():
+        raise ValueError("kv_update: vc is updated in place (graph.index_copy) and must be contiguous")
+    vc = _tensor("kv_update", "vc", vc, torch.bfloat16, (1, 8, 64, 128))
+    pos = _tensor("kv_update", "pos", pos, torch.int64, (None,))
+    k = _tensor("kv_update", "k", k, torch.bfloat16, (1, 8, None, 128))
+    c = _tensor("kv_update", "c", c, torch.bfloat16, (1, 1, None, 128))
+    v = _tensor("kv_update", "v", v, torch.bfloat16, (1, None, 8, 128))
+    if k.shape[2] != c.shape[2]:
+        raise ValueError("kv_update: k has %d in dimension 2 but c has %d in dimension 2: two '?' extents that broadcast together must be equal" % (k.shape[2], c.shape[2]))
+    if pos.shape[0] != k.shape[2]:
+        raise ValueError("kv_update: pos has %d in dimension 0 but k has %d in dimension 2: two '?' extents that broadcast together must be equal" % (pos.shape[0], k.shape[2]))
+    if pos.shape[0] != v.shape[1]:
+        raise ValueError("kv_update: pos has %d in dimension 0 but v has %d in dimension 1: two '?' extents that broadcast together must be equal" % (pos.shape[0], v.shape[1]))
+    dev = kc.device
+    pos_d0 = pos.shape[0]
+    k_d2 = k.shape[2]
+    c_d2 = c.shape[2]
+    v_d1 = v.shape[1]
+    r = torch.empty((1, 8, k_d2, 128), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["kv_update_k0"]
+    total = ((8 * k_d2) * 128)
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    if grid[0] > 0:
+        _launch(kv_update_k0, grid, (k, c, r, k_d2, c_d2, k_d2, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    cfg = CONFIGS["kv_update_k1"]
+    grid = ((8 * k_d2),)
+    if grid[0] > 0:
+        _launch(kv_update_k1, grid, (pos, r, kc, pos_d0, k_d2), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    vt = torch.empty((1, 8, v_d1, 128), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["kv_update_k2"]
+    grid = ((8 * v_d1),)
+    if grid[0] > 0:
+        _launch(kv_update_k2, grid, (v, vt, v_d1, v_d1), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    cfg = CONFIGS["kv_update_k3"]
+    grid = ((8 * v_d1),)
+    if grid[0] > 0:
+        _launch(kv_update_k3, grid, (pos, vt, vc, pos_d0, v_d1), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return r

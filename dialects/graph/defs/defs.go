@@ -59,6 +59,10 @@ dimension, none negative (strides positive), and each slice lies inside its stat
 index, ` + "`offsets[d] + (sizes[d] - 1) * strides[d]`" + `, is below the extent. The result shape is ` + "`sizes`" + `.`},
 	{Name: "Roll", Infers: true, Doc: `The operand has rank 1 or more and a static last dimension n. The result has the
 operand's type.`},
+	{Name: "IndexCopy", Doc: `The destination is an argument of the enclosing function (or of the ` + "`graph.fused`" + ` body it is in)
+with no other use, so that writing it in place is the only way the function observes it. ` + "`axis`" + ` is in
+[-rank, rank). The index tensor is 1-D with the source's extent along the axis; the source has the
+destination's rank and element type and its extents in every other dimension.`},
 	{Name: "Gather", Infers: true, Doc: `The data has rank 1 or more and ` + "`axis`" + ` is in [-rank, rank). The index
 tensor (i32 or i64) has the data's rank; its extents equal the data's in every dimension but
 ` + "`axis`" + `, where it may have any extent (commonly 1); ` + "`?`" + ` agrees with any extent. The result has the
@@ -445,6 +449,23 @@ var ops = []ods.OpDecl{
 		Results:  output(ods.AnyTensor),
 		Attrs: []ods.AttrDecl{{Name: "shift", Kind: ods.IntKind,
 			Doc: "the rotation: element j of the result is element (j - shift) mod n of the operand"}},
+	},
+	{
+		Name: "index_copy", Summary: "writes slices of a source into an argument in place, at the positions an index tensor gives",
+		Description: "`dst[i_0, ..., idx[j], ..., i_n] = src[i_0, ..., j, ..., i_n]` for every `j` along `axis`, as " +
+			"`torch.Tensor.index_copy_(axis, idx, src)`: a KV-cache update. The op has no result: it updates the " +
+			"function argument `dst` in place, so a caller sees the new slices in the buffer it passed, and the " +
+			"rest of `dst` is neither read nor written (a decode step writes one position of the cache, not the " +
+			"whole cache). Because nothing else may read `dst`, the write has no order to keep with other ops. " +
+			"Which of two equal indices wins is unspecified (as in PyTorch). The reference interpreter reports an " +
+			"index outside [0, n) for the extent n of `axis` as an error; compiled kernels clamp it into [0, n - 1], " +
+			"so they never write outside `dst`.",
+		Example: "graph.index_copy %cache, %pos, %k {axis = 2} : (tensor<1x8x2048x128xbf16>, tensor<?xi64>, tensor<1x8x?x128xbf16>) -> ()",
+		Class:   "IndexCopy",
+		Operands: []ods.OperandDecl{{Name: "dst", Constraint: ods.AnyTensor}, {Name: "indices", Constraint: ods.IndexTensor},
+			{Name: "source", Constraint: ods.AnyTensor}},
+		Attrs: []ods.AttrDecl{{Name: "axis", Kind: ods.IntKind,
+			Doc: "the dimension indexed; negative counts from the end"}},
 	},
 	{
 		Name: "gather", Summary: "takes elements along an axis at the positions an index tensor gives",

@@ -16,6 +16,7 @@ func init() {
 	register(evalSlice, "graph.slice")
 	register(evalRoll, "graph.roll")
 	register(evalGather, "graph.gather")
+	register(evalIndexCopy, "graph.index_copy")
 	register(evalConcat, "graph.concat")
 	register(evalMatmul, "graph.matmul")
 	register(evalConstant, "graph.constant")
@@ -485,4 +486,56 @@ func unflatten(i int64, shape []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// evalIndexCopy is `graph.index_copy %dst, %idx, %src {axis = a}`:
+// dst[..., idx[j], ...] = src[..., j, ...], written into the destination
+// argument's tensor in place (the caller's input, unless Run had to
+// convert its element type). An index outside [0, n) for the extent n of
+// the axis is an error (compiled kernels clamp it instead); nothing is
+// written then.
+func evalIndexCopy(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error) {
+	if err := wantOperands(args, 3, 3); err != nil {
+		return nil, err
+	}
+	dst, idx, src := args[0], args[1], args[2]
+	if dst.Rank() == 0 || src.Rank() != dst.Rank() || idx.Rank() != 1 {
+		return nil, fmt.Errorf("the destination (shape %s) must have rank 1 or more, the source (shape %s) the same rank, and the index tensor (shape %s) rank 1",
+			FormatShape(dst.Shape), FormatShape(src.Shape), FormatShape(idx.Shape))
+	}
+	axisAttr, err := attrInt(op, "axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := normAxis(axisAttr, dst.Rank())
+	if err != nil {
+		return nil, err
+	}
+	for d := range dst.Shape {
+		if d != axis && src.Shape[d] != dst.Shape[d] {
+			return nil, fmt.Errorf("the source has shape %s at run time and the destination %s: they differ in dimension %d, which is not the axis",
+				FormatShape(src.Shape), FormatShape(dst.Shape), d)
+		}
+	}
+	along := src.Shape[axis]
+	if idx.Shape[0] != along {
+		return nil, fmt.Errorf("the index tensor has %d indices at run time but the source %d slices along the axis", idx.Shape[0], along)
+	}
+	n := dst.Shape[axis]
+	for j, v := range idx.Data {
+		if v != v || v < 0 || v >= float64(n) {
+			return nil, fmt.Errorf("index %s at [%d] of the index tensor is outside [0, %d), the extent of dimension %d of the destination",
+				strconv.FormatFloat(v, 'f', -1, 64), j, n, axis)
+		}
+	}
+	inner := int64(1)
+	for _, e := range src.Shape[axis+1:] {
+		inner *= e
+	}
+	for o := range src.Data {
+		i := int64(o)
+		outer, j, rest := i/(along*inner), i/inner%along, i%inner
+		dst.Data[(outer*n+int64(idx.Data[j]))*inner+rest] = m.store(src.Data[o], dst.Elem)
+	}
+	return nil, nil
 }

@@ -72,6 +72,8 @@ const maxElements = 1 << 28
 // inputs, one per input argument, and returns its results, one per output
 // argument. An input whose element type differs from its argument's is
 // converted as the graph interpreter converts it (float to float rounds).
+// An input a kernel writes (graph.index_copy's destination) is updated in
+// place when its element type is the argument's.
 func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tensor, err error) {
 	f, err := lookupFunc(m, fn)
 	if err != nil {
@@ -130,6 +132,13 @@ func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tenso
 		return nil, err
 	}
 	mc.runBlock(f.Body())
+	// the inputs kernels wrote into (graph.index_copy's destination) are
+	// updated in place, as a compiled function updates the caller's buffer
+	for i, a := range args[:nin] {
+		if b := mc.vals[a].buf; b != nil && inputs[i].Elem == b.elem {
+			copy(inputs[i].Data, b.data)
+		}
+	}
 	for i, a := range args[nin:] {
 		b := mc.vals[a].buf
 		if b.pending {
