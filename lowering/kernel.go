@@ -1,6 +1,8 @@
 package lowering
 
 import (
+	"slices"
+
 	"fmt"
 	"math"
 
@@ -31,11 +33,16 @@ type kernelBuilder struct {
 	// extents gives, per buffer argument, its extents (nil where static).
 	extents map[*ir.Value][]*ir.Value
 	consts  map[string]*ir.Value
+	// scatters are the outputs stored through a graph.index_copy: their
+	// coordinate along the axis is the entry of the index buffer there, and
+	// their extent along it is the index buffer's.
+	scatters map[*ir.Value]scatterOut
 }
 
 func newKernelBuilder(t *target.Target, loc ir.Location, kb *ir.Builder, args []*ir.Value, nin, nout int) *kernelBuilder {
 	k := &kernelBuilder{target: t, loc: loc, kernel: kb.InsertionBlock().ParentOp(), kb: kb, cb: kb,
-		ins: args[:nin], outs: args[nin : nin+nout], extents: map[*ir.Value][]*ir.Value{}, consts: map[string]*ir.Value{}}
+		ins: args[:nin], outs: args[nin : nin+nout], extents: map[*ir.Value][]*ir.Value{}, consts: map[string]*ir.Value{},
+		scatters: map[*ir.Value]scatterOut{}}
 	next := nin + nout
 	for _, buf := range args[:nin+nout] {
 		m := buf.Type().(ir.MemRefType)
@@ -81,10 +88,34 @@ func (k *kernelBuilder) index(v int64) *ir.Value { return k.constant(ir.IndexTyp
 
 // dim returns extent d of a buffer argument.
 func (k *kernelBuilder) dim(buf *ir.Value, d int) *ir.Value {
+	if sc, ok := k.scatters[buf]; ok && d == sc.axis {
+		// the rows stored, one per index
+		return k.dim(sc.indices, 0)
+	}
 	if e := k.extents[buf][d]; e != nil {
 		return e
 	}
 	return k.index(buf.Type().(ir.MemRefType).Shape[d])
+}
+
+// scatterIndex is idx, an index of output buf in the iteration space,
+// as buf is stored: for an output stored through a graph.index_copy, the
+// coordinate along its axis replaced by the entry of the index buffer
+// there, clamped into the destination's extent (built with b).
+func (k *kernelBuilder) scatterIndex(b *ir.Builder, buf *ir.Value, idx []*ir.Value) []*ir.Value {
+	sc, ok := k.scatters[buf]
+	if !ok {
+		return idx
+	}
+	t := must(loop.BuildLoad(b, k.loc, sc.indices, []*ir.Value{idx[sc.axis]}, sc.indices.Type().(ir.MemRefType).Elem)).Output()
+	bound := k.extents[buf][sc.axis] // the destination's own extent
+	if bound == nil {
+		bound = k.index(buf.Type().(ir.MemRefType).Shape[sc.axis])
+	}
+	out := slices.Clone(idx)
+	out[sc.axis] = must(loop.BuildClampIndex(b, k.loc, t, bound)).Output()
+	out[sc.axis].Name = "at"
+	return out
 }
 
 // product multiplies index values with b (1 for none).

@@ -75,7 +75,7 @@ type genericKernel struct {
 // (scalar, in the output's element type), which is stored.
 func (g *genericKernel) eachOutput(out *ir.Value, value func(b *ir.Builder, idx []*ir.Value) *ir.Value) {
 	g.k.eachIndex(out, func(b *ir.Builder, idx []*ir.Value) {
-		must(loop.BuildStore(b, g.k.loc, value(b, idx), out, idx))
+		must(loop.BuildStore(b, g.k.loc, value(b, idx), out, g.k.scatterIndex(b, out, idx)))
 	})
 }
 

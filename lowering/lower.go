@@ -161,6 +161,16 @@ type funcLowering struct {
 	// lastKernel is the kernel created last; the next goes after it.
 	lastKernel *ir.Operation
 	nkernels   int
+	// scatters are the function's buffers that a kernel's output is
+	// stored into at the indices of a graph.index_copy (scatterInto).
+	scatters map[*ir.Value]scatterOut
+}
+
+// scatterOut is an output stored through a graph.index_copy: the
+// coordinate along axis is replaced by the entry of buffer indices there.
+type scatterOut struct {
+	axis    int
+	indices *ir.Value
 }
 
 func (l *funcLowering) run() (err error) {
@@ -340,6 +350,7 @@ func (l *funcLowering) rewrite() {
 	l.fb = ir.NewBuilderAtEnd(nf.Body())
 	l.fb.Loc = old.Loc
 	l.buffers = map[*ir.Value]*ir.Value{}
+	l.scatters = map[*ir.Value]scatterOut{}
 	l.extents = map[*ir.Value][]*ir.Value{}
 	l.consts = map[int64]*ir.Value{}
 
@@ -368,17 +379,35 @@ func (l *funcLowering) rewrite() {
 		l.argExtents(a)
 	}
 
+	// the index_copy ops whose source's kernel stores into the destination
+	done := map[*ir.Operation]bool{}
 	for _, op := range old.Body().Ops() {
 		if ic, ok := graph.AsIndexCopy(op); ok {
-			l.indexCopy(ic)
+			if !done[op] {
+				l.indexCopy(ic)
+			}
 			continue
 		}
 		if op.Name() != graph.OpFused {
 			continue
 		}
-		var results []*ir.Value
+		var results, extra []*ir.Value
 		resExt := l.resultExtents(op)
 		for i, r := range op.Results() {
+			if ic, ok := l.scatterInto(op, r); ok {
+				// r is only the source of ic: its kernel writes it into ic's
+				// destination at ic's indices, and r has no buffer of its own
+				buf, indices := l.buffer(op, ic.Dst()), l.buffer(op, ic.Indices())
+				l.checkIndexCopy(ic, indices, resExt[i])
+				l.scatters[buf] = scatterOut{axis: must(graph.IndexCopyAxis(ic.Operation)), indices: indices}
+				done[ic.Operation] = true
+				if !slices.Contains(extra, indices) {
+					extra = append(extra, indices)
+				}
+				l.buffers[r] = buf
+				results = append(results, buf)
+				continue
+			}
 			buf, ok := outputOf[r]
 			if ok {
 				l.extents[buf] = resExt[i]
@@ -392,7 +421,7 @@ func (l *funcLowering) rewrite() {
 		for _, v := range op.Operands() {
 			inputs = append(inputs, l.buffer(op, v))
 		}
-		l.lowerKernel(op, inputs, results)
+		l.lowerKernel(op, append(inputs, extra...), results)
 	}
 	// results that are arguments, or returned more than once, are copies
 	for i, v := range ret.Operands() {
@@ -532,6 +561,11 @@ func (l *funcLowering) launch(loc ir.Location, kind string, inputs, outputs []*i
 	k := must(loop.BuildKernel(mb, loc, name, kind, inTypes, outTypes, func(bb *ir.Builder, args []*ir.Value) error {
 		kb := newKernelBuilder(l.target, loc, bb, args, len(inputs), len(outputs))
 		kb.exact = l.opts.ExactRounding
+		for j, buf := range outputs {
+			if sc, ok := l.scatters[buf]; ok {
+				kb.scatters[args[len(inputs)+j]] = scatterOut{axis: sc.axis, indices: args[slices.Index(inputs, sc.indices)]}
+			}
+		}
 		nameArgs(args, append(slices.Clone(inputs), outputs...))
 		return build(kb)
 	}))
@@ -580,18 +614,81 @@ func (l *funcLowering) indexCopy(ic graph.IndexCopyOp) {
 		panic(lowerError{err})
 	}
 	indices, src, dst := l.buffer(ic.Operation, ic.Indices()), l.buffer(ic.Operation, ic.Source()), l.buffer(ic.Operation, ic.Dst())
-	// as many indices as source slices along the axis
-	n := shapeOf(ic.Source())[axis]
-	ie, se := l.extents[indices][0], l.extents[src][axis]
-	switch {
-	case ie != nil && se != nil:
-		l.require(ie, se, 0, false)
-	case ie != nil:
-		l.require(ie, nil, n, false)
-	case se != nil:
-		l.require(se, nil, shapeOf(ic.Indices())[0], false)
-	}
+	l.checkIndexCopy(ic, indices, l.extents[src])
 	l.launch(ic.Loc, "generic", []*ir.Value{indices, src}, []*ir.Value{dst}, func(k *kernelBuilder) error {
 		return k.indexCopy(axis)
 	})
+}
+
+// checkIndexCopy records what the extents of a graph.index_copy must
+// satisfy for its stores to stay inside the destination: as many indices
+// as source slices along the axis, and the destination's extents in every
+// other dimension (srcExt: the source's run-time extents, nil where
+// static).
+func (l *funcLowering) checkIndexCopy(ic graph.IndexCopyOp, indices *ir.Value, srcExt []*ir.Value) {
+	axis := must(graph.IndexCopyAxis(ic.Operation))
+	src, dst := shapeOf(ic.Source()), shapeOf(ic.Dst())
+	dstExt := l.extents[l.buffer(ic.Operation, ic.Dst())]
+	ext := func(e []*ir.Value, d int) *ir.Value {
+		if d < len(e) {
+			return e[d]
+		}
+		return nil
+	}
+	same := func(a, b *ir.Value, na, nb int64) {
+		switch {
+		case a != nil && b != nil:
+			l.require(a, b, 0, false)
+		case a != nil:
+			l.require(a, nil, nb, false)
+		case b != nil:
+			l.require(b, nil, na, false)
+		}
+	}
+	same(l.extents[indices][0], ext(srcExt, axis), shapeOf(ic.Indices())[0], src[axis])
+	for d := range dst {
+		if d != axis {
+			same(ext(srcExt, d), ext(dstExt, d), src[d], dst[d])
+		}
+	}
+}
+
+// scatterInto reports whether result r of kernel fused can be stored
+// straight into the destination of the graph.index_copy that is its only
+// use: an element-wise or row kernel, or a view that is a kernel of its
+// own, whose result is copied along a leading axis (rows, as a KV-cache
+// update copies positions), with the indices already in a buffer. The kernel then stores each row at its
+// index instead of writing r for a kernel of its own to copy.
+func (l *funcLowering) scatterInto(fused *ir.Operation, r *ir.Value) (graph.IndexCopyOp, bool) {
+	uses := r.Uses()
+	if len(uses) != 1 {
+		return graph.IndexCopyOp{}, false
+	}
+	ic, ok := graph.AsIndexCopy(uses[0].Owner)
+	if !ok || uses[0].Index != 2 {
+		return graph.IndexCopyOp{}, false
+	}
+	axis, err := graph.IndexCopyAxis(ic.Operation)
+	if err != nil || axis == len(shapeOf(r))-1 {
+		return graph.IndexCopyOp{}, false
+	}
+	if _, ok := l.buffers[ic.Indices()]; !ok {
+		return graph.IndexCopyOp{}, false
+	}
+	if _, ok := l.buffers[ic.Dst()]; !ok {
+		return graph.IndexCopyOp{}, false
+	}
+	info, err := passes.ClassifyKernel(fused)
+	if err != nil {
+		return graph.IndexCopyOp{}, false
+	}
+	switch info.Kind {
+	case passes.KernelElementwise, passes.KernelRow,
+		// a view of its own (a projection's heads transposed into the
+		// cache's layout): its loop over the output stores through the
+		// indices too
+		passes.KernelTranspose, passes.KernelReshape, passes.KernelBroadcastTo, passes.KernelSlice:
+		return ic, true
+	}
+	return graph.IndexCopyOp{}, false
 }

@@ -420,6 +420,7 @@ func (s *scope) indices(buf *ir.Value) []*ir.Value {
 				idx[j] = must(loop.BuildRemi(row.b, ev.k.loc, ev.rowIdx[plan.lead[j]], ev.k.dim(buf, j))).Output()
 			}
 		}
+		idx = ev.k.scatterIndex(row.b, buf, idx)
 		ev.rowIndices[buf] = idx
 	}
 	out := append([]*ir.Value(nil), idx...)

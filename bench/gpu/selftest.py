@@ -148,7 +148,8 @@ def check(module, func, make, ref):
 
 def check_kv_update():
     """graph.index_copy: the caches passed in get the new positions (k times
-    c, and v transposed) and keep every other element, bit for bit."""
+    c, and v transposed) and keep every other element, bit for bit; also
+    where the product's kernel stores it into the cache itself."""
     fn = run.load("selftest_generic").kv_update
     kc, vc = rn(1, 8, 64, 128, dtype=bf16), rn(1, 8, 64, 128, dtype=bf16)
     pos = torch.tensor([9, 0, 63], device=DEV)
@@ -166,6 +167,15 @@ def check_kv_update():
         for name, g, w in (("result", got, r), ("k cache", kc, want_k), ("v cache", vc, want_v)):
             if not torch.equal(g, w):
                 bad.append(f"{call}: {name}: {(g != w).sum().item()} elements differ")
+    # the product stored by its own kernel (kv_fused: one launch)
+    fused = run.load("selftest_generic").kv_fused
+    kc2 = rn(1, 8, 64, 128, dtype=bf16)
+    want2 = kc2.clone()
+    want2[:, :, pos] = r
+    for call in ("first call", "second call"):
+        fused(kc2, pos, k, c)
+        if not torch.equal(kc2, want2):
+            bad.append(f"{call}: fused k cache: {(kc2 != want2).sum().item()} elements differ")
     return bad
 
 

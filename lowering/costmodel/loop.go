@@ -171,37 +171,44 @@ func untouched(kop loop.KernelOp, accesses []Access) {
 			a.Bytes /= max(a.Shape[len(a.Shape)-1], 1)
 		}
 	}
-	// a buffer written only at indices loaded from memory (graph.index_copy
-	// into a cache) receives as many bytes as the stored values come from
+	// a buffer written only at positions loaded from memory (graph.index_copy
+	// into a cache) receives one slice per index, not the whole buffer
 	for i := range accesses {
-		if src := scatterSource(entry.Args[i]); src >= 0 && src < len(accesses) {
-			accesses[i].Bytes = min(accesses[i].Bytes, accesses[src].Bytes)
+		if axis, idx := scattered(entry.Args[i]); axis >= 0 && idx < len(accesses) && axis < len(accesses[i].Shape) {
+			a, ix := &accesses[i], accesses[idx]
+			n := ix.Bytes / max(1, ix.Type.(ir.MemRefType).Elem.Kind.ByteSize())
+			a.Bytes = a.Bytes / max(1, a.Shape[axis]) * min(n, a.Shape[axis])
 		}
 	}
 }
 
-// scatterSource returns the argument whose loads every store to buffer
-// arg writes at an index that loop.clamp_index computes, or -1.
-func scatterSource(arg *ir.Value) int {
-	src := -1
+// scattered returns the axis along which every store to buffer arg takes
+// its position from a loop.clamp_index of an index loaded from argument
+// idx (a graph.index_copy's destination), or -1.
+func scattered(arg *ir.Value) (axis, idx int) {
+	axis, idx = -1, -1
 	for _, u := range arg.Users() {
 		st, ok := loop.AsStore(u)
 		if !ok {
-			return -1
+			return -1, -1
 		}
-		clamped := false
-		for _, x := range st.Indices() {
-			if _, c := loop.AsClampIndex(x.DefiningOp()); c {
-				clamped = true
+		found := false
+		for d, x := range st.Indices() {
+			c, ok := loop.AsClampIndex(x.DefiningOp())
+			if !ok {
+				continue
 			}
+			ld, ok := loop.AsLoad(c.Operation.Operand(0).DefiningOp())
+			if !ok || !ld.Memref().IsBlockArg() || axis >= 0 && (d != axis || ld.Memref().ResultIndex() != idx) {
+				return -1, -1
+			}
+			axis, idx, found = d, ld.Memref().ResultIndex(), true
 		}
-		ld, isLoad := loop.AsLoad(st.Value().DefiningOp())
-		if !clamped || !isLoad || !ld.Memref().IsBlockArg() || src >= 0 && ld.Memref().ResultIndex() != src {
-			return -1
+		if !found {
+			return -1, -1
 		}
-		src = ld.Memref().ResultIndex()
 	}
-	return src
+	return axis, idx
 }
 
 // gatherLoad reports whether ld reads one element at a column that

@@ -34,7 +34,7 @@ CONFIGS = {
     "kv_update_k0": {"BLOCK": 1024, "num_warps": 4},
     "kv_update_k1": {"BLOCK": 256, "num_warps": 4},
     "kv_update_k2": {"BLOCK": 256, "num_warps": 4},
-    "kv_update_k3": {"BLOCK": 256, "num_warps": 4},
+    "kv_fused_k0": {"BLOCK": 1024, "num_warps": 4},
 }
 
 # The tuning key of every matmul kernel (tfc --tune, --tune-cache).
@@ -672,35 +672,45 @@ def kv_update_k1(pos, r, kc, pos_d0, r_d2, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def kv_update_k2(v, vt, v_d1, vt_d2, BLOCK: tl.constexpr):
+def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
-    t1 = r % vt_d2
-    t2 = r // vt_d2
+    t1 = r % pos_d0
+    t2 = r // pos_d0
     t3 = t2 % 8
     t4 = t2 // 8
     for c0 in range(0, 128, BLOCK):
         j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
         cmask = j < 128
         t5 = tl.load(v + (((((t4 * v_d1) + t1) * 8) + t3) * 128) + j, mask=cmask)
-        tl.store(vt + (r * 128) + j, t5, mask=cmask)
+        t6 = tl.load(pos + t1)
+        at = tl.maximum(tl.minimum(t6.to(tl.int64), 64 - 1), 0)
+        tl.store(vc + (((t2 * 64) + at) * 128) + j, t5, mask=cmask)
 
 
 @triton.jit
-def kv_update_k3(pos, vt, vc, pos_d0, vt_d2, BLOCK: tl.constexpr):
-    # generic: one program per output row, BLOCK elements at a time
+def kv_fused_k0(k, c, pos, kc, k_d2, c_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
-    r = pid.to(tl.int64)
-    t1 = r % vt_d2
-    t2 = r // vt_d2
-    for c0 in range(0, 128, BLOCK):
-        j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
-        cmask = j < 128
-        t5 = tl.load(pos + t1)
-        at = tl.maximum(tl.minimum(t5.to(tl.int64), 64 - 1), 0)
-        t6 = tl.load(vt + (r * 128) + j, mask=cmask)
-        tl.store(vc + (((t2 * 64) + at) * 128) + j, t6, mask=cmask)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    r = offs // 128
+    i = offs % 128
+    t1 = r // pos_d0
+    t2 = t1 % 8
+    t3 = r % pos_d0
+    k_1 = tl.load(k + (((t2 * k_d2) + t3) * 128) + i, mask=emask)
+    c_1 = tl.load(c + (t3 * 128) + i, mask=emask)
+    t5 = tl.load(pos + t3, mask=emask)
+    at = tl.maximum(tl.minimum(t5.to(tl.int64), 64 - 1), 0)
+    t6 = k_1.to(tl.float32)
+    t7 = c_1.to(tl.float32)
+    t8 = t6 * t7
+    t9 = t8.to(tl.bfloat16)
+    tl.store(kc + (((t2 * 64) + at) * 128) + i, t9, mask=emask)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -1061,13 +1071,31 @@ def kv_update(kc, vc, pos, k, c, v):
     grid = ((8 * k_d2),)
     if grid[0] > 0:
         _launch(kv_update_k1, grid, (pos, r, kc, pos_d0, k_d2), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
-    vt = torch.empty((1, 8, v_d1, 128), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["kv_update_k2"]
-    grid = ((8 * v_d1),)
+    grid = ((8 * pos_d0),)
     if grid[0] > 0:
-        _launch(kv_update_k2, grid, (v, vt, v_d1, v_d1), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
-    cfg = CONFIGS["kv_update_k3"]
-    grid = ((8 * v_d1),)
-    if grid[0] > 0:
-        _launch(kv_update_k3, grid, (pos, vt, vc, pos_d0, v_d1), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+        _launch(kv_update_k2, grid, (v, pos, vc, v_d1, pos_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return r
+
+
+def kv_fused(kc, pos, k, c):
+    """kv_fused(kc: bf16[1, 8, 64, 128], pos: i64[?], k: bf16[1, 8, ?, 128], c: bf16[1, 1, ?, 128]) -> ()"""
+    if isinstance(kc, torch.Tensor) and not kc.is_contiguous():
+        raise ValueError("kv_fused: kc is updated in place (graph.index_copy) and must be contiguous")
+    kc = _tensor("kv_fused", "kc", kc, torch.bfloat16, (1, 8, 64, 128))
+    pos = _tensor("kv_fused", "pos", pos, torch.int64, (None,))
+    k = _tensor("kv_fused", "k", k, torch.bfloat16, (1, 8, None, 128))
+    c = _tensor("kv_fused", "c", c, torch.bfloat16, (1, 1, None, 128))
+    if k.shape[2] != c.shape[2]:
+        raise ValueError("kv_fused: k has %d in dimension 2 but c has %d in dimension 2: two '?' extents that broadcast together must be equal" % (k.shape[2], c.shape[2]))
+    if pos.shape[0] != k.shape[2]:
+        raise ValueError("kv_fused: pos has %d in dimension 0 but k has %d in dimension 2: two '?' extents that broadcast together must be equal" % (pos.shape[0], k.shape[2]))
+    pos_d0 = pos.shape[0]
+    k_d2 = k.shape[2]
+    c_d2 = c.shape[2]
+    cfg = CONFIGS["kv_fused_k0"]
+    total = ((8 * pos_d0) * 128)
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    if grid[0] > 0:
+        _launch(kv_fused_k0, grid, (k, c, pos, kc, k_d2, c_d2, pos_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    return None
