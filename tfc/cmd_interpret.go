@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tensorforge/tensorforge/dialects/graph"
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/parser"
 )
@@ -53,7 +55,7 @@ func (e *execOptions) register(fs *flagSet) {
 			return nil
 		}})
 	fs.boolVar(&e.castInputs, "cast-inputs", "convert inputs of another dtype to the argument's element type (otherwise an error)")
-	fs.stringVar(&e.output, "output", "DIR", "write the results as DIR/result0.npy, DIR/result1.npy, ...")
+	fs.stringVar(&e.output, "output", "DIR", "write the results as DIR/result0.npy, DIR/result1.npy, ... (and each argument updated in place as DIR/updated-NAME.npy)")
 	fs.stringVar(&e.funcName, "func", "NAME", "the function to run (default: the only or first one)")
 	fs.stringVar(&e.seed, "random-inputs", "SEED", "fill the inputs not given with --input from this seed (normal values, '?' extents 16)")
 }
@@ -298,5 +300,49 @@ func interpretCommand(args []string, sio *stdio) int {
 		printDiagnostics(sio.err, sm, ir.AsDiagnostics(err))
 		return exitFailure
 	}
-	return writeResults(e.output, results, sio)
+	if status := writeResults(e.output, results, sio); status != exitOK {
+		return status
+	}
+	// the arguments updated in place (graph.index_copy), as DIR/updated-<name>.npy
+	for i, a := range updatedArgs(m, fn) {
+		if !a {
+			continue
+		}
+		path := filepath.Join(e.output, updatedName(fn.Args()[i]))
+		if elem, _ := ir.ElemOf(fn.Args()[i].Type()); elem.Kind != inputs[i].Elem {
+			// the interpreter updated a converted copy
+			printDiagnostics(sio.err, nil, []*ir.Diagnostic{ir.Errorf(ir.Location{}, "cannot write '%s': argument %%%s is %s and was given as %s, so its update is in a converted copy; pass it as %s",
+				path, fn.Args()[i].Name, elem.Kind, inputs[i].Elem, elem.Kind)})
+			return exitFailure
+		}
+		if err := eval.WriteNpy(path, inputs[i]); err != nil {
+			printDiagnostics(sio.err, nil, []*ir.Diagnostic{ir.Errorf(ir.Location{}, "cannot write '%s': %v", path, err)})
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// updatedArgs reports, per argument of fn, whether fn updates it in place:
+// the destination of a graph.index_copy, or a buffer a kernel writes once
+// lowered.
+func updatedArgs(m ir.Module, fn ir.Func) []bool {
+	if _, lowered := fn.Attr("num_results").(ir.IntAttr); lowered {
+		kernels := map[string]loop.KernelOp{}
+		for o := m.Body().First(); o != nil; o = o.Next() {
+			if k, ok := loop.AsKernel(o); ok {
+				kernels[k.SymName()] = k
+			}
+		}
+		return loop.WrittenInputs(fn, kernels)
+	}
+	out := make([]bool, len(fn.Args()))
+	for i, a := range fn.Args() {
+		for _, u := range a.Users() {
+			if ic, ok := graph.AsIndexCopy(u); ok && ic.Dst() == a {
+				out[i] = true
+			}
+		}
+	}
+	return out
 }

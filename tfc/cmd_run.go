@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,7 +112,8 @@ func removeFlags(fs *flagSet, names ...string) {
 	fs.order = slices.DeleteFunc(fs.order, func(d *flagDef) bool { return slices.Contains(names, d.name) })
 }
 
-// runNative runs the program on the inputs and writes DIR/result<i>.npy.
+// runNative runs the program on the inputs and writes DIR/result<i>.npy
+// (and DIR/updated-<name>.npy for each argument updated in place).
 // Inputs of the arguments' own dtype are passed as their files' regions;
 // others are converted once into a scratch file. Results of a NumPy dtype
 // are written by the program into their .npy files (created here with
@@ -138,6 +140,23 @@ func runNative(p *cpurt.Program, x *execution, outDir string, ntime int) ([]time
 			return nil, err
 		}
 		inShapes[i] = v.shape
+	}
+	// inputs updated in place (graph.index_copy) run on a copy of their
+	// data, written to DIR/updated-<name>.npy afterwards
+	updated := p.UpdatedInputs()
+	for i := range ins {
+		if i >= len(updated) || !updated[i] {
+			continue
+		}
+		raw, err := readRegion(ins[i])
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(scratch, fmt.Sprintf("upd%d.bin", i))
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			return nil, err
+		}
+		ins[i] = cpurt.Region{Path: path, Size: int64(len(raw)), Update: true}
 	}
 	outShapes, err := p.OutputShapes(inShapes)
 	if err != nil {
@@ -181,6 +200,18 @@ func runNative(p *cpurt.Program, x *execution, outDir string, ntime int) ([]time
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range ins {
+		if !r.Update {
+			continue
+		}
+		raw, err := os.ReadFile(r.Path)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeUpdated(outDir, x.fn.Args()[i], raw, insT[i].Elem.Kind, inShapes[i]); err != nil {
+			return nil, err
+		}
+	}
 	for j, t := range outsT {
 		if _, direct := npyDescr(t.Elem.Kind); direct {
 			if err := os.Rename(outs[j].Path, finals[j]); err != nil {
@@ -209,4 +240,50 @@ func nonNegativeIntFlag(name, v string) (int, *ir.Diagnostic) {
 		return 0, ir.Errorf(ir.Location{}, "--%s takes a non-negative integer, not '%s'", name, v)
 	}
 	return n, nil
+}
+
+// readRegion reads the bytes of a file region.
+func readRegion(r cpurt.Region) ([]byte, error) {
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw := make([]byte, r.Size)
+	if _, err := f.ReadAt(raw, r.Offset); err != nil {
+		return nil, fmt.Errorf("cannot read '%s': %v", r.Path, err)
+	}
+	return raw, nil
+}
+
+// writeUpdated writes argument arg after the function updated it in place
+// (raw: its bytes, of element k) as DIR/updated-<name>.npy, float32 for
+// the element types NumPy lacks.
+func writeUpdated(dir string, arg *ir.Value, raw []byte, k ir.ElemKind, shape []int64) error {
+	path := filepath.Join(dir, updatedName(arg))
+	if _, direct := npyDescr(k); !direct {
+		return writeNpyF32(path, raw, k, shape)
+	}
+	off, err := createNpy(path, k, shape)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteAt(raw, off)
+	if cerr := f.Close(); werr != nil || cerr != nil {
+		return fmt.Errorf("cannot write '%s': %v", path, errors.Join(werr, cerr))
+	}
+	return nil
+}
+
+// updatedName is the file an argument updated in place is written to.
+func updatedName(arg *ir.Value) string {
+	name := arg.Name
+	if name == "" {
+		name = fmt.Sprintf("arg%d", arg.ResultIndex())
+	}
+	return "updated-" + name + ".npy"
 }

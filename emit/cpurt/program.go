@@ -49,6 +49,9 @@ type Program struct {
 	fn    ir.Func
 	ins   []ir.MemRefType
 	outs  []ir.MemRefType
+	// updated marks the inputs the function's kernels write in place
+	// (graph.index_copy's destination).
+	updated []bool
 	// Threads, when positive, sets TF_NUM_THREADS for the runs.
 	Threads int
 }
@@ -87,11 +90,18 @@ func CompileWith(m ir.Module, fn string, opts Options) (*Program, error) {
 // program; Func picks the one to run.
 func CompileModule(m ir.Module, opts Options) (*Module, error) {
 	mod := &Module{}
+	kernels := map[string]loop.KernelOp{}
+	for o := m.Body().First(); o != nil; o = o.Next() {
+		if k, ok := loop.AsKernel(o); ok {
+			kernels[k.SymName()] = k
+		}
+	}
 	for i, f := range m.Funcs() {
 		p := &Program{mod: mod, index: i, fn: f}
 		if err := p.readSignature(); err != nil {
 			return nil, err
 		}
+		p.updated = loop.WrittenInputs(f, kernels)
 		mod.funcs = append(mod.funcs, p)
 	}
 	tc := opts.Toolchain
@@ -264,7 +274,15 @@ func (p *Program) run(inputs []*eval.Tensor, runs int) ([]*eval.Tensor, []time.D
 type Region struct {
 	Path         string
 	Offset, Size int64
+	// Update marks an input the program writes in place (UpdatedInputs):
+	// the file region is read and written back, not read alone.
+	Update bool
 }
+
+// UpdatedInputs reports, per input, whether the function's kernels write
+// it in place (graph.index_copy's destination); RunFiles writes such an
+// input's region back when it is marked Update.
+func (p *Program) UpdatedInputs() []bool { return p.updated }
 
 // InputTypes and OutputTypes are the buffer types of the function's
 // arguments.
@@ -321,8 +339,11 @@ func (p *Program) RunFiles(ins []Region, inShapes [][]int64, outs []Region, outS
 	}
 	for i, r := range regions {
 		kind := "in"
-		if i >= len(ins) {
+		switch {
+		case i >= len(ins):
 			kind = "out"
+		case r.Update:
+			kind = "inout"
 		}
 		path, err := filepath.Abs(r.Path)
 		if err != nil {

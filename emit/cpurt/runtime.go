@@ -265,8 +265,10 @@ __attribute__((weak)) uint16_t __gnu_f2h_ieee(float f) {
 //	in 2048 128 /tmp/x/x.npy
 //	out 2048 128 /tmp/x/result0.npy
 //
+// An input the function updates in place (graph.index_copy's
+// destination) is an `inout` line: read, and written back like an output.
 // A region whose offset is a multiple of 64 is mapped (inputs privately,
-// outputs shared, the output file extended to its end), so the kernels
+// outputs and inouts shared, the output file extended to its end), so the kernels
 // read and write the files' pages with no copy; other regions are read
 // into, and written from, an allocated buffer. The first call produces
 // the results; each further one is timed and reported as `time_ns N` on
@@ -296,7 +298,7 @@ static void die(const char *what, const char *path) {
 struct region {
   char *path;
   int64_t size, offset;
-  int fd, out, mapped;
+  int fd, out, in, mapped; /* an "inout" region is both */
   void *map;
   size_t mapLen;
 };
@@ -308,8 +310,8 @@ static void *open_region(struct region *r) {
   struct stat st;
   if (fstat(r->fd, &st) != 0) die("cannot stat", r->path);
   int64_t end = r->offset + r->size;
-  if (r->out && st.st_size < end && ftruncate(r->fd, (off_t)end) != 0) die("cannot extend", r->path);
-  if (!r->out && st.st_size < end) {
+  if (r->out && !r->in && st.st_size < end && ftruncate(r->fd, (off_t)end) != 0) die("cannot extend", r->path);
+  if (r->in && st.st_size < end) {
     fprintf(stderr, "error: '%s' has %lld bytes, %lld expected\n", r->path, (long long)st.st_size, (long long)end);
     exit(2);
   }
@@ -326,7 +328,7 @@ static void *open_region(struct region *r) {
     }
   }
   void *buf = tf_alloc(r->size);
-  if (r->out) {
+  if (!r->in) {
     memset(buf, 0, (size_t)r->size);
   } else {
     int64_t done = 0;
@@ -399,10 +401,11 @@ int main(int argc, char **argv) {
       continue;
     }
     int isIn = strncmp(line, "in ", 3) == 0, isOut = strncmp(line, "out ", 4) == 0;
-    if (!isIn && !isOut) continue;
+    int isInOut = strncmp(line, "inout ", 6) == 0;
+    if (!isIn && !isOut && !isInOut) continue;
     if (nbuf >= capBuf) bufs = grow(bufs, &capBuf, sizeof *bufs);
     if (nbuf >= capReg) regions = grow(regions, &capReg, sizeof *regions);
-    const char *rest = line + (isIn ? 3 : 4);
+    const char *rest = line + (isIn ? 3 : isOut ? 4 : 6);
     if (sscanf(rest, "%lld %lld %n", &v, &o, &off) != 2 || v < 0 || o < 0) {
       fprintf(stderr, "error: bad manifest line '%s'\n", line);
       return 2;
@@ -411,7 +414,8 @@ int main(int argc, char **argv) {
     r->path = strdup(rest + off);
     r->size = v;
     r->offset = o;
-    r->out = isOut;
+    r->out = isOut || isInOut;
+    r->in = isIn || isInOut;
     bufs[nbuf] = open_region(r);
     nbuf++;
   }
