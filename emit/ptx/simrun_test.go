@@ -226,6 +226,17 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 			}
 		}
 	}
+	// the inputs kernels wrote into (graph.index_copy's destination) are
+	// updated in place, as on the device
+	for i, a := range args[:nin] {
+		b := bufs[a]
+		es := int(max(b.elem.ByteSize(), 1))
+		if inputs[i].Elem == b.elem {
+			for j := range inputs[i].Data {
+				inputs[i].Data[j] = decode(mem.slice(b.addr+uint64(j*es), es), b.elem)
+			}
+		}
+	}
 	var out []*geval.Tensor
 	for _, a := range args[nin:] {
 		b := bufs[a]
