@@ -135,6 +135,11 @@ func (s *scope) operandAt(b *ir.Builder, op *ir.Operation, v *ir.Value, idx []*i
 func (s *scope) batchIndex(v *ir.Value, bs []int64, batch []*ir.Value) []*ir.Value {
 	k := s.ev.k
 	buf := s.ev.buffers[v]
+	// a cast prologue (operandAt) has its input's extents
+	for u := v; buf == nil && u.DefiningOp() != nil && u.DefiningOp().Name() == graph.OpCast; {
+		u = u.DefiningOp().Operand(0)
+		buf = s.ev.buffers[u]
+	}
 	off := len(batch) - len(bs)
 	in := make([]*ir.Value, len(bs))
 	for j, e := range bs {
@@ -142,6 +147,9 @@ func (s *scope) batchIndex(v *ir.Value, bs []int64, batch []*ir.Value) []*ir.Val
 		case e == 1:
 			in[j] = k.index(0)
 		case e == ir.Dynamic:
+			if buf == nil {
+				panic(lowerError{ir.Errorf(k.loc, "a matmul operand with a run-time batch extent that is computed in the kernel, not read from a buffer, is not supported yet")})
+			}
 			in[j] = must(loop.BuildRemi(s.b, k.loc, batch[j+off], k.dim(buf, j))).Output()
 		default:
 			in[j] = batch[j+off]

@@ -102,6 +102,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tensorforge/tensorforge/dialects/graph"
 	"github.com/tensorforge/tensorforge/dialects/graph/eval"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
@@ -479,7 +480,7 @@ func (c *checker) taint(f ir.Func, args []*eval.Tensor, opts eval.Options, plain
 			if err != nil {
 				return nil, err
 			}
-			return eval.Run(mf, cloneAll(args), opts)
+			return evalWithUpdates(mf, args, opts)
 		}}
 	}
 	return &taint{
@@ -620,6 +621,26 @@ func (c *checker) checkFunc(f, g ir.Func) {
 	}
 }
 
+// evalWithUpdates evaluates f on copies of args and returns its results followed by
+// the arguments it updates in place (the destinations of its
+// graph.index_copy ops) after the update, so that a pass that changes
+// the update is a mismatch like one that changes a result.
+func evalWithUpdates(f ir.Func, args []*eval.Tensor, opts eval.Options) ([]*eval.Tensor, error) {
+	in := cloneAll(args)
+	outs, err := eval.Run(f, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range f.Args() {
+		for _, u := range a.Users() {
+			if ic, ok := graph.AsIndexCopy(u); ok && ic.Dst() == a && i < len(in) {
+				outs = append(outs, in[i])
+			}
+		}
+	}
+	return outs, nil
+}
+
 // cloneAll copies input tensors, so that no evaluation can disturb the next.
 func cloneAll(ts []*eval.Tensor) []*eval.Tensor {
 	out := make([]*eval.Tensor, len(ts))
@@ -655,12 +676,12 @@ func (l *lazy) at(r, i int) (float64, bool) {
 }
 
 func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
-	before, err := eval.Run(f, cloneAll(set.args), eval.Options{ExactRounding: true})
+	before, err := evalWithUpdates(f, set.args, eval.Options{ExactRounding: true})
 	if err != nil {
 		c.skip("@%s: %s: the original fails in the interpreter: %v", f.SymName(), set.name, err)
 		return
 	}
-	after, err := eval.Run(g, cloneAll(set.args), eval.Options{ExactRounding: true})
+	after, err := evalWithUpdates(g, set.args, eval.Options{ExactRounding: true})
 	if err != nil {
 		c.mismatchFunc(f, set.name, set.args, "the original runs but the transformed function fails: "+err.Error())
 		return
@@ -670,9 +691,9 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 		return
 	}
 	c.rep.Runs++
-	ref := &lazy{run: func() ([]*eval.Tensor, error) { return eval.Run(f, cloneAll(set.args), eval.Options{F64: true}) }}
+	ref := &lazy{run: func() ([]*eval.Tensor, error) { return evalWithUpdates(f, set.args, eval.Options{F64: true}) }}
 	scrubbed := &lazy{run: func() ([]*eval.Tensor, error) {
-		return eval.Run(f, scrubNaN(set.args), eval.Options{F64: true})
+		return evalWithUpdates(f, scrubNaN(set.args), eval.Options{F64: true})
 	}}
 	// where the original overflows in float64, where both programs
 	// overflow in their own precision, and where the original takes a
@@ -689,7 +710,7 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 			if err != nil {
 				return nil, err
 			}
-			return eval.Run(pf, cloneAll(set.args), eval.Options{F64: true})
+			return evalWithUpdates(pf, set.args, eval.Options{F64: true})
 		}})
 	}
 	for r := range before {

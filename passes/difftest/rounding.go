@@ -130,7 +130,7 @@ func (c RoundingChain) Cases() ([]RoundingCase, error) {
 			if err != nil {
 				return nil, err
 			}
-			ref, err := eval.Run(fn, cloneAll(in), eval.Options{F64: true, RoundCasts: true})
+			ref, err := evalWithUpdates(fn, in, eval.Options{F64: true, RoundCasts: true})
 			if err != nil {
 				return nil, err
 			}

@@ -109,8 +109,8 @@ func RandomInputs(fn ir.Func, seed int64, scale float64, dynExtent int64) ([]*Te
 	return out, nil
 }
 
-// gatherBounds finds the arguments of fn that a graph.gather reads as its
-// indices (directly or through graph.fused operands) and returns, for
+// gatherBounds finds the arguments of fn that a graph.gather (or
+// graph.index_copy) reads as its indices (directly or through graph.fused operands) and returns, for
 // each, the smallest extent n of a gathered axis, a `?` counting as dyn:
 // random and extreme inputs give such an argument indices in [0, n), the
 // only ones the reference interpreter accepts.
@@ -130,6 +130,22 @@ func gatherBounds(fn ir.Func, dyn int64) map[int]int64 {
 			case op.Name() == "graph.gather" && u.Index == 1:
 				shape, _, ok := tensorTypeOf(op.Operand(0).Type())
 				a, err := attrInt(op, "axis", -1)
+				if !ok || err != nil {
+					continue
+				}
+				d, err := normAxis(a, len(shape))
+				if err != nil {
+					continue
+				}
+				n := shape[d]
+				if n == ir.Dynamic {
+					n = dyn
+				}
+				note(n)
+			case op.Name() == "graph.index_copy" && u.Index == 1:
+				// positions along the destination's axis
+				shape, _, ok := tensorTypeOf(op.Operand(0).Type())
+				a, err := attrInt(op, "axis", 0)
 				if !ok || err != nil {
 					continue
 				}
