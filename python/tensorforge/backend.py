@@ -45,14 +45,40 @@ def _ensure_meta(gm, example_inputs):
         ShapeProp(gm).propagate(*example_inputs)
 
 
-class CompiledGraph:
-    """The partitioned graph: PyTorch runs its nodes, compiled kernels sit in it as modules."""
+def mutated_inputs(gm):
+    """The indices of gm's placeholders that some node writes in place (a KV-cache
+    ``index_copy_``, compiled or left to PyTorch): ops whose schema marks the
+    argument written."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    index = {ph: i for i, ph in enumerate(placeholders)}
+    out = set()
+    for n in gm.graph.nodes:
+        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
+        if schema is None:
+            continue
+        for j, a in enumerate(schema.arguments):
+            info = a.alias_info
+            if info is None or not info.is_write:
+                continue
+            v = n.args[j] if j < len(n.args) else n.kwargs.get(a.name)
+            if isinstance(v, torch.fx.Node) and v in index:
+                out.add(index[v])
+    return sorted(out)
 
-    def __init__(self, gm, log, kernels, compiler):
+
+class CompiledGraph:
+    """The partitioned graph: PyTorch runs its nodes, compiled kernels sit in it as modules.
+
+    ``mutated_inputs``: the inputs the graph updates in place (see
+    ``mutated_inputs``), which a CUDA-graph runner must copy back when it
+    ran the graph on copies of them."""
+
+    def __init__(self, gm, log, kernels, compiler, mutated=()):
         self.gm = gm
         self.log = log
         self.kernels = kernels  # [Translation]
         self.compiler = compiler
+        self.mutated_inputs = tuple(mutated)
 
     def __call__(self, *args):
         return self.gm(*args)
@@ -75,6 +101,7 @@ def compile_aten(gm, example_inputs, options=None):
     if opts.matmul:
         fxpasses.sink_matmul_views(gm)
         fxpasses.hoist_matmul_views(gm)
+    mutated = mutated_inputs(gm)  # before partitioning hides the updates in regions
     log = partition.FallbackLog()
     fused, names = partition.partition(gm, log, opts.enabled())
     fxpasses.linears_as_calls(fused)
@@ -103,7 +130,7 @@ def compile_aten(gm, example_inputs, options=None):
     fused.recompile()
     if opts.log:
         print(log.format(), file=sys.stderr)
-    compiled = CompiledGraph(fused, log, [tr for _, tr in translations], compiler)
+    compiled = CompiledGraph(fused, log, [tr for _, tr in translations], compiler, mutated)
     compiled_graphs.append(compiled)
     if opts.cudagraphs:
         return cudagraphs.CudaGraphRunner(compiled)

@@ -10,7 +10,9 @@ call, and inputs at new addresses get a graph of their own, never a stale
 read.
 
 Outputs are the graph's own buffers: the next replay overwrites them, as
-with torch.compile's reduce-overhead mode.
+with torch.compile's reduce-overhead mode. An input the graph updates in
+place (a KV cache not marked static) is updated in the graph's copy, and
+copied back into the caller's tensor after each replay.
 """
 
 import warnings
@@ -25,6 +27,9 @@ def _static(t):
 class _Captured:
     def __init__(self, fn, args, pool):
         self.static = [isinstance(a, torch.Tensor) and _static(a) for a in args]
+        mutated = getattr(fn, "mutated_inputs", ())
+        # the copied inputs the graph writes: copied back after each replay
+        self.written = [i for i in mutated if i < len(args) and isinstance(args[i], torch.Tensor) and not self.static[i]]
         self.inputs = [a if (not isinstance(a, torch.Tensor) or s) else a.clone()
                        for a, s in zip(args, self.static)]
         self.ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else None for a in self.inputs]
@@ -61,6 +66,8 @@ class _Captured:
         for i in self.copied:
             inputs[i].copy_(args[i])
         self.graph.replay()
+        for i in self.written:
+            args[i].copy_(inputs[i])
         return self.outputs
 
 
