@@ -20,7 +20,7 @@ import operator
 
 import torch
 
-from .types import FLOATS, DYNAMIC, Unsupported, info_of, tensor_type
+from .types import FLOATS, DYNAMIC, TensorInfo, Unsupported, info_of, tensor_type
 
 aten = torch.ops.aten
 
@@ -527,38 +527,95 @@ class MatMul(Kind):
         return y
 
 
+def _view_chain(node):
+    """The nodes from node down to the tensor it views: full slices (``kc[:, :]``, as
+    ``kc[:, :, pos] = k`` traces in torch 1.x) and aliases; [node] for no view."""
+    chain = [node]
+    while isinstance(node, torch.fx.Node) and node.op == "call_function":
+        if node.target == torch.ops.aten.alias.default:
+            node = node.args[0]
+        elif node.target == torch.ops.aten.slice.Tensor:
+            src = node.args[0]
+            a, b = info_of(src), info_of(node)
+            step = _arg(node, 4, "step", 1)
+            if a is None or b is None or a.shape != b.shape or step != 1 or (_arg(node, 2, "start", 0) or 0) != 0:
+                break
+            node = src
+        else:
+            break
+        chain.append(node)
+    return chain
+
+
+def _whole_view_of_input(node):
+    """The graph input node is, or a view of all of it (``_view_chain``), else None."""
+    root = _view_chain(node)[-1]
+    return root if isinstance(root, torch.fx.Node) and root.op == "placeholder" else None
+
+
 class IndexCopy(Kind):
-    """``index_copy_(cache, dim, index, source)``, as ``reinplace_input_updates``
-    leaves a KV-cache update: ``graph.index_copy``, which writes the source's
+    """``index_copy_(cache, dim, index, source)``, and ``index_put_(cache, [None,
+    ..., index], source)`` with one index tensor (``cache[:, :, pos] = k``), as
+    ``reinplace_input_updates`` leaves a KV-cache update: ``graph.index_copy``, which writes the source's
     slices into the cache argument in place (only those slices: a decode step
     writes one position, not the whole cache). The cache must be an input of
     the compiled graph, contiguous, and read by nothing else (later readers
     read this node, which is the cache after the update)."""
 
+    def _parts(self, decl, node):
+        """(destination, dim, index, source) of the node."""
+        if decl.params.get("put"):
+            # index_put_(cache, [None, ..., pos], values): one index tensor, at dim
+            idx = _arg(node, 1, "indices")
+            if not isinstance(idx, (list, tuple)) or sum(i is not None for i in idx) != 1:
+                raise Unsupported("index_put with other than one index tensor")
+            dim = next(d for d, i in enumerate(idx) if i is not None)
+            if _arg(node, 3, "accumulate", False):
+                raise Unsupported("index_put with accumulate=True (a scatter-add)")
+            return node.args[0], dim, idx[dim], _arg(node, 2, "values")
+        return node.args[0], _arg(node, 1, "dim"), _arg(node, 2, "index"), _arg(node, 3, "source")
+
     def check(self, decl, node):
-        base, index, src = node.args[0], _arg(node, 2, "index"), _arg(node, 3, "source")
+        base, dim, index, src = self._parts(decl, node)
         for a, what in ((base, "the destination"), (index, "the index"), (src, "the source")):
             _need_tensor(node, a, what)
-        if base.op != "placeholder":
-            raise Unsupported("the destination is not an input of the graph (only inputs are updated in place)")
-        if len(base.users) != 1:
+        root = _whole_view_of_input(base)
+        if root is None:
+            raise Unsupported("the destination is not an input of the graph, or a view of all of one "
+                              "(only inputs are updated in place)")
+        if len(base.users) != 1 or any(len(n.users) != 1 for n in _view_chain(base)):
             raise Unsupported("the destination is read by other nodes than this update")
         bi, ii, si = info_of(base), info_of(index), info_of(src)
         if ii.rank != 1 or ii.dtype not in (torch.int32, torch.int64):
             raise Unsupported("the index is not a 1-D tensor of int32 or int64")
-        if si.dtype != bi.dtype or si.rank != bi.rank:
-            raise Unsupported("the source has another dtype or rank than the destination")
-        if not isinstance(_arg(node, 1, "dim"), int):
+        if si.dtype != bi.dtype or si.rank > bi.rank:
+            raise Unsupported("the source has another dtype, or a higher rank, than the destination")
+        if not isinstance(dim, int):
             raise Unsupported("the dimension is not a constant")
+        if tuple(self._full(bi, dim, ii)) != (1,) * (bi.rank - si.rank) + tuple(si.shape):
+            raise Unsupported("the source's shape is not the destination's with the index's extent along the "
+                              "dimension (leading extents of 1 may be left out)")
         v = base.meta.get("val")
         if isinstance(v, torch.Tensor) and not v.is_contiguous():
             raise Unsupported("the destination is not contiguous")
 
+    @staticmethod
+    def _full(bi, dim, ii):
+        """The source's shape the update writes: the destination's, with the index's extent at dim."""
+        full = list(bi.shape)
+        full[dim + bi.rank if dim < 0 else dim] = ii.shape[0]
+        return full
+
     def emit(self, decl, fn, node):
-        base, index, src = node.args[0], _arg(node, 2, "index"), _arg(node, 3, "source")
-        bi = info_of(base)
-        dim = _norm_axes([_arg(node, 1, "dim")], bi.rank)[0]
-        return fn.update("graph.index_copy", [fn.value(base), fn.value(index), fn.value(src, bi.dtype)], {"axis": dim})
+        base, dim, index, src = self._parts(decl, node)
+        bi, si = info_of(base), info_of(src)
+        full = TensorInfo(self._full(bi, dim, info_of(index)), bi.dtype)
+        dim = _norm_axes([dim], bi.rank)[0]
+        value = fn.value(src, bi.dtype)
+        if si.rank < bi.rank:
+            # index_put's values broadcast from the right: the leading 1s put back
+            value = fn.op("graph.reshape", [value], full, full_sig=True)
+        return fn.update("graph.index_copy", [fn.value(base), fn.value(index), value], {"axis": dim})
 
 
 class Stays(Kind):
@@ -712,7 +769,8 @@ DECLS = [
     OpDecl("aten.sort.default", STAYS, reason="sorting stays in PyTorch"),
     OpDecl("aten.index_copy_.default", IndexCopy()),
     OpDecl("aten.index_copy.default", STAYS, reason="functional scatters stay in PyTorch (an update of a graph input is compiled once reinplace_input_updates has made it index_copy_)"),
-    OpDecl("aten.index_put.default", STAYS, reason="scatters (KV-cache updates) stay in PyTorch"),
+    OpDecl("aten.index_put_.default", IndexCopy(), put=True),
+    OpDecl("aten.index_put.default", STAYS, reason="functional scatters stay in PyTorch (an update of a graph input is compiled once reinplace_input_updates has made it index_put_)"),
     OpDecl("aten.copy_.default", STAYS, reason="in-place copies stay in PyTorch"),
     OpDecl("aten.copy.default", STAYS, reason="copies into existing storage stay in PyTorch"),
     OpDecl("aten.arange.start", STAYS, reason="factory ops stay in PyTorch"),

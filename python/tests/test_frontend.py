@@ -109,6 +109,17 @@ class CacheUpdate(torch.nn.Module):
         return q
 
 
+class CacheUpdatePut(CacheUpdate):
+    """The same update written as assignments to the cache (``index_put_``)."""
+
+    def forward(self, kc, vc, pos, q, k, v, cos, sin):
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * cos + rotate_half(q) * sin
+        kc[:, :, pos] = k * cos + rotate_half(k) * sin
+        vc[:, :, pos] = v.transpose(1, 2)
+        return q
+
+
 class SwiGLU(torch.nn.Module):
     def __init__(self, d, f):
         super().__init__()
@@ -362,37 +373,40 @@ class FrontendTest(unittest.TestCase):
         self.assertLess(err(default), err(exact))
 
     def test_kv_cache_update_in_place(self):
-        # index_copy_ into the caches compiles to graph.index_copy: the
-        # compiled call writes the new positions into the very tensors passed
-        # in (and nothing else of them), bit for bit as eager does
+        # index_copy_ into the caches (or index_put_, as `kc[:, :, pos] = k`
+        # writes it) compiles to graph.index_copy: the compiled call writes
+        # the new positions into the very tensors passed in (and nothing
+        # else of them), bit for bit as eager does
         torch.manual_seed(5)
         for dt in (torch.float32, BF):
             kc, vc = torch.randn(1, 2, 16, 8).to(dt), torch.randn(1, 2, 16, 8).to(dt)
             kc[0, 1, 3, 2] = float("nan")
             ins = (torch.tensor([7, 2, 15]), torch.randn(1, 4, 3, 8).to(dt), torch.randn(1, 2, 3, 8).to(dt),
                    torch.randn(1, 3, 2, 8).to(dt), torch.randn(1, 3, 8).to(dt), torch.randn(1, 3, 8).to(dt))
-            m = CacheUpdate()
-            with torch.no_grad():
-                gm = tensorforge.trace(m, kc.clone(), vc.clone(), *ins)
-                c = tensorforge.compile_aten(gm, (kc.clone(), vc.clone()) + ins, self.opts())
-                ek, ev = kc.clone(), vc.clone()
-                want = m(ek, ev, *ins)
-                gk, gv = kc.clone(), vc.clone()
-                pk, pv = gk.data_ptr(), gv.data_ptr()
-                got = c(gk, gv, *ins)
-            self.assertEqual(c.tir.count("graph.index_copy"), 2, c.tir)
-            # what a CUDA-graph runner copies back when it ran on copies of the caches
-            self.assertEqual(c.mutated_inputs, (0, 1))
-            self.assertEqual((gk.data_ptr(), gv.data_ptr()), (pk, pv))
-            torch.testing.assert_close(gv, ev, atol=0, rtol=0, equal_nan=True)
-            tol = 0 if dt == torch.float32 else 8e-3
-            torch.testing.assert_close(gk, ek, atol=tol * 4, rtol=tol, equal_nan=True)
-            torch.testing.assert_close(got, want, atol=tol * 4, rtol=tol)
-            # the positions not written are untouched, NaN included
-            keep = [i for i in range(16) if i not in (7, 2, 15)]
-            torch.testing.assert_close(gk[:, :, keep], kc[:, :, keep], atol=0, rtol=0, equal_nan=True)
-            ops = {op for _, op, _ in c.log.fallbacks}
-            self.assertNotIn("aten.index_copy_.default", ops, c.log.format())
+            for m in (CacheUpdate(), CacheUpdatePut()):
+                what = "%s %s" % (type(m).__name__, dt)
+                with torch.no_grad():
+                    gm = tensorforge.trace(m, kc.clone(), vc.clone(), *ins)
+                    c = tensorforge.compile_aten(gm, (kc.clone(), vc.clone()) + ins, self.opts())
+                    ek, ev = kc.clone(), vc.clone()
+                    want = m(ek, ev, *ins)
+                    gk, gv = kc.clone(), vc.clone()
+                    pk, pv = gk.data_ptr(), gv.data_ptr()
+                    got = c(gk, gv, *ins)
+                self.assertEqual(c.tir.count("graph.index_copy"), 2, what + "\n" + c.tir + c.log.format())
+                # what a CUDA-graph runner copies back when it ran on copies of the caches
+                self.assertEqual(c.mutated_inputs, (0, 1), what)
+                self.assertEqual((gk.data_ptr(), gv.data_ptr()), (pk, pv), what)
+                torch.testing.assert_close(gv, ev, atol=0, rtol=0, equal_nan=True)
+                tol = 0 if dt == torch.float32 else 8e-3
+                torch.testing.assert_close(gk, ek, atol=tol * 4, rtol=tol, equal_nan=True)
+                torch.testing.assert_close(got, want, atol=tol * 4, rtol=tol)
+                # the positions not written are untouched, NaN included
+                keep = [i for i in range(16) if i not in (7, 2, 15)]
+                torch.testing.assert_close(gk[:, :, keep], kc[:, :, keep], atol=0, rtol=0, equal_nan=True)
+                ops = {op for _, op, _ in c.log.fallbacks}
+                self.assertNotIn("aten.index_copy_.default", ops, c.log.format())
+                self.assertNotIn("aten.index_put_.default", ops, c.log.format())
 
     def test_cache_read_after_update_stays_after_it(self):
         # a functional update (as AOTAutograd writes one) becomes index_copy_;
