@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/dialects/loop"
 	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
 	"github.com/tensorforge/tensorforge/emit/metal"
 	"github.com/tensorforge/tensorforge/ir"
@@ -320,7 +321,8 @@ func diffFunction(t *testing.T, bin string, p *emuProgram, fn ir.Func) {
 			in, err = geval.RandomInputs(fn, int64(set+1), 1, 5)
 		}
 		require.NoError(t, err, what)
-		loopWant, err := leval.Run(p.lowered, fn.SymName(), clone(in))
+		loopIn := clone(in)
+		loopWant, err := leval.Run(p.lowered, fn.SymName(), loopIn)
 		require.NoError(t, err, what)
 		var shapes [][]int64
 		for _, w := range loopWant {
@@ -334,9 +336,19 @@ func diffFunction(t *testing.T, bin string, p *emuProgram, fn ir.Func) {
 		if set == 1 {
 			opts.threads = func(n int64) int64 { return min(n, maxTestThreads)/2 + 1 }
 		}
-		got, err := runFunction(bin, t.TempDir(), p.ns, desc, fl, clone(in), shapes, opts)
+		lf, ok := p.lowered.Lookup(fn.SymName())
+		require.True(t, ok, what)
+		opts.updated = loop.WrittenInputs(lf, kernelsOf(p.lowered))
+		metalIn := clone(in)
+		got, err := runFunction(bin, t.TempDir(), p.ns, desc, fl, metalIn, shapes, opts)
 		require.NoError(t, err, what)
 		require.Len(t, got, len(loopWant), what)
+		// the inputs updated in place (graph.index_copy), as the loop interpreter updates them
+		for i, u := range opts.updated {
+			if u {
+				compare(t, fmt.Sprintf("%s, input %d updated in place vs the loop interpreter", what, i), loopIn[i], loopIn[i], metalIn[i], emuULPs, extreme)
+			}
+		}
 
 		want, err := geval.Run(fn, clone(in), geval.Options{})
 		require.NoError(t, err, what)
@@ -449,4 +461,15 @@ func ulpAt(x float64, k ir.ElemKind) float64 {
 		}
 	}
 	return math.Inf(1)
+}
+
+// kernelsOf maps the loop kernels of m by name.
+func kernelsOf(m ir.Module) map[string]loop.KernelOp {
+	ks := map[string]loop.KernelOp{}
+	for o := m.Body().First(); o != nil; o = o.Next() {
+		if k, ok := loop.AsKernel(o); ok {
+			ks[k.SymName()] = k
+		}
+	}
+	return ks
 }

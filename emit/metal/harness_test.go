@@ -230,6 +230,10 @@ func decode(data []byte, k ir.ElemKind, shape []int64) *geval.Tensor {
 type runOptions struct {
 	// threads, when set, replaces each launch's threads per threadgroup.
 	threads func(described int64) int64
+	// updated marks the inputs the function updates in place
+	// (graph.index_copy's destination): passed as inout buffers and read
+	// back into the input tensors.
+	updated []bool
 }
 
 // runFunction runs the launches of fl, whose kernels are in namespace ns
@@ -285,7 +289,11 @@ func runFunction(bin, dir, ns string, desc *metal.LaunchDescription, fl *metal.F
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&plan, "buffer %s %d in %s\n", a.Name, len(data), path)
+		mode := "in"
+		if i < len(opts.updated) && opts.updated[i] {
+			mode = "inout"
+		}
+		fmt.Fprintf(&plan, "buffer %s %d %s %s\n", a.Name, len(data), mode, path)
 	}
 	kinds := map[string]ir.ElemKind{}
 	for _, a := range outs {
@@ -348,6 +356,15 @@ func runFunction(bin, dir, ns string, desc *metal.LaunchDescription, fl *metal.F
 	}
 	if err := runPlan(bin, planPath); err != nil {
 		return nil, err
+	}
+	for i, a := range ins {
+		if i < len(opts.updated) && opts.updated[i] {
+			data, err := os.ReadFile(filepath.Join(dir, "in_"+a.Name+".bin"))
+			if err != nil {
+				return nil, err
+			}
+			inputs[i].Data = decode(data, inputs[i].Elem, inputs[i].Shape).Data
+		}
 	}
 	var results []*geval.Tensor
 	for _, a := range outs {

@@ -88,13 +88,16 @@ inline int run_plan(int argc, char** argv, const kernel_entry* kernels) {
       b.bytes = std::strtoull(w[2], nullptr, 10);
       b.data = static_cast<unsigned char*>(std::malloc(b.bytes));
       std::memset(b.data, 0xff, b.bytes);
-      if (n == 5 && std::strcmp(w[3], "in") == 0) {
+      /* inout: an input the kernels update in place, written back at the end */
+      const bool inout = n == 5 && std::strcmp(w[3], "inout") == 0;
+      if (n == 5 && (std::strcmp(w[3], "in") == 0 || inout)) {
         FILE* f = std::fopen(w[4], "rb");
         if (!f) fail("cannot read %s", w[4]);
         const size_t got = std::fread(b.data, 1, b.bytes, f);
         const bool more = std::fgetc(f) != EOF;
         std::fclose(f);
         if (got != b.bytes || more) fail("%s does not hold the %zu bytes of buffer %s", w[4], b.bytes, w[1]);
+        if (inout) b.out = w[4];
       } else if (n == 5 && std::strcmp(w[3], "out") == 0) {
         b.out = w[4];
       }
