@@ -554,13 +554,14 @@ def _whole_view_of_input(node):
 
 
 class IndexCopy(Kind):
-    """``index_copy_(cache, dim, index, source)``, and ``index_put_(cache, [None,
-    ..., index], source)`` with one index tensor (``cache[:, :, pos] = k``), as
-    ``reinplace_input_updates`` leaves a KV-cache update: ``graph.index_copy``, which writes the source's
-    slices into the cache argument in place (only those slices: a decode step
-    writes one position, not the whole cache). The cache must be an input of
-    the compiled graph, contiguous, and read by nothing else (later readers
-    read this node, which is the cache after the update)."""
+    """``index_copy_(cache, dim, index, source)``, and ``index_put_(cache,
+    [None, ..., index], source)`` with one index tensor (``cache[:, :, pos] =
+    k``), as ``reinplace_input_updates`` leaves a KV-cache update:
+    ``graph.index_copy``, which writes the source's slices into the cache
+    argument in place (only those slices: a decode step writes one position,
+    not the whole cache). The cache must be an input of the compiled graph
+    (or a view of all of one), contiguous, and read by nothing else (later
+    readers read this node, which is the cache after the update)."""
 
     def _parts(self, decl, node):
         """(destination, dim, index, source) of the node."""
@@ -813,7 +814,7 @@ def support_reason(node, enabled=()):
     if decl is None:
         return "no declaration in the op table for %s" % _key(node.target)
     for a in node.all_input_nodes:
-        if a.op == "call_function" and a.target == torch.ops.aten.index_copy_.default:
+        if a.op == "call_function" and a.target in (torch.ops.aten.index_copy_.default, torch.ops.aten.index_put_.default):
             return ("reads a tensor right after its in-place update: the update's region ends there, "
                     "and what reads the updated tensor runs after it")
     return decl.check(node, enabled)
