@@ -195,11 +195,9 @@ func runDiffMode(t *testing.T, c diffCase, extreme, exactRounding bool) {
 		// the arguments updated in place (graph.index_copy) are compared
 		// after the update, as more results
 		var updated []int
-		for j, a := range fn.Args() {
-			for _, u := range a.Users() {
-				if u.Name() == graph.OpIndexCopy {
-					updated = append(updated, j)
-				}
+		for j, u := range graph.UpdatedArgs(fn) {
+			if u {
+				updated = append(updated, j)
 			}
 		}
 		for i, in := range inputSets {

@@ -328,21 +328,7 @@ func interpretCommand(args []string, sio *stdio) int {
 // lowered.
 func updatedArgs(m ir.Module, fn ir.Func) []bool {
 	if _, lowered := fn.Attr("num_results").(ir.IntAttr); lowered {
-		kernels := map[string]loop.KernelOp{}
-		for o := m.Body().First(); o != nil; o = o.Next() {
-			if k, ok := loop.AsKernel(o); ok {
-				kernels[k.SymName()] = k
-			}
-		}
-		return loop.WrittenInputs(fn, kernels)
+		return loop.WrittenInputs(fn, loop.KernelsOf(m))
 	}
-	out := make([]bool, len(fn.Args()))
-	for i, a := range fn.Args() {
-		for _, u := range a.Users() {
-			if ic, ok := graph.AsIndexCopy(u); ok && ic.Dst() == a {
-				out[i] = true
-			}
-		}
-	}
-	return out
+	return graph.UpdatedArgs(fn)
 }

@@ -179,37 +179,34 @@ def check_kv_update():
     return bad
 
 
+def report(name, test):
+    """Runs test() (its problems, none when it passes) and prints the verdict; 1 if it failed."""
+    try:
+        bad = test()
+    except Exception:
+        print(f"{name:32s} FAILED\n{traceback.format_exc()}", flush=True)
+        return 1
+    print(f"{name:32s} {'ok' if not bad else 'WRONG'}", flush=True)
+    for b in bad:
+        print("    " + b)
+    return int(bool(bad))
+
+
 def main():
     # every test as emitted, then the element-wise ones again with the
-    # 64-bit indexing of flat kernels forced on (WIDE_FROM = 0)
+    # 64-bit indexing of flat kernels forced on (WIDE_FROM = 0), then the
+    # in-place updates
     runs = [(t, "") for t in TESTS] + [(t, " (64-bit)") for t in TESTS if t[0] == "elementwise"]
     failed = 0
     torch.manual_seed(0)
     for (module, func, make, ref), variant in runs:
-        name = f"{module}.{func}{variant}"
         mod = run.load("selftest_" + module)
         if hasattr(mod, "WIDE_FROM"):
             mod.WIDE_FROM = 0 if variant else 2**31
-        try:
-            bad = check(module, func, make, ref)
-            print(f"{name:32s} {'ok' if not bad else 'WRONG'}", flush=True)
-            for b in bad:
-                print("    " + b)
-            failed += bool(bad)
-        except Exception:
-            failed += 1
-            print(f"{name:32s} FAILED\n{traceback.format_exc()}", flush=True)
-    try:
-        bad = check_kv_update()
-        print(f"{'generic.kv_update':32s} {'ok' if not bad else 'WRONG'}", flush=True)
-        for b in bad:
-            print("    " + b)
-        failed += bool(bad)
-    except Exception:
-        failed += 1
-        print(f"{'generic.kv_update':32s} FAILED\n{traceback.format_exc()}", flush=True)
-    runs.append(None)
-    print(f"{len(runs) - failed} of {len(runs)} passed")
+        failed += report(f"{module}.{func}{variant}", lambda: check(module, func, make, ref))
+    failed += report("generic.kv_update", check_kv_update)
+    total = len(runs) + 1
+    print(f"{total - failed} of {total} passed")
     return 1 if failed else 0
 
 

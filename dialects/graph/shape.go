@@ -330,3 +330,17 @@ func IndexCopyAxis(op *ir.Operation) (int, error) {
 	}
 	return int(a), nil
 }
+
+// UpdatedArgs reports, per argument of fn, whether fn updates it in place:
+// the destination of a graph.index_copy.
+func UpdatedArgs(fn ir.Func) []bool {
+	out := make([]bool, len(fn.Args()))
+	for i, a := range fn.Args() {
+		for _, u := range a.Users() {
+			if ic, ok := AsIndexCopy(u); ok && ic.Dst() == a {
+				out[i] = true
+			}
+		}
+	}
+	return out
+}

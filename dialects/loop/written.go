@@ -35,3 +35,14 @@ func WrittenInputs(f ir.Func, kernels map[string]KernelOp) []bool {
 	}
 	return written
 }
+
+// KernelsOf maps the kernels of module m by name, as WrittenInputs takes them.
+func KernelsOf(m ir.Module) map[string]KernelOp {
+	kernels := map[string]KernelOp{}
+	for o := m.Body().First(); o != nil; o = o.Next() {
+		if k, ok := AsKernel(o); ok {
+			kernels[k.SymName()] = k
+		}
+	}
+	return kernels
+}

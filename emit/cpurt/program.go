@@ -90,12 +90,7 @@ func CompileWith(m ir.Module, fn string, opts Options) (*Program, error) {
 // program; Func picks the one to run.
 func CompileModule(m ir.Module, opts Options) (*Module, error) {
 	mod := &Module{}
-	kernels := map[string]loop.KernelOp{}
-	for o := m.Body().First(); o != nil; o = o.Next() {
-		if k, ok := loop.AsKernel(o); ok {
-			kernels[k.SymName()] = k
-		}
-	}
+	kernels := loop.KernelsOf(m)
 	for i, f := range m.Funcs() {
 		p := &Program{mod: mod, index: i, fn: f}
 		if err := p.readSignature(); err != nil {

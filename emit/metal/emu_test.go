@@ -338,7 +338,7 @@ func diffFunction(t *testing.T, bin string, p *emuProgram, fn ir.Func) {
 		}
 		lf, ok := p.lowered.Lookup(fn.SymName())
 		require.True(t, ok, what)
-		opts.updated = loop.WrittenInputs(lf, kernelsOf(p.lowered))
+		opts.updated = loop.WrittenInputs(lf, loop.KernelsOf(p.lowered))
 		metalIn := clone(in)
 		got, err := runFunction(bin, t.TempDir(), p.ns, desc, fl, metalIn, shapes, opts)
 		require.NoError(t, err, what)
@@ -461,15 +461,4 @@ func ulpAt(x float64, k ir.ElemKind) float64 {
 		}
 	}
 	return math.Inf(1)
-}
-
-// kernelsOf maps the loop kernels of m by name.
-func kernelsOf(m ir.Module) map[string]loop.KernelOp {
-	ks := map[string]loop.KernelOp{}
-	for o := m.Body().First(); o != nil; o = o.Next() {
-		if k, ok := loop.AsKernel(o); ok {
-			ks[k.SymName()] = k
-		}
-	}
-	return ks
 }

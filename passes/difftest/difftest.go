@@ -631,11 +631,9 @@ func evalWithUpdates(f ir.Func, args []*eval.Tensor, opts eval.Options) ([]*eval
 	if err != nil {
 		return nil, err
 	}
-	for i, a := range f.Args() {
-		for _, u := range a.Users() {
-			if ic, ok := graph.AsIndexCopy(u); ok && ic.Dst() == a && i < len(in) {
-				outs = append(outs, in[i])
-			}
+	for i, u := range graph.UpdatedArgs(f) {
+		if u && i < len(in) {
+			outs = append(outs, in[i])
 		}
 	}
 	return outs, nil

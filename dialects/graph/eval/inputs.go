@@ -128,36 +128,14 @@ func gatherBounds(fn ir.Func, dyn int64) map[int]int64 {
 			op := u.Owner
 			switch {
 			case op.Name() == "graph.gather" && u.Index == 1:
-				shape, _, ok := tensorTypeOf(op.Operand(0).Type())
-				a, err := attrInt(op, "axis", -1)
-				if !ok || err != nil {
-					continue
+				if n, ok := axisExtent(op, -1, dyn); ok {
+					note(n)
 				}
-				d, err := normAxis(a, len(shape))
-				if err != nil {
-					continue
-				}
-				n := shape[d]
-				if n == ir.Dynamic {
-					n = dyn
-				}
-				note(n)
 			case op.Name() == "graph.index_copy" && u.Index == 1:
 				// positions along the destination's axis
-				shape, _, ok := tensorTypeOf(op.Operand(0).Type())
-				a, err := attrInt(op, "axis", 0)
-				if !ok || err != nil {
-					continue
+				if n, ok := axisExtent(op, 0, dyn); ok {
+					note(n)
 				}
-				d, err := normAxis(a, len(shape))
-				if err != nil {
-					continue
-				}
-				n := shape[d]
-				if n == ir.Dynamic {
-					n = dyn
-				}
-				note(n)
 			case op.Name() == "graph.fused" && op.NumRegions() == 1 && len(op.Region(0).Blocks) == 1:
 				if args := op.Region(0).Entry().Args; u.Index < len(args) {
 					if n, ok := walk(args[u.Index]); ok {
@@ -174,6 +152,24 @@ func gatherBounds(fn ir.Func, dyn int64) map[int]int64 {
 		}
 	}
 	return bounds
+}
+
+// axisExtent is the extent of operand 0 of op along its `axis` attribute
+// (def when absent), a `?` counting as dyn.
+func axisExtent(op *ir.Operation, def int64, dyn int64) (int64, bool) {
+	shape, _, ok := tensorTypeOf(op.Operand(0).Type())
+	a, err := attrInt(op, "axis", def)
+	if !ok || err != nil {
+		return 0, false
+	}
+	d, err := normAxis(a, len(shape))
+	if err != nil {
+		return 0, false
+	}
+	if shape[d] == ir.Dynamic {
+		return dyn, true
+	}
+	return shape[d], true
 }
 
 // gatherIndexValues are the indices ExtremeInputs plants in an argument
