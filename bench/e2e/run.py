@@ -296,8 +296,18 @@ def greedy_decode(args, out, results):
     cfg._attn_implementation = "sdpa"
     ids = None
 
-    def generate(fwd, n=64):
-        cache = tr.DynamicCache()
+    def new_cache(kind):
+        if kind == "dynamic":
+            return tr.DynamicCache()
+        # transformers' StaticCache: buffers of max_cache_len tokens at fixed
+        # addresses, updated in place with index_copy_ at cache_position
+        try:
+            return tr.StaticCache(config=cfg, max_cache_len=96)
+        except TypeError:
+            return tr.StaticCache(config=cfg, max_batch_size=1, max_cache_len=96, device=DEV, dtype=dtype)
+
+    def generate(fwd, kind, n=64):
+        cache = new_cache(kind)
         toks, cur = [], ids
         pos = 0
         for _ in range(n):
@@ -308,13 +318,13 @@ def greedy_decode(args, out, results):
             toks.append(cur.item())
         return toks
 
-    for dtype in (torch.float32, BF):
+    for kind, dtype in (("dynamic", torch.float32), ("dynamic", BF), ("static", torch.float32), ("static", BF)):
         torch.manual_seed(0)
         model = tr.LlamaForCausalLM(cfg).to(DEV, dtype).eval()
         ids = torch.randint(0, cfg.vocab_size, (1, 16), device=DEV, generator=torch.Generator(device=DEV).manual_seed(3))
         row = {}
         with torch.no_grad():
-            want = generate(model.forward)
+            want = generate(model.forward, kind)
             backends = [("tensorforge", dict(backend="tensorforge", options=dict(target="h200")))]
             if dtype == BF:
                 backends.append(("inductor", dict()))
@@ -322,7 +332,7 @@ def greedy_decode(args, out, results):
                 torch._dynamo.reset()
                 tfbackend.compiled_graphs.clear()
                 try:
-                    got = generate(torch.compile(model.forward, **kw))
+                    got = generate(torch.compile(model.forward, **kw), kind)
                 except Exception as e:  # noqa: BLE001
                     row[bname] = dict(error="%s: %s" % (type(e).__name__, e))
                     traceback.print_exc()
@@ -333,11 +343,11 @@ def greedy_decode(args, out, results):
                 if bname == "tensorforge":
                     row[bname]["graphs_compiled"] = len(tfbackend.compiled_graphs)
                     row[bname]["tfc_calls"] = sum(g.compiler.tfc_calls for g in list(tfbackend.compiled_graphs)[:1])
-                print("greedy decode %s %s: %d/%d tokens equal to eager, first difference at %s, %s" % (
-                    str(dtype), bname, same, len(want), row[bname]["first_diff"],
+                print("greedy decode %s cache %s %s: %d/%d tokens equal to eager, first difference at %s, %s" % (
+                    kind, str(dtype), bname, same, len(want), row[bname]["first_diff"],
                     "%d graphs compiled" % len(tfbackend.compiled_graphs) if bname == "tensorforge" else ""),
                     flush=True)
-        results["greedy 2-layer llama %s" % str(dtype).replace("torch.", "")] = row
+        results["greedy 2-layer llama %s %s cache" % (str(dtype).replace("torch.", ""), kind)] = row
         del model
         torch.cuda.empty_cache()
 

@@ -449,15 +449,32 @@ class Cat(Kind):
         dim = _norm_axes([_arg(node, 1, "dim", 0)], out.rank)[0]
         if out.shape[dim] is DYNAMIC:
             raise Unsupported("joins along a dimension of run-time extent")
+        for t in ts:
+            inf = info_of(t)
+            if inf.rank != out.rank and not _legacy_empty(inf):
+                raise Unsupported("an operand of rank %d joined into rank %d" % (inf.rank, out.rank))
+        if not _cat_parts(ts, out.rank, dim):
+            raise Unsupported("every operand is empty")
 
     def emit(self, decl, fn, node):
         out = _out(node)
         dim = _norm_axes([_arg(node, 1, "dim", 0)], out.rank)[0]
-        parts = [t for t in node.args[0] if info_of(t).shape[dim] != 0]
+        parts = _cat_parts(node.args[0], out.rank, dim)
         vals = [fn.value(t, out.dtype) for t in parts]
         if len(vals) == 1:
             return vals[0]
         return fn.op("graph.concat", vals, out, {"axis": dim}, node=node)
+
+
+def _legacy_empty(inf):
+    """A 1-D tensor of no elements, which torch.cat skips whatever the other ranks
+    (transformers' DynamicCache starts its layers with one)."""
+    return inf.rank == 1 and inf.shape[0] == 0
+
+
+def _cat_parts(ts, rank, dim):
+    """The operands of a cat that contribute elements."""
+    return [t for t in ts if not _legacy_empty(info_of(t)) and info_of(t).shape[dim] != 0]
 
 
 class Roll(Kind):

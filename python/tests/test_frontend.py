@@ -335,6 +335,19 @@ class FrontendTest(unittest.TestCase):
         self.assertIn(torch.ops.aten.cat.default, in_region, log.format())
         self.assertIn(torch.ops.aten.slice.Tensor, in_region, log.format())
 
+    def test_cat_skips_a_legacy_empty_operand(self):
+        # transformers' DynamicCache starts each layer with torch.tensor([]) and
+        # concatenates the first keys to it along the tokens: torch.cat skips a
+        # 1-D empty operand whatever the rank of the others
+        class FirstKeys(torch.nn.Module):
+            def forward(self, k):
+                empty = torch.zeros(0, dtype=k.dtype)
+                return torch.cat((empty, k * 2.0), dim=-2) + 1.0
+
+        ins = (torch.randn(1, 2, 5, 8),)
+        compiled = self.run_case(FirstKeys(), ins, atol=0, rtol=0, regions=1)
+        self.assertNotIn("graph.concat", compiled.tir)
+
     def test_interleaved_pairs_slice_with_a_step(self):
         # GPT-J's and Meta's rotary embeddings take the pairs as x[..., ::2] and x[..., 1::2]
         class EveryTwo(torch.nn.Module):
