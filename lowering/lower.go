@@ -37,7 +37,9 @@ func init() {
 		Name: "lower-to-loops", Title: "LowerToLoops",
 		Summary: "lower graph.fused kernels (and every op left alone) to loop.kernel + loop.launch over dram buffers",
 		Options: []ir.PassOption{{Name: "exact-rounding", Kind: ir.OptBool, Default: "false",
-			Help: "round every op's f16/bf16/f8 result to its type, as op-by-op evaluation does (default: keep values between fused ops in f32; also set by tfc --exact-rounding)"}},
+			Help: "round every op's f16/bf16/f8 result to its type, as op-by-op evaluation does (default: keep values between fused ops in f32; also set by tfc --exact-rounding)"},
+			{Name: "horizontal", Kind: ir.OptBool, Default: "true",
+				Help: "launch sibling element-wise kernels that read the same buffers and are independent (q's and k's rotary embeddings) as one kernel of several parts"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
 				var t *target.Target
@@ -49,6 +51,9 @@ func init() {
 				}
 				if opts.IsSet("exact-rounding") {
 					o.ExactRounding = opts.Bool("exact-rounding")
+				}
+				if opts.IsSet("horizontal") {
+					o.NoHorizontal = !opts.Bool("horizontal")
 				}
 				return LowerToLoopsWith(m, t, o)
 			}), nil
@@ -63,6 +68,9 @@ type Options struct {
 	// bit. By default an f16, bf16 or f8 value computed in f32 stays f32
 	// until it is written to memory or cast explicitly (graph.cast).
 	ExactRounding bool
+	// NoHorizontal keeps every kernel a launch of its own (by default,
+	// sibling kernels are launched as one, siblings.go).
+	NoHorizontal bool
 	// Remarks, when set, receives lowering's remarks (fusion: the split of
 	// long rows).
 	Remarks *ir.PassContext
@@ -433,6 +441,7 @@ func (l *funcLowering) rewrite() {
 		l.copyKernel(ret, src, outs[i])
 	}
 	l.fb.Insert(ir.NewOperation(ir.ReturnOpName, old.Loc, nil, nil, nil, 0))
+	l.mergeSiblings()
 	if len(l.checks) > 0 {
 		nf.SetAttr(loop.ExtentChecksAttr, loop.ExtentChecksValue(l.checks))
 	}

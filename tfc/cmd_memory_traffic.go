@@ -149,12 +149,25 @@ func writeTrafficSection(w io.Writer, title string, p ir.Pipeline, ks []costmode
 // withoutFusion is p without `fuse`: the same program with every primitive
 // op a kernel of its own. fuse decomposes composite ops before it groups
 // them, and lower-to-loops needs them decomposed, so a `decompose` takes
-// the place of the first fuse unless one runs before it.
+// the place of the first fuse unless one runs before it; lower-to-loops
+// launches each kernel on its own (horizontal=false).
 func withoutFusion(p ir.Pipeline) ir.Pipeline {
 	var out ir.Pipeline
 	decomposed := false
 	for _, e := range p {
 		switch e.Info.Name {
+		case "lower-to-loops":
+			if !e.Options.IsSet("horizontal") {
+				opts := strings.TrimSuffix(e.Options.Spec(), "}")
+				if opts == "" {
+					opts = "{horizontal=false}"
+				} else {
+					opts += " horizontal=false}"
+				}
+				if apart, err := ir.NewPipelineEntry(e.Info.Name, opts); err == nil {
+					e = apart
+				}
+			}
 		case "decompose":
 			decomposed = true
 		case "fuse":

@@ -43,7 +43,7 @@ func TestMemoryTrafficLlamaChain(t *testing.T) {
 			assert.Contains(t, out, "\nafter fusion: 1 kernel, pipeline '"+pipelineO2+"'\n")
 			// op by op: the decomposed rmsnorm (12 kernels in all), each
 			// through DRAM; the figure is worked out in the cost model's tests
-			assert.Contains(t, out, "\nbefore fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops,sram-alloc'\n")
+			assert.Contains(t, out, "\nbefore fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops{horizontal=false},sram-alloc'\n")
 			assert.Equal(t, 50*S*D+32*S+10*D, before)
 		})
 	}
@@ -54,7 +54,7 @@ func TestMemoryTrafficLlamaChainTable(t *testing.T) {
 	require.Equal(t, exitOK, status, errOut)
 	assert.Equal(t, `DRAM traffic of y = silu(rmsnorm(x, w)) * z on cpu, x and z: 4096x8192xbf16, w: 8192xbf16
 
-before fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops,sram-alloc'
+before fusion: 12 kernels, pipeline 'canonicalize,cse,legalize-numerics,decompose,canonicalize,cse,dce,lower-to-loops{horizontal=false},sram-alloc'
 kernel            kind             read B  written B     total B  ops
 rms_silu_mul_k0   elementwise    67108864  134217728   201326592  cast
 rms_silu_mul_k1   elementwise   134217728  134217728   268435456  mul
@@ -131,7 +131,7 @@ func TestMemoryTrafficFile(t *testing.T) {
 	assert.Equal(t, `DRAM traffic of <stdin> on cpu
 every '?' extent is taken as 1000 (--dynamic-extent=N)
 
-before fusion: 2 kernels, pipeline 'decompose,lower-to-loops'
+before fusion: 2 kernels, pipeline 'decompose,lower-to-loops{horizontal=false}'
 kernel  kind          read B  written B  total B  ops
 f_k0    elementwise  1024000    1024000  2048000  exp
 f_k1    elementwise  2048000    1024000  3072000  add
@@ -219,8 +219,10 @@ func TestMemoryTrafficReportFile(t *testing.T) {
 
 func TestWithoutFusion(t *testing.T) {
 	for in, want := range map[string]string{
-		"canonicalize,fuse,lower-to-loops":                    "canonicalize,decompose,lower-to-loops",
-		"legalize-numerics,decompose,fuse,cse,lower-to-loops": "legalize-numerics,decompose,cse,lower-to-loops",
+		"canonicalize,fuse,lower-to-loops":                    "canonicalize,decompose,lower-to-loops{horizontal=false}",
+		"legalize-numerics,decompose,fuse,cse,lower-to-loops": "legalize-numerics,decompose,cse,lower-to-loops{horizontal=false}",
+		"fuse,lower-to-loops{exact-rounding=true}":            "decompose,lower-to-loops{exact-rounding=true horizontal=false}",
+		"fuse,lower-to-loops{horizontal=true}":                "decompose,lower-to-loops{horizontal=true}",
 		"fuse{max-ops=8},fuse":                                "decompose",
 		"cse":                                                 "cse",
 	} {

@@ -12,7 +12,7 @@ type optLevel struct {
 // optLevels is the one table of named pipelines; `tfc passes` prints it.
 // A level lists only passes that exist: the pipeline grows as passes do.
 var optLevels = []optLevel{
-	{flag: "O0", pipeline: "legalize-numerics,decompose,lower-to-loops,sram-alloc", summary: "legalise and lower without fusion"},
+	{flag: "O0", pipeline: "legalize-numerics,decompose,lower-to-loops{horizontal=false},sram-alloc", summary: "legalise and lower without fusion"},
 	{flag: "O2", pipeline: "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc", summary: "the full default pipeline"},
 }
 

@@ -53,7 +53,7 @@ import (
 // The pipelines of -O2 and -O0 (tfc's pipelines.go).
 const (
 	pipelineO2 = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc"
-	pipelineO0 = "legalize-numerics,decompose,lower-to-loops,sram-alloc"
+	pipelineO0 = "legalize-numerics,decompose,lower-to-loops{horizontal=false},sram-alloc"
 )
 
 // chain is one benchmarked program.

@@ -152,7 +152,7 @@ func TestVerifierErrors(t *testing.T) {
 		{`    %three = loop.const {value = 3} : i32
     loop.parallel`, `    %three = loop.const {value = 3} : i32
     loop.store %half, %s, %c0 : (f32, memref<?xf32, dram>, index) -> ()
-    loop.parallel`, "'loop.store' op must be inside the 'loop.parallel' of the kernel"},
+    loop.parallel`, "'loop.store' op must be inside a 'loop.parallel' of the kernel"},
 		{`      loop.for %c0, %c64, %c8 {dist = "threads"} {`, `      loop.parallel %c0, %c64, %c8 {dist = "grid"} {`,
 			"'loop.parallel' op expects parent op 'loop.kernel'"},
 		{`%k = loop.cast %three : (i32) -> f32`, `%k = loop.cast %three : (i32) -> f32
@@ -217,5 +217,5 @@ func TestBuilders(t *testing.T) {
 	require.Equal(t, n, m.Body().Len())
 	// a kernel without a grid does not verify
 	_, err = loop.BuildKernel(b, ir.Location{}, "empty", "row", nil, nil, func(*ir.Builder, []*ir.Value) error { return nil })
-	require.ErrorContains(t, err, "expects exactly one 'loop.parallel' in its body (the launch grid), but found 0")
+	require.ErrorContains(t, err, "expects a 'loop.parallel' in its body (the launch grid), but found none")
 }

@@ -85,14 +85,15 @@ func DynamicExtents(buffers []ir.Type) int {
 
 // verifyKernel: a module-level op whose block takes num_inputs +
 // num_outputs dram buffers, then one index per `?` of theirs; the body
-// computes constants and indices, runs one loop.parallel (the grid) and
-// ends in loop.return.
+// computes constants and indices, runs one loop.parallel (the grid), or
+// several independent ones (its parts, parts.go), and ends in loop.return.
 //
 //	expects parent op 'builtin.module'
 //	block argument #1 must be a memref in dram, but got 'memref<8xf32, sram>'
 //	expects 2 index arguments (one per dynamic extent of its buffers), but found 1
-//	expects exactly one 'loop.parallel' in its body (the launch grid), but found 0
-//	'loop.store' must be inside the 'loop.parallel' of the kernel
+//	expects a 'loop.parallel' in its body (the launch grid), but found none
+//	'loop.store' must be inside a 'loop.parallel' of the kernel
+//	its parts #0 and #1 both access '%y', which part #0 writes; parts must be independent
 func verifyKernel(op *ir.Operation) error {
 	k := KernelOp{op}
 	if p := op.ParentOp(); p != nil && p.Name() != ir.ModuleOpName {
@@ -132,20 +133,20 @@ func verifyKernel(op *ir.Operation) error {
 	if _, ok := AsReturn(body.Last()); !ok {
 		return ir.OpError(op, "expects the body to end with '%s'", OpReturn)
 	}
-	grids := 0
+	var grids []*ir.Operation
 	for o := body.First(); o != nil; o = o.Next() {
 		switch {
 		case o.Name() == OpParallel:
-			grids++
+			grids = append(grids, o)
 		case o.Name() == OpReturn || o.HasTrait(ir.Pure):
 		default:
-			return ir.OpError(o, "must be inside the '%s' of the kernel", OpParallel)
+			return ir.OpError(o, "must be inside a '%s' of the kernel", OpParallel)
 		}
 	}
-	if grids != 1 {
-		return ir.OpError(op, "expects exactly one '%s' in its body (the launch grid), but found %d", OpParallel, grids)
+	if len(grids) == 0 {
+		return ir.OpError(op, "expects a '%s' in its body (the launch grid), but found none", OpParallel)
 	}
-	return nil
+	return verifyParts(op, grids)
 }
 
 // LookupKernel returns the loop.kernel called name in the module holding

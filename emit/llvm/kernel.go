@@ -136,18 +136,15 @@ func (me *moduleEmitter) declareKernel(k loop.KernelOp) error {
 func (me *moduleEmitter) defineKernel(k loop.KernelOp) error {
 	kn := me.kernels[k.SymName()]
 	body := k.Body().Entry()
-	var grid loop.ParallelOp
-	found := false
-	for op := body.First(); op != nil; op = op.Next() {
-		if p, ok := loop.AsParallel(op); ok {
-			grid, found = p, true
-		}
-	}
-	if !found {
+	parts := loop.Parts(k)
+	if len(parts) == 0 {
 		return ir.OpError(k.Operation, "has no 'loop.parallel' launch grid")
 	}
 
-	// The row-range body.
+	// The row-range body. A kernel of several parts runs the iterations
+	// [row_begin, row_end) of their grids one after the other: part p
+	// those of [row_begin - off_p, row_end - off_p) within its own count
+	// n_p, off_p the counts of the parts before it.
 	nbuf := int(k.NumInputs() + k.NumOutputs())
 	fe := newFnEmitter(me, kn.fn)
 	if s, ok := k.SramBytes(); ok {
@@ -156,7 +153,7 @@ func (me *moduleEmitter) defineKernel(k loop.KernelOp) error {
 	if err := fe.bindArgs(body.Args, kn.fn.Params, nbuf); err != nil {
 		return ir.OpError(k.Operation, "%v", err)
 	}
-	if err := fe.prologue(body, grid.Operation); err != nil {
+	if err := fe.prologue(body); err != nil {
 		return err
 	}
 	begin, end := kn.fn.Params[len(kn.fn.Params)-2], kn.fn.Params[len(kn.fn.Params)-1]
@@ -164,34 +161,49 @@ func (me *moduleEmitter) defineKernel(k loop.KernelOp) error {
 		if err := fe.emitMatMulGrid(p, begin, end); err != nil {
 			return err
 		}
-	} else if err := fe.emitGrid(grid, begin, end); err != nil {
-		return err
+	} else if len(parts) == 1 {
+		if err := fe.emitGrid(parts[0], begin, end); err != nil {
+			return err
+		}
+	} else {
+		var off value.Value = constant.NewInt(types.I64, 0)
+		for _, p := range parts {
+			n, err := fe.gridCount(p)
+			if err != nil {
+				return err
+			}
+			lo := fe.clampRange(fe.cur.NewSub(begin, off), n)
+			hi := fe.clampRange(fe.cur.NewSub(end, off), n)
+			if err := fe.emitGrid(p, lo, hi); err != nil {
+				return err
+			}
+			off = fe.cur.NewAdd(off, n)
+		}
 	}
 	fe.cur.NewRet(nil)
 	fe.finish()
 
-	// The iteration count: ceil((upper - lower) / step), at least 0.
+	// The iteration count: the sum over the parts of ceil((upper - lower) / step), at least 0.
 	ge := newFnEmitter(me, kn.grid)
 	if err := ge.bindArgs(body.Args, kn.grid.Params, nbuf); err != nil {
 		return ir.OpError(k.Operation, "%v", err)
 	}
-	if err := ge.prologue(body, grid.Operation); err != nil {
+	if err := ge.prologue(body); err != nil {
 		return err
 	}
-	lb, ub, step, err := ge.bounds(grid.Operation)
-	if err != nil {
-		return err
+	var total value.Value
+	for _, p := range parts {
+		n, err := ge.gridCount(p)
+		if err != nil {
+			return err
+		}
+		if total == nil {
+			total = n
+		} else {
+			total = ge.cur.NewAdd(total, n)
+		}
 	}
-	b := ge.cur
-	n := ub
-	if !isConstInt(lb, 0) {
-		n = b.NewSub(ub, lb)
-	}
-	if !isConstInt(step, 1) {
-		n = b.NewSDiv(b.NewAdd(n, b.NewSub(step, constant.NewInt(types.I64, 1))), step)
-	}
-	pos := b.NewICmp(enum.IPredSGT, n, constant.NewInt(types.I64, 0))
-	b.NewRet(b.NewSelect(pos, n, constant.NewInt(types.I64, 0)))
+	ge.cur.NewRet(total)
 	ge.finish()
 
 	// The task: unpack the record, call the body.
@@ -208,15 +220,45 @@ func (me *moduleEmitter) defineKernel(k loop.KernelOp) error {
 	return nil
 }
 
-// prologue emits the ops of a kernel body before its grid: constants and
-// index arithmetic (the verifier allows only pure ops there).
-func (fe *fnEmitter) prologue(body *ir.Block, grid *ir.Operation) error {
-	for op := body.First(); op != nil && op != grid; op = op.Next() {
+// prologue emits the ops of a kernel body outside its grids: constants
+// and index arithmetic (the verifier allows only pure ops there).
+func (fe *fnEmitter) prologue(body *ir.Block) error {
+	for op := body.First(); op != nil; op = op.Next() {
+		if op.Name() == loop.OpParallel || op.Name() == loop.OpReturn {
+			continue
+		}
 		if err := fe.emitOp(op); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// gridCount returns the iterations of grid p: ceil((upper - lower) /
+// step), at least 0.
+func (fe *fnEmitter) gridCount(p loop.ParallelOp) (value.Value, error) {
+	lb, ub, step, err := fe.bounds(p.Operation)
+	if err != nil {
+		return nil, err
+	}
+	b := fe.cur
+	n := ub
+	if !isConstInt(lb, 0) {
+		n = b.NewSub(ub, lb)
+	}
+	if !isConstInt(step, 1) {
+		n = b.NewSDiv(b.NewAdd(n, b.NewSub(step, constant.NewInt(types.I64, 1))), step)
+	}
+	pos := b.NewICmp(enum.IPredSGT, n, constant.NewInt(types.I64, 0))
+	return b.NewSelect(pos, n, constant.NewInt(types.I64, 0)), nil
+}
+
+// clampRange returns x clamped to [0, n].
+func (fe *fnEmitter) clampRange(x, n value.Value) value.Value {
+	b := fe.cur
+	zero := constant.NewInt(types.I64, 0)
+	x = b.NewSelect(b.NewICmp(enum.IPredSLT, x, zero), zero, x)
+	return b.NewSelect(b.NewICmp(enum.IPredSGT, x, n), n, x)
 }
 
 // bounds returns the lower bound, upper bound and step of a loop.

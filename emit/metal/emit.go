@@ -70,6 +70,10 @@ func Emit(m ir.Module, opts Options) (prog *Program, err error) {
 	if m.Operation == nil {
 		return nil, fmt.Errorf("no module to emit")
 	}
+	// one dispatch grid per kernel: parts become kernels of their own
+	if err := loop.SplitParts(m, nil); err != nil {
+		return nil, err
+	}
 	t := opts.Target
 	if t == nil {
 		if t, err = target.Lookup("m3-max"); err != nil {

@@ -97,6 +97,10 @@ func Emit(m ir.Module) (files []File, err error) {
 	if graphOp != nil {
 		return nil, ir.OpError(graphOp, "cannot be translated to PTX: the module is not lowered (run lower-to-loops)")
 	}
+	// one launch grid per kernel: parts become kernels of their own
+	if err := loop.SplitParts(m, nil); err != nil {
+		return nil, err
+	}
 	kernels := map[string]loop.KernelOp{}
 	var funcs []ir.Func
 	for op := m.Body().First(); op != nil; op = op.Next() {

@@ -105,16 +105,12 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 	if !ok {
 		return nil, fmt.Errorf("no function %s", fn)
 	}
-	kernels := map[string]loop.KernelOp{}
-	for op := m.Body().First(); op != nil; op = op.Next() {
-		if k, ok := loop.AsKernel(op); ok {
-			kernels[k.SymName()] = k
-		}
-	}
+	// (Emit splits kernels of several parts in m: the kernels are its)
 	files, err := emitted(m)
 	if err != nil {
 		return nil, err
 	}
+	kernels := loop.KernelsOf(m)
 	var text string
 	for _, fl := range files {
 		if fl.Name == identifier(fn)+".ptx" {

@@ -57,8 +57,13 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	if m.Operation == nil {
 		return "", fmt.Errorf("no module to emit")
 	}
+	// kernels of several parts that cannot share a launch here become
+	// kernels of one part each (horizontal.go)
+	if err := loop.SplitParts(m, func(k loop.KernelOp) bool { _, ok := planParts(k); return ok }); err != nil {
+		return "", err
+	}
 	me := &moduleEmitter{names: newNamer(append([]string{"_tensor", "_tensor_checked", "_launch", "_compiled", "_knobs", "_fast_launch", "_fit_rows", "_FILL", "_FITS"}, helperNames...)...), uses: map[string]bool{},
-		kernelNames: map[string]string{}, plans: map[string]*kernelPlan{}, kernelOps: map[string]loop.KernelOp{}}
+		kernelNames: map[string]string{}, plans: map[string]*kernelPlan{}, kernelOps: map[string]loop.KernelOp{}, parts: map[string]*partsPlan{}}
 	var kernels []loop.KernelOp
 	var funcs []ir.Func
 	for op := m.Body().First(); op != nil; op = op.Next() {
@@ -111,16 +116,23 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 			configs = append(configs, fmt.Sprintf("    %q: %s,\n", name, matmulConfigText(len(mp.match.Dots), mp.acc == ir.I32, resultColumns(mp))))
 			continue
 		}
-		p, err := plan(k)
-		if err != nil {
-			return "", err
+		var p *kernelPlan
+		var t string
+		if pp, ok := planParts(k); ok {
+			me.parts[k.SymName()] = pp
+			p = pp.plans[0]
+			if t, err = me.emitParts(k, name, pp); err != nil {
+				return "", err
+			}
+		} else {
+			if p, err = plan(k); err != nil {
+				return "", err
+			}
+			if t, err = newKernelEmitter(k, name, p, me.uses).emit(); err != nil {
+				return "", err
+			}
 		}
 		me.plans[k.SymName()] = p
-		ke := newKernelEmitter(k, name, p, me.uses)
-		t, err := ke.emit()
-		if err != nil {
-			return "", err
-		}
 		kernelTexts = append(kernelTexts, t)
 		var entries []string
 		for _, e := range p.configDict() {
@@ -188,6 +200,8 @@ type moduleEmitter struct {
 	kernelNames map[string]string
 	kernelOps   map[string]loop.KernelOp
 	plans       map[string]*kernelPlan
+	// parts holds the plans of the kernels of several parts.
+	parts map[string]*partsPlan
 	// fitRows is set when a launcher calls _fit_rows.
 	fitRows bool
 }

@@ -2,6 +2,7 @@ package triton
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,6 +70,10 @@ type kernelEmitter struct {
 	w     *pyWriter
 	names *namer
 	uses  map[string]bool // module helpers the kernel calls
+	// part is set for a part of a kernel of several (horizontal.go): the
+	// function takes its program id as the argument pid.
+	part bool
+	pid  string
 
 	params []string
 	// extents gives, per buffer argument, the Python spelling of each
@@ -160,7 +165,11 @@ func (k *kernelEmitter) emit() (string, error) {
 	case p.twoD:
 		consts = append(consts, "ROWS: tl.constexpr")
 	}
-	fmt.Fprintf(&sb, "def %s(%s):\n", k.name, strings.Join(append(append([]string(nil), k.params...), consts...), ", "))
+	params := slices.Clone(k.params)
+	if k.part {
+		params = append(params, k.pid)
+	}
+	fmt.Fprintf(&sb, "def %s(%s):\n", k.name, strings.Join(append(params, consts...), ", "))
 	fmt.Fprintf(&sb, "    # %s\n", k.describe())
 	sb.WriteString(k.w.render(1))
 	return sb.String(), nil
@@ -380,7 +389,11 @@ func (k *kernelEmitter) prologue() error {
 	iv := g.Body().Entry().Args[0]
 	w := k.w
 	pid := k.names.fresh("pid")
-	w.assign(pid, "tl.program_id(0)")
+	if k.part {
+		k.pid = pid
+	} else {
+		w.assign(pid, "tl.program_id(0)")
+	}
 
 	if p.mode == modeFlat {
 		w.open("if WIDE:")

@@ -331,6 +331,9 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 	if p.mm != nil {
 		return l.emitMatMulLaunch(kname, k, p.mm, call)
 	}
+	if pp := l.me.parts[sym]; pp != nil {
+		return l.emitPartsLaunch(kname, pp, operands, call)
+	}
 	g := p.grid
 	host := func(v *ir.Value) (string, error) { return hostExpr(v, hostArgs, k) }
 	ub, err := host(g.Upper())

@@ -57,6 +57,10 @@ type Output struct {
 // located diagnostics ("'tt' backend: kernel 'f_k2' of kind 'generic' is
 // not supported yet"), all of them, in an ir.ErrorList.
 func Emit(m ir.Module, opts Options) (*Output, error) {
+	// one launch grid per kernel: parts become kernels of their own
+	if err := loop.SplitParts(m, nil); err != nil {
+		return nil, err
+	}
 	a, err := archOf(opts.Target)
 	if err != nil {
 		return nil, ir.Errorf(ir.Location{}, "%v", err)

@@ -106,6 +106,9 @@ type Kernel struct {
 	HasFLOPs bool
 	// Level says which IR the kernel was read from.
 	Level Level
+	// Parts is the number of kernels a loop-level kernel launches as one
+	// (loop.Parts: sibling kernels merged by lower-to-loops); 1 otherwise.
+	Parts int
 }
 
 // BytesRead returns the DRAM bytes the kernel reads.
@@ -196,17 +199,31 @@ func shortName(name string) string {
 // FLOPs. It fails when the two do not correspond one to one, function by
 // function.
 func Pair(graphKs, loopKs []Kernel) ([]Kernel, error) {
-	if len(graphKs) != len(loopKs) {
+	want := 0
+	for _, l := range loopKs {
+		want += max(l.Parts, 1)
+	}
+	if len(graphKs) != want {
+		if want != len(loopKs) {
+			return nil, fmt.Errorf("the lowered program has %d kernels (of %d parts), but the graph-level program %d", len(loopKs), want, len(graphKs))
+		}
 		return nil, fmt.Errorf("the lowered program has %d kernels, but the graph-level program %d", len(loopKs), len(graphKs))
 	}
 	out := make([]Kernel, len(loopKs))
-	for i := range loopKs {
-		g, l := &graphKs[i], loopKs[i]
-		if g.Func != l.Func {
-			return nil, fmt.Errorf("kernel %d is in @%s after lowering, but in @%s before", i, l.Func, g.Func)
+	next := 0
+	for i, l := range loopKs {
+		// a kernel of several parts computes what its parts' graph kernels do
+		l.Ops, l.FLOPs, l.HasFLOPs = nil, 0, true
+		for range max(l.Parts, 1) {
+			g := &graphKs[next]
+			next++
+			if g.Func != l.Func {
+				return nil, fmt.Errorf("kernel %d is in @%s after lowering, but in @%s before", i, l.Func, g.Func)
+			}
+			l.Ops = append(l.Ops, g.Ops...)
+			l.FLOPs += g.FLOPs
+			l.HasFLOPs = l.HasFLOPs && g.HasFLOPs
 		}
-		l.Ops = append([]string(nil), g.Ops...)
-		l.FLOPs, l.HasFLOPs = g.FLOPs, g.HasFLOPs
 		out[i] = l
 	}
 	return out, nil

@@ -59,7 +59,7 @@ func launchKernel(l loop.LaunchOp, ev *extentEval) (Kernel, error) {
 	if !ok {
 		return Kernel{}, ir.OpError(l.Operation, "refers to kernel '%s', which is not a '%s' of the module", l.Kernel(), loop.OpKernel)
 	}
-	k := Kernel{Name: kop.SymName(), Kind: kop.Kind(), Loc: kop.Loc, Level: LoopLevel}
+	k := Kernel{Name: kop.SymName(), Kind: kop.Kind(), Loc: kop.Loc, Level: LoopLevel, Parts: max(len(loop.Parts(kop)), 1)}
 	if s, ok := kop.Schedule(); ok {
 		k.Schedule = s
 	}

@@ -264,7 +264,8 @@ func TestGraphAndLoopLevelsAgree(t *testing.T) {
 					opts := Options{DynamicExtent: 3}
 					graphKs, err := GraphKernels(compile(t, src, pre, tg), opts)
 					require.NoError(t, err)
-					loopKs, err := LoopKernels(compile(t, src, pre+",lower-to-loops", tg), opts)
+					// kernel for kernel: each launched on its own
+					loopKs, err := LoopKernels(compile(t, src, pre+",lower-to-loops{horizontal=false}", tg), opts)
 					require.NoError(t, err)
 					assert.Equal(t, trafficOf(graphKs), trafficOf(loopKs))
 					for i := range graphKs {
@@ -279,6 +280,22 @@ func TestGraphAndLoopLevelsAgree(t *testing.T) {
 						assert.Equal(t, graphKs[i].Ops, paired[i].Ops)
 						assert.Equal(t, loopKs[i].Kind, paired[i].Kind)
 					}
+					// siblings launched as one: each of their parts' graph
+					// kernels paired with it, the work the same, and no more
+					// bytes (a buffer two siblings read counts once)
+					merged, err := LoopKernels(compile(t, src, pre+",lower-to-loops", tg), opts)
+					require.NoError(t, err)
+					paired, err = Pair(graphKs, merged)
+					require.NoError(t, err)
+					var gf, mf, gb, mb int64
+					for i := range graphKs {
+						gf, gb = gf+graphKs[i].FLOPs, gb+graphKs[i].Bytes()
+					}
+					for i := range paired {
+						mf, mb = mf+paired[i].FLOPs, mb+paired[i].Bytes()
+					}
+					assert.Equal(t, gf, mf)
+					assert.LessOrEqual(t, mb, gb)
 				})
 			}
 		}

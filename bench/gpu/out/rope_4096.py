@@ -15,14 +15,12 @@ import triton.language as tl
 # and must stay at least the row length.
 CONFIGS = {
     "rope_k0": {"BLOCK": 64, "ROWS": 16, "num_warps": 4},
-    "rope_k1": {"BLOCK": 64, "ROWS": 16, "num_warps": 4},
 }
 
 
 @triton.jit
-def rope_k0(cos, sin, q, qe, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+def rope_k0_p0(cos, sin, q, k, qe, ke, pid, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # elementwise: rows of 128 cut into stretches [0, 64), [64, 128), ROWS rows per program
-    pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < 131072
     cols = tl.arange(0, 64)[None, :]
@@ -61,9 +59,8 @@ def rope_k0(cos, sin, q, qe, BLOCK: tl.constexpr, ROWS: tl.constexpr):
 
 
 @triton.jit
-def rope_k1(cos, sin, k, ke, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+def rope_k0_p1(cos, sin, q, k, qe, ke, pid, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # elementwise: rows of 128 cut into stretches [0, 64), [64, 128), ROWS rows per program
-    pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < 32768
     cols = tl.arange(0, 64)[None, :]
@@ -99,6 +96,16 @@ def rope_k1(cos, sin, k, ke, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     t22 = t18 + t21
     t23 = t22.to(tl.bfloat16)
     tl.store(ke + (((t2 * 4096) + t0) * 128) + cols_1, t23, mask=rmask)
+
+
+@triton.jit
+def rope_k0(cos, sin, q, k, qe, ke, start1, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # 2 parts in one launch: programs [0, start1) run rope_k0_p0, the rest rope_k0_p1
+    pid = tl.program_id(0)
+    if pid < start1:
+        rope_k0_p0(cos, sin, q, k, qe, ke, pid, BLOCK, ROWS)
+    else:
+        rope_k0_p1(cos, sin, q, k, qe, ke, pid - start1, BLOCK, ROWS)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -183,11 +190,11 @@ def rope(q, k, cos, sin):
     sin = _tensor("rope", "sin", sin, torch.bfloat16, (1, 4096, 128))
     dev = q.device
     qe = torch.empty((1, 32, 4096, 128), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["rope_k0"]
-    grid = (triton.cdiv(131072, cfg["ROWS"]),)
-    _launch(rope_k0, grid, (cos, sin, q, qe), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     ke = torch.empty((1, 8, 4096, 128), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["rope_k1"]
-    grid = (triton.cdiv(32768, cfg["ROWS"]),)
-    _launch(rope_k1, grid, (cos, sin, k, ke), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    cfg = CONFIGS["rope_k0"]
+    programs0 = triton.cdiv(131072, cfg["ROWS"])
+    programs1 = triton.cdiv(32768, cfg["ROWS"])
+    grid = (programs0 + programs1,)
+    if grid[0] > 0:
+        _launch(rope_k0, grid, (cos, sin, q, k, qe, ke, programs0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return (qe, ke)

@@ -24,8 +24,8 @@ CONFIGS = {
     "dense_const_k0": {"BLOCK": 256, "num_warps": 4},
     "dense_const_k1": {"BLOCK": 1024, "num_warps": 4},
     "scalars_k0": {"BLOCK": 4096, "num_warps": 4},
-    "twice_k0": {"BLOCK": 1024, "num_warps": 4},
-    "twice_k1": {"BLOCK": 1024, "num_warps": 4},
+    "twice_k0_p0": {"BLOCK": 1024, "num_warps": 4},
+    "twice_k0_p1": {"BLOCK": 1024, "num_warps": 4},
     "mm_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "bmm_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "gateup_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
@@ -293,7 +293,7 @@ def scalars_k0(x, y, z, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def twice_k0(x, result0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def twice_k0_p0(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
@@ -305,7 +305,7 @@ def twice_k0(x, result0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
 
 
 @triton.jit
-def twice_k1(x, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def twice_k0_p1(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
     if WIDE:
@@ -908,15 +908,15 @@ def twice(x):
     x = _tensor("twice", "x", x, torch.float32, (8,))
     dev = x.device
     result0 = torch.empty((8,), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["twice_k0"]
-    total = 8
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
-    _launch(twice_k0, grid, (x, result0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     result1 = torch.empty((8,), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["twice_k1"]
+    cfg = CONFIGS["twice_k0_p0"]
     total = 8
     grid = (triton.cdiv(total, cfg["BLOCK"]),)
-    _launch(twice_k1, grid, (x, result1, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    _launch(twice_k0_p0, grid, (x, result0, result1, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
+    cfg = CONFIGS["twice_k0_p1"]
+    total = 8
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    _launch(twice_k0_p1, grid, (x, result0, result1, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (result0, result1)
 
 

@@ -98,8 +98,8 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rope.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("rope_k0", 256, 0),
-    ("rope_k1", 256, 0),
+    ("rope_k0_p0", 256, 0),
+    ("rope_k0_p1", 256, 0),
 )
 
 _modules = {}
@@ -152,12 +152,12 @@ def _launch(fns, name, grid, block, shared, stream, args):
            "cuLaunchKernel(%s)" % name)
 
 
-def _grid_rope_k0(sm):
+def _grid_rope_k0_p0(sm):
     n = _trip(0, 1024, 1)
     return min(max(_cdiv(n, 32) * min(_trip(0, 64, 8), 1), _cdiv(n, 32) * min(_trip(64, 128, 8), 1)), sm * 64)
 
 
-def _grid_rope_k1(sm):
+def _grid_rope_k0_p1(sm):
     n = _trip(0, 256, 1)
     return min(max(_cdiv(n, 32) * min(_trip(0, 64, 8), 1), _cdiv(n, 32) * min(_trip(64, 128, 8), 1)), sm * 64)
 
@@ -179,6 +179,6 @@ def rope(*args):
     sm = _sm_count(device)
     qe = torch.empty((1, 32, 32, 128), dtype=torch.bfloat16, device=device)
     ke = torch.empty((1, 8, 32, 128), dtype=torch.bfloat16, device=device)
-    _launch(fns, "rope_k0", _grid_rope_k0(sm), 256, 0, stream, (cos, sin, q, qe))
-    _launch(fns, "rope_k1", _grid_rope_k1(sm), 256, 0, stream, (cos, sin, k, ke))
+    _launch(fns, "rope_k0_p0", _grid_rope_k0_p0(sm), 256, 0, stream, (cos, sin, q, k, qe, ke))
+    _launch(fns, "rope_k0_p1", _grid_rope_k0_p1(sm), 256, 0, stream, (cos, sin, q, k, qe, ke))
     return (qe, ke)
