@@ -155,19 +155,8 @@ func (l *launcher) emitPartsLaunch(kname string, pp *partsPlan, operands []*ir.V
 			return err
 		}
 		if !p.twoD {
-			lb, err := host(g.Lower())
-			if err != nil {
+			if ub, err = iterations(g, ub, host); err != nil {
 				return err
-			}
-			step, err := host(g.Step())
-			if err != nil {
-				return err
-			}
-			if lb != "0" {
-				ub = "(" + ub + " - " + lb + ")"
-			}
-			if step != "1" {
-				ub = "triton.cdiv(" + ub + ", " + step + ")"
 			}
 		}
 		rows = append(rows, ub)

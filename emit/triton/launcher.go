@@ -371,20 +371,8 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 		programs = fmt.Sprintf(`triton.cdiv(%s, cfg["ROWS"])`, ub)
 		consts = append(consts, `ROWS=cfg["ROWS"]`)
 	default:
-		lb, err := host(g.Lower())
-		if err != nil {
+		if programs, err = iterations(g, ub, host); err != nil {
 			return err
-		}
-		step, err := host(g.Step())
-		if err != nil {
-			return err
-		}
-		programs = ub
-		if lb != "0" {
-			programs = "(" + ub + " - " + lb + ")"
-		}
-		if step != "1" {
-			programs = "triton.cdiv(" + programs + ", " + step + ")"
 		}
 	}
 	consts = append(consts, `num_warps=cfg["num_warps"]`)
@@ -399,6 +387,27 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 	w.line(launch)
 	w.close()
 	return nil
+}
+
+// iterations spells the iterations of grid g, whose upper bound the
+// launcher spells ub: ceil((upper - lower) / step).
+func iterations(g loop.ParallelOp, ub string, host func(*ir.Value) (string, error)) (string, error) {
+	lb, err := host(g.Lower())
+	if err != nil {
+		return "", err
+	}
+	step, err := host(g.Step())
+	if err != nil {
+		return "", err
+	}
+	n := ub
+	if lb != "0" {
+		n = "(" + ub + " - " + lb + ")"
+	}
+	if step != "1" {
+		n = "triton.cdiv(" + n + ", " + step + ")"
+	}
+	return n, nil
 }
 
 // hostExpr spells index value v of kernel k, computed before its grid, in
