@@ -20,8 +20,8 @@ import (
 // then v's. Nothing is recomputed and no bytes change: each part is the
 // kernel it was.
 //
-// Launches are merged in runs of consecutive launches (the ops between
-// them only allocate buffers), when each kernel
+// Launches are merged in runs of at most maxParts consecutive launches
+// (the ops between them only allocate buffers), when each kernel
 //   - is an element-wise or row kernel of the same form as the run's
 //     first: kind, vector width, row length and schedule (a part is then
 //     translated exactly as the kernel alone);
@@ -63,7 +63,7 @@ func (l *funcLowering) mergeSiblings() {
 			continue
 		}
 		in, out := launchBuffers(lo, k)
-		if len(run) > 0 && !l.sibling(run, k, in, out, reads, writes) {
+		if len(run) >= maxParts || len(run) > 0 && !l.sibling(run, k, in, out, reads, writes) {
 			flush()
 		}
 		if !mergeable(k) {
@@ -76,6 +76,12 @@ func (l *funcLowering) mergeSiblings() {
 	}
 	flush()
 }
+
+// maxParts bounds the parts of a merged kernel: a launch saved matters
+// for a few siblings (q, k and v of a layer); a function that copies one
+// argument into thousands of results gains nothing from one kernel of
+// thousands of grids, which every emitter would translate as one function.
+const maxParts = 8
 
 // mergeable reports whether kernel k may be a part of a merged kernel:
 // an element-wise or row kernel of one grid.
