@@ -683,6 +683,12 @@ func TestDiffLitInputs(t *testing.T) {
 		src, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for i, chunk := range strings.Split(string(src), "// -----") {
+			if strings.Contains(chunk, "graph.index_copy") {
+				// a whole KV cache of 2048 positions for an update of one: the
+				// same program on a cache of a few positions checks the same
+				// indexing at a thousandth of the cost
+				chunk = shrinkShapes(chunk)
+			}
 			m, err := parser.Parse("input.tir", chunk)
 			if err != nil || ir.Verify(m.Operation) != nil {
 				continue
