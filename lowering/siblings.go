@@ -11,14 +11,15 @@ import (
 // Horizontal fusion: sibling kernels launched as one.
 //
 // After vertical fusion, q's and k's rotary embeddings are two element-wise
-// kernels of the same form that read the same cos and sin tables; in a
-// decode step, v's transposed write into the cache is a third, reading the
-// same positions as k's. Each is small, and each launch costs a few
-// microseconds of a step that moves a few hundred kilobytes. mergeSiblings
-// launches such kernels as one kernel of several parts (loop.MergeLaunches,
-// dialects/loop/parts.go): one grid whose programs run q's rows, then k's,
-// then v's. Nothing is recomputed and no bytes change: each part is the
-// kernel it was.
+// kernels of the same form that read the same cos and sin tables (Qwen3's
+// per-head norm and RoPE of q and of k, two row kernels); in a decode step,
+// v's write into the cache reads the same positions as k's, and joins them
+// when it is an element-wise kernel too. Each is small, and each launch
+// costs a few microseconds of a step that moves a few hundred kilobytes.
+// mergeSiblings launches such kernels as one kernel of several parts
+// (loop.MergeLaunches, dialects/loop/parts.go): one grid whose programs run
+// q's rows, then k's. Nothing is recomputed and no bytes change: each part
+// is the kernel it was.
 //
 // Launches are merged in runs of at most maxParts consecutive launches
 // (the ops between them only allocate buffers), when each kernel
@@ -41,11 +42,13 @@ func (l *funcLowering) mergeSiblings() {
 			for _, r := range run {
 				names = append(names, r.Kernel())
 			}
-			if _, err := loop.MergeLaunches(run, run[0].Kernel()); err != nil {
-				fail(run[0].Operation, "cannot launch kernels %s as one: %v", strings.Join(names, ", "), err)
+			loc := run[0].Operation.Loc
+			merged, err := loop.MergeLaunches(run, names[0])
+			if err != nil {
+				fail(run[len(run)-1].Operation, "cannot launch kernels %s as one: %v", strings.Join(names, ", "), err)
 			}
-			l.opts.Remarks.Remark("fusion", run[0].Operation.Loc, "kernels %s are launched as one kernel of %d parts '%s': they read the same buffers and are independent",
-				strings.Join(names, ", "), len(run), run[0].Kernel())
+			l.opts.Remarks.Remark("fusion", loc, "kernels %s are launched as one kernel of %d parts '%s': they read the same buffers and are independent",
+				strings.Join(names, ", "), len(run), merged.Kernel())
 		}
 		run, reads, writes = nil, nil, nil
 	}
