@@ -1,8 +1,10 @@
 package lowering
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,8 +19,7 @@ import (
 // siblingsSrc: q's and k's rotary embeddings (sharing cos and sin); a
 // KV-cache update whose keys are k's embedding and whose values v's
 // transposed write (sharing the positions): a decode step's three kernels
-// around attention; and Qwen3's per-head RMSNorm then RoPE of q and of k,
-// two row kernels that share cos and sin.
+// around attention.
 const siblingsSrc = `
 func.func @rope(%q: tensor<1x4x?x16xbf16>, %k: tensor<1x2x?x16xbf16>, %cos: tensor<1x1x?x16xbf16>, %sin: tensor<1x1x?x16xbf16>) -> (tensor<1x4x?x16xbf16>, tensor<1x2x?x16xbf16>) {
   %qc = graph.mul %q, %cos : (tensor<1x4x?x16xbf16>, tensor<1x1x?x16xbf16>) -> tensor<1x4x?x16xbf16>
@@ -44,37 +45,37 @@ func.func @step(%kc: tensor<1x2x8x16xf32>, %vc: tensor<1x2x8x16xf32>, %pos: tens
   return %o : tensor<1x1x32xf32>
 }
 
+`
+
+// normRopeSrc is Qwen3's per-head RMSNorm then RoPE of q (4 heads) and of
+// k (2 heads) of 16, two row kernels that read the same cos and sin.
+var normRopeSrc = func() string {
+	head := func(x string, h int) string {
+		t := fmt.Sprintf("tensor<1x?x%dx16xbf16>", h)
+		f := fmt.Sprintf("tensor<1x?x%dx16xf32>", h)
+		r := fmt.Sprintf("tensor<1x?x%dx1xf32>", h)
+		return strings.NewReplacer("X", x, "T", t, "F", f, "R", r).Replace(`  %Xc = graph.cast %X : (T) -> F
+  %Xp = graph.mul %Xc, %Xc : F
+  %Xm = graph.reduce_mean %Xp {axes = [3], keepdim = true} : (F) -> R
+  %Xa = graph.add %Xm, %eps : (R, tensor<f32>) -> R
+  %Xr = graph.rsqrt %Xa : R
+  %Xn = graph.mul %Xc, %Xr : (F, R) -> F
+  %Xnb = graph.cast %Xn : (F) -> T
+  %Xy = graph.mul %wX, %Xnb : (tensor<16xbf16>, T) -> T
+  %Xyr = graph.roll %Xy {shift = 8} : T
+  %Xys = graph.mul %Xyr, %sign : (T, tensor<16xbf16>) -> T
+  %Xt1 = graph.mul %Xy, %cos : (T, tensor<1x?x1x16xbf16>) -> T
+  %Xt2 = graph.mul %Xys, %sin : (T, tensor<1x?x1x16xbf16>) -> T
+  %Xo = graph.add %Xt1, %Xt2 : T
+`)
+	}
+	return `
 func.func @normrope(%q: tensor<1x?x4x16xbf16>, %k: tensor<1x?x2x16xbf16>, %wq: tensor<16xbf16>, %wk: tensor<16xbf16>, %cos: tensor<1x?x1x16xbf16>, %sin: tensor<1x?x1x16xbf16>, %sign: tensor<16xbf16>) -> (tensor<1x?x4x16xbf16>, tensor<1x?x2x16xbf16>) {
   %eps = graph.constant dense<1.0e-06> : tensor<f32>
-  %qc = graph.cast %q : (tensor<1x?x4x16xbf16>) -> tensor<1x?x4x16xf32>
-  %qp = graph.mul %qc, %qc : tensor<1x?x4x16xf32>
-  %qm = graph.reduce_mean %qp {axes = [3], keepdim = true} : (tensor<1x?x4x16xf32>) -> tensor<1x?x4x1xf32>
-  %qa = graph.add %qm, %eps : (tensor<1x?x4x1xf32>, tensor<f32>) -> tensor<1x?x4x1xf32>
-  %qr = graph.rsqrt %qa : tensor<1x?x4x1xf32>
-  %qn = graph.mul %qc, %qr : (tensor<1x?x4x16xf32>, tensor<1x?x4x1xf32>) -> tensor<1x?x4x16xf32>
-  %qnb = graph.cast %qn : (tensor<1x?x4x16xf32>) -> tensor<1x?x4x16xbf16>
-  %qy = graph.mul %wq, %qnb : (tensor<16xbf16>, tensor<1x?x4x16xbf16>) -> tensor<1x?x4x16xbf16>
-  %qyr = graph.roll %qy {shift = 8} : tensor<1x?x4x16xbf16>
-  %qys = graph.mul %qyr, %sign : (tensor<1x?x4x16xbf16>, tensor<16xbf16>) -> tensor<1x?x4x16xbf16>
-  %qt1 = graph.mul %qy, %cos : (tensor<1x?x4x16xbf16>, tensor<1x?x1x16xbf16>) -> tensor<1x?x4x16xbf16>
-  %qt2 = graph.mul %qys, %sin : (tensor<1x?x4x16xbf16>, tensor<1x?x1x16xbf16>) -> tensor<1x?x4x16xbf16>
-  %qo = graph.add %qt1, %qt2 : tensor<1x?x4x16xbf16>
-  %kc = graph.cast %k : (tensor<1x?x2x16xbf16>) -> tensor<1x?x2x16xf32>
-  %kp = graph.mul %kc, %kc : tensor<1x?x2x16xf32>
-  %km = graph.reduce_mean %kp {axes = [3], keepdim = true} : (tensor<1x?x2x16xf32>) -> tensor<1x?x2x1xf32>
-  %ka = graph.add %km, %eps : (tensor<1x?x2x1xf32>, tensor<f32>) -> tensor<1x?x2x1xf32>
-  %kr = graph.rsqrt %ka : tensor<1x?x2x1xf32>
-  %kn = graph.mul %kc, %kr : (tensor<1x?x2x16xf32>, tensor<1x?x2x1xf32>) -> tensor<1x?x2x16xf32>
-  %knb = graph.cast %kn : (tensor<1x?x2x16xf32>) -> tensor<1x?x2x16xbf16>
-  %ky = graph.mul %wk, %knb : (tensor<16xbf16>, tensor<1x?x2x16xbf16>) -> tensor<1x?x2x16xbf16>
-  %kyr = graph.roll %ky {shift = 8} : tensor<1x?x2x16xbf16>
-  %kys = graph.mul %kyr, %sign : (tensor<1x?x2x16xbf16>, tensor<16xbf16>) -> tensor<1x?x2x16xbf16>
-  %kt1 = graph.mul %ky, %cos : (tensor<1x?x2x16xbf16>, tensor<1x?x1x16xbf16>) -> tensor<1x?x2x16xbf16>
-  %kt2 = graph.mul %kys, %sin : (tensor<1x?x2x16xbf16>, tensor<1x?x1x16xbf16>) -> tensor<1x?x2x16xbf16>
-  %ko = graph.add %kt1, %kt2 : tensor<1x?x2x16xbf16>
-  return %qo, %ko : tensor<1x?x4x16xbf16>, tensor<1x?x2x16xbf16>
+` + head("q", 4) + head("k", 2) + `  return %qo, %ko : tensor<1x?x4x16xbf16>, tensor<1x?x2x16xbf16>
 }
 `
+}()
 
 // Sibling kernels are launched as one kernel of several parts, which
 // computes what the separate kernels compute bit for bit (the loop
@@ -82,8 +83,8 @@ func.func @normrope(%q: tensor<1x?x4x16xbf16>, %k: tensor<1x?x2x16xbf16>, %wq: t
 // back to the same text, and is deterministic.
 func TestSiblingsLaunchedAsOne(t *testing.T) {
 	const pipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc"
-	merged := lowerText(t, siblingsSrc, pipeline, "h200")
-	apart := lowerText(t, siblingsSrc, "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{horizontal=false},sram-alloc", "h200")
+	merged := lowerText(t, siblingsSrc+normRopeSrc, pipeline, "h200")
+	apart := lowerText(t, siblingsSrc+normRopeSrc, "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{horizontal=false},sram-alloc", "h200")
 
 	launches := func(m ir.Module, fn string) (n int, parts []int) {
 		f, ok := m.Lookup(fn)
@@ -120,7 +121,7 @@ func TestSiblingsLaunchedAsOne(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ir.Verify(back.Operation))
 	require.Equal(t, text, ir.Print(back.Operation, ir.PrintOptions{}))
-	again := lowerText(t, siblingsSrc, pipeline, "h200")
+	again := lowerText(t, siblingsSrc+normRopeSrc, pipeline, "h200")
 	require.Equal(t, text, ir.Print(again.Operation, ir.PrintOptions{}))
 
 	split, err := parser.Parse("split.tir", text)
