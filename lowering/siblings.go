@@ -65,13 +65,13 @@ func (l *funcLowering) mergeSiblings() {
 			flush()
 			continue
 		}
-		in, out := launchBuffers(lo, k)
-		if len(run) >= maxParts || len(run) > 0 && !l.sibling(run, k, in, out, reads, writes) {
-			flush()
-		}
 		if !mergeable(k) {
 			flush()
 			continue
+		}
+		in, out := launchBuffers(lo, k)
+		if len(run) >= maxParts || len(run) > 0 && !sibling(run, k, in, out, reads, writes) {
+			flush()
 		}
 		run = append(run, lo)
 		reads = append(reads, in...)
@@ -105,12 +105,9 @@ func sameForm(a, b loop.KernelOp) bool {
 	return a.Kind() == b.Kind() && wa == wb && ra == rb && sa == sb
 }
 
-// sibling reports whether kernel k, launched on buffers in and out, joins
-// the run of launches whose kernels read reads and write writes.
-func (l *funcLowering) sibling(run []loop.LaunchOp, k loop.KernelOp, in, out, reads, writes []*ir.Value) bool {
-	if !mergeable(k) {
-		return false
-	}
+// sibling reports whether kernel k (mergeable), launched on buffers in and
+// out, joins the run of launches whose kernels read reads and write writes.
+func sibling(run []loop.LaunchOp, k loop.KernelOp, in, out, reads, writes []*ir.Value) bool {
 	first, _ := loop.LookupKernel(run[0].Operation, run[0].Kernel())
 	if !sameForm(first, k) {
 		return false

@@ -233,16 +233,18 @@ func MergeLaunches(launches []LaunchOp, name string) (LaunchOp, error) {
 			if _, seen := extents[buf]; !seen {
 				extents[buf] = ext
 			}
-			for j2, s := range slots {
-				if _, named := argName[s]; !named && s.buf != nil {
-					argName[s] = kargs[j2].Name
-				}
-			}
 			switch {
 			case j >= nin:
 				outputs = append(outputs, buf)
 			case !slices.Contains(inputs, buf):
 				inputs = append(inputs, buf)
+			}
+		}
+		// each argument of the new kernel is named as the first kernel that
+		// takes it names it
+		for j, sl := range slots {
+			if _, named := argName[sl]; !named && sl.buf != nil {
+				argName[sl] = kargs[j].Name
 			}
 		}
 		slotsOf[i] = slots
