@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tensorforge/tensorforge/dialects/graph"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
 )
@@ -244,6 +245,26 @@ func Precision(f ir.Func) []ir.ElemKind {
 				out[i] = n
 			}
 		}
+	}
+	// then the arguments updated in place, in the order evalWithUpdates
+	// appends them: each as narrow as the narrowest source written into it
+	for i, u := range graph.UpdatedArgs(f) {
+		if !u {
+			continue
+		}
+		a := f.Args()[i]
+		e, _ := ir.ElemOf(a.Type())
+		k := e.Kind
+		if k.IsFloat() {
+			for _, user := range a.Users() {
+				if ic, ok := graph.AsIndexCopy(user); ok && ic.Dst() == a {
+					if n := narrowest(ic.Source()); mantissaBits[n] < mantissaBits[k] {
+						k = n
+					}
+				}
+			}
+		}
+		out = append(out, k)
 	}
 	return out
 }
