@@ -252,14 +252,17 @@ func (l *funcLowering) lowerKernel(fused *ir.Operation, inputs, outputs []*ir.Va
 	}
 }
 
-// copyBuffer is the body of a kernel copying its input to its output.
+// copyBuffer is the body of a kernel copying its input to its output
+// (through the indices of a graph.index_copy, when it is one).
 func (k *kernelBuilder) copyBuffer() error {
 	in, out := k.ins[0], k.outs[0]
 	src := ir.NewBlock(tensorOf(in.Type()))
 	fused := ir.NewOperation(graph.OpFused, k.loc, nil, nil, ir.Attrs("kind", ir.StringAttr("elementwise")), 1)
 	fused.Region(0).AppendBlock(src)
 	ir.NewBuilderAtEnd(src).Insert(ir.NewOperation(graph.OpYield, k.loc, src.Args, nil, nil, 0))
-	fused.AddResult(tensorOf(out.Type()))
+	// the input's shape: an output stored through the indices of a
+	// graph.index_copy is larger along their axis
+	fused.AddResult(ir.TensorType{Shape: tensorOf(in.Type()).Shape, Elem: tensorOf(out.Type()).Elem})
 	info, err := passes.ClassifyKernel(fused)
 	if err != nil {
 		return err

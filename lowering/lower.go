@@ -624,6 +624,17 @@ func (l *funcLowering) indexCopy(ic graph.IndexCopyOp) {
 	}
 	indices, src, dst := l.buffer(ic.Operation, ic.Indices()), l.buffer(ic.Operation, ic.Source()), l.buffer(ic.Operation, ic.Dst())
 	l.checkIndexCopy(ic, indices, l.extents[src])
+	if axis < len(shapeOf(ic.Source()))-1 {
+		// slices along a leading axis (a decode step's v written into its
+		// cache): a copy of the source whose stores go through the
+		// indices, an element-wise kernel like any other, which can join
+		// its siblings (the k RoPE reading the same positions)
+		l.scatters[dst] = scatterOut{axis: axis, indices: indices}
+		l.launch(ic.Loc, "elementwise", []*ir.Value{src, indices}, []*ir.Value{dst}, func(k *kernelBuilder) error {
+			return k.copyBuffer()
+		})
+		return
+	}
 	l.launch(ic.Loc, "generic", []*ir.Value{indices, src}, []*ir.Value{dst}, func(k *kernelBuilder) error {
 		return k.indexCopy(axis)
 	})

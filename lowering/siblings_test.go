@@ -45,6 +45,16 @@ func.func @step(%kc: tensor<1x2x8x16xf32>, %vc: tensor<1x2x8x16xf32>, %pos: tens
   return %o : tensor<1x1x32xf32>
 }
 
+func.func @captured(%kc: tensor<1x2x8x16xbf16>, %vc: tensor<1x2x8x16xbf16>, %pos: tensor<1xi64>, %k: tensor<1x2x1x16xbf16>, %vt: tensor<1x2x1x16xbf16>, %cos: tensor<1x1x1x16xbf16>, %sin: tensor<1x1x1x16xbf16>) {
+  %kk = graph.mul %k, %cos : (tensor<1x2x1x16xbf16>, tensor<1x1x1x16xbf16>) -> tensor<1x2x1x16xbf16>
+  %kr = graph.roll %k {shift = 8} : tensor<1x2x1x16xbf16>
+  %ks = graph.mul %kr, %sin : (tensor<1x2x1x16xbf16>, tensor<1x1x1x16xbf16>) -> tensor<1x2x1x16xbf16>
+  %ke = graph.add %kk, %ks : tensor<1x2x1x16xbf16>
+  graph.index_copy %kc, %pos, %ke {axis = 2} : (tensor<1x2x8x16xbf16>, tensor<1xi64>, tensor<1x2x1x16xbf16>) -> ()
+  graph.index_copy %vc, %pos, %vt {axis = 2} : (tensor<1x2x8x16xbf16>, tensor<1xi64>, tensor<1x2x1x16xbf16>) -> ()
+  return
+}
+
 `
 
 // normRopeSrc is Qwen3's per-head RMSNorm then RoPE of q (4 heads) and of
@@ -110,6 +120,13 @@ func TestSiblingsLaunchedAsOne(t *testing.T) {
 	require.Equal(t, []int{3}, parts)
 	n, _ = launches(apart, "step")
 	require.Equal(t, 3, n)
+	// as a captured layer gives it: v transposed by PyTorch, an argument;
+	// its cache write is an element-wise copy, and joins k's RoPE
+	n, parts = launches(merged, "captured")
+	require.Equal(t, 1, n)
+	require.Equal(t, []int{2}, parts)
+	n, _ = launches(apart, "captured")
+	require.Equal(t, 2, n)
 	n, parts = launches(merged, "normrope")
 	require.Equal(t, 1, n)
 	require.Equal(t, []int{2}, parts)
@@ -203,6 +220,29 @@ func TestSiblingsLaunchedAsOne(t *testing.T) {
 			got, err := leval.Run(m, "step", gotIn)
 			require.NoError(t, err, what)
 			same(what, want, got)
+			same(what+" (caches)", wantIn[:2], gotIn[:2])
+		}
+	}
+	for _, p := range []float64{0, 7, -2, 9} {
+		pos, err := geval.TensorOf(ir.I64, []int64{1}, []float64{p})
+		require.NoError(t, err)
+		in := []*geval.Tensor{tensor(ir.BF16, 1, 2, 8, 16), tensor(ir.BF16, 1, 2, 8, 16), pos, tensor(ir.BF16, 1, 2, 1, 16),
+			tensor(ir.BF16, 1, 2, 1, 16), tensor(ir.BF16, 1, 1, 1, 16), tensor(ir.BF16, 1, 1, 1, 16)}
+		wantIn := clone(in)
+		_, err = leval.Run(apart, "captured", wantIn)
+		require.NoError(t, err)
+		// the value cache holds v at the clamped position, the rest untouched
+		at := int(min(max(p, 0), 7))
+		for h := 0; h < 2; h++ {
+			for j := 0; j < 16; j++ {
+				got, want := wantIn[1].Data[(h*8+at)*16+j], in[4].Data[h*16+j]
+				require.True(t, got == want || math.IsNaN(got) && math.IsNaN(want), "head %d column %d: %v, want %v", h, j, got, want)
+			}
+		}
+		for what, m := range map[string]ir.Module{"merged": merged, "split": split} {
+			gotIn := clone(in)
+			_, err := leval.Run(m, "captured", gotIn)
+			require.NoError(t, err, what)
 			same(what+" (caches)", wantIn[:2], gotIn[:2])
 		}
 	}

@@ -46,22 +46,49 @@ func planParts(k loop.KernelOp) (pp *partsPlan, ok bool) {
 		return nil, false
 	}
 	pp = &partsPlan{}
+	stretched := false
 	for i := range parts {
 		pk := loop.PartKernel(k, i)
 		if mp, err := tileMatMul(pk); err != nil || mp != nil {
 			return nil, false
 		}
 		p, err := plan(pk)
-		if err != nil || p.mode == modeFlat {
+		if err != nil {
 			return nil, false
 		}
-		if i > 0 && (!slices.Equal(p.configDict(), pp.plans[0].configDict()) || p.twoD != pp.plans[0].twoD) {
-			return nil, false
-		}
+		stretched = stretched || p.stretched
 		pp.kernels = append(pp.kernels, pk)
 		pp.plans = append(pp.plans, p)
 	}
+	for i, p := range pp.plans {
+		if p.mode == modeFlat && stretched {
+			// a copy beside stretched parts (a v cache write beside k's
+			// RoPE): rows of one stretch, their form
+			p, err := planForm(pp.kernels[i], true)
+			if err != nil {
+				return nil, false
+			}
+			pp.plans[i] = p
+		}
+		if pp.plans[i].mode == modeFlat || i > 0 && !sameLaunch(pp.plans[i], pp.plans[0]) {
+			return nil, false
+		}
+	}
 	return pp, true
+}
+
+// sameLaunch reports whether parts planned p and q can share a launch
+// configuration. Stretched parts do not read BLOCK (each stretch is a
+// block of its own width): the first part's is passed to all.
+func sameLaunch(p, q *kernelPlan) bool {
+	if p.twoD != q.twoD || p.stretched != q.stretched {
+		return false
+	}
+	a, b := p.configDict(), q.configDict()
+	if p.stretched {
+		a, b = a[1:], b[1:]
+	}
+	return slices.Equal(a, b)
 }
 
 // emitParts returns the text of the part functions and of kernel k (the

@@ -147,7 +147,13 @@ type configEntry struct {
 }
 
 // plan classifies the loops of kernel k and chooses its form.
-func plan(k loop.KernelOp) (*kernelPlan, error) {
+func plan(k loop.KernelOp) (*kernelPlan, error) { return planForm(k, false) }
+
+// planForm is plan; with asRows, an element-wise kernel whose rows are one
+// static threads loop runs them as one stretch, [ROWS, next_power_of_2(C)]
+// blocks, rather than as a flat 1-D grid: the form of the stretched
+// sibling parts it shares a launch with.
+func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 	body := k.Body().Entry()
 	p := &kernelPlan{tails: map[*ir.Operation]bool{}, spans: map[*ir.Operation][2]int64{}, vectorized: map[*ir.Operation]bool{}, chunks: map[*ir.Operation]bool{}}
 	sched, _ := k.Schedule()
@@ -214,7 +220,7 @@ func plan(k loop.KernelOp) (*kernelPlan, error) {
 	}
 
 	if k.Kind() == "elementwise" && !serialInGrid && isIndexConst(g.Lower(), 0) && isIndexConst(g.Step(), 1) &&
-		planSpans(p, threads) && planStretched(p) {
+		planSpans(p, threads, asRows) && planStretched(p) {
 		return p, nil
 	}
 	if k.Kind() == "elementwise" && !serialInGrid && planFlat(p, threads) {
@@ -302,7 +308,7 @@ func planFlat(p *kernelPlan, threads []loop.ForOp) bool {
 	if len(threads) == 0 {
 		return false
 	}
-	if planSpans(p, threads) {
+	if planSpans(p, threads, false) {
 		return true
 	}
 	var c *ir.Value
@@ -337,8 +343,8 @@ func planFlat(p *kernelPlan, threads []loop.ForOp) bool {
 
 // planSpans checks that an element-wise kernel's threads loops cut the row
 // [0, C) into consecutive static stretches, and records them.
-func planSpans(p *kernelPlan, threads []loop.ForOp) bool {
-	if len(threads) < 2 {
+func planSpans(p *kernelPlan, threads []loop.ForOp, one bool) bool {
+	if len(threads) < 2 && !(one && len(threads) == 1) {
 		return false
 	}
 	prev := int64(0)

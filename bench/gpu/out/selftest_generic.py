@@ -32,7 +32,7 @@ CONFIGS = {
     "one_row_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "w8a8_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}],
     "kv_update_k0": {"BLOCK": 1024, "num_warps": 4},
-    "kv_update_k1": {"BLOCK": 256, "num_warps": 4},
+    "kv_update_k1": {"BLOCK": 1024, "num_warps": 4},
     "kv_update_k2": {"BLOCK": 256, "num_warps": 4},
     "kv_fused_k0": {"BLOCK": 1024, "num_warps": 4},
 }
@@ -656,19 +656,22 @@ def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl
 
 
 @triton.jit
-def kv_update_k1(pos, r, kc, pos_d0, r_d2, BLOCK: tl.constexpr):
-    # generic: one program per output row, BLOCK elements at a time
+def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # elementwise: a 1-D grid over every element, BLOCK elements per program
     pid = tl.program_id(0)
-    r_1 = pid.to(tl.int64)
-    t1 = r_1 % r_d2
-    t2 = r_1 // r_d2
-    for c0 in range(0, 128, BLOCK):
-        j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
-        cmask = j < 128
-        t5 = tl.load(pos + t1)
-        at = tl.maximum(tl.minimum(t5.to(tl.int64), 64 - 1), 0)
-        t6 = tl.load(r + (r_1 * 128) + j, mask=cmask)
-        tl.store(kc + (((t2 * 64) + at) * 128) + j, t6, mask=cmask)
+    if WIDE:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    emask = offs < total
+    r_1 = offs // 128
+    i = offs % 128
+    t1 = r_1 // pos_d0
+    t2 = t1 % 8
+    t3 = r_1 % pos_d0
+    t4 = tl.load(r + (((t2 * r_d2) + t3) * 128) + i, mask=emask)
+    t6 = tl.load(pos + t3, mask=emask)
+    at = tl.maximum(tl.minimum(t6.to(tl.int64), 64 - 1), 0)
+    tl.store(kc + (((t2 * 64) + at) * 128) + i, t4, mask=emask)
 
 
 @triton.jit
@@ -1068,9 +1071,10 @@ def kv_update(kc, vc, pos, k, c, v):
     if grid[0] > 0:
         _launch(kv_update_k0, grid, (k, c, r, k_d2, c_d2, k_d2, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     cfg = CONFIGS["kv_update_k1"]
-    grid = ((8 * k_d2),)
+    total = ((8 * pos_d0) * 128)
+    grid = (triton.cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
-        _launch(kv_update_k1, grid, (pos, r, kc, pos_d0, k_d2), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+        _launch(kv_update_k1, grid, (r, pos, kc, k_d2, pos_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     cfg = CONFIGS["kv_update_k2"]
     grid = ((8 * pos_d0),)
     if grid[0] > 0:
