@@ -17,7 +17,7 @@
 // bytes.
 //
 // Nothing here needs a Mac: emu/metal_emu.h runs the kernels on a CPU,
-// one std::thread per Metal thread, for the package's tests.
+// one fiber per Metal thread, for the package's tests.
 package metal
 
 import (

@@ -8,9 +8,10 @@
 // where harness.cpp includes this header, then the .metal file (its
 // `#include <metal_stdlib>` finds emu/metal_stdlib), then calls
 // tf_emu::dispatch (emu/harness.h does it from a launch plan). Every
-// thread of a threadgroup is a std::thread (the same ones serve every
-// dispatch), so barriers and simdgroup reductions are real rendezvous;
-// threadgroups run one after the other, which is what makes
+// thread of a threadgroup is a fiber with a stack of its own (the same
+// ones serve every dispatch), so barriers and simdgroup reductions are
+// real rendezvous: a thread runs until it waits at one, then the next
+// thread runs; threadgroups run one after the other, which is what makes
 // `threadgroup` arrays (static locals here) private to the threadgroup
 // running.
 //
@@ -33,11 +34,12 @@
 #pragma once
 
 #include <elf.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -45,9 +47,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -196,12 +196,14 @@ struct ids {
 // What a thread is doing, for the rendezvous and their diagnostics.
 enum wait_kind { running = 0, at_barrier, at_exit, at_simd };
 
+inline void yield();
+
 // group is the state of the threadgroup running: where each thread
 // waits, the threadgroup-wide rendezvous (barriers and the kernel's
-// end) and one rendezvous per simdgroup.
+// end) and one rendezvous per simdgroup. Its threads are fibers of one
+// system thread (see fibers below): a rendezvous needs no lock, and a
+// thread waits by yielding until the rendezvous's generation moves on.
 struct group {
-  std::mutex mu;
-  std::condition_variable cv;
   unsigned n = 0;
   uint gid = 0;
   std::vector<int> where, line;
@@ -209,14 +211,12 @@ struct group {
   unsigned arrived = 0;
   unsigned long gen = 0;
   struct simd {
-    std::condition_variable cv;
     unsigned arrived = 0;
     unsigned long gen = 0;
     unsigned char slot[32][16];
     unsigned char result[16];
   };
   std::vector<std::unique_ptr<simd>> simds;
-  std::chrono::seconds timeout{60};
 
   explicit group(unsigned threads) : n(threads), where(threads, running), line(threads, 0), what(threads, "") {
     for (unsigned s = 0; s < (threads + 31) / 32; ++s) simds.emplace_back(new simd);
@@ -254,14 +254,13 @@ struct group {
          describe().c_str());
   }
 
-  void wait(std::condition_variable& c, std::unique_lock<std::mutex>& lk, unsigned long& g, unsigned long mine) {
-    if (!c.wait_for(lk, timeout, [&] { return g != mine; }))
-      fail("threadgroup %u made no progress for %lld s: %s", gid, (long long)timeout.count(), describe().c_str());
+  // wait yields until generation g is no longer mine.
+  static void wait(const unsigned long& g, unsigned long mine) {
+    while (g == mine) yield();
   }
 
   // arrive is a threadgroup-wide rendezvous: a barrier, or the kernel's end.
   void arrive(uint lid, wait_kind kind, const char* name, int ln) {
-    std::unique_lock<std::mutex> lk(mu);
     where[lid] = kind;
     line[lid] = ln;
     what[lid] = name;
@@ -273,13 +272,10 @@ struct group {
       arrived = 0;
       ++gen;
       std::fill(where.begin(), where.end(), int(running));
-      // woken after the unlock, the waiters do not queue on the mutex
-      lk.unlock();
-      cv.notify_all();
       return;
     }
     check_stuck();
-    wait(cv, lk, gen, gen);
+    wait(gen, gen);
   }
 
   // collective is a simdgroup-wide rendezvous: each lane gives a value,
@@ -287,7 +283,6 @@ struct group {
   template <class T, class F>
   T collective(uint lid, T v, const char* name, int ln, F reduce) {
     static_assert(sizeof(T) <= 16, "simdgroup values are at most 16 bytes");
-    std::unique_lock<std::mutex> lk(mu);
     const unsigned s = lid / 32, first = s * 32, lanes = std::min(32u, n - first);
     simd& sg = *simds[s];
     where[lid] = at_simd;
@@ -306,24 +301,23 @@ struct group {
       sg.arrived = 0;
       ++sg.gen;
       for (unsigned t = first; t < first + lanes; ++t) where[t] = running;
-      lk.unlock();
-      sg.cv.notify_all();
       return r;
     }
     check_stuck();
-    wait(sg.cv, lk, sg.gen, sg.gen);
+    wait(sg.gen, sg.gen);
     T r;
     std::memcpy(&r, sg.result, sizeof(T));
     return r;
   }
 };
 
-// The thread's threadgroup and position, set while it runs a kernel.
+// The threadgroup running and the position of the thread running, set
+// while a kernel runs (by dispatch and at every switch of fibers).
 struct worker {
   group* g = nullptr;
   uint lid = 0;
 };
-inline thread_local worker self;
+inline worker self;
 
 inline worker& current(const char* what) {
   if (self.g == nullptr) fail("%s called outside a kernel dispatched by tf_emu::dispatch", what);
@@ -474,70 +468,186 @@ inline void poison(const void*, size_t) {}
 inline void unpoison(const void*, size_t) {}
 #endif
 
-// pool keeps the threads that run kernels between dispatches: thread i
-// is Metal thread lid = i of every threadgroup.
-class pool {
+// A fiber switch on x86-64: the callee-saved registers pushed on the
+// stack being left, its stack pointer saved in *from, the other's loaded
+// from to and its registers popped. (Elsewhere, and as the first entry
+// into a fiber, ucontext: glibc's swapcontext also saves the signal mask
+// with a system call, and AddressSanitizer's interceptor of it clears
+// the shadow of the whole stack entered, at every switch.) The symbol
+// is weak: every translation unit including this header defines it.
+#if defined(__x86_64__)
+#define TF_EMU_FAST_SWITCH 1
+extern "C" void tf_emu_switch(void** from, void* to);
+asm(R"(
+.text
+.p2align 4
+.weak tf_emu_switch
+.type tf_emu_switch, @function
+tf_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size tf_emu_switch, .-tf_emu_switch
+.section .note.GNU-stack,"",@progbits
+.text
+)");
+#else
+#define TF_EMU_FAST_SWITCH 0
+#endif
+
+// fibers runs the threads of a threadgroup as fibers of the calling
+// system thread, fiber i being Metal thread lid = i: each runs until it
+// waits at a rendezvous (group::wait yields), then the next runs, round
+// robin. A barrier is then a few switches in user space, where a system
+// thread per Metal thread made it hundreds of switches of the kernel's
+// scheduler. Stacks are kept between dispatches, each with a guard page
+// below it; AddressSanitizer is told of every switch.
+class fibers {
  public:
-  static pool& get() {
-    static pool p;
-    return p;
+  static fibers& get() {
+    static fibers f;
+    return f;
   }
 
-  // run has threads 0 .. n-1 call job(lid) and waits for them.
+  // run has fibers 0 .. n-1 call job(lid) and returns when all have.
   void run(unsigned n, const std::function<void(uint)>& job) {
-    std::unique_lock<std::mutex> lk(mu_);
-    while (workers_.size() < n) {
-      const unsigned lid = unsigned(workers_.size());
-      workers_.emplace_back([this, lid] { loop(lid); });
+    if (job_ != nullptr) fail("a kernel dispatched from inside a kernel");
+    while (stacks_.size() < n) {
+      const size_t page = 4096;
+      char* p = static_cast<char*>(mmap(nullptr, stack_bytes + page, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+      if (p == MAP_FAILED) fail("cannot map a stack for thread %zu of a threadgroup", stacks_.size());
+      mprotect(p, page, PROT_NONE);  // an overflow faults instead of writing the next stack
+      stacks_.push_back(p + page);
     }
+    fib_.resize(n);
     job_ = &job;
-    active_ = n;
-    pending_ = n;
-    ++gen_;
-    lk.unlock();
-    start_.notify_all();
-    lk.lock();
-    done_.wait(lk, [&] { return pending_ == 0; });
+    for (unsigned i = 0; i < n; ++i) {
+      unpoison(stacks_[i], stack_bytes);  // frames a fiber left when it last ended
+      fib_[i] = fiber{};
+#if TF_EMU_FAST_SWITCH
+      // what tf_emu_switch pops: six registers of zeros, then trampoline's
+      // address to return to; trampoline starts as if called, with a
+      // (null) return address at the top, 16 bytes from an aligned end
+      void** top = reinterpret_cast<void**>(static_cast<char*>(stacks_[i]) + stack_bytes);
+      *--top = nullptr;
+      *--top = reinterpret_cast<void*>(&trampoline);
+      for (int r = 0; r < 6; ++r) *--top = nullptr;
+      fib_[i].sp = top;
+#else
+      if (getcontext(&fib_[i].ctx) != 0) fail("getcontext failed");
+      fib_[i].ctx.uc_stack.ss_sp = stacks_[i];
+      fib_[i].ctx.uc_stack.ss_size = stack_bytes;
+      fib_[i].ctx.uc_link = nullptr;
+      makecontext(&fib_[i].ctx, trampoline, 0);
+#endif
+    }
+    for (unsigned left = n; left > 0;) {
+      for (unsigned i = 0; i < n; ++i) {
+        if (fib_[i].done) continue;
+        cur_ = i;
+        self.lid = i;
+        enter(i);
+        if (fib_[i].done) --left;
+      }
+    }
     job_ = nullptr;
   }
 
-  ~pool() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      quit_ = true;
-      ++gen_;
-    }
-    start_.notify_all();
-    for (auto& t : workers_) t.join();
-  }
+  // yield goes back to run's loop from the running fiber.
+  void yield() { leave(false); }
 
  private:
-  void loop(unsigned lid) {
-    unsigned long seen = 0;
-    for (;;) {
-      const std::function<void(uint)>* job;
-      {
-        std::unique_lock<std::mutex> lk(mu_);
-        start_.wait(lk, [&] { return gen_ != seen; });
-        seen = gen_;
-        if (quit_) return;
-        if (lid >= active_) continue;
-        job = job_;
-      }
-      (*job)(lid);
-      std::lock_guard<std::mutex> lk(mu_);
-      if (--pending_ == 0) done_.notify_one();
-    }
+  static constexpr size_t stack_bytes = 1 << 16;
+
+  struct fiber {
+    void* sp = nullptr;
+#if !TF_EMU_FAST_SWITCH
+    ucontext_t ctx;
+#endif
+    bool done = false;
+  };
+
+  static void trampoline() {
+    fibers& f = get();
+    f.entered();
+    (*f.job_)(f.cur_);
+    f.fib_[f.cur_].done = true;
+    f.leave(true);
+    fail("a finished fiber was resumed");
   }
 
-  std::mutex mu_;
-  std::condition_variable start_, done_;
-  std::vector<std::thread> workers_;
+  // enter switches from run's loop to fiber i, and returns when it yields
+  // or ends.
+  void enter(unsigned i) {
+#if TF_EMU_ASAN
+    void* fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, stacks_[i], stack_bytes);
+#endif
+#if TF_EMU_FAST_SWITCH
+    tf_emu_switch(&main_sp_, fib_[i].sp);
+#else
+    if (swapcontext(&main_, &fib_[i].ctx) != 0) fail("swapcontext failed");
+#endif
+#if TF_EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  }
+
+  // entered runs first in a fiber after each switch into it.
+  void entered() {
+#if TF_EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake_, &main_bottom_, &main_size_);
+#endif
+  }
+
+  // leave switches from the running fiber back to run's loop; ending
+  // tells AddressSanitizer the fiber's stack is done with.
+  void leave(bool ending) {
+    const unsigned i = cur_;
+#if TF_EMU_ASAN
+    __sanitizer_start_switch_fiber(ending ? nullptr : &fake_, main_bottom_, main_size_);
+#else
+    (void)ending;
+#endif
+#if TF_EMU_FAST_SWITCH
+    tf_emu_switch(&fib_[i].sp, main_sp_);
+#else
+    if (swapcontext(&fib_[i].ctx, &main_) != 0) fail("swapcontext failed");
+#endif
+    entered();
+  }
+
+  std::vector<void*> stacks_;
+  std::vector<fiber> fib_;
+#if TF_EMU_FAST_SWITCH
+  void* main_sp_ = nullptr;
+#else
+  ucontext_t main_;
+#endif
   const std::function<void(uint)>* job_ = nullptr;
-  unsigned active_ = 0, pending_ = 0;
-  unsigned long gen_ = 0;
-  bool quit_ = false;
+  unsigned cur_ = 0;
+  void* fake_ = nullptr;
+  const void* main_bottom_ = nullptr;
+  size_t main_size_ = 0;
 };
+
+inline void yield() {
+  fibers& f = fibers::get();
+  f.yield();
+}
 
 // dispatch runs a kernel over `groups` threadgroups of `threads`
 // threads: run(ids) calls the kernel function for one thread. name is
@@ -556,21 +666,17 @@ inline void dispatch(const char* name, const char* tg_prefix, uint groups, uint 
   }
   if (groups == 0) return;
   group g(threads);
-  pool::get().run(threads, [&](uint lid) {
-    self.g = &g;
-    self.lid = lid;
+  self.g = &g;
+  fibers::get().run(threads, [&](uint lid) {
     for (uint gid = 0; gid < groups; ++gid) {
-      if (lid == 0) {
-        std::lock_guard<std::mutex> lk(g.mu);
-        g.gid = gid;
-      }
+      if (lid == 0) g.gid = gid;
       run(ids{gid, lid, lid % 32, lid / 32, threads, groups});
       // the kernel's end: every thread, before the next threadgroup
       // reuses the threadgroup arrays
       g.arrive(lid, at_exit, "the end of the kernel", 0);
     }
-    self.g = nullptr;
   });
+  self.g = nullptr;
 }
 
 }  // namespace tf_emu
