@@ -203,6 +203,9 @@ type machine struct {
 	vals    map[*ir.Value]value
 	kernels map[string]*ir.Operation
 	cur     *ir.Operation
+	// lane holds the operands of lanewise's function at one lane (the
+	// functions are leaves: they never run lanewise themselves)
+	lane [4]float64
 }
 
 // fail stops the run with an error at the current op.
@@ -363,15 +366,21 @@ func (mc *machine) set(op *ir.Operation, v value) {
 func (mc *machine) lanewise(op *ir.Operation, f func(x []float64, k ir.ElemKind) float64) {
 	t := op.Result(0).Type()
 	n, k := lanesOf(t), elem(t)
-	args := make([][]float64, op.NumOperands())
+	// operands of up to 4 (every op has at most 3) without allocating
+	var argsBuf [4][]float64
+	args, x := argsBuf[:0], mc.lane[:0]
+	if op.NumOperands() > len(argsBuf) {
+		args, x = make([][]float64, 0, op.NumOperands()), make([]float64, 0, op.NumOperands())
+	}
 	for i, v := range op.Operands() {
-		args[i] = mc.get(v).lanes
-		if len(args[i]) != n {
-			mc.fail("operand #%d has %d lanes, the result %d", i, len(args[i]), n)
+		a := mc.get(v).lanes
+		if len(a) != n {
+			mc.fail("operand #%d has %d lanes, the result %d", i, len(a), n)
 		}
+		args = append(args, a)
+		x = append(x, 0)
 	}
 	out := make([]float64, n)
-	x := make([]float64, len(args))
 	for l := range out {
 		for i := range args {
 			x[i] = args[i][l]
