@@ -10,8 +10,9 @@
 //     core's L1 (a byte array of the target's size);
 //   - circular buffers have pages and real FIFO semantics: cb_reserve_back /
 //     cb_push_back on the producer side, cb_wait_front / cb_pop_front on the
-//     consumer side, blocking across the reader, compute and writer threads
-//     of a core (three std::threads, as the three RISC-V kernels of a Tensix);
+//     consumer side, blocking across the reader, compute and writer kernels
+//     of a core (three fibers, as the three RISC-V kernels of a Tensix run
+//     side by side);
 //   - the DST register holds 16 tiles, used 8 (4 with fp32_dest_acc_en) at a
 //     time under the tile_regs_acquire / commit / wait / release protocol;
 //   - FPU ops read srcA/srcB, which hold 19 bits (TF32) of a Float32 operand;
@@ -44,7 +45,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -52,12 +52,13 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <sys/mman.h>
+#include <ucontext.h>
 
 #define ALWI inline
 // an attribute of L1 pointers on the device (rvtt_l1_ptr); nothing on the host
@@ -234,7 +235,11 @@ struct ThreadCtx {
     std::vector<uint32_t> args;      // runtime args
     int outstanding_reads = 0, outstanding_writes = 0;
 };
-inline thread_local ThreadCtx tctx;
+// The context of the kernel running: each kernel of each core is a fiber
+// (see fibers below) with a context of its own; the host's outside them.
+inline ThreadCtx host_ctx;
+inline ThreadCtx* cur_ctx = &host_ctx;
+inline ThreadCtx& tctx() { return *cur_ctx; }
 
 inline std::string where_am_i();
 
@@ -324,8 +329,6 @@ struct Core {
     uint8_t* l1 = nullptr;
     uint32_t l1_base = 0;
     CB cbs[kNumCBs];
-    std::mutex mu;
-    std::condition_variable cv;
     int live = 0, blocked = 0;
     std::string waiting[3];
     std::function<bool()> ready[3];  // what each blocked kernel waits for
@@ -349,93 +352,89 @@ inline std::string waits_of(Core* c) {
 }
 
 inline std::string where_am_i() {
-    if (!tctx.core) return "host";
+    if (!tctx().core) return "host";
     char buf[256];
-    std::snprintf(buf, sizeof buf, "core (%d,%d) %s kernel %s", tctx.core->x, tctx.core->y, tctx.risc, tctx.kernel);
+    std::snprintf(buf, sizeof buf, "core (%d,%d) %s kernel %s", tctx().core->x, tctx().core->y, tctx().risc, tctx().kernel);
     return buf;
 }
 
 inline int risc_slot() {
-    if (std::strcmp(tctx.risc, "reader") == 0) return 0;
-    if (std::strcmp(tctx.risc, "compute") == 0) return 1;
+    if (std::strcmp(tctx().risc, "reader") == 0) return 0;
+    if (std::strcmp(tctx().risc, "compute") == 0) return 1;
     return 2;
 }
 
 inline CB& cb_of(uint32_t id, const char* call) {
-    Core* c = tctx.core;
+    Core* c = tctx().core;
     if (!c) fail("%s called outside a kernel", call);
     if (id >= kNumCBs || !c->cbs[id].configured) fail("%s: circular buffer c_%u is not configured on this core", call, id);
     return c->cbs[id];
 }
 
-// block waits on the core's condition until ready() holds, failing on
+inline void yield();
+
+// block yields to the other kernels until ready() holds, failing on
 // deadlock: when every live kernel of the core is blocked, none can wake.
 template <class F>
-inline void block(std::unique_lock<std::mutex>& lk, const std::string& what, F ready) {
-    Core* c = tctx.core;
+inline void block(const std::string& what, F ready) {
+    Core* c = tctx().core;
     if (ready()) return;
     int slot = risc_slot();
     c->waiting[slot] = what;
     c->ready[slot] = ready;
     c->blocked++;
     if (stuck(c)) fail("deadlock: every running kernel of the core is blocked:%s", waits_of(c).c_str());
-    c->cv.wait(lk, ready);
+    while (!ready()) yield();
     c->blocked--;
     c->waiting[slot].clear();
     c->ready[slot] = nullptr;
 }
 
 inline void cb_reserve_back(uint32_t id, uint32_t n) {
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     CB& b = cb_of(id, "cb_reserve_back");
     if (n == 0 || n > b.cfg.num_pages)
         fail("cb_reserve_back(c_%u, %u): the buffer has %u pages, so this never returns", id, n, b.cfg.num_pages);
     char what[64];
     std::snprintf(what, sizeof what, "cb_reserve_back(c_%u, %u)", id, n);
-    block(lk, what, [&] { return b.cfg.num_pages - b.count >= n; });
+    block(what, [&] { return b.cfg.num_pages - b.count >= n; });
     if (n > b.reserved) b.reserved = n;
 }
 
 inline void cb_push_back(uint32_t id, uint32_t n) {
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     CB& b = cb_of(id, "cb_push_back");
-    if (tctx.outstanding_reads > 0)
+    if (tctx().outstanding_reads > 0)
         fail("cb_push_back(c_%u, %u) while %d noc_async_read(s) are in flight: call noc_async_read_barrier first", id, n,
-             tctx.outstanding_reads);
+             tctx().outstanding_reads);
     if (n > b.reserved)
         fail("cb_push_back(c_%u, %u) pushes more pages than cb_reserve_back reserved (%u)", id, n, b.reserved);
-    if (std::strcmp(tctx.risc, "compute") == 0 && b.packed < n)
+    if (std::strcmp(tctx().risc, "compute") == 0 && b.packed < n)
         fail("cb_push_back(c_%u, %u) pushes pages no pack_tile wrote (%u packed)", id, n, b.packed);
     b.count += n;
     b.reserved -= n;
     b.packed = b.packed > n ? b.packed - n : 0;
     b.wr = (b.wr + n) % b.cfg.num_pages;
-    tctx.core->cv.notify_all();
 }
 
 inline void cb_wait_front(uint32_t id, uint32_t n) {
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     CB& b = cb_of(id, "cb_wait_front");
     if (n == 0 || n > b.cfg.num_pages)
         fail("cb_wait_front(c_%u, %u): the buffer has %u pages, so this never returns", id, n, b.cfg.num_pages);
     char what[64];
     std::snprintf(what, sizeof what, "cb_wait_front(c_%u, %u)", id, n);
-    block(lk, what, [&] { return b.count >= n; });
+    block(what, [&] { return b.count >= n; });
     if (n > b.waited) b.waited = n;
 }
 
 inline void cb_pop_front(uint32_t id, uint32_t n) {
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     CB& b = cb_of(id, "cb_pop_front");
-    if (tctx.outstanding_writes > 0)
+    if (tctx().outstanding_writes > 0)
         fail("cb_pop_front(c_%u, %u) while %d noc_async_write(s) from it may be in flight: call noc_async_write_barrier first",
-             id, n, tctx.outstanding_writes);
+             id, n, tctx().outstanding_writes);
     if (n > b.waited)
         fail("cb_pop_front(c_%u, %u) without a matching cb_wait_front (%u pages waited for)", id, n, b.waited);
     b.count -= n;
     b.waited -= n;
     b.rd = (b.rd + n) % b.cfg.num_pages;
-    tctx.core->cv.notify_all();
 }
 
 // The L1 address of page i from the front / of the reservation.
@@ -443,7 +442,7 @@ inline uint32_t front_page_addr(CB& b, uint32_t i) { return b.cfg.l1_addr + ((b.
 inline uint32_t back_page_addr(CB& b, uint32_t i) { return b.cfg.l1_addr + ((b.wr + i) % b.cfg.num_pages) * b.cfg.page_size; }
 
 inline uint8_t* l1_ptr(uint32_t addr, uint32_t len, const char* call) {
-    Core* c = tctx.core;
+    Core* c = tctx().core;
     if (addr < c->l1_base || uint64_t(addr) + len > uint64_t(c->l1_base) + c->cfg.l1_bytes)
         fail("%s: address 0x%x + %u is outside L1 (%u bytes)", call, addr, len, c->cfg.l1_bytes);
     return reinterpret_cast<uint8_t*>(uintptr_t(addr));
@@ -451,7 +450,6 @@ inline uint8_t* l1_ptr(uint32_t addr, uint32_t len, const char* call) {
 
 // The page of a tile the compute kernel reads: it must have been waited for.
 inline const uint8_t* read_tile(uint32_t id, uint32_t itile, const char* call, DataFormat* fmt) {
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     CB& b = cb_of(id, call);
     if (itile >= b.waited)
         fail("%s reads page %u of c_%u, but only %u page(s) were waited for with cb_wait_front", call, itile, id, b.waited);
@@ -475,7 +473,10 @@ struct Engine {
     std::string sfpu_init;                        // the SFPU op the last *_init configured
     bool reduce_active = false;
 };
-inline thread_local Engine eng;
+// The engine of the compute kernel running (the host's outside one).
+inline Engine host_eng;
+inline Engine* cur_eng = &host_eng;
+inline Engine& eng() { return *cur_eng; }
 
 inline const char* state_name(Engine::State s) {
     switch (s) {
@@ -488,16 +489,16 @@ inline const char* state_name(Engine::State s) {
 
 // dst_any is DST tile i of the acquired half, whatever it holds.
 inline float* dst_any(uint32_t i, const char* call) {
-    if (eng.state != Engine::Acquired)
-        fail("%s writes DST while it is %s: math runs between tile_regs_acquire and tile_regs_commit", call, state_name(eng.state));
-    if (i >= tctx.core->cfg.dst_tiles_per_acquire)
-        fail("%s uses DST tile %u, but an acquire holds %u tiles", call, i, tctx.core->cfg.dst_tiles_per_acquire);
-    return eng.dst[eng.half * 8 + i];
+    if (eng().state != Engine::Acquired)
+        fail("%s writes DST while it is %s: math runs between tile_regs_acquire and tile_regs_commit", call, state_name(eng().state));
+    if (i >= tctx().core->cfg.dst_tiles_per_acquire)
+        fail("%s uses DST tile %u, but an acquire holds %u tiles", call, i, tctx().core->cfg.dst_tiles_per_acquire);
+    return eng().dst[eng().half * 8 + i];
 }
 // dst_tile is DST tile i for an op on floats.
 inline float* dst_tile(uint32_t i, const char* call) {
     float* d = dst_any(i, call);
-    if (eng.dst_int[eng.half * 8 + i])
+    if (eng().dst_int[eng().half * 8 + i])
         fail("%s reads DST tile %u, which holds integers (a UInt8 tile or a typecast_tile result): convert it with "
              "typecast_tile<UInt8 or Int8, Float32> first",
              call, i);
@@ -506,28 +507,28 @@ inline float* dst_tile(uint32_t i, const char* call) {
 // dst_out is DST tile i, which op call overwrites with floats or integers.
 inline float* dst_out(uint32_t i, const char* call, bool is_int) {
     float* d = dst_any(i, call);
-    eng.dst_int[eng.half * 8 + i] = is_int;
+    eng().dst_int[eng().half * 8 + i] = is_int;
     return d;
 }
 
 inline void need_started(const char* call) {
-    if (!eng.started) fail("%s before compute_kernel_hw_startup", call);
+    if (!eng().started) fail("%s before compute_kernel_hw_startup", call);
 }
 inline void need_math(const char* call, const std::string& init) {
     need_started(call);
-    if (eng.math_init != init)
+    if (eng().math_init != init)
         fail("%s needs its init (%s) since the last other init (the unpacker and FPU are configured for '%s')", call,
-             init.c_str(), eng.math_init.empty() ? "nothing" : eng.math_init.c_str());
+             init.c_str(), eng().math_init.empty() ? "nothing" : eng().math_init.c_str());
 }
 inline void need_sfpu(const char* call, const char* init) {
     need_started(call);
-    if (eng.sfpu_init != init)
+    if (eng().sfpu_init != init)
         fail("%s without %s() since the last SFPU init (the SFPU is configured for '%s')", call, init,
-             eng.sfpu_init.empty() ? "nothing" : eng.sfpu_init.c_str());
+             eng().sfpu_init.empty() ? "nothing" : eng().sfpu_init.c_str());
 }
 inline void set_math(const std::string& init) {
-    if (eng.reduce_active) fail("%s while a reduce is configured: call reduce_uninit first", init.c_str());
-    eng.math_init = init;
+    if (eng().reduce_active) fail("%s while a reduce is configured: call reduce_uninit first", init.c_str());
+    eng().math_init = init;
 }
 inline void need_format(int configured, uint32_t cb, DataFormat f, const char* call, const char* unit) {
     if (configured != int(f))
@@ -536,17 +537,16 @@ inline void need_format(int configured, uint32_t cb, DataFormat f, const char* c
 }
 
 inline DataFormat cb_format(uint32_t id, const char* call) {
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     return cb_of(id, call).cfg.format;
 }
 
 // The math engine's INT8 mode must match the tiles an op unpacks.
 inline bool int_format(DataFormat f) { return f == DataFormat::UInt8 || f == DataFormat::Int8; }
 inline void need_int8_mode(bool want, uint32_t cb, DataFormat f, const char* call) {
-    if (eng.int8_math != want)
+    if (eng().int8_math != want)
         fail("%s: c_%u holds %s tiles, but the math engine's INT8 mode is %s (reconfigure with to_from_int8 = true, "
              "reconfig_data_format_srca<true>, when switching between integer and float tiles)",
-             call, cb, format_name(f), eng.int8_math ? "on" : "off");
+             call, cb, format_name(f), eng().int8_math ? "on" : "off");
 }
 
 // An operand read through srcA/srcB: 19 bits of a Float32 tile.
@@ -570,14 +570,14 @@ inline void load_src(uint32_t cb, uint32_t itile, const char* call, float* out, 
 
 inline void compute_kernel_hw_startup(uint32_t icb0, uint32_t icb1, uint32_t ocb) {
     using namespace ttemu;
-    eng.unpack_a = int(cb_format(icb0, "compute_kernel_hw_startup"));
-    eng.unpack_b = int(cb_format(icb1, "compute_kernel_hw_startup"));
-    eng.pack = int(cb_format(ocb, "compute_kernel_hw_startup"));
+    eng().unpack_a = int(cb_format(icb0, "compute_kernel_hw_startup"));
+    eng().unpack_b = int(cb_format(icb1, "compute_kernel_hw_startup"));
+    eng().pack = int(cb_format(ocb, "compute_kernel_hw_startup"));
     // the hardware configuration sets the INT8 mode and srcA's signedness
     // from srcA's format
-    eng.int8_math = int_format(DataFormat(eng.unpack_a));
-    eng.srca_unsigned = DataFormat(eng.unpack_a) == DataFormat::UInt8;
-    eng.started = true;
+    eng().int8_math = int_format(DataFormat(eng().unpack_a));
+    eng().srca_unsigned = DataFormat(eng().unpack_a) == DataFormat::UInt8;
+    eng().started = true;
 }
 inline void compute_kernel_hw_startup(uint32_t icb0, uint32_t ocb) { compute_kernel_hw_startup(icb0, icb0, ocb); }
 
@@ -585,52 +585,52 @@ namespace ttemu {
 // reconfig_int8 is what to_from_int8 = true adds to a reconfiguration of
 // srcA: the INT8 mode and srcA's signedness follow the new format.
 inline void reconfig_int8(const char* call) {
-    if (!tctx.core->cfg.fp32_dest_acc_en)
+    if (!tctx().core->cfg.fp32_dest_acc_en)
         fail("%s with to_from_int8 = true needs fp32_dest_acc_en (Dest in 32-bit mode)", call);
-    eng.int8_math = int_format(DataFormat(eng.unpack_a));
-    eng.srca_unsigned = DataFormat(eng.unpack_a) == DataFormat::UInt8;
+    eng().int8_math = int_format(DataFormat(eng().unpack_a));
+    eng().srca_unsigned = DataFormat(eng().unpack_a) == DataFormat::UInt8;
 }
 }  // namespace ttemu
 
 template <bool to_from_int8 = false>
 inline void reconfig_data_format(uint32_t srca, uint32_t srcb) {
-    ttemu::eng.unpack_a = int(ttemu::cb_format(srca, "reconfig_data_format"));
-    ttemu::eng.unpack_b = int(ttemu::cb_format(srcb, "reconfig_data_format"));
+    ttemu::eng().unpack_a = int(ttemu::cb_format(srca, "reconfig_data_format"));
+    ttemu::eng().unpack_b = int(ttemu::cb_format(srcb, "reconfig_data_format"));
     if (to_from_int8) ttemu::reconfig_int8("reconfig_data_format");
 }
 template <bool to_from_int8 = false>
 inline void reconfig_data_format_srca(uint32_t srca) {
-    ttemu::eng.unpack_a = int(ttemu::cb_format(srca, "reconfig_data_format_srca"));
+    ttemu::eng().unpack_a = int(ttemu::cb_format(srca, "reconfig_data_format_srca"));
     if (to_from_int8) ttemu::reconfig_int8("reconfig_data_format_srca");
 }
 template <bool to_from_int8 = false>
-inline void reconfig_data_format_srcb(uint32_t srcb) { ttemu::eng.unpack_b = int(ttemu::cb_format(srcb, "reconfig_data_format_srcb")); }
-inline void pack_reconfig_data_format(uint32_t ocb) { ttemu::eng.pack = int(ttemu::cb_format(ocb, "pack_reconfig_data_format")); }
+inline void reconfig_data_format_srcb(uint32_t srcb) { ttemu::eng().unpack_b = int(ttemu::cb_format(srcb, "reconfig_data_format_srcb")); }
+inline void pack_reconfig_data_format(uint32_t ocb) { ttemu::eng().pack = int(ttemu::cb_format(ocb, "pack_reconfig_data_format")); }
 
 inline void tile_regs_acquire() {
     using namespace ttemu;
     need_started("tile_regs_acquire");
-    if (eng.state != Engine::Released) fail("tile_regs_acquire while DST is %s (missing tile_regs_release)", state_name(eng.state));
-    eng.state = Engine::Acquired;
+    if (eng().state != Engine::Released) fail("tile_regs_acquire while DST is %s (missing tile_regs_release)", state_name(eng().state));
+    eng().state = Engine::Acquired;
     // the packer clears what it has packed, so an acquired half starts at zero
-    std::memset(eng.dst[eng.half * 8], 0, sizeof(float) * 8 * kTileElems);
-    for (int i = 0; i < 8; i++) eng.dst_int[eng.half * 8 + i] = false;
+    std::memset(eng().dst[eng().half * 8], 0, sizeof(float) * 8 * kTileElems);
+    for (int i = 0; i < 8; i++) eng().dst_int[eng().half * 8 + i] = false;
 }
 inline void tile_regs_commit() {
     using namespace ttemu;
-    if (eng.state != Engine::Acquired) fail("tile_regs_commit while DST is %s", state_name(eng.state));
-    eng.state = Engine::Committed;
+    if (eng().state != Engine::Acquired) fail("tile_regs_commit while DST is %s", state_name(eng().state));
+    eng().state = Engine::Committed;
 }
 inline void tile_regs_wait() {
     using namespace ttemu;
-    if (eng.state != Engine::Committed) fail("tile_regs_wait while DST is %s (missing tile_regs_commit)", state_name(eng.state));
-    eng.state = Engine::Waited;
+    if (eng().state != Engine::Committed) fail("tile_regs_wait while DST is %s (missing tile_regs_commit)", state_name(eng().state));
+    eng().state = Engine::Waited;
 }
 inline void tile_regs_release() {
     using namespace ttemu;
-    if (eng.state != Engine::Waited) fail("tile_regs_release while DST is %s", state_name(eng.state));
-    eng.state = Engine::Released;
-    eng.half ^= 1;
+    if (eng().state != Engine::Waited) fail("tile_regs_release while DST is %s", state_name(eng().state));
+    eng().state = Engine::Released;
+    eng().half ^= 1;
 }
 
 inline void cb_wait_front(uint32_t cb, uint32_t n) { ttemu::cb_wait_front(cb, n); }
@@ -644,30 +644,29 @@ template <bool out_of_order_output = false>
 inline void pack_tile(uint32_t idst, uint32_t ocb, uint32_t output_tile_index = 0) {
     using namespace ttemu;
     need_started("pack_tile");
-    if (eng.state != Engine::Waited)
-        fail("pack_tile(%u, c_%u) while DST is %s: pack after tile_regs_commit and tile_regs_wait", idst, ocb, state_name(eng.state));
-    if (idst >= tctx.core->cfg.dst_tiles_per_acquire)
-        fail("pack_tile uses DST tile %u, but an acquire holds %u tiles", idst, tctx.core->cfg.dst_tiles_per_acquire);
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
+    if (eng().state != Engine::Waited)
+        fail("pack_tile(%u, c_%u) while DST is %s: pack after tile_regs_commit and tile_regs_wait", idst, ocb, state_name(eng().state));
+    if (idst >= tctx().core->cfg.dst_tiles_per_acquire)
+        fail("pack_tile uses DST tile %u, but an acquire holds %u tiles", idst, tctx().core->cfg.dst_tiles_per_acquire);
     CB& b = cb_of(ocb, "pack_tile");
-    need_format(eng.pack, ocb, b.cfg.format, "pack_tile", "the packer");
+    need_format(eng().pack, ocb, b.cfg.format, "pack_tile", "the packer");
     uint32_t page = out_of_order_output ? output_tile_index : b.packed;
     if (page >= b.reserved)
         fail("pack_tile(%u, c_%u) writes page %u of the reservation, but cb_reserve_back reserved %u", idst, ocb, page, b.reserved);
-    bool is_int = eng.dst_int[eng.half * 8 + idst];
+    bool is_int = eng().dst_int[eng().half * 8 + idst];
     uint8_t* dst = l1_ptr(back_page_addr(b, page), b.cfg.page_size, "pack_tile");
     if (int_format(b.cfg.format)) {
         if (!is_int)
             fail("pack_tile(%u, c_%u): DST tile %u holds floats, but c_%u is a UInt8 buffer: convert them with "
                  "typecast_tile<Float32, UInt8 or Int8> first",
                  idst, ocb, idst, ocb);
-        pack_int_tile(eng.dst[eng.half * 8 + idst], dst);
+        pack_int_tile(eng().dst[eng().half * 8 + idst], dst);
     } else {
         if (is_int)
             fail("pack_tile(%u, c_%u): DST tile %u holds integers, but c_%u holds %s tiles: convert them with "
                  "typecast_tile<UInt8 or Int8, Float32> first",
                  idst, ocb, idst, ocb, format_name(b.cfg.format));
-        pack_tile_bytes(eng.dst[eng.half * 8 + idst], b.cfg.format, dst);
+        pack_tile_bytes(eng().dst[eng().half * 8 + idst], b.cfg.format, dst);
     }
     if (!out_of_order_output || page + 1 > b.packed) b.packed = page + 1;
 }
@@ -683,12 +682,12 @@ inline void copy_tile(uint32_t cb, uint32_t itile, uint32_t idst) {
     using namespace ttemu;
     need_math("copy_tile", "copy");
     DataFormat f = cb_format(cb, "copy_tile");
-    need_format(eng.unpack_a, cb, f, "copy_tile", "srcA");
+    need_format(eng().unpack_a, cb, f, "copy_tile", "srcA");
     if (int_format(f)) {
         // integers reach DST with the INT8 mode on and srcA unsigned: the
         // byte zero-extended (an i8 tile is declared UInt8)
         need_int8_mode(true, cb, f, "copy_tile");
-        if (!eng.srca_unsigned)
+        if (!eng().srca_unsigned)
             fail("copy_tile: c_%u holds UInt8 tiles, but srcA is configured as signed (reconfig_data_format_srca<true>)", cb);
         DataFormat rf;
         const uint8_t* p = read_tile(cb, itile, "copy_tile", &rf);
@@ -714,9 +713,9 @@ inline std::string binary_init_name(char op, BroadcastType b) { return std::stri
 inline void fpu_binary(char op, BroadcastType bc, uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst,
                        const char* call) {
     need_math(call, binary_init_name(op, bc));
-    need_format(eng.unpack_a, icb0, cb_format(icb0, call), call, "srcA");
-    need_format(eng.unpack_b, icb1, cb_format(icb1, call), call, "srcB");
-    static thread_local float a[kTileElems], b[kTileElems];
+    need_format(eng().unpack_a, icb0, cb_format(icb0, call), call, "srcA");
+    need_format(eng().unpack_b, icb1, cb_format(icb1, call), call, "srcB");
+    static float a[kTileElems], b[kTileElems];
     load_src(icb0, itile0, call, a, true);
     load_src(icb1, itile1, call, b, true);
     float* d = dst_out(idst, call, false);
@@ -735,9 +734,9 @@ inline void fpu_binary(char op, BroadcastType bc, uint32_t icb0, uint32_t icb1, 
 }
 inline void binary_configure(uint32_t icb0, uint32_t icb1, uint32_t ocb, const char* call) {
     need_started(call);
-    eng.unpack_a = int(cb_format(icb0, call));
-    eng.unpack_b = int(cb_format(icb1, call));
-    eng.pack = int(cb_format(ocb, call));
+    eng().unpack_a = int(cb_format(icb0, call));
+    eng().unpack_b = int(cb_format(icb1, call));
+    eng().pack = int(cb_format(ocb, call));
 }
 }  // namespace ttemu
 
@@ -776,16 +775,16 @@ inline void unary_bcast_init(uint32_t icb, uint32_t ocb) {
     need_started("unary_bcast_init");
     set_math(std::string("unary_bcast ") + bcast_name(B));
     // the unpacker is configured for icb on both sources, as on the device
-    eng.unpack_a = int(cb_format(icb, "unary_bcast_init"));
-    eng.unpack_b = eng.unpack_a;
-    eng.pack = int(cb_format(ocb, "unary_bcast_init"));
+    eng().unpack_a = int(cb_format(icb, "unary_bcast_init"));
+    eng().unpack_b = eng().unpack_a;
+    eng().pack = int(cb_format(ocb, "unary_bcast_init"));
 }
 template <BroadcastType B>
 inline void unary_bcast(uint32_t icb, uint32_t itile, uint32_t idst) {
     using namespace ttemu;
     need_math("unary_bcast", std::string("unary_bcast ") + bcast_name(B));
-    need_format(eng.unpack_a, icb, cb_format(icb, "unary_bcast"), "unary_bcast", "the unpacker");
-    static thread_local float a[kTileElems];
+    need_format(eng().unpack_a, icb, cb_format(icb, "unary_bcast"), "unary_bcast", "the unpacker");
+    static float a[kTileElems];
     load_src(icb, itile, "unary_bcast", a, false);
     float* d = dst_out(idst, "unary_bcast", false);
     for (int r = 0; r < kTileRows; r++)
@@ -802,23 +801,23 @@ inline void reduce_init(uint32_t icb, uint32_t icb_scaler, uint32_t ocb) {
     need_started("reduce_init");
     if (D != ReduceDim::REDUCE_ROW) fail("reduce_init: only REDUCE_ROW is emulated");
     set_math(std::string("reduce ") + (P == PoolType::MAX ? "MAX" : P == PoolType::SUM ? "SUM" : "AVG"));
-    eng.reduce_active = true;
+    eng().reduce_active = true;
 }
 template <bool enforce_fp32_accumulation = false>
 inline void reduce_uninit(uint32_t icb = 0) {
-    ttemu::eng.reduce_active = false;
+    ttemu::eng().reduce_active = false;
 }
 template <PoolType P, ReduceDim D, bool enforce_fp32_accumulation = false>
 inline void reduce_tile(uint32_t icb, uint32_t icb_scaler, uint32_t itile, uint32_t itile_scaler, uint32_t idst) {
     using namespace ttemu;
     const char* call = "reduce_tile";
     need_math(call, std::string("reduce ") + (P == PoolType::MAX ? "MAX" : P == PoolType::SUM ? "SUM" : "AVG"));
-    if (!eng.reduce_active) fail("reduce_tile after reduce_uninit");
-    need_format(eng.unpack_a, icb, cb_format(icb, call), call, "srcA");
-    need_format(eng.unpack_b, icb_scaler, cb_format(icb_scaler, call), call, "srcB");
-    if (enforce_fp32_accumulation && !tctx.core->cfg.fp32_dest_acc_en)
+    if (!eng().reduce_active) fail("reduce_tile after reduce_uninit");
+    need_format(eng().unpack_a, icb, cb_format(icb, call), call, "srcA");
+    need_format(eng().unpack_b, icb_scaler, cb_format(icb_scaler, call), call, "srcB");
+    if (enforce_fp32_accumulation && !tctx().core->cfg.fp32_dest_acc_en)
         fail("reduce_tile with enforce_fp32_accumulation needs fp32_dest_acc_en");
-    static thread_local float a[kTileElems], s[kTileElems];
+    static float a[kTileElems], s[kTileElems];
     load_src(icb, itile, call, a, !enforce_fp32_accumulation);
     load_src(icb_scaler, itile_scaler, call, s, true);
     // the scaler is the first row of every face
@@ -866,7 +865,7 @@ inline void sfpu_binary(uint32_t a, uint32_t b, uint32_t o, const char* call, co
 }
 inline void sfpu_init(const char* name) {
     need_started(name);
-    eng.sfpu_init = name;
+    eng().sfpu_init = name;
 }
 inline double sigmoid(double x) {
     if (x >= 0) return 1 / (1 + std::exp(-x));
@@ -1051,7 +1050,7 @@ inline void typecast_tile(uint32_t idst) {
     const DataFormat in = DataFormat(IN_DTYPE), out = DataFormat(OUT_DTYPE);
     std::string call = typecast_name("typecast_tile", IN_DTYPE, OUT_DTYPE);
     need_sfpu(call.c_str(), typecast_name("typecast_tile_init", IN_DTYPE, OUT_DTYPE).c_str());
-    if ((in == DataFormat::Int8 || out == DataFormat::Int8) && !tctx.core->cfg.fp32_dest_acc_en)
+    if ((in == DataFormat::Int8 || out == DataFormat::Int8) && !tctx().core->cfg.fp32_dest_acc_en)
         fail("%s: Int8 conversions need Dest in 32-bit mode (fp32_dest_acc_en)", call.c_str());
     if (float_format(in) && int_format(out)) {
         // the SFPU shifts the mantissa right by (23 - exponent), negates
@@ -1067,18 +1066,18 @@ inline void typecast_tile(uint32_t idst) {
             int64_t t = int64_t(std::trunc(double(x)));
             set_word(d, i, uint32_t(t) & 0xffu);
         }
-        eng.dst_int[eng.half * 8 + idst] = true;
+        eng().dst_int[eng().half * 8 + idst] = true;
         return;
     }
     if (int_format(in) && float_format(out)) {
         float* d = dst_any(idst, call.c_str());
-        if (!eng.dst_int[eng.half * 8 + idst])
+        if (!eng().dst_int[eng().half * 8 + idst])
             fail("%s: DST tile %u holds floats, not the integers of a UInt8 tile", call.c_str(), idst);
         for (int i = 0; i < kTileElems; i++) {
             uint32_t byte = word_of(d, i) & 0xffu;
             d[i] = in == DataFormat::Int8 ? float(int8_t(uint8_t(byte))) : float(byte);
         }
-        eng.dst_int[eng.half * 8 + idst] = false;
+        eng().dst_int[eng().half * 8 + idst] = false;
         return;
     }
     fail("%s is not emulated (only Float32 <-> UInt8 and Int8)", call.c_str());
@@ -1096,17 +1095,16 @@ inline void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst) {
     using namespace ttemu;
     need_math("transpose_tile", "transpose");
     DataFormat f = cb_format(icb, "transpose_tile");
-    need_format(eng.unpack_a, icb, f, "transpose_tile", "srcA");
+    need_format(eng().unpack_a, icb, f, "transpose_tile", "srcA");
     bool u2d;
     {
-        std::unique_lock<std::mutex> lk(tctx.core->mu);
         u2d = cb_of(icb, "transpose_tile").cfg.unpack_to_dest;
     }
     if (f == DataFormat::Float32 && !u2d)
         fail("transpose_tile: c_%u holds Float32 tiles, but its unpack_to_dest_mode is Default: through srcA the transpose "
              "keeps 19 bits (set UnpackToDestMode::UnpackToDestFp32 for it)",
              icb);
-    static thread_local float a[kTileElems];
+    static float a[kTileElems];
     bool is_int = int_format(f);
     if (is_int) {
         need_int8_mode(true, icb, f, "transpose_tile");
@@ -1126,8 +1124,8 @@ inline void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst) {
 template <typename T>
 inline T get_arg_val(int i) {
     using namespace ttemu;
-    if (i < 0 || size_t(i) >= tctx.args.size()) fail("get_arg_val(%d): the host set %zu runtime args", i, tctx.args.size());
-    return T(tctx.args[size_t(i)]);
+    if (i < 0 || size_t(i) >= tctx().args.size()) fail("get_arg_val(%d): the host set %zu runtime args", i, tctx().args.size());
+    return T(tctx().args[size_t(i)]);
 }
 
 // get_compile_time_arg_val reads the kernel's own array (the harness
@@ -1136,21 +1134,18 @@ inline T get_arg_val(int i) {
 
 inline uint32_t get_write_ptr(uint32_t cb) {
     using namespace ttemu;
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     CB& b = cb_of(cb, "get_write_ptr");
     if (b.reserved == 0) fail("get_write_ptr(c_%u) without cb_reserve_back", cb);
     return back_page_addr(b, 0);
 }
 inline uint32_t get_read_ptr(uint32_t cb) {
     using namespace ttemu;
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     CB& b = cb_of(cb, "get_read_ptr");
     if (b.waited == 0) fail("get_read_ptr(c_%u) without cb_wait_front", cb);
     return front_page_addr(b, 0);
 }
 inline uint32_t get_tile_size(uint32_t cb) {
     using namespace ttemu;
-    std::unique_lock<std::mutex> lk(tctx.core->mu);
     return cb_of(cb, "get_tile_size").cfg.page_size;
 }
 
@@ -1171,7 +1166,7 @@ namespace ttemu {
 // The L1 range [addr, addr+len) must lie in pages a kernel may touch: the
 // reservation of a producer, or the waited-for front of a consumer.
 inline void check_l1_range(uint32_t addr, uint32_t len, bool reserved, const char* call) {
-    Core* c = tctx.core;
+    Core* c = tctx().core;
     for (auto& b : c->cbs) {
         if (!b.configured) continue;
         uint32_t lo = b.cfg.l1_addr, hi = lo + b.cfg.page_size * b.cfg.num_pages;
@@ -1204,13 +1199,12 @@ inline void noc_async_read_tile(uint32_t id, const TensorAccessor<A>& s, uint32_
     uint8_t* src;
     dram_page(s.addr, id, s.page_size, "noc_async_read_tile", &src);
     {
-        std::unique_lock<std::mutex> lk(tctx.core->mu);
         check_l1_range(l1_addr, s.page_size, true, "noc_async_read_tile");
     }
     std::memcpy(l1_ptr(l1_addr, s.page_size, "noc_async_read_tile"), src, s.page_size);
-    tctx.outstanding_reads++;
+    tctx().outstanding_reads++;
 }
-inline void noc_async_read_barrier() { ttemu::tctx.outstanding_reads = 0; }
+inline void noc_async_read_barrier() { ttemu::tctx().outstanding_reads = 0; }
 
 template <typename A>
 inline void noc_async_write_tile(uint32_t id, const TensorAccessor<A>& s, uint32_t l1_addr) {
@@ -1218,13 +1212,181 @@ inline void noc_async_write_tile(uint32_t id, const TensorAccessor<A>& s, uint32
     uint8_t* dst;
     dram_page(s.addr, id, s.page_size, "noc_async_write_tile", &dst);
     {
-        std::unique_lock<std::mutex> lk(tctx.core->mu);
         check_l1_range(l1_addr, s.page_size, false, "noc_async_write_tile");
     }
     std::memcpy(dst, l1_ptr(l1_addr, s.page_size, "noc_async_write_tile"), s.page_size);
-    tctx.outstanding_writes++;
+    tctx().outstanding_writes++;
 }
-inline void noc_async_write_barrier() { ttemu::tctx.outstanding_writes = 0; }
+inline void noc_async_write_barrier() { ttemu::tctx().outstanding_writes = 0; }
+
+// ---------------------------------------------------------------------------
+// Kernels as fibers
+//
+// The reader, compute and writer kernels of every core are fibers of one
+// system thread, each with its own stack, context (tctx) and engine
+// (eng): a kernel runs until it blocks on a circular buffer, then the next
+// one runs, round robin over every kernel of every core. Three system
+// threads per core (360 on a Blackhole grid) spent most of their time in
+// the kernel's scheduler. On x86-64 a switch saves and restores the six
+// callee-saved registers and the stack pointer (tt_emu_switch); elsewhere
+// it is swapcontext.
+
+namespace ttemu {
+
+#if defined(__x86_64__)
+#define TT_EMU_FAST_SWITCH 1
+// weak: every translation unit including this header defines it
+extern "C" void tt_emu_switch(void** from, void* to);
+asm(R"(
+.text
+.p2align 4
+.weak tt_emu_switch
+.type tt_emu_switch, @function
+tt_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size tt_emu_switch, .-tt_emu_switch
+.section .note.GNU-stack,"",@progbits
+.text
+)");
+#else
+#define TT_EMU_FAST_SWITCH 0
+#endif
+
+class fibers {
+public:
+    // add makes a fiber that runs body with context ctx.
+    void add(const ThreadCtx& ctx, std::function<void()> body) {
+        auto f = std::make_unique<fiber>();
+        f->ctx = ctx;
+        f->body = std::move(body);
+        const size_t page = 4096;
+        char* p = static_cast<char*>(mmap(nullptr, stack_bytes + page, PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+        if (p == MAP_FAILED) fail("cannot map a kernel's stack");
+        mprotect(p, page, PROT_NONE);  // an overflow faults instead of writing another stack
+        f->map = p;
+        f->stack = p + page;
+        all_.push_back(std::move(f));
+    }
+
+    // run runs every fiber to its end.
+    void run() {
+        for (auto& f : all_) start(*f);
+        running_ = this;
+        for (size_t left = all_.size(); left > 0;) {
+            for (auto& f : all_) {
+                if (f->done) continue;
+                cur_ = f.get();
+                cur_ctx = &f->ctx;
+                cur_eng = &f->eng;
+                enter(*f);
+                if (f->done) --left;
+            }
+        }
+        cur_ctx = &host_ctx;
+        cur_eng = &host_eng;
+        running_ = nullptr;
+    }
+
+    ~fibers() {
+        for (auto& f : all_) munmap(f->map, stack_bytes + 4096);
+    }
+
+    // yield goes back to run's loop from the kernel running.
+    static void yield() {
+        fibers* fs = running_;
+        if (!fs) fail("a kernel blocked outside a program's run");
+        fs->leave();
+    }
+
+private:
+    static constexpr size_t stack_bytes = 1 << 18;
+
+    struct fiber {
+        ThreadCtx ctx;
+        Engine eng;
+        std::function<void()> body;
+        char* map = nullptr;
+        char* stack = nullptr;
+        bool done = false;
+#if TT_EMU_FAST_SWITCH
+        void* sp = nullptr;
+#else
+        ucontext_t uc;
+#endif
+    };
+
+    void start(fiber& f) {
+#if TT_EMU_FAST_SWITCH
+        // what tt_emu_switch pops: six registers of zeros, then the address
+        // of trampoline, which starts as if called (a null return address
+        // at the top, 16 bytes from an aligned end)
+        void** top = reinterpret_cast<void**>(f.stack + stack_bytes);
+        *--top = nullptr;
+        *--top = reinterpret_cast<void*>(&trampoline);
+        for (int r = 0; r < 6; ++r) *--top = nullptr;
+        f.sp = top;
+#else
+        if (getcontext(&f.uc) != 0) fail("getcontext failed");
+        f.uc.uc_stack.ss_sp = f.stack;
+        f.uc.uc_stack.ss_size = stack_bytes;
+        f.uc.uc_link = nullptr;
+        makecontext(&f.uc, trampoline, 0);
+#endif
+    }
+
+    static void trampoline() {
+        fibers* fs = running_;
+        fs->cur_->body();
+        fs->cur_->done = true;
+        fs->leave();
+        fail("a finished kernel was resumed");
+    }
+
+    void enter(fiber& f) {
+#if TT_EMU_FAST_SWITCH
+        tt_emu_switch(&main_sp_, f.sp);
+#else
+        if (swapcontext(&main_uc_, &f.uc) != 0) fail("swapcontext failed");
+#endif
+    }
+
+    void leave() {
+        fiber& f = *cur_;
+#if TT_EMU_FAST_SWITCH
+        tt_emu_switch(&f.sp, main_sp_);
+#else
+        if (swapcontext(&f.uc, &main_uc_) != 0) fail("swapcontext failed");
+#endif
+    }
+
+    std::vector<std::unique_ptr<fiber>> all_;
+    fiber* cur_ = nullptr;
+#if TT_EMU_FAST_SWITCH
+    void* main_sp_ = nullptr;
+#else
+    ucontext_t main_uc_;
+#endif
+    static inline fibers* running_ = nullptr;
+};
+
+inline void yield() { fibers::yield(); }
+
+}  // namespace ttemu
 
 // ---------------------------------------------------------------------------
 // The host side: a program on a set of cores
@@ -1267,8 +1429,8 @@ struct Program {
         fail("program %s: unpack_to_dest_mode for c_%u, which is not configured", name.c_str(), index);
     }
 
-    // run places the circular buffers in each core's L1, starts the three
-    // kernels of every core and waits for all of them.
+    // run places the circular buffers in each core's L1 and runs the three
+    // kernels of every core, as fibers, to their ends.
     void run() {
         uint32_t addr = 0;
         for (auto& c : cbs) {
@@ -1287,7 +1449,7 @@ struct Program {
             fail("program %s: its circular buffers take %u bytes of L1, more than the %u of a core", name.c_str(), addr,
                  cfg.l1_bytes);
         std::vector<Core*> cs;
-        std::vector<std::thread> ts;
+        fibers fs;
         for (auto& cr : cores) {
             Core* core = new Core;
             core->x = cr.x;
@@ -1311,26 +1473,24 @@ struct Program {
             for (int k = 0; k < 3; k++) {
                 KernelRun kr = *ks[k];
                 const char* risc = riscs[k];
-                ts.emplace_back([core, kr, risc] {
-                    tctx.core = core;
-                    tctx.risc = risc;
-                    tctx.kernel = kr.file;
-                    tctx.args = kr.args;
-                    eng = Engine();
+                ThreadCtx ctx;
+                ctx.core = core;
+                ctx.risc = risc;
+                ctx.kernel = kr.file;
+                ctx.args = kr.args;
+                fs.add(ctx, [core, kr, risc] {
                     kr.entry();
-                    if (tctx.outstanding_reads || tctx.outstanding_writes)
+                    if (tctx().outstanding_reads || tctx().outstanding_writes)
                         fail("the kernel returned with NoC transfers in flight (missing barrier)");
-                    if (std::strcmp(risc, "compute") == 0 && eng.state != Engine::Released)
-                        fail("the kernel returned with DST %s", state_name(eng.state));
-                    std::unique_lock<std::mutex> lk(core->mu);
+                    if (std::strcmp(risc, "compute") == 0 && eng().state != Engine::Released)
+                        fail("the kernel returned with DST %s", state_name(eng().state));
                     core->live--;
                     if (core->live > 0 && stuck(core))
                         fail("deadlock: the %s kernel returned and the others are blocked:%s", risc, waits_of(core).c_str());
-                    core->cv.notify_all();
                 });
             }
         }
-        for (auto& t : ts) t.join();
+        fs.run();
         for (auto* c : cs) {
             munmap(c->l1, c->cfg.l1_bytes);
             delete c;
