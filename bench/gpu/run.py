@@ -400,6 +400,18 @@ def time_compile(fn, args, modes, decode):
 def tune_configs(mod, kname, cfg):
     """Launch configurations to try for one kernel."""
     out = []
+    if "PERSIST" in cfg:
+        # a row kernel of one block: persistent programs (PERSIST per
+        # multiprocessor) pipelined STAGES deep, then other warps
+        w0 = cfg["num_warps"]
+        for persist, stages in ((0, 1), (1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (4, 2)):
+            out.append(dict(cfg, PERSIST=persist, STAGES=stages))
+        for warps in sorted({max(1, w0 // 2), min(32, w0 * 2)} - {w0}):
+            out.append(dict(cfg, num_warps=warps, PERSIST=0, STAGES=1))
+            out.append(dict(cfg, num_warps=warps, PERSIST=2, STAGES=2))
+        if cfg["ROWS"] * cfg["BLOCK"] * 2 <= 32768:
+            out.append(dict(cfg, ROWS=cfg["ROWS"] * 2, PERSIST=2, STAGES=2))
+        return out
     if "ROWS" in cfg:
         for rows in (1, 2, 4, 8, 16):
             if rows * cfg["BLOCK"] > 32768:
@@ -417,21 +429,26 @@ def tune(w, mod, args, decode):
     """Times the workload's function under every configuration of each of
     its kernels (one kernel at a time), restoring the emitted one."""
     results = {}
+    fn = getattr(mod, w.func)
+    want = as_tuple(fn(*args))  # every configuration must give these bits
     for kname, cfg in list(mod.CONFIGS.items()):
         best = None
         trials = []
         for c in tune_configs(mod, kname, cfg):
             mod.CONFIGS[kname] = c
+            same = None
             try:
-                fn = getattr(mod, w.func)
-                fn(*args)
+                got = as_tuple(fn(*args))
                 torch.cuda.synchronize()
+                same = all(torch.equal(a, b) for a, b in zip(got, want))
+                if not same:
+                    print(f"  tune {kname} {c}: results differ from the emitted configuration's", flush=True)
                 ms = bench(lambda: fn(*args), decode)
             except Exception as e:
                 ms = None
                 print(f"  tune {kname} {c}: {type(e).__name__}: {e}", flush=True)
-            trials.append({"config": c, "ms": ms})
-            if ms is not None and (best is None or ms < best["ms"]):
+            trials.append({"config": c, "ms": ms, "same": same})
+            if ms is not None and same and (best is None or ms < best["ms"]):
                 best = {"config": c, "ms": ms}
         mod.CONFIGS[kname] = cfg
         results[kname] = {"emitted": cfg, "best": best, "trials": trials}

@@ -128,6 +128,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 			if p, err = plan(k); err != nil {
 				return "", err
 			}
+			planPersistent(k, p)
 			if t, err = newKernelEmitter(k, name, p, me.uses).emit(); err != nil {
 				return "", err
 			}
@@ -156,6 +157,9 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 		sb.WriteString("from triton.language.extra import libdevice\n")
 	}
 	sb.WriteString("\n" + configsComment)
+	if me.persist {
+		sb.WriteString(persistComment)
+	}
 	sb.WriteString("CONFIGS = {\n")
 	for _, c := range configs {
 		sb.WriteString(c)
@@ -187,6 +191,9 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	if me.fitRows {
 		sb.WriteString("\n\n" + fitRowsSource)
 	}
+	if me.persist {
+		sb.WriteString("\n\n" + persistSource)
+	}
 	for _, t := range launchers {
 		sb.WriteString("\n\n" + t)
 	}
@@ -202,8 +209,9 @@ type moduleEmitter struct {
 	plans       map[string]*kernelPlan
 	// parts holds the plans of the kernels of several parts.
 	parts map[string]*partsPlan
-	// fitRows is set when a launcher calls _fit_rows.
-	fitRows bool
+	// fitRows is set when a launcher calls _fit_rows, persist when one
+	// calls _persist.
+	fitRows, persist bool
 }
 
 // hasMatMul reports whether a kernel of the module is a tiled matmul.
@@ -247,6 +255,12 @@ const configsComment = `# The launch configuration of every kernel: BLOCK (eleme
 # ROWS (rows per program of a row kernel), num_warps. The BLOCK of a row
 # kernel that keeps its rows in one block is next_power_of_2(row length)
 # and must stay at least the row length.
+`
+
+// persistComment follows configsComment when a row kernel is persistent.
+const persistComment = `# A persistent row kernel also has PERSIST (0: a program per ROWS rows;
+# n: at most n programs per multiprocessor, each looping over blocks of
+# rows) and STAGES (the depth the loop is pipelined to).
 `
 
 func (me *moduleEmitter) usesLibdevice(kernelTexts []string) bool {

@@ -433,3 +433,46 @@ func.func @two(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>, %w: tensor<64xf32>) -
   return %n, %t : tensor<?x64xf32>, tensor<64x?xf32>
 }`
 )
+
+// TestPersistentRows checks the opt-in persistent form of row kernels of
+// one block (TENSORFORGE_PERSISTENT_ROWS=1): the weight is read once per
+// program before a loop over blocks of rows, the launcher bounds the grid
+// with _persist and passes STAGES; kernels of other forms are unchanged,
+// and so is the default form.
+func TestPersistentRows(t *testing.T) {
+	plain := emitO2(t, rmsChain)
+	persistentRows = true
+	t.Cleanup(func() { persistentRows = false })
+	text := emitO2(t, rmsChain)
+	k := function(t, text, "rms_silu_mul_k0")
+	inOrder(t, k,
+		"def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, STAGES: tl.constexpr):",
+		"pid = tl.program_id(0)",
+		"cols = tl.arange(0, BLOCK)[None, :]",
+		`w_1 = tl.load(w + cols)`,
+		"for rblk in tl.range(pid, tl.cdiv(y_d0, ROWS), tl.num_programs(0), num_stages=STAGES):",
+		"r = (rblk * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]",
+		"rmask = r < y_d0",
+		`x_1 = tl.load(x + (r * 8192) + cols, mask=rmask)`,
+		`z_1 = tl.load(z + (r * 8192) + cols, mask=rmask)`,
+		"tl.sum(",
+		"tl.store(y + (r * 8192) + cols, ")
+	assert.Equal(t, 1, strings.Count(k, "tl.load(w "), "the weight is read once per program")
+	assert.Equal(t, 1, strings.Count(k, "tl.load(x "))
+	assert.Contains(t, text, fmt.Sprintf(`"rms_silu_mul_k0": {"BLOCK": 8192, "ROWS": 1, "num_warps": 8, "PERSIST": %d, "STAGES": %d},`,
+		persistPrograms, persistStages))
+	assert.Contains(t, text, `grid = (_persist(triton.cdiv(x_d0, cfg["ROWS"]), cfg),)`)
+	assert.Contains(t, text, `STAGES=cfg["STAGES"]`)
+	assert.Contains(t, text, "def _persist(n, cfg):")
+	assert.NotContains(t, plain, "_persist")
+	assert.NotContains(t, plain, "STAGES")
+
+	// masked rows and short rows; a flat kernel has no persistent form
+	masked := emitO2(t, softmaxAndShortRows)
+	inOrder(t, function(t, masked, "softmax_k0"), "cmask = cols < 5120", "for rblk in tl.range(", "bmask = rmask & cmask",
+		"tl.load(x + (r * 5120) + cols, mask=bmask")
+	inOrder(t, function(t, masked, "short_k0"), "for rblk in tl.range(", "tl.store(s + r, ", "mask=rmask)")
+	flat := emitO2(t, flatPrograms)
+	assert.NotContains(t, flat, "tl.range(")
+	requirePython(t, text, masked)
+}

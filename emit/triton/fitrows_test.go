@@ -47,3 +47,39 @@ print("ok")
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "ok\n", string(out))
 }
+
+// TestPersist runs _persist (persistSource) under python3 for a GPU of 132
+// multiprocessors, and simulates the loop a persistent program runs,
+// tl.range(pid, blocks, programs): every block of rows is taken by
+// exactly one program, whatever the number of programs.
+func TestPersist(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "the Triton emitter's tests need python3")
+	script := `
+class _Props:
+    multi_processor_count = 132
+class _Cuda:
+    @staticmethod
+    def current_device():
+        return 0
+    @staticmethod
+    def get_device_properties(d):
+        return _Props()
+class torch:
+    cuda = _Cuda
+` + persistSource + `
+cfg = {"BLOCK": 8192, "ROWS": 1, "num_warps": 8, "PERSIST": 0, "STAGES": 1}
+for n in (1, 132, 4096, 100000):
+    assert _persist(n, cfg) == n
+for per, n, want in ((1, 4096, 132), (2, 4096, 264), (4, 100, 100), (2, 264, 264), (3, 1, 1)):
+    assert _persist(n, dict(cfg, PERSIST=per)) == want, (per, n)
+    taken = sorted(b for pid in range(want) for b in range(pid, n, want))
+    assert taken == list(range(n)), (per, n)
+print("ok")
+`
+	path := filepath.Join(t.TempDir(), "persist.py")
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+	out, err := exec.Command(python, path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "ok\n", string(out))
+}

@@ -149,6 +149,9 @@ func (k *kernelEmitter) emit() (string, error) {
 	if err := k.emitBlock(p.grid.Body().Entry()); err != nil {
 		return "", err
 	}
+	if p.persist {
+		k.w.close() // the loop over the blocks of rows
+	}
 	for op := p.grid.Operation.Next(); op != nil; op = op.Next() {
 		if op.Name() != loop.OpReturn {
 			return "", kernelError(op, "follows the launch grid; a kernel ends after it")
@@ -164,6 +167,9 @@ func (k *kernelEmitter) emit() (string, error) {
 		consts = []string{k.total, "BLOCK: tl.constexpr", "WIDE: tl.constexpr"}
 	case p.twoD:
 		consts = append(consts, "ROWS: tl.constexpr")
+	}
+	if p.persist {
+		consts = append(consts, "STAGES: tl.constexpr")
 	}
 	params := slices.Clone(k.params)
 	if k.part {
@@ -187,6 +193,8 @@ func (k *kernelEmitter) describe() string {
 		return kind + ": a 1-D grid over every element, BLOCK elements per program"
 	case p.stretched:
 		return fmt.Sprintf("%s: rows of %d cut into stretches %s, ROWS rows per program", kind, p.rowLen, p.spanList())
+	case p.persist:
+		return fmt.Sprintf("%s: rows of %d in one block, ROWS rows per iteration, a program looping over blocks of rows", kind, p.rowLen)
 	case p.oneBlock && p.twoD:
 		return fmt.Sprintf("%s: rows of %d in one block, ROWS rows per program", kind, p.rowLen)
 	case p.oneBlock:
@@ -422,6 +430,9 @@ func (k *kernelEmitter) prologue() error {
 		return nil
 	}
 
+	if p.persist {
+		return k.persistentPrologue(pid, iv)
+	}
 	r := k.names.fresh(ivName(iv, "r"))
 	if p.twoD {
 		w.assign(r, "("+pid+" * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]")
@@ -466,6 +477,52 @@ func (k *kernelEmitter) prologue() error {
 	}
 	k.blk = blk
 	k.bindThreadsIVs(cols)
+	return nil
+}
+
+// persistentPrologue begins a persistent row kernel (kernelPlan.persist):
+// the columns, and the loads that do not depend on the row (a weight),
+// once per program; then the loop over the blocks of rows the program
+// takes, every tl.num_programs(0)-th from its own, in which the rows of
+// the block, their mask and the rest of the kernel are computed. emit
+// closes the loop.
+//
+//	pid = tl.program_id(0)
+//	cols = tl.arange(0, BLOCK)[None, :]
+//	w_1 = tl.load(w + cols, mask=cmask)
+//	for rblk in tl.range(pid, tl.cdiv(y_d0, ROWS), tl.num_programs(0), num_stages=STAGES):
+//	    r = (rblk * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+func (k *kernelEmitter) persistentPrologue(prog string, iv *ir.Value) error {
+	p := k.plan
+	w := k.w
+	cols := k.names.fresh("cols")
+	w.assign(cols, "tl.arange(0, BLOCK)[None, :]")
+	blk := &blockCtx{cols: cols}
+	if p.rowLen != p.block {
+		blk.cmask = k.names.fresh("cmask")
+		w.assign(blk.cmask, fmt.Sprintf("%s < %d", cols, p.rowLen))
+	}
+	blk.mask = blk.cmask
+	k.blk = blk
+	k.bindThreadsIVs(cols)
+	// the grid's induction variable is not bound yet: only the loads
+	// whose addresses do not depend on the row are hoisted here
+	if err := k.hoistLoads(); err != nil {
+		return err
+	}
+	pid := k.names.fresh("rblk")
+	w.open(fmt.Sprintf("for %s in tl.range(%s, tl.cdiv(%s, ROWS), tl.num_programs(0), num_stages=STAGES):",
+		pid, prog, k.ref(p.grid.Upper())))
+	r := k.names.fresh(ivName(iv, "r"))
+	w.assign(r, "("+pid+" * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]")
+	k.rmask = k.names.fresh("rmask")
+	w.assign(k.rmask, r+" < "+k.ref(p.grid.Upper()))
+	k.env[iv] = r
+	blk.mask = k.rmask
+	if blk.cmask != "" {
+		blk.mask = k.names.fresh("bmask")
+		w.assign(blk.mask, k.rmask+" & "+blk.cmask)
+	}
 	return nil
 }
 

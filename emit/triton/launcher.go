@@ -370,6 +370,11 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 	case p.twoD:
 		programs = fmt.Sprintf(`triton.cdiv(%s, cfg["ROWS"])`, ub)
 		consts = append(consts, `ROWS=cfg["ROWS"]`)
+		if p.persist {
+			programs = fmt.Sprintf("_persist(%s, cfg)", programs)
+			consts = append(consts, `STAGES=cfg["STAGES"]`)
+			l.me.persist = true
+		}
 	default:
 		if programs, err = iterations(g, ub, host); err != nil {
 			return err
@@ -492,4 +497,23 @@ def _fit_rows(cfg, n):
         # (holding cfg keeps its id from being reused by another dict)
         hit = _FITS[(id(cfg), n)] = (cfg, dict(cfg, ROWS=rows, num_warps=warps))
     return hit[1]
+`
+
+// persistSource bounds the programs of a persistent row kernel.
+const persistSource = `# Multiprocessors per device, for persistent row kernels.
+_SMS = {}
+
+
+def _persist(n, cfg):
+    """The programs of a launch over n blocks of rows: n, or, when cfg has
+    PERSIST programs per multiprocessor, at most that many, each looping
+    over every PERSIST * SMs-th block."""
+    per = cfg["PERSIST"]
+    if per <= 0:
+        return n
+    dev = torch.cuda.current_device()
+    sms = _SMS.get(dev)
+    if sms is None:
+        sms = _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return min(n, per * sms)
 `

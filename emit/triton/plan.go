@@ -3,6 +3,7 @@ package triton
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -129,6 +130,14 @@ type kernelPlan struct {
 	// after it): each is one block, and the chunk its first loop keeps in
 	// sram is the register tensor its second loop reads.
 	chunks map[*ir.Operation]bool
+	// persist is set for a row kernel of one block ([ROWS, BLOCK], not a
+	// part of a kernel of several): its program loops over the blocks of
+	// rows, tl.range(pid, blocks, programs), so that a launch of PERSIST
+	// programs per multiprocessor covers every row, the loop pipelined
+	// STAGES deep. PERSIST 0 launches a program per block of rows, each
+	// looping once.
+	persist          bool
+	persistN, stages int64
 }
 
 // configDict is the CONFIGS entry of the plan: the launch parameters a
@@ -138,7 +147,11 @@ func (p *kernelPlan) configDict() []configEntry {
 	if p.twoD {
 		out = append(out, configEntry{"ROWS", p.rows})
 	}
-	return append(out, configEntry{"num_warps", p.warps})
+	out = append(out, configEntry{"num_warps", p.warps})
+	if p.persist {
+		out = append(out, configEntry{"PERSIST", p.persistN}, configEntry{"STAGES", p.stages})
+	}
+	return out
 }
 
 type configEntry struct {
@@ -258,6 +271,30 @@ func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 	}
 	p.warps = rowWarps(p.block)
 	return p, nil
+}
+
+// Persistent row kernels (kernelPlan.persist): the default programs per
+// multiprocessor (0: a program per block of rows) and pipeline depth.
+const (
+	persistPrograms = 0
+	persistStages   = 1
+)
+
+// persistentRows turns the persistent form of row kernels on: with
+// TENSORFORGE_PERSISTENT_ROWS=1 in tfc's environment. It is off by
+// default until measured on the GPU against the form it replaces.
+var persistentRows = os.Getenv("TENSORFORGE_PERSISTENT_ROWS") == "1"
+
+// planPersistent makes a row kernel of one block (not cut into stretches)
+// a loop over its blocks of rows, when persistentRows is on. A part of a
+// kernel of several is not planned here: it takes its program id from the
+// dispatcher.
+func planPersistent(k loop.KernelOp, p *kernelPlan) {
+	if !persistentRows || p.mode != modeRows || !p.oneBlock || !p.twoD || p.stretched || k.Kind() != "row" {
+		return
+	}
+	p.persist = true
+	p.persistN, p.stages = persistPrograms, persistStages
 }
 
 // storesFollow reports whether every store in the serial loop f writes
