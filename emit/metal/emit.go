@@ -135,10 +135,19 @@ func emitKernel(k loop.KernelOp, t *target.Target, name string) (*KernelInfo, er
 	}
 	hs := helperSet{}
 	ke := newKernelEmitter(p, t, name, hs)
+	if mp, why := ke.planMatMul(); mp != nil {
+		// a tiled matmul: its threadgroup is one tile, with no rows to share
+		p.mm, p.chunked, p.mode, p.tgBytes = mp, false, modeNone, mp.tgBytes()
+	} else {
+		p.untiled = why
+	}
 	fn, body := ke.emit()
 	info := &KernelInfo{Name: name, Kind: k.Kind(), Parameters: ke.paramInfo(), ThreadgroupMemoryBytes: p.tgBytes,
 		Reduction: orDefault(p.mode, "none"), RowsShareThreadgroups: p.chunked, MaxThreads: maxThreads,
 		source: fn, helpers: hs, params: p.body.Args}
+	if p.mm != nil {
+		info.MatMul = &MatMulTiling{TileM: mmTile, TileN: mmTile, TileK: mmTile, Simdgroups: mmSlots, Dots: len(p.mm.rhs), MinThreads: 32}
+	}
 	ke.launchSizes(info)
 	for _, buf := range append(append([]*ir.Value(nil), p.ins...), p.outs...) {
 		var dims []int

@@ -56,6 +56,15 @@ func TestEmulationCatchesMisuse(t *testing.T) {
 			"kernel misuse::fine dispatched with 1056 threads per threadgroup; the device runs 1 to 1024"},
 		{"a threadgroup memory figure that is not the kernel's", buffers + "threadgroup-memory misuse::fine 256\n",
 			"kernel misuse::fine declares 128 bytes of threadgroup memory, not 256"},
+		{"simdgroup matrices used by whole simdgroups run", buffers + launch("simdgroup_matrix_fine", groups, threads, "y"), ""},
+		{"a simdgroup_multiply_accumulate in divergent code", buffers + launch("simdgroup_matrix_divergent", groups, threads, "y"),
+			"deadlocks: 16 threads at simdgroup_multiply_accumulate"},
+		{"simdgroup matrices in a partial simdgroup", buffers + launch("simdgroup_matrix_fine", groups, 40, "y"),
+			"simdgroup 1 has 8 threads: make_filled_simdgroup_matrix needs a whole simdgroup of 32"},
+		{"simdgroup_load from a different address in each lane", buffers + launch("simdgroup_load_divergent", groups, threads, "y"),
+			"the lanes passed different arguments to simdgroup_load (lanes 0 and 1 differ)"},
+		{"an accumulator never filled", buffers + launch("simdgroup_matrix_unset", groups, threads, "y"),
+			"simdgroup_multiply_accumulate reads its accumulator, a simdgroup matrix never filled, loaded or computed"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -78,7 +87,8 @@ func misuseUnit(t *testing.T) unit {
 	text, err := os.ReadFile("testdata/misuse.metal")
 	require.NoError(t, err)
 	names := []string{"fine", "barrier_skipped", "barrier_split", "simd_divergent", "threadgroup_too_big",
-		"read_past_end", "write_before_start", "misaligned_vector", "threadgroup_past_end"}
+		"read_past_end", "write_before_start", "misaligned_vector", "threadgroup_past_end",
+		"simdgroup_matrix_fine", "simdgroup_matrix_divergent", "simdgroup_load_divergent", "simdgroup_matrix_unset"}
 	var kernels []*metal.KernelInfo
 	for _, n := range names {
 		kernels = append(kernels, misuseKernel(n))

@@ -178,8 +178,12 @@ func (ke *kernelEmitter) emit() (fn, body string) {
 			ke.emitIndexArith(op)
 		}
 	}
-	ke.emitGridPrologue()
-	ke.emitGridBody()
+	if p.mm != nil {
+		ke.emitMatMul()
+	} else {
+		ke.emitGridPrologue()
+		ke.emitGridBody()
+	}
 	body = ke.sb.String()
 
 	var sb strings.Builder
@@ -268,6 +272,15 @@ func (ke *kernelEmitter) comment() string {
 		lines = append(lines, s+".")
 	case "elementwise":
 		lines = append(lines, "element-wise: the threads of a row's threadgroups stride along it.")
+	case "matmul":
+		if mp := p.mm; mp != nil {
+			lines = append(lines, fmt.Sprintf("a tiled matmul of %d dot product(s) over K = %d: a %d x %d tile of the result per threadgroup,", len(mp.rhs), mp.K, mmTile, mmTile),
+				fmt.Sprintf("a %d x %d quarter of it per simdgroup in simdgroup_float8x8 blocks (f32 multiply-accumulate),", mmQuarter, mmQuarter),
+				"A and B staged in threadgroup memory as float; then the epilogue on each element of the tile.")
+			break
+		}
+		lines = append(lines, "one threadgroup per output row; the threads share the elements of a row.",
+			"A matmul in the generic form: "+p.untiled+".")
 	default:
 		lines = append(lines, "one threadgroup per output row; the threads share the elements of a row.")
 	}

@@ -127,13 +127,16 @@ type KernelInfo struct {
 	Reduction string `json:"reduction"`
 	// RowsShareThreadgroups: a row may take several threadgroups; the
 	// kernel reads threadgroups_per_grid.
-	RowsShareThreadgroups bool        `json:"rows_share_threadgroups"`
-	MaxThreads            int         `json:"max_threads_per_threadgroup"`
-	MLX                   MLXKernel   `json:"mlx"`
-	source                string      // the kernel function
-	helpers               helperSet   // what it calls
-	threads, groups       *expr       // over the parameter names
-	params                []*ir.Value // the block arguments, in order
+	RowsShareThreadgroups bool `json:"rows_share_threadgroups"`
+	MaxThreads            int  `json:"max_threads_per_threadgroup"`
+	// MatMul describes the tiles of a tiled matmul kernel (absent for
+	// every other kernel, a matmul run as a generic kernel included).
+	MatMul          *MatMulTiling `json:"matmul,omitempty"`
+	MLX             MLXKernel     `json:"mlx"`
+	source          string        // the kernel function
+	helpers         helperSet     // what it calls
+	threads, groups *expr         // over the parameter names
+	params          []*ir.Value   // the block arguments, in order
 	// extentParams gives, per buffer parameter, the index of the extent
 	// parameter of each dimension (-1 where static).
 	extentParams [][]int
@@ -222,6 +225,11 @@ func arithSymbol(name string) string {
 // (256 when rows share threadgroups, which then cover a row together).
 func (ke *kernelEmitter) launchSizes(info *KernelInfo) {
 	p := ke.p
+	if p.mm != nil {
+		// a threadgroup per tile of the result, a simdgroup per quarter
+		info.threads, info.groups = cst(mmThreads), p.mm.groups()
+		return
+	}
 	g := p.grid
 	instances := ceilDiv(bin("-", ke.paramExpr(g.Upper()), ke.paramExpr(g.Lower())), ke.paramExpr(g.Step()))
 	var trip *expr

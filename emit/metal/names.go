@@ -28,6 +28,8 @@ var reserved = strings.Fields(`
 	ushort2 ushort4 int2 int4 uint2 uint4 long2 long4 ulong2 ulong4 bool2 bool4
 	INFINITY NAN mem_flags as_type min max abs
 	simd_sum simd_max simd_min simd_any threadgroup_barrier
+	simdgroup_matrix simdgroup_float8x8 simdgroup_half8x8 simdgroup_bfloat8x8 simdgroup_load simdgroup_store
+	simdgroup_multiply simdgroup_multiply_accumulate make_filled_simdgroup_matrix ulong2
 	gid lid simd_lane simd_id tg_size ngroups tid nthreads nthr worker chunk chunks instances
 	l q sg sram partial main
 `)

@@ -80,6 +80,11 @@ type kernelPlan struct {
 	mode    string
 	chunked bool
 	tgBytes int64
+
+	// mm is the tiling of a matmul kernel (matmul.go), nil when it runs
+	// as a generic kernel; untiled then says why (for its comment).
+	mm      *matmulPlan
+	untiled string
 }
 
 // planKernel checks that k has the shape lower-to-loops gives kernels and

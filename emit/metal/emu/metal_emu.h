@@ -17,8 +17,12 @@
 //
 // What the device would punish is an error here, reported with a
 // "metal_emu: error:" line and abort():
-//   - a threadgroup_barrier (or a simd_sum, ...) not reached by every
-//     thread (of the simdgroup), or reached at different points;
+//   - a threadgroup_barrier (or a simd_sum, a simdgroup_load,
+//     simdgroup_multiply_accumulate, ...) not reached by every thread (of
+//     the simdgroup), or reached at different points;
+//   - a simdgroup matrix function in a partial simdgroup, or given
+//     arguments that differ between the lanes, or reading a matrix never
+//     filled, loaded or computed;
 //   - more than 32 KB of threadgroup memory in one kernel (measured from
 //     the sizes of its threadgroup arrays in the symbol table);
 //   - more than 1024 threads in a threadgroup;
@@ -196,7 +200,7 @@ struct ids {
 // What a thread is doing, for the rendezvous and their diagnostics.
 enum wait_kind { running = 0, at_barrier, at_exit, at_simd };
 
-inline void yield();
+inline void wait_until_moved(const unsigned long& g, unsigned long mine);
 
 // group is the state of the threadgroup running: where each thread
 // waits, the threadgroup-wide rendezvous (barriers and the kernel's
@@ -215,6 +219,7 @@ struct group {
     unsigned long gen = 0;
     unsigned char slot[32][16];
     unsigned char result[16];
+    const void* args[32];  // each lane's arguments to a simdgroup matrix function
   };
   std::vector<std::unique_ptr<simd>> simds;
 
@@ -255,9 +260,7 @@ struct group {
   }
 
   // wait yields until generation g is no longer mine.
-  static void wait(const unsigned long& g, unsigned long mine) {
-    while (g == mine) yield();
-  }
+  static void wait(const unsigned long& g, unsigned long mine) { wait_until_moved(g, mine); }
 
   // arrive is a threadgroup-wide rendezvous: a barrier, or the kernel's end.
   void arrive(uint lid, wait_kind kind, const char* name, int ln) {
@@ -278,6 +281,44 @@ struct group {
     wait(gen, gen);
   }
 
+  // same_point fails unless every lane of simdgroup s waits at function
+  // name on line ln.
+  void same_point(unsigned s, unsigned first, unsigned lanes, const char* name, int ln) {
+    for (unsigned t = first; t < first + lanes; ++t) {
+      if (where[t] != at_simd || line[t] != ln || std::strcmp(what[t], name) != 0)
+        fail("threadgroup %u, simdgroup %u: not every lane reached the same %s: %s", gid, s, name, describe().c_str());
+    }
+  }
+
+  // matrix_rendezvous is the rendezvous of a simdgroup matrix function:
+  // every lane of a whole simdgroup (32 lanes) arrives with a pointer to
+  // its arguments; the last to arrive runs done(args, s), args[i] being
+  // lane i's, which does the work for all of them (it writes each lane's
+  // result through that lane's arguments); then every lane goes on.
+  template <class F>
+  void matrix_rendezvous(uint lid, const void* arg, const char* name, int ln, F done) {
+    const unsigned s = lid / 32, first = s * 32, lanes = std::min(32u, n - first);
+    if (lanes != 32)
+      fail("threadgroup %u, simdgroup %u has %u threads: %s needs a whole simdgroup of 32 (threads per threadgroup a multiple "
+           "of 32, or the partial simdgroup kept out of the simdgroup matrix code)",
+           gid, s, lanes, name);
+    simd& sg = *simds[s];
+    where[lid] = at_simd;
+    line[lid] = ln;
+    what[lid] = name;
+    sg.args[lid - first] = arg;
+    if (++sg.arrived == lanes) {
+      same_point(s, first, lanes, name, ln);
+      done(sg.args, s);
+      sg.arrived = 0;
+      ++sg.gen;
+      for (unsigned t = first; t < first + lanes; ++t) where[t] = running;
+      return;
+    }
+    check_stuck();
+    wait(sg.gen, sg.gen);
+  }
+
   // collective is a simdgroup-wide rendezvous: each lane gives a value,
   // the last to arrive computes the result all lanes get.
   template <class T, class F>
@@ -290,10 +331,7 @@ struct group {
     what[lid] = name;
     std::memcpy(sg.slot[lid - first], &v, sizeof(T));
     if (++sg.arrived == lanes) {
-      for (unsigned t = first; t < first + lanes; ++t) {
-        if (where[t] != at_simd || line[t] != ln || std::strcmp(what[t], name) != 0)
-          fail("threadgroup %u, simdgroup %u: not every lane reached the same %s: %s", gid, s, name, describe().c_str());
-      }
+      same_point(s, first, lanes, name, ln);
       T vals[32];
       for (unsigned t = 0; t < lanes; ++t) std::memcpy(&vals[t], sg.slot[t], sizeof(T));
       T r = reduce(vals, lanes);
@@ -510,9 +548,10 @@ tf_emu_switch:
 // fibers runs the threads of a threadgroup as fibers of the calling
 // system thread, fiber i being Metal thread lid = i: each runs until it
 // waits at a rendezvous (group::wait yields), then the next runs, round
-// robin. A barrier is then a few switches in user space, where a system
-// thread per Metal thread made it hundreds of switches of the kernel's
-// scheduler. Stacks are kept between dispatches, each with a guard page
+// robin; a fiber waiting for a rendezvous that has not completed is
+// skipped, not entered. A barrier is then a few switches in user space,
+// where a system thread per Metal thread made it hundreds of switches of
+// the kernel's scheduler. Stacks are kept between dispatches, each with a guard page
 // below it; AddressSanitizer is told of every switch.
 class fibers {
  public:
@@ -555,19 +594,33 @@ class fibers {
 #endif
     }
     for (unsigned left = n; left > 0;) {
+      bool ran = false;
       for (unsigned i = 0; i < n; ++i) {
-        if (fib_[i].done) continue;
+        fiber& f = fib_[i];
+        // a fiber waiting for a rendezvous that has not completed would
+        // only yield again: it is not entered
+        if (f.done || (f.gen != nullptr && *f.gen == f.mine)) continue;
+        f.gen = nullptr;
         cur_ = i;
         self.lid = i;
+        ran = true;
         enter(i);
-        if (fib_[i].done) --left;
+        if (f.done) --left;
       }
+      if (!ran) fail("every thread of the threadgroup waits for a rendezvous that cannot complete");
     }
     job_ = nullptr;
   }
 
-  // yield goes back to run's loop from the running fiber.
-  void yield() { leave(false); }
+  // wait goes back to run's loop from the running fiber until generation
+  // g is no longer mine.
+  void wait(const unsigned long& g, unsigned long mine) {
+    while (g == mine) {
+      fib_[cur_].gen = &g;
+      fib_[cur_].mine = mine;
+      leave(false);
+    }
+  }
 
  private:
   static constexpr size_t stack_bytes = 1 << 16;
@@ -578,6 +631,9 @@ class fibers {
     ucontext_t ctx;
 #endif
     bool done = false;
+    // gen and mine: the fiber waits until *gen != mine (gen null: it runs)
+    const unsigned long* gen = nullptr;
+    unsigned long mine = 0;
   };
 
   static void trampoline() {
@@ -644,10 +700,7 @@ class fibers {
   size_t main_size_ = 0;
 };
 
-inline void yield() {
-  fibers& f = fibers::get();
-  f.yield();
-}
+inline void wait_until_moved(const unsigned long& g, unsigned long mine) { fibers::get().wait(g, mine); }
 
 // dispatch runs a kernel over `groups` threadgroups of `threads`
 // threads: run(ids) calls the kernel function for one thread. name is
@@ -772,6 +825,204 @@ inline float sin(float x) { return float(std::sin(double(x))); }
 inline float cos(float x) { return float(std::cos(double(x))); }
 inline float pow(float x, float y) { return float(std::pow(double(x), double(y))); }
 }  // namespace precise
+
+// ---------------------------------------------------------------------------
+// Simdgroup matrices (<metal_simdgroup_matrix>): 8 x 8 matrices shared by
+// the 32 lanes of a simdgroup. On the device each lane holds two of the
+// 64 elements; here every lane holds a copy of the whole matrix, and the
+// functions are collective: every lane of a whole simdgroup must reach
+// the same call (the rendezvous reports a divergent or partial
+// simdgroup as it does a divergent simd_sum), with the same arguments.
+// The last lane to arrive does the work for all and writes each lane's
+// copy of the result.
+//
+// Arithmetic: simdgroup_multiply_accumulate computes each element as
+// f32 fused multiply-adds in a fixed order, acc = c(i, j), then
+// acc = fma(a(i, k), b(k, j), acc) for k = 0 .. 7, rounded once to T.
+// A sum over K in 8 x 8 blocks taken in order is therefore the serial sum
+// of the loop IR, fma by fma; the device's order within a block is not
+// specified (docs/backend-metal.md states the bound the tests allow).
+
+template <class T, int Cols, int Rows>
+struct simdgroup_matrix {
+  static_assert(Cols == 8 && Rows == 8, "the emulation has 8 x 8 simdgroup matrices");
+  T e[Rows][Cols];   // e[row][column]
+  bool set = false;  // made by make_filled_simdgroup_matrix, loaded or computed
+};
+
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
+}  // namespace metal
+
+namespace tf_emu {
+
+// uniform fails unless the lanes' arguments (args[i] points at lane i's
+// A) agree in the bytes [0, bytes) that eq compares.
+template <class A, class Eq>
+void uniform(const void* const* args, unsigned s, const char* name, Eq eq) {
+  const A& first = *static_cast<const A*>(args[0]);
+  for (unsigned t = 1; t < 32; ++t)
+    if (!eq(first, *static_cast<const A*>(args[t])))
+      fail("threadgroup %u, simdgroup %u: the lanes passed different arguments to %s (lanes 0 and %u differ); its "
+           "arguments must be uniform across the simdgroup",
+           self.g->gid, s, name, t);
+}
+
+// same_matrix compares two lanes' copies of a matrix.
+template <class M>
+bool same_matrix(const M& a, const M& b) {
+  return a.set == b.set && std::memcmp(a.e, b.e, sizeof(a.e)) == 0;
+}
+
+template <class M>
+void require_set(const M& m, const char* what, const char* name) {
+  if (!m.set) fail("%s reads %s, a simdgroup matrix never filled, loaded or computed", name, what);
+}
+
+}  // namespace tf_emu
+
+namespace metal {
+
+// make_filled_simdgroup_matrix<T, 8, 8>(v): every element v.
+template <class T, int Cols, int Rows>
+simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value, int line = __builtin_LINE()) {
+  static const char* name = "make_filled_simdgroup_matrix";
+  tf_emu::worker& w = tf_emu::current(name);
+  struct args_t {
+    T v;
+  } a{value};
+  w.g->matrix_rendezvous(w.lid, &a, name, line, [&](const void* const* args, unsigned s) {
+    tf_emu::uniform<args_t>(args, s, name,
+                            [](const args_t& x, const args_t& y) { return std::memcmp(&x.v, &y.v, sizeof(T)) == 0; });
+  });
+  simdgroup_matrix<T, Cols, Rows> m;
+  for (int i = 0; i < Rows; ++i)
+    for (int j = 0; j < Cols; ++j) m.e[i][j] = value;
+  m.set = true;
+  return m;
+}
+
+namespace detail {
+
+template <class T, int Cols, int Rows>
+struct load_args {
+  simdgroup_matrix<T, Cols, Rows>* d;
+  const T* src;
+  ulong stride, ox, oy;
+  bool transpose;
+};
+
+template <class A>
+bool same_access(const A& x, const A& y) {
+  return x.src == y.src && x.stride == y.stride && x.ox == y.ox && x.oy == y.oy && x.transpose == y.transpose;
+}
+
+// element is the address of element (i, j) of the matrix at src:
+// src[(oy + i) * stride + ox + j], or (transposed) the matrix stored as
+// its transpose, src[(oy + j) * stride + ox + i].
+template <class A>
+size_t element(const A& a, int i, int j) {
+  return a.transpose ? size_t(a.oy + j) * a.stride + a.ox + i : size_t(a.oy + i) * a.stride + a.ox + j;
+}
+
+template <class T>
+void simdgroup_load_impl(simdgroup_matrix<T, 8, 8>& d, const T* src, ulong elements_per_row, ulong2 origin, bool transpose,
+                         int line) {
+  static const char* name = "simdgroup_load";
+  tf_emu::worker& w = tf_emu::current(name);
+  load_args<T, 8, 8> a{&d, src, elements_per_row, origin[0], origin[1], transpose};
+  w.g->matrix_rendezvous(w.lid, &a, name, line, [&](const void* const* args, unsigned s) {
+    tf_emu::uniform<load_args<T, 8, 8>>(args, s, name, same_access<load_args<T, 8, 8>>);
+    simdgroup_matrix<T, 8, 8> m;
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j) m.e[i][j] = src[element(a, i, j)];
+    m.set = true;
+    for (unsigned t = 0; t < 32; ++t) *static_cast<const load_args<T, 8, 8>*>(args[t])->d = m;
+  });
+}
+
+}  // namespace detail
+
+// simdgroup_load(d, src, elements_per_row = 8, origin = (0, 0), transpose
+// = false) loads an 8 x 8 matrix from device or threadgroup memory: row i
+// at src + (origin.y + i) * elements_per_row + origin.x; transposed, the
+// memory holds the matrix's transpose (element (i, j) at row j, column i).
+template <class T>
+void simdgroup_load(simdgroup_matrix<T, 8, 8>& d, const T* src, ulong elements_per_row = 8, ulong2 origin = ulong2(0, 0),
+                    bool transpose = false, int line = __builtin_LINE()) {
+  detail::simdgroup_load_impl(d, src, elements_per_row, origin, transpose, line);
+}
+
+// simdgroup_store writes an 8 x 8 matrix as simdgroup_load reads one.
+template <class T>
+void simdgroup_store(const simdgroup_matrix<T, 8, 8>& m, T* dst, ulong elements_per_row = 8, ulong2 origin = ulong2(0, 0),
+                     bool transpose = false, int line = __builtin_LINE()) {
+  static const char* name = "simdgroup_store";
+  tf_emu::worker& w = tf_emu::current(name);
+  struct args_t {
+    const simdgroup_matrix<T, 8, 8>* m;
+    const T* src;
+    ulong stride, ox, oy;
+    bool transpose;
+  } a{&m, dst, elements_per_row, origin[0], origin[1], transpose};
+  w.g->matrix_rendezvous(w.lid, &a, name, line, [&](const void* const* args, unsigned s) {
+    for (unsigned t = 0; t < 32; ++t) tf_emu::require_set(*static_cast<const args_t*>(args[t])->m, "the matrix stored", name);
+    tf_emu::uniform<args_t>(args, s, name, [](const args_t& x, const args_t& y) {
+      return detail::same_access(x, y) && tf_emu::same_matrix(*x.m, *y.m);
+    });
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j) dst[detail::element(a, i, j)] = m.e[i][j];
+  });
+}
+
+// simdgroup_multiply_accumulate(d, a, b, c): d = a * b + c, each element
+// by f32 fused multiply-adds over k = 0 .. 7 in order (see above).
+template <class T>
+void simdgroup_multiply_accumulate(simdgroup_matrix<T, 8, 8>& d, const simdgroup_matrix<T, 8, 8>& a,
+                                   const simdgroup_matrix<T, 8, 8>& b, const simdgroup_matrix<T, 8, 8>& c,
+                                   int line = __builtin_LINE()) {
+  static const char* name = "simdgroup_multiply_accumulate";
+  tf_emu::worker& w = tf_emu::current(name);
+  typedef simdgroup_matrix<T, 8, 8> M;
+  struct args_t {
+    M* d;
+    const M *a, *b, *c;
+  } x{&d, &a, &b, &c};
+  w.g->matrix_rendezvous(w.lid, &x, name, line, [&](const void* const* args, unsigned s) {
+    for (unsigned t = 0; t < 32; ++t) {
+      const args_t& l = *static_cast<const args_t*>(args[t]);
+      tf_emu::require_set(*l.a, "its left operand", name);
+      tf_emu::require_set(*l.b, "its right operand", name);
+      tf_emu::require_set(*l.c, "its accumulator", name);
+    }
+    tf_emu::uniform<args_t>(args, s, name, [](const args_t& p, const args_t& q) {
+      return tf_emu::same_matrix(*p.a, *q.a) && tf_emu::same_matrix(*p.b, *q.b) && tf_emu::same_matrix(*p.c, *q.c);
+    });
+    M r;
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j) {
+        float acc = float(c.e[i][j]);
+        for (int k = 0; k < 8; ++k) acc = std::fma(float(a.e[i][k]), float(b.e[k][j]), acc);
+        r.e[i][j] = T(acc);
+      }
+    r.set = true;
+    for (unsigned t = 0; t < 32; ++t) *static_cast<const args_t*>(args[t])->d = r;
+  });
+}
+
+// simdgroup_multiply(d, a, b): d = a * b, as simdgroup_multiply_accumulate
+// with a zero accumulator.
+template <class T>
+void simdgroup_multiply(simdgroup_matrix<T, 8, 8>& d, const simdgroup_matrix<T, 8, 8>& a,
+                        const simdgroup_matrix<T, 8, 8>& b, int line = __builtin_LINE()) {
+  simdgroup_matrix<T, 8, 8> zero;
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) zero.e[i][j] = T(0.0f);
+  zero.set = true;
+  simdgroup_multiply_accumulate(d, a, b, zero, line);
+}
 
 }  // namespace metal
 

@@ -135,3 +135,72 @@ using namespace metal;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   y[gid * tg_size + lid] = partial[lid];
 }
+
+// Simdgroup matrices used correctly: each simdgroup squares the 8 x 8
+// matrix of its 64 elements. Launched with a partial simdgroup (40
+// threads), the second simdgroup's 8 lanes cannot use them.
+[[kernel]] void simdgroup_matrix_fine(
+    const device float* x [[buffer(0)]],
+    device float* y [[buffer(1)]],
+    uint gid [[threadgroup_position_in_grid]],
+    uint lid [[thread_position_in_threadgroup]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_id [[simdgroup_index_in_threadgroup]],
+    uint tg_size [[threads_per_threadgroup]]) {
+  threadgroup float tile[128];
+  for (uint i = lid; i < 128; i += tg_size) tile[i] = x[i] + 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  simdgroup_float8x8 a;
+  simdgroup_float8x8 c = make_filled_simdgroup_matrix<float, 8, 8>(0.5f);
+  simdgroup_load(a, tile + simd_id % 2 * 64, 8);
+  simdgroup_multiply_accumulate(c, a, a, c);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  simdgroup_store(c, tile + simd_id % 2 * 64, 8, ulong2(0, 0), true);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  y[gid * tg_size + lid] = tile[lid % 128];
+}
+
+// A simdgroup_multiply_accumulate in divergent code.
+[[kernel]] void simdgroup_matrix_divergent(
+    const device float* x [[buffer(0)]],
+    device float* y [[buffer(1)]],
+    uint gid [[threadgroup_position_in_grid]],
+    uint lid [[thread_position_in_threadgroup]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_id [[simdgroup_index_in_threadgroup]],
+    uint tg_size [[threads_per_threadgroup]]) {
+  simdgroup_float8x8 a, c = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  simdgroup_load(a, x, 8);
+  if (simd_lane < 8) simdgroup_multiply_accumulate(c, a, a, c);
+  y[gid * tg_size + lid] = x[gid * tg_size + lid];
+}
+
+// Each lane loads from its own address: simdgroup_load's arguments must
+// be uniform.
+[[kernel]] void simdgroup_load_divergent(
+    const device float* x [[buffer(0)]],
+    device float* y [[buffer(1)]],
+    uint gid [[threadgroup_position_in_grid]],
+    uint lid [[thread_position_in_threadgroup]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_id [[simdgroup_index_in_threadgroup]],
+    uint tg_size [[threads_per_threadgroup]]) {
+  simdgroup_float8x8 a;
+  simdgroup_load(a, x + simd_lane, 8);
+  y[gid * tg_size + lid] = x[gid * tg_size + lid];
+}
+
+// An accumulator never filled: the product is added to whatever it holds.
+[[kernel]] void simdgroup_matrix_unset(
+    const device float* x [[buffer(0)]],
+    device float* y [[buffer(1)]],
+    uint gid [[threadgroup_position_in_grid]],
+    uint lid [[thread_position_in_threadgroup]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_id [[simdgroup_index_in_threadgroup]],
+    uint tg_size [[threads_per_threadgroup]]) {
+  simdgroup_float8x8 a, c;
+  simdgroup_load(a, x, 8);
+  simdgroup_multiply_accumulate(c, a, a, c);
+  y[gid * tg_size + lid] = x[gid * tg_size + lid];
+}
