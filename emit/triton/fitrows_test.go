@@ -9,14 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFitRows runs _fit_rows (fitRowsSource) under python3 for a GPU of
-// 132 multiprocessors: ROWS halves, num_warps with it, while a grid has
-// fewer than 264 programs, never below one row or one warp, and a grid
-// already large enough keeps the configuration itself.
-func TestFitRows(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err, "the Triton emitter's tests need python3")
-	script := `
+// fakeTorch stands for the torch module the launcher helpers call: a GPU
+// of 132 multiprocessors.
+const fakeTorch = `
 class _Props:
     multi_processor_count = 132
 class _Cuda:
@@ -28,7 +23,14 @@ class _Cuda:
         return _Props()
 class torch:
     cuda = _Cuda
-` + fitRowsSource + `
+`
+
+// TestFitRows runs _fit_rows (fitRowsSource) under python3 for a GPU of
+// 132 multiprocessors: ROWS halves, num_warps with it, while a grid has
+// fewer than 264 programs, never below one row or one warp, and a grid
+// already large enough keeps the configuration itself.
+func TestFitRows(t *testing.T) {
+	script := fakeTorch + fitRowsSource + `
 cfg = {"BLOCK": 64, "ROWS": 16, "num_warps": 4}
 assert _fit_rows(cfg, 131072) is cfg
 assert _fit_rows(cfg, 16 * 264) is cfg
@@ -41,11 +43,7 @@ one = {"BLOCK": 4096, "ROWS": 1, "num_warps": 8}
 assert _fit_rows(one, 1) is one
 print("ok")
 `
-	path := filepath.Join(t.TempDir(), "fit.py")
-	require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
-	out, err := exec.Command(python, path).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Equal(t, "ok\n", string(out))
+	runScript(t, script)
 }
 
 // TestPersist runs _persist (persistSource) under python3 for a GPU of 132
@@ -53,21 +51,7 @@ print("ok")
 // tl.range(pid, blocks, programs): every block of rows is taken by
 // exactly one program, whatever the number of programs.
 func TestPersist(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err, "the Triton emitter's tests need python3")
-	script := `
-class _Props:
-    multi_processor_count = 132
-class _Cuda:
-    @staticmethod
-    def current_device():
-        return 0
-    @staticmethod
-    def get_device_properties(d):
-        return _Props()
-class torch:
-    cuda = _Cuda
-` + persistSource + `
+	script := fakeTorch + persistSource + `
 cfg = {"BLOCK": 8192, "ROWS": 1, "num_warps": 8, "PERSIST": 0, "STAGES": 1}
 for n in (1, 132, 4096, 100000):
     assert _persist(n, cfg) == n
@@ -77,7 +61,15 @@ for per, n, want in ((1, 4096, 132), (2, 4096, 264), (4, 100, 100), (2, 264, 264
     assert taken == list(range(n)), (per, n)
 print("ok")
 `
-	path := filepath.Join(t.TempDir(), "persist.py")
+	runScript(t, script)
+}
+
+// runScript runs a Python script under python3; it must print "ok".
+func runScript(t *testing.T, script string) {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "the Triton emitter's tests need python3")
+	path := filepath.Join(t.TempDir(), "script.py")
 	require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
 	out, err := exec.Command(python, path).CombinedOutput()
 	require.NoError(t, err, "%s", out)
