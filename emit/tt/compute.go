@@ -177,6 +177,9 @@ func writeCompute(g *kgen) string {
 	for _, cb := range g.cbs {
 		c.hasInt = c.hasInt || cb.fmt.isInt()
 	}
+	if g.mm != nil {
+		c.inc["api/compute/matmul.h"] = true
+	}
 	body := &computeGen{g: g, inc: c.inc, hasInt: c.hasInt}
 	body.w.indent = 2
 	for _, s := range g.body {
@@ -200,6 +203,10 @@ func writeCompute(g *kgen) string {
 	w.line("")
 	first, last := g.cbs[0], g.cbs[len(g.cbs)-1]
 	w.line("compute_kernel_hw_startup(%s, %s, %s);", first.name, first.name, last.name)
+	if g.mm != nil {
+		d := g.mm.dots[0]
+		w.line("mm_init(%s, %s, %s, %d);  // srcA and srcB for A and B, the packer for the result; B %s", g.mm.cbA.name, d.cbB.name, last.name, transposeArg(g.mm), transposeWord(g.mm))
+	}
 	if g.scaler != nil {
 		w.line("cb_wait_front(%s, 1);  // from the reader, for the whole kernel", g.scaler.name)
 	}
@@ -267,6 +274,9 @@ func (c *computeGen) stmt(s stmt) {
 	w := &c.w
 	switch s := s.(type) {
 	case *loopStmt:
+		if s.kt > 0 {
+			return // the loop over K is written in the matmul's section
+		}
 		c.cbOps(s.before)
 		w.open("for (uint32_t ct = 0; ct < Ct; ++ct)")
 		c.forget()
@@ -291,6 +301,9 @@ func (c *computeGen) section(s *sectionStmt) {
 	c.cbOps(s.waits)
 	w.line("tile_regs_acquire();")
 	c.ocb = s.dests[0]
+	if s.mm != nil {
+		c.matmul(s)
+	}
 	slot := c.eval(s.tree, s.tree.cls)
 	w.line("tile_regs_commit();")
 	c.cbOps(s.pops)
@@ -366,6 +379,8 @@ func (c *computeGen) eval(n *node, ctx class) int {
 		return s
 	case nReduce:
 		return c.reduce(n)
+	case nDot:
+		return n.dot.slot
 	case nMask:
 		s := c.eval(n.args[0], ctx)
 		m, id := c.alloc(), c.alloc()
@@ -572,4 +587,82 @@ func (o cbOp) String() string {
 		return fmt.Sprintf("pop(%s, %s)", o.cb.name, o.n)
 	}
 	return fmt.Sprintf("wait(%s, %s)", o.cb.name, o.n)
+}
+
+// transposeArg is the transpose argument of mm_init and matmul_tiles: 1
+// when B is read [..., N, K] (transpose_b), each of its tiles transposed.
+func transposeArg(p *mmPlan) int {
+	if p.transpose {
+		return 1
+	}
+	return 0
+}
+
+func transposeWord(p *mmPlan) string {
+	if p.transpose {
+		return "tiles transposed (transpose_b)"
+	}
+	return "tiles as read"
+}
+
+// matmul writes the loop over K of a section's dot products: each
+// accumulates in a DST tile of its own (zero after tile_regs_acquire),
+// A's tile read once per step for all of them.
+func (c *computeGen) matmul(s *sectionStmt) {
+	w := &c.w
+	p := s.mm
+	for _, d := range p.dots {
+		d.slot = c.alloc()
+	}
+	t := transposeArg(p)
+	if hasLeafOrFPU(s.tree) {
+		// the epilogue's copy_tile / unary_bcast of the last unit
+		// configured the unpacker and the FPU for themselves
+		w.line("mm_init_short(%s, %s, %d);", p.cbA.name, p.dots[0].cbB.name, t)
+	}
+	same := allSameFormat(p)
+	if same {
+		c.needAB(p.cbA, p.dots[0].cbB)
+	} else {
+		c.forget()
+	}
+	w.open("for (uint32_t kt = 0; kt < %d; ++kt)", p.kt)
+	w.line("cb_wait_front(%s, 1);", p.cbA.name)
+	for _, d := range p.dots {
+		w.line("cb_wait_front(%s, 1);", d.cbB.name)
+	}
+	for _, d := range p.dots {
+		if !same {
+			c.needAB(p.cbA, d.cbB)
+		}
+		w.line("matmul_tiles(%s, %s, 0, 0, %d, %d);  // DST[%d] += A(rb, kt) * B%s", p.cbA.name, d.cbB.name, d.slot, t, d.slot, map[bool]string{false: "(kt, ct)", true: "(ct, kt)^T"}[p.transpose])
+	}
+	for _, d := range p.dots {
+		w.line("cb_pop_front(%s, 1);", d.cbB.name)
+	}
+	w.line("cb_pop_front(%s, 1);", p.cbA.name)
+	w.close()
+}
+
+// hasLeafOrFPU reports whether evaluating n configures the unpacker for
+// another op than matmul_tiles (copy_tile, unary_bcast).
+func hasLeafOrFPU(n *node) bool {
+	if n.kind == nLeaf || n.kind == nReduce || n.fpu != "" {
+		return true
+	}
+	for _, a := range n.args {
+		if hasLeafOrFPU(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func allSameFormat(p *mmPlan) bool {
+	for _, d := range p.dots {
+		if d.cbB.fmt != p.dots[0].cbB.fmt {
+			return false
+		}
+	}
+	return true
 }

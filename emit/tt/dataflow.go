@@ -275,7 +275,11 @@ func (d *dataflowGen) stmts(ss []stmt) {
 		switch s := s.(type) {
 		case *loopStmt:
 			flush()
-			if d.has(s.body) {
+			if d.has(s.body) && s.kt > 0 {
+				w.open("for (uint32_t kt = 0; kt < %d; ++kt)", s.kt)
+				d.stmts(s.body)
+				w.close()
+			} else if d.has(s.body) {
 				w.open("for (uint32_t ct = 0; ct < Ct; ++ct)")
 				d.stmts(s.body)
 				w.close()

@@ -13,8 +13,9 @@
 //
 // A kernel's rows are split into row blocks of 32 rows (one tile row),
 // spread over the cores of the chip; a row of C elements is Ct = ceil(C/32)
-// column tiles. Element-wise kernels and transposes (the one generic kernel
-// mapped) are split tile by tile. docs/backend-tt.md describes the mapping,
+// column tiles. Element-wise kernels, transposes (the one generic kernel
+// mapped) and matmul kernels (matmul_tiles, matmul.go) are split tile by
+// tile of the result. docs/backend-tt.md describes the mapping,
 // and emu/ holds a host emulation of the API the tests run the kernels
 // with.
 package tt

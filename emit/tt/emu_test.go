@@ -100,6 +100,52 @@ int run(const std::string&) {
 
 var misuses = []misuse{
 	{name: "correct use"},
+	{name: "correct matmul", fp32: true, compute: `compute_kernel_hw_startup(0, 0, 16);
+    mm_init(0, 0, 16, 0);
+    cb_wait_front(0, 1);
+    tile_regs_acquire();
+    matmul_tiles(0, 0, 0, 0, 0, 0);
+    tile_regs_commit();
+    cb_pop_front(0, 1);
+    cb_reserve_back(16, 1);
+    tile_regs_wait();
+    pack_tile(0, 16);
+    tile_regs_release();
+    cb_push_back(16, 1);`},
+	{name: "matmul_tiles without mm_init", compute: `compute_kernel_hw_startup(0, 0, 16);
+    cb_wait_front(0, 1);
+    tile_regs_acquire();
+    matmul_tiles(0, 0, 0, 0, 0, 0);`, want: "matmul_tiles needs its init (matmul (transpose = 0)) since the last other init (the unpacker and FPU are configured for 'nothing')"},
+	{name: "matmul_tiles after copy_tile's init", compute: `compute_kernel_hw_startup(0, 0, 16);
+    mm_init(0, 0, 16, 0);
+    cb_wait_front(0, 1);
+    tile_regs_acquire();
+    copy_tile_to_dst_init_short(0);
+    copy_tile(0, 0, 1);
+    matmul_tiles(0, 0, 0, 0, 0, 0);`, want: "matmul_tiles needs its init (matmul (transpose = 0)) since the last other init (the unpacker and FPU are configured for 'copy')"},
+	{name: "matmul_tiles with another transpose than mm_init's", compute: `compute_kernel_hw_startup(0, 0, 16);
+    mm_init(0, 0, 16, 0);
+    cb_wait_front(0, 1);
+    tile_regs_acquire();
+    matmul_tiles(0, 0, 0, 0, 0, 1);`, want: "matmul_tiles needs its init (matmul (transpose = 1))"},
+	{name: "matmul_tiles outside an acquire", compute: `compute_kernel_hw_startup(0, 0, 16);
+    mm_init(0, 0, 16, 0);
+    cb_wait_front(0, 1);
+    matmul_tiles(0, 0, 0, 0, 0, 0);`, want: "matmul_tiles writes DST while it is released"},
+	{name: "matmul_tiles past the acquired half", fp32: true, compute: `compute_kernel_hw_startup(0, 0, 16);
+    mm_init(0, 0, 16, 0);
+    cb_wait_front(0, 1);
+    tile_regs_acquire();
+    matmul_tiles(0, 0, 0, 0, 4, 0);`, want: "matmul_tiles uses DST tile 4, but an acquire holds 4 tiles"},
+	{name: "matmul_tiles of a buffer of another data format", compute: `compute_kernel_hw_startup(0, 0, 16);
+    mm_init(0, 0, 16, 0);
+    cb_wait_front(2, 1);
+    tile_regs_acquire();
+    matmul_tiles(0, 2, 0, 0, 0, 0);`, reader: `cb_reserve_back(2, 1);
+    noc_async_read_tile(0, s, get_write_ptr(2));
+    noc_async_read_barrier();
+    cb_push_back(2, 1);`, writer: " ", extra: "p.add_cb(2, DataFormat::Float32, 4096, 2);",
+		want: "matmul_tiles: c_2 holds Float32 tiles but the unpacker's B operand is configured for Float16_b"},
 	{name: "pop without wait", compute: `compute_kernel_hw_startup(0, 0, 16);
     cb_pop_front(0, 1);`, writer: " ", want: "cb_pop_front(c_0, 1) without a matching cb_wait_front"},
 	{name: "read a page not waited for", compute: `compute_kernel_hw_startup(0, 0, 16);

@@ -179,6 +179,8 @@ type kgen struct {
 	// unpackToDest are the Float32 circular buffers whose tiles must reach
 	// DST with all 32 bits (UnpackToDestMode::UnpackToDestFp32).
 	unpackToDest []*cbuf
+	// mm is the plan of a matmul kernel (matmul.go).
+	mm *mmPlan
 }
 
 // sramBuf is a kept row block: a loop.alloc in sram.
@@ -275,7 +277,12 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 		return g, nil
 	}
 	if g.kind == "matmul" {
-		g.fail(nil, "of kind 'matmul' is not supported yet (the tt backend maps row and element-wise kernels onto tiles, and does not emit matmul_tiles yet)")
+		g.readParams()
+		g.planMatMul()
+		if len(g.cbs) > maxCBs {
+			g.fail(nil, "needs %d circular buffers, more than the %d of a Tensix core", len(g.cbs), maxCBs)
+		}
+		return g, nil
 	}
 	if g.kind != "row" && g.kind != "elementwise" {
 		g.fail(nil, "of kind '%s' is not supported yet (the tt backend maps row and element-wise kernels onto tiles)", g.kind)

@@ -31,7 +31,10 @@ type stmt interface{ isStmt() }
 // loop of the loop IR). before and after are waits and pops the compute
 // kernel does around it.
 type loopStmt struct {
-	op            *ir.Operation
+	op *ir.Operation
+	// kt, when set, makes it the loop over the Kt tiles along K of a
+	// matmul (the reader's; the compute kernel's is in its section).
+	kt            int64
 	body          []stmt
 	before, after []cbOp
 }
@@ -59,6 +62,9 @@ type sectionStmt struct {
 	// written by the section never blocks).
 	waits, pops []cbOp
 	reads       []*cbValue
+	// mm is the matmul whose dot products (the tree's nDot nodes) the
+	// section accumulates first.
+	mm *mmPlan
 }
 
 // readStmt is a tile the reader kernel reads from a buffer into cb.
@@ -88,6 +94,7 @@ const (
 	nOp                     // an element-wise op
 	nReduce                 // reduce_tile of an accumulator tile over its row
 	nMask                   // the operand, with the columns past C of the last column tile set to c
+	nDot                    // a dot product of a matmul, accumulated in a DST tile by matmul_tiles
 )
 
 // node is a node of an expression tree.
@@ -111,6 +118,8 @@ type node struct {
 	// castFrom and castTo are the typecast_tile formats of a "typecast"
 	// (Float32 to UInt8 or Int8, or back).
 	castFrom, castTo string
+	// dot is the dot product of an nDot.
+	dot *mmDot
 }
 
 // describe spells the tree for a comment: rsqrt(add(div(sum(acc), 64), 1e-05)).
@@ -124,6 +133,8 @@ func (n *node) describe() string {
 		return "row_" + n.red + "(" + n.leaf.cb.name + ")"
 	case nMask:
 		return "mask(" + n.args[0].describe() + ")"
+	case nDot:
+		return "matmul(" + n.dot.b.name + ")"
 	}
 	if n.op == "typecast" {
 		return "typecast<" + n.castFrom + ", " + n.castTo + ">(" + n.args[0].describe() + ")"
@@ -536,7 +547,7 @@ func (g *kgen) section(tree *node, dests []*cbuf, b *ir.Block, comment string) [
 // need is the number of DST tiles evaluating n takes.
 func need(n *node) int {
 	switch n.kind {
-	case nLeaf, nConst, nReduce:
+	case nLeaf, nConst, nReduce, nDot:
 		return 1
 	case nMask:
 		return max(need(n.args[0]), 3)

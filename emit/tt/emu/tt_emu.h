@@ -16,6 +16,7 @@
 //   - the DST register holds 16 tiles, used 8 (4 with fp32_dest_acc_en) at a
 //     time under the tile_regs_acquire / commit / wait / release protocol;
 //   - FPU ops read srcA/srcB, which hold 19 bits (TF32) of a Float32 operand;
+//     matmul_tiles accumulates its exact products into DST in f32, k in order;
 //     SFPU ops compute in f32 (unary functions in double, rounded once);
 //     packing to Float16_b / Float16 rounds to nearest even;
 //   - a UInt8 tile reaches DST as integers (the byte zero-extended, with the
@@ -30,7 +31,8 @@
 // the core, the kernel and the call: a pop without a matching wait, reading
 // a page not waited for, a push beyond what was reserved, a DST index past
 // the acquired half, math outside acquire or a pack before tile_regs_wait,
-// an op without its init (or after another op's init), an operand whose data
+// an op without its init (or after another op's init: matmul_tiles without
+// mm_init or mm_init_short, or with another transpose), an operand whose data
 // format the unpacker is not configured for, integers in DST where an op
 // takes floats (or the reverse), the INT8 mode of the math engine left on
 // (or off) by a reconfiguration without to_from_int8, a circular buffer
@@ -1116,6 +1118,61 @@ inline void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst) {
     float* d = dst_out(idst, "transpose_tile", is_int);
     for (int r = 0; r < kTileRows; r++)
         for (int c = 0; c < kTileCols; c++) d[c * kTileCols + r] = a[r * kTileCols + c];
+}
+
+// matmul.h: C(dst) += A(in0 tile) * B(in1 tile), 32x32x32, B transposed
+// first when transpose is 1 (A @ B^T from tiles of B stored [N, K]). The
+// unpacker reads A and B through srcB / srcA: 19 bits (TF32) of a Float32
+// tile, bf16 and f16 exactly. Products of those (11-bit significands)
+// are exact in f32; DST accumulates them one k at a time, k = 0..31, each
+// sum rounded to f32 (fp32_dest_acc_en). mm_init configures the unpacker
+// and packer for the three buffers and the FPU for matmul; mm_init_short
+// only the FPU and the unpacker's mode (after another op's init), so the
+// data formats must already match (reconfig_data_format).
+namespace ttemu {
+inline std::string mm_init_name(uint32_t transpose) { return transpose ? "matmul (transpose = 1)" : "matmul (transpose = 0)"; }
+}  // namespace ttemu
+inline void mm_init(uint32_t in0_cb_id = 0, uint32_t in1_cb_id = 1, uint32_t out_cb_id = 16, const uint32_t transpose = 0) {
+    using namespace ttemu;
+    need_started("mm_init");
+    set_math(mm_init_name(transpose));
+    eng().unpack_a = int(cb_format(in0_cb_id, "mm_init"));
+    eng().unpack_b = int(cb_format(in1_cb_id, "mm_init"));
+    eng().pack = int(cb_format(out_cb_id, "mm_init"));
+}
+inline void mm_init_short(uint32_t in0_cb_id = 0, uint32_t in1_cb_id = 1, const uint32_t transpose = 0) {
+    using namespace ttemu;
+    need_started("mm_init_short");
+    set_math(mm_init_name(transpose));
+}
+inline void mm_init_short_with_dt(uint32_t in0_cb_id, uint32_t in1_cb_id, uint32_t c_in_old_srca, const uint32_t transpose = 0) {
+    using namespace ttemu;
+    need_started("mm_init_short_with_dt");
+    eng().unpack_a = int(cb_format(in0_cb_id, "mm_init_short_with_dt"));
+    eng().unpack_b = int(cb_format(in1_cb_id, "mm_init_short_with_dt"));
+    set_math(mm_init_name(transpose));
+}
+inline void matmul_tiles(uint32_t in0_cb_id, uint32_t in1_cb_id, uint32_t in0_tile_index, uint32_t in1_tile_index, uint32_t idst,
+                         const uint32_t transpose) {
+    using namespace ttemu;
+    const char* call = "matmul_tiles";
+    need_math(call, mm_init_name(transpose));
+    need_format(eng().unpack_a, in0_cb_id, cb_format(in0_cb_id, call), call, "the unpacker's A operand");
+    need_format(eng().unpack_b, in1_cb_id, cb_format(in1_cb_id, call), call, "the unpacker's B operand");
+    static float a[kTileElems], b[kTileElems];
+    load_src(in0_cb_id, in0_tile_index, call, a, true);
+    load_src(in1_cb_id, in1_tile_index, call, b, true);
+    float* d = dst_tile(idst, call);
+    for (int r = 0; r < kTileRows; r++)
+        for (int c = 0; c < kTileCols; c++) {
+            float acc = d[r * kTileCols + c];
+            for (int k = 0; k < kTileCols; k++) {
+                float y = transpose ? b[c * kTileCols + k] : b[k * kTileCols + c];
+                float p = a[r * kTileCols + k] * y;  // exact: 11-bit significands
+                acc = acc + p;
+            }
+            d[r * kTileCols + c] = acc;
+        }
 }
 
 // ---------------------------------------------------------------------------
