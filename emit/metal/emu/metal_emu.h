@@ -37,8 +37,9 @@
 // the reference interpreter does (the device's are within a few ULP).
 #pragma once
 
+#include "../../fiber/fiber.h"  // emit/fiber: stacks and the switch between fibers
+
 #include <elf.h>
-#include <sys/mman.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -506,45 +507,6 @@ inline void poison(const void*, size_t) {}
 inline void unpoison(const void*, size_t) {}
 #endif
 
-// A fiber switch on x86-64: the callee-saved registers pushed on the
-// stack being left, its stack pointer saved in *from, the other's loaded
-// from to and its registers popped. (Elsewhere, and as the first entry
-// into a fiber, ucontext: glibc's swapcontext also saves the signal mask
-// with a system call, and AddressSanitizer's interceptor of it clears
-// the shadow of the whole stack entered, at every switch.) The symbol
-// is weak: every translation unit including this header defines it.
-#if defined(__x86_64__)
-#define TF_EMU_FAST_SWITCH 1
-extern "C" void tf_emu_switch(void** from, void* to);
-asm(R"(
-.text
-.p2align 4
-.weak tf_emu_switch
-.type tf_emu_switch, @function
-tf_emu_switch:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-.size tf_emu_switch, .-tf_emu_switch
-.section .note.GNU-stack,"",@progbits
-.text
-)");
-#else
-#define TF_EMU_FAST_SWITCH 0
-#endif
-
 // fibers runs the threads of a threadgroup as fibers of the calling
 // system thread, fiber i being Metal thread lid = i: each runs until it
 // waits at a rendezvous (group::wait yields), then the next runs, round
@@ -564,27 +526,17 @@ class fibers {
   void run(unsigned n, const std::function<void(uint)>& job) {
     if (job_ != nullptr) fail("a kernel dispatched from inside a kernel");
     while (stacks_.size() < n) {
-      const size_t page = 4096;
-      char* p = static_cast<char*>(mmap(nullptr, stack_bytes + page, PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-      if (p == MAP_FAILED) fail("cannot map a stack for thread %zu of a threadgroup", stacks_.size());
-      mprotect(p, page, PROT_NONE);  // an overflow faults instead of writing the next stack
-      stacks_.push_back(p + page);
+      void* p = emu_fiber_stack(stack_bytes);
+      if (p == nullptr) fail("cannot map a stack for thread %zu of a threadgroup", stacks_.size());
+      stacks_.push_back(p);
     }
     fib_.resize(n);
     job_ = &job;
     for (unsigned i = 0; i < n; ++i) {
       unpoison(stacks_[i], stack_bytes);  // frames a fiber left when it last ended
       fib_[i] = fiber{};
-#if TF_EMU_FAST_SWITCH
-      // what tf_emu_switch pops: six registers of zeros, then trampoline's
-      // address to return to; trampoline starts as if called, with a
-      // (null) return address at the top, 16 bytes from an aligned end
-      void** top = reinterpret_cast<void**>(static_cast<char*>(stacks_[i]) + stack_bytes);
-      *--top = nullptr;
-      *--top = reinterpret_cast<void*>(&trampoline);
-      for (int r = 0; r < 6; ++r) *--top = nullptr;
-      fib_[i].sp = top;
+#if EMU_FIBER_FAST_SWITCH
+      fib_[i].sp = emu_fiber_start(stacks_[i], stack_bytes, trampoline);
 #else
       if (getcontext(&fib_[i].ctx) != 0) fail("getcontext failed");
       fib_[i].ctx.uc_stack.ss_sp = stacks_[i];
@@ -627,7 +579,7 @@ class fibers {
 
   struct fiber {
     void* sp = nullptr;
-#if !TF_EMU_FAST_SWITCH
+#if !EMU_FIBER_FAST_SWITCH
     ucontext_t ctx;
 #endif
     bool done = false;
@@ -652,8 +604,8 @@ class fibers {
     void* fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, stacks_[i], stack_bytes);
 #endif
-#if TF_EMU_FAST_SWITCH
-    tf_emu_switch(&main_sp_, fib_[i].sp);
+#if EMU_FIBER_FAST_SWITCH
+    emu_fiber_switch(&main_sp_, fib_[i].sp);
 #else
     if (swapcontext(&main_, &fib_[i].ctx) != 0) fail("swapcontext failed");
 #endif
@@ -678,8 +630,8 @@ class fibers {
 #else
     (void)ending;
 #endif
-#if TF_EMU_FAST_SWITCH
-    tf_emu_switch(&fib_[i].sp, main_sp_);
+#if EMU_FIBER_FAST_SWITCH
+    emu_fiber_switch(&fib_[i].sp, main_sp_);
 #else
     if (swapcontext(&fib_[i].ctx, &main_) != 0) fail("swapcontext failed");
 #endif
@@ -688,7 +640,7 @@ class fibers {
 
   std::vector<void*> stacks_;
   std::vector<fiber> fib_;
-#if TF_EMU_FAST_SWITCH
+#if EMU_FIBER_FAST_SWITCH
   void* main_sp_ = nullptr;
 #else
   ucontext_t main_;

@@ -45,6 +45,8 @@
 // shims that name this file.
 #pragma once
 
+#include "../../fiber/fiber.h"  // emit/fiber: stacks and the switch between fibers
+
 #include <atomic>
 #include <cmath>
 #include <cstdarg>
@@ -1284,44 +1286,10 @@ inline void noc_async_write_barrier() { ttemu::tctx().outstanding_writes = 0; }
 // (eng): a kernel runs until it blocks on a circular buffer, then the next
 // one runs, round robin over every kernel of every core. Three system
 // threads per core (360 on a Blackhole grid) spent most of their time in
-// the kernel's scheduler. On x86-64 a switch saves and restores the six
-// callee-saved registers and the stack pointer (tt_emu_switch); elsewhere
-// it is swapcontext.
+// the kernel's scheduler. The stacks and the switch are emit/fiber's
+// (fiber.h, shared with the Metal emulation).
 
 namespace ttemu {
-
-#if defined(__x86_64__)
-#define TT_EMU_FAST_SWITCH 1
-// weak: every translation unit including this header defines it
-extern "C" void tt_emu_switch(void** from, void* to);
-asm(R"(
-.text
-.p2align 4
-.weak tt_emu_switch
-.type tt_emu_switch, @function
-tt_emu_switch:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-.size tt_emu_switch, .-tt_emu_switch
-.section .note.GNU-stack,"",@progbits
-.text
-)");
-#else
-#define TT_EMU_FAST_SWITCH 0
-#endif
 
 class fibers {
 public:
@@ -1330,13 +1298,8 @@ public:
         auto f = std::make_unique<fiber>();
         f->ctx = ctx;
         f->body = std::move(body);
-        const size_t page = 4096;
-        char* p = static_cast<char*>(mmap(nullptr, stack_bytes + page, PROT_READ | PROT_WRITE,
-                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-        if (p == MAP_FAILED) fail("cannot map a kernel's stack");
-        mprotect(p, page, PROT_NONE);  // an overflow faults instead of writing another stack
-        f->map = p;
-        f->stack = p + page;
+        f->stack = static_cast<char*>(emu_fiber_stack(stack_bytes));
+        if (f->stack == nullptr) fail("cannot map a kernel's stack");
         all_.push_back(std::move(f));
     }
 
@@ -1360,7 +1323,7 @@ public:
     }
 
     ~fibers() {
-        for (auto& f : all_) munmap(f->map, stack_bytes + 4096);
+        for (auto& f : all_) emu_fiber_unmap(f->stack, stack_bytes);
     }
 
     // yield goes back to run's loop from the kernel running.
@@ -1377,10 +1340,9 @@ private:
         ThreadCtx ctx;
         Engine eng;
         std::function<void()> body;
-        char* map = nullptr;
         char* stack = nullptr;
         bool done = false;
-#if TT_EMU_FAST_SWITCH
+#if EMU_FIBER_FAST_SWITCH
         void* sp = nullptr;
 #else
         ucontext_t uc;
@@ -1388,15 +1350,8 @@ private:
     };
 
     void start(fiber& f) {
-#if TT_EMU_FAST_SWITCH
-        // what tt_emu_switch pops: six registers of zeros, then the address
-        // of trampoline, which starts as if called (a null return address
-        // at the top, 16 bytes from an aligned end)
-        void** top = reinterpret_cast<void**>(f.stack + stack_bytes);
-        *--top = nullptr;
-        *--top = reinterpret_cast<void*>(&trampoline);
-        for (int r = 0; r < 6; ++r) *--top = nullptr;
-        f.sp = top;
+#if EMU_FIBER_FAST_SWITCH
+        f.sp = emu_fiber_start(f.stack, stack_bytes, trampoline);
 #else
         if (getcontext(&f.uc) != 0) fail("getcontext failed");
         f.uc.uc_stack.ss_sp = f.stack;
@@ -1415,8 +1370,8 @@ private:
     }
 
     void enter(fiber& f) {
-#if TT_EMU_FAST_SWITCH
-        tt_emu_switch(&main_sp_, f.sp);
+#if EMU_FIBER_FAST_SWITCH
+        emu_fiber_switch(&main_sp_, f.sp);
 #else
         if (swapcontext(&main_uc_, &f.uc) != 0) fail("swapcontext failed");
 #endif
@@ -1424,8 +1379,8 @@ private:
 
     void leave() {
         fiber& f = *cur_;
-#if TT_EMU_FAST_SWITCH
-        tt_emu_switch(&f.sp, main_sp_);
+#if EMU_FIBER_FAST_SWITCH
+        emu_fiber_switch(&f.sp, main_sp_);
 #else
         if (swapcontext(&f.uc, &main_uc_) != 0) fail("swapcontext failed");
 #endif
@@ -1433,7 +1388,7 @@ private:
 
     std::vector<std::unique_ptr<fiber>> all_;
     fiber* cur_ = nullptr;
-#if TT_EMU_FAST_SWITCH
+#if EMU_FIBER_FAST_SWITCH
     void* main_sp_ = nullptr;
 #else
     ucontext_t main_uc_;
