@@ -282,7 +282,8 @@ const (
 
 // persistentRows turns the persistent form of row kernels on: with
 // TENSORFORGE_PERSISTENT_ROWS=1 in tfc's environment. It is off by
-// default until measured on the GPU against the form it replaces.
+// default: on an H100 it was no faster than a program per block of rows
+// (bench/results/gpu-h100-2026-12-06-persistent-rows.md).
 var persistentRows = os.Getenv("TENSORFORGE_PERSISTENT_ROWS") == "1"
 
 // planPersistent makes a row kernel of one block (not cut into stretches)
