@@ -40,7 +40,10 @@
 #include "../../fiber/fiber.h"  // emit/fiber: stacks and the switch between fibers
 
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -388,21 +391,24 @@ struct symbol {
 
 inline std::vector<symbol> load_symbols() {
   std::vector<symbol> out;
-  FILE* f = std::fopen("/proc/self/exe", "rb");
-  if (!f) fail("cannot read /proc/self/exe to measure threadgroup memory");
-  std::vector<unsigned char> data;
-  unsigned char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.insert(data.end(), buf, buf + n);
-  std::fclose(f);
-  if (data.size() < sizeof(Elf64_Ehdr)) fail("/proc/self/exe is not an ELF file");
+  // mapped, not read: only the pages of the headers and the symbol table
+  // are touched (reading the whole program into the heap was most of the
+  // time of a short run)
+  const int fd = open("/proc/self/exe", O_RDONLY);
+  if (fd < 0) fail("cannot read /proc/self/exe to measure threadgroup memory");
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < off_t(sizeof(Elf64_Ehdr))) fail("/proc/self/exe is not an ELF file");
+  void* map = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) fail("cannot map /proc/self/exe to measure threadgroup memory");
+  const unsigned char* data = static_cast<const unsigned char*>(map);
   Elf64_Ehdr eh;
-  std::memcpy(&eh, data.data(), sizeof(eh));
+  std::memcpy(&eh, data, sizeof(eh));
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
     fail("/proc/self/exe is not a 64-bit ELF file");
   auto section = [&](unsigned i) {
     Elf64_Shdr sh;
-    std::memcpy(&sh, data.data() + eh.e_shoff + size_t(i) * eh.e_shentsize, sizeof(sh));
+    std::memcpy(&sh, data + eh.e_shoff + size_t(i) * eh.e_shentsize, sizeof(sh));
     return sh;
   };
   for (unsigned i = 0; i < eh.e_shnum; ++i) {
@@ -411,11 +417,12 @@ inline std::vector<symbol> load_symbols() {
     Elf64_Shdr strtab = section(sh.sh_link);
     for (size_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
       Elf64_Sym sym;
-      std::memcpy(&sym, data.data() + sh.sh_offset + off, sizeof(sym));
+      std::memcpy(&sym, data + sh.sh_offset + off, sizeof(sym));
       if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT) continue;
-      out.push_back({reinterpret_cast<const char*>(data.data() + strtab.sh_offset + sym.st_name), sym.st_size});
+      out.push_back({reinterpret_cast<const char*>(data + strtab.sh_offset + sym.st_name), sym.st_size});
     }
   }
+  munmap(map, size_t(st.st_size));
   if (out.empty()) fail("the program has no symbol table (stripped?): cannot measure threadgroup memory");
   return out;
 }
