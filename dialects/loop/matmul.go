@@ -197,3 +197,22 @@ func constIndexOf(v *ir.Value) (int64, bool) {
 	}
 	return int64(c.Value()), true
 }
+
+// TiledOperands reports whether the tiled matmul kernels of the emitters
+// take a dot product of a left operand of kind lhs and a right operand of
+// kind rhs: the same kind, or a narrower right operand that a dequantize
+// prologue converts as its tile is loaded (an int8 or f8 weight under f16
+// or bf16 activations).
+func TiledOperands(lhs, rhs ir.ElemKind) bool {
+	switch {
+	case rhs == lhs:
+		return true
+	case lhs != ir.BF16 && lhs != ir.F16:
+		return false
+	}
+	switch rhs {
+	case ir.I8, ir.UI8, ir.F8E4M3FN, ir.F8E5M2:
+		return true
+	}
+	return false
+}

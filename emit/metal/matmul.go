@@ -221,7 +221,7 @@ func (ke *kernelEmitter) planMatMul() (*matmulPlan, string) {
 			return nil, "a dot product multiplies other values than its operands converted"
 		}
 		rk := elemKind(d.Rhs.Output().Type())
-		if elemKind(d.Lhs.Output().Type()) != lk || !tileOperands(lk, rk) || (lk != ir.F32 && lk != ir.F16 && lk != ir.BF16) {
+		if elemKind(d.Lhs.Output().Type()) != lk || !loop.TiledOperands(lk, rk) || (lk != ir.F32 && lk != ir.F16 && lk != ir.BF16) {
 			return nil, fmt.Sprintf("it multiplies %s by %s", lk, rk)
 		}
 		kv := body.Args[0]
@@ -248,23 +248,6 @@ func (ke *kernelEmitter) planMatMul() (*matmulPlan, string) {
 		mp.rhs = append(mp.rhs, b)
 	}
 	return mp, ""
-}
-
-// tileOperands reports whether a dot product of a left operand of kind
-// lhs and a right operand of kind rhs is tiled: the same kind, or a
-// narrower right operand (an int8 or f8 weight) under f16 or bf16.
-func tileOperands(lhs, rhs ir.ElemKind) bool {
-	switch {
-	case rhs == lhs:
-		return true
-	case lhs != ir.BF16 && lhs != ir.F16:
-		return false
-	}
-	switch rhs {
-	case ir.I8, ir.UI8, ir.F8E4M3FN, ir.F8E5M2:
-		return true
-	}
-	return false
 }
 
 // castChain returns the casts that turn load into v, in order; false when

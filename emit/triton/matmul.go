@@ -83,7 +83,7 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 		return nil, nil
 	}
 	for _, d := range mm.Dots {
-		if elemKind(d.Lhs.Output().Type()) != elem || !tileOperand(elem, elemKind(d.Rhs.Output().Type())) {
+		if elemKind(d.Lhs.Output().Type()) != elem || !loop.TiledOperands(elem, elemKind(d.Rhs.Output().Type())) {
 			return nil, nil
 		}
 		if elemKind(d.Loop.Values()[0].Type()) != acc {
@@ -96,24 +96,6 @@ func tileMatMul(k loop.KernelOp) (*matmulPlan, error) {
 		return nil, nil
 	}
 	return &matmulPlan{match: mm, out: out, elem: elem, acc: acc}, nil
-}
-
-// tileOperand reports whether a right operand of kind rhs goes to tl.dot
-// with a left operand of kind lhs: the same kind, or a narrower one that
-// a dequantize prologue converts as it loads it (int8 or f8 weights
-// under bf16 or f16 activations).
-func tileOperand(lhs, rhs ir.ElemKind) bool {
-	switch {
-	case rhs == lhs:
-		return true // (int8 only with int8)
-	case lhs != ir.BF16 && lhs != ir.F16:
-		return false
-	}
-	switch rhs {
-	case ir.I8, ir.UI8, ir.F8E4M3FN, ir.F8E5M2:
-		return true
-	}
-	return false
 }
 
 // matmulConfig is one tile configuration, for results of at most maxM
