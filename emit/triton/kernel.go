@@ -456,6 +456,19 @@ func (k *kernelEmitter) prologue() error {
 		k.stretchBlocks()
 		return nil
 	}
+	k.columns()
+	if p.twoD {
+		k.rowsMask()
+	}
+	return nil
+}
+
+// columns binds the block of a one-block row kernel: its columns
+// (cols = tl.arange(0, BLOCK), [None, :] for [ROWS, BLOCK] blocks) and,
+// when the row does not fill the block, their mask, which is then the
+// block's mask until rowsMask joins the rows' to it.
+func (k *kernelEmitter) columns() {
+	p, w := k.plan, k.w
 	cols := k.names.fresh("cols")
 	if p.twoD {
 		w.assign(cols, "tl.arange(0, BLOCK)[None, :]")
@@ -468,16 +481,19 @@ func (k *kernelEmitter) prologue() error {
 		w.assign(blk.cmask, fmt.Sprintf("%s < %d", cols, p.rowLen))
 	}
 	blk.mask = blk.cmask
-	if p.twoD {
-		blk.mask = k.rmask
-		if blk.cmask != "" {
-			blk.mask = k.names.fresh("bmask")
-			w.assign(blk.mask, k.rmask+" & "+blk.cmask)
-		}
-	}
 	k.blk = blk
 	k.bindThreadsIVs(cols)
-	return nil
+}
+
+// rowsMask makes the block's mask the rows' (rmask), joined to the
+// columns' when there is one (bmask = rmask & cmask).
+func (k *kernelEmitter) rowsMask() {
+	blk := k.blk
+	blk.mask = k.rmask
+	if blk.cmask != "" {
+		blk.mask = k.names.fresh("bmask")
+		k.w.assign(blk.mask, k.rmask+" & "+blk.cmask)
+	}
 }
 
 // persistentPrologue begins a persistent row kernel (kernelPlan.persist):
@@ -495,16 +511,7 @@ func (k *kernelEmitter) prologue() error {
 func (k *kernelEmitter) persistentPrologue(prog string, iv *ir.Value) error {
 	p := k.plan
 	w := k.w
-	cols := k.names.fresh("cols")
-	w.assign(cols, "tl.arange(0, BLOCK)[None, :]")
-	blk := &blockCtx{cols: cols}
-	if p.rowLen != p.block {
-		blk.cmask = k.names.fresh("cmask")
-		w.assign(blk.cmask, fmt.Sprintf("%s < %d", cols, p.rowLen))
-	}
-	blk.mask = blk.cmask
-	k.blk = blk
-	k.bindThreadsIVs(cols)
+	k.columns()
 	// the grid's induction variable is not bound yet: only the loads
 	// whose addresses do not depend on the row are hoisted here
 	if err := k.hoistLoads(); err != nil {
@@ -518,11 +525,7 @@ func (k *kernelEmitter) persistentPrologue(prog string, iv *ir.Value) error {
 	k.rmask = k.names.fresh("rmask")
 	w.assign(k.rmask, r+" < "+k.ref(p.grid.Upper()))
 	k.env[iv] = r
-	blk.mask = k.rmask
-	if blk.cmask != "" {
-		blk.mask = k.names.fresh("bmask")
-		w.assign(blk.mask, k.rmask+" & "+blk.cmask)
-	}
+	k.rowsMask()
 	return nil
 }
 
