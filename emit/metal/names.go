@@ -29,7 +29,7 @@ var reserved = strings.Fields(`
 	INFINITY NAN mem_flags as_type min max abs
 	simd_sum simd_max simd_min simd_any threadgroup_barrier
 	simdgroup_matrix simdgroup_float8x8 simdgroup_half8x8 simdgroup_bfloat8x8 simdgroup_load simdgroup_store
-	simdgroup_multiply simdgroup_multiply_accumulate make_filled_simdgroup_matrix ulong2
+	simdgroup_multiply simdgroup_multiply_accumulate make_filled_simdgroup_matrix
 	gid lid simd_lane simd_id tg_size ngroups tid nthreads nthr worker chunk chunks instances
 	l q sg sram partial main
 `)

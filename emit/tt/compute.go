@@ -626,6 +626,10 @@ func (c *computeGen) matmul(s *sectionStmt) {
 	} else {
 		c.forget()
 	}
+	bTile := "(kt, ct)"
+	if p.transpose {
+		bTile = "(ct, kt)^T"
+	}
 	w.open("for (uint32_t kt = 0; kt < %d; ++kt)", p.kt)
 	w.line("cb_wait_front(%s, 1);", p.cbA.name)
 	for _, d := range p.dots {
@@ -635,7 +639,7 @@ func (c *computeGen) matmul(s *sectionStmt) {
 		if !same {
 			c.needAB(p.cbA, d.cbB)
 		}
-		w.line("matmul_tiles(%s, %s, 0, 0, %d, %d);  // DST[%d] += A(rb, kt) * B%s", p.cbA.name, d.cbB.name, d.slot, t, d.slot, map[bool]string{false: "(kt, ct)", true: "(ct, kt)^T"}[p.transpose])
+		w.line("matmul_tiles(%s, %s, 0, 0, %d, %d);  // DST[%d] += A(rb, kt) * B%s", p.cbA.name, d.cbB.name, d.slot, t, d.slot, bTile)
 	}
 	for _, d := range p.dots {
 		w.line("cb_pop_front(%s, 1);", d.cbB.name)

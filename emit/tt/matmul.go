@@ -117,7 +117,11 @@ func (g *kgen) planMatMul() {
 		g.fail(first.Lhs.Operation, "reads the left operand of a matmul through an index map (a broadcast or view of its rows); the backend tiles a left operand whose rows are the result's")
 	}
 	if a.fmt.isInt() || out.fmt.isInt() {
-		g.fail(first.Loop.Operation, "multiplies or stores %s matrices; the backend runs matmul_tiles on float tiles (f32, bf16, f16) only", map[bool]ir.ElemKind{true: a.elem, false: out.elem}[a.fmt.isInt()])
+		elem := out.elem
+		if a.fmt.isInt() {
+			elem = a.elem
+		}
+		g.fail(first.Loop.Operation, "multiplies or stores %s matrices; the backend runs matmul_tiles on float tiles (f32, bf16, f16) only", elem)
 	}
 	plan := &mmPlan{a: a, kt: k / TileCols, transpose: first.TransposeB}
 	a.seen, a.access = true, clsFull
