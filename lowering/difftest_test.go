@@ -611,9 +611,56 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 		}
 		return true
 	})
-	require.Equal(t, map[string]int64{"lse_k0": 4096, "lse_k1": 4, "add_lse_k0": 5000, "add_lse_k1": 4,
-		"log_softmax_k0": 7680, "log_softmax_k1": 8, "log_softmax_k2": 7680}, rows)
+	// the rows are `?`: the kernel of one instance per row is there too
+	require.Equal(t, map[string]int64{"lse_k0": 4096, "lse_k1": 4, "lse_k2": 16384,
+		"add_lse_k0": 5000, "add_lse_k1": 4, "add_lse_k2": 20000,
+		"log_softmax_k0": 7680, "log_softmax_k1": 8, "log_softmax_k2": 7680, "log_softmax_k3": 61440}, rows)
+	// 3 rows: the split kernels run (fewer than 264); with the bound at 3,
+	// the other form
 	runDiff(t, diffCase{name: "split", src: src, target: "h200", dyn: 3, inputs: peakRows, pipeline: pipeline})
+	runDiff(t, diffCase{name: "unsplit", src: src, target: "h200", dyn: 3, inputs: peakRows,
+		pipeline: "legalize-numerics,decompose,fuse,lower-to-loops{split-rows-below=3},sram-alloc"})
+}
+
+// A guarded launch runs only where its guard admits the rows: the loop
+// interpreter runs the split form of a logsumexp for 2 rows and the other
+// for 3 (split-rows-below=3), each writing every result.
+func TestGuardedLaunches(t *testing.T) {
+	src := `
+func.func @lse(%x: tensor<?x16384xf32>) -> tensor<?xf32> {
+  %y = graph.logsumexp %x {axis = -1} : (tensor<?x16384xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}`
+	m := lowerText(t, src, "legalize-numerics,decompose,fuse,lower-to-loops{split-rows-below=3},sram-alloc", "h200")
+	ran := map[string][]int64{}
+	m.Operation.Walk(func(op *ir.Operation) bool {
+		if l, ok := loop.AsLaunch(op); ok {
+			g, guarded := l.Guard()
+			require.True(t, guarded, "launch of %s", l.Kernel())
+			for _, rows := range []int64{2, 3} {
+				if g.Admits(rows) {
+					ran[l.Kernel()] = append(ran[l.Kernel()], rows)
+				}
+			}
+		}
+		return true
+	})
+	require.Equal(t, map[string][]int64{"lse_k0": {2}, "lse_k1": {2}, "lse_k2": {3}}, ran)
+	for _, rows := range []int64{2, 3} {
+		x := geval.NewTensor(ir.F32, []int64{rows, 16384})
+		for i := range x.Data {
+			x.Data[i] = float64(i%97) / 8
+		}
+		out, err := leval.Run(m, "lse", []*geval.Tensor{x})
+		require.NoError(t, err)
+		for r := range rows {
+			var want float64
+			for j := range 16384 {
+				want += math.Exp(x.Data[int(r)*16384+j])
+			}
+			require.InEpsilon(t, math.Log(want), out[0].Data[r], 1e-5, "row %d of %d", r, rows)
+		}
+	}
 }
 
 // peakRows sets the first three rows of every matrix input: row 0 with

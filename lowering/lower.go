@@ -39,7 +39,9 @@ func init() {
 		Options: []ir.PassOption{{Name: "exact-rounding", Kind: ir.OptBool, Default: "false",
 			Help: "round every op's f16/bf16/f8 result to its type, as op-by-op evaluation does (default: keep values between fused ops in f32; also set by tfc --exact-rounding)"},
 			{Name: "horizontal", Kind: ir.OptBool, Default: "true",
-				Help: "launch sibling element-wise kernels that read the same buffers and are independent (q's and k's rotary embeddings) as one kernel of several parts"}},
+				Help: "launch sibling element-wise kernels that read the same buffers and are independent (q's and k's rotary embeddings) as one kernel of several parts"},
+			{Name: "split-rows-below", Kind: ir.OptInt, Default: "0",
+				Help: "on a GPU, split long rows reduced online across programs when there are fewer rows than this (0: twice the target's SMs); a `?` row count launches both forms, guarded"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
 				var t *target.Target
@@ -54,6 +56,9 @@ func init() {
 				}
 				if opts.IsSet("horizontal") {
 					o.NoHorizontal = !opts.Bool("horizontal")
+				}
+				if opts.IsSet("split-rows-below") {
+					o.SplitRowsBelow = opts.Int("split-rows-below")
 				}
 				return LowerToLoopsWith(m, t, o)
 			}), nil
@@ -71,6 +76,10 @@ type Options struct {
 	// NoHorizontal keeps every kernel a launch of its own (by default,
 	// sibling kernels are launched as one, siblings.go).
 	NoHorizontal bool
+	// SplitRowsBelow: on a GPU, the rows of an online row kernel are split
+	// across programs when there are fewer of them than this (0: twice the
+	// target's SMs, split.go).
+	SplitRowsBelow int64
 	// Remarks, when set, receives lowering's remarks (fusion: the split of
 	// long rows).
 	Remarks *ir.PassContext
@@ -172,6 +181,8 @@ type funcLowering struct {
 	// scatters are the function's buffers that a kernel's output is
 	// stored into at the indices of a graph.index_copy (scatterInto).
 	scatters map[*ir.Value]scatterOut
+	// guard, when set, guards the launches built (lowerSplit).
+	guard *loop.RowGuard
 }
 
 // scatterOut is an output stored through a graph.index_copy: the
@@ -587,7 +598,10 @@ func (l *funcLowering) launch(loc ir.Location, kind string, inputs, outputs []*i
 			}
 		}
 	}
-	must(loop.BuildLaunch(l.fb, loc, operands, name))
+	lo := must(loop.BuildLaunch(l.fb, loc, operands, name))
+	if l.guard != nil {
+		lo.SetGuard(*l.guard)
+	}
 	return k.Operation
 }
 

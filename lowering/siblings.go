@@ -65,7 +65,7 @@ func (l *funcLowering) mergeSiblings() {
 			flush()
 			continue
 		}
-		if !mergeable(k) {
+		if _, guarded := lo.Guard(); guarded || !mergeable(k) {
 			flush()
 			continue
 		}

@@ -1,6 +1,7 @@
 package lowering
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -20,9 +21,16 @@ import (
 //
 //	m = max_j m_j,  s = sum_j s_j exp(h(m_j) - h(m))
 //
-// and computes the kernel's per-row results from m and s. The split of a
-// row is static: one module serves every row count, and 4096 rows simply
-// run 4096 S instances of a row S times shorter.
+// and computes the kernel's per-row results from m and s.
+//
+// Splitting pays where the rows alone cannot fill the GPU: with thousands
+// of rows, R S short instances lose more to their ramps and to the extra
+// kernels than they gain. A static row count chooses one form; a `?` one
+// launches both, the split kernels guarded by R < splitRowsPerCore x SMs
+// (lower-to-loops{split-rows-below=N} sets the bound) and the kernel of
+// one instance per row by the rest (loop.RowGuard), so
+// that one module serves a decode step and a prefill. The split of a row,
+// S, is static.
 
 // Split choices.
 const (
@@ -32,6 +40,9 @@ const (
 	splitMinLen = 4096
 	// splitMax bounds S.
 	splitMax = 64
+	// splitRowsPerCore: rows are split when there are fewer than this
+	// many per SM.
+	splitRowsPerCore = 2
 )
 
 // splitCount is S for row kernel info on target t (0: not split): the
@@ -96,12 +107,55 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 	if s == 0 {
 		return false
 	}
+	// the rows below which splitting pays, and the rows when static
+	few := splitRowsPerCore * int64(l.target.Cores)
+	if l.opts.SplitRowsBelow > 0 {
+		few = l.opts.SplitRowsBelow
+	}
+	rows := int64(1)
+	for _, e := range info.Shape[:n-1] {
+		if e == ir.Dynamic {
+			rows = -1
+			break
+		}
+		rows *= e
+	}
+	if rows >= few {
+		l.opts.Remarks.Remark("fusion", fused.Loc, "kept the rows of %d whole: %d rows fill the GPU (splitting pays below %d)", info.RowLen, rows, few)
+		return false
+	}
+	// with a `?` row count, both forms, guarded on the rows of an input
+	// read in full (of shape [R..., C] in every launch, where the inputs
+	// come first)
+	guard := -1
+	if rows < 0 {
+		for i, a := range fused.Region(0).Entry().Args {
+			if info.AccessOf(a) == passes.AccessFull {
+				guard = i
+				break
+			}
+		}
+	}
 	third := ""
 	if !info.OnlyPerRowAfterOnline() {
 		third = ", and a third computes the rows over the splits again"
 	}
-	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d into %d splits of %d: the first kernel takes each split's max and sum of exp, %d instances per row, and a second combines them per row%s, so that a few rows fill the GPU",
-		info.RowLen, s, info.RowLen/s, s, third)
+	when := ""
+	if guard >= 0 {
+		when = fmt.Sprintf(" when there are fewer than %d rows (one instance per row otherwise: both forms are launched, each guarded by the row count)", few)
+	}
+	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d into %d splits of %d%s: the first kernel takes each split's max and sum of exp, %d instances per row, and a second combines them per row%s, so that a few rows fill the GPU",
+		info.RowLen, s, info.RowLen/s, when, s, third)
+	if guard >= 0 {
+		l.guard = &loop.RowGuard{Operand: guard, Max: few - 1}
+		defer func() {
+			l.guard = &loop.RowGuard{Operand: guard, Min: few, Max: -1}
+			l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
+				return k.row(fused, info)
+			})
+			l.guard = nil
+		}()
+	}
 	on := &onlinePair{max: maxOp, sum: sumOp}
 	// the partial buffers [R..., S]
 	lead := l.extents[outputs[0]]

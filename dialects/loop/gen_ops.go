@@ -268,6 +268,21 @@ func (op LaunchOp) Kernel() string {
 	return v
 }
 
+// RowsOf returns attribute rows_of and whether it is present: of a guarded launch: the buffer operand whose rows are counted.
+func (op LaunchOp) RowsOf() (int64, bool) {
+	return ods.GetInt(op.Operation, "rows_of")
+}
+
+// MinRows returns attribute min_rows and whether it is present: of a guarded launch: the fewest rows it runs for.
+func (op LaunchOp) MinRows() (int64, bool) {
+	return ods.GetInt(op.Operation, "min_rows")
+}
+
+// MaxRows returns attribute max_rows and whether it is present: of a guarded launch: the most rows it runs for.
+func (op LaunchOp) MaxRows() (int64, bool) {
+	return ods.GetInt(op.Operation, "max_rows")
+}
+
 // BuildLaunch creates a loop.launch at b's insertion point.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildLaunch(b *ir.Builder, loc ir.Location, args []*ir.Value, kernel string) (LaunchOp, error) {
@@ -298,6 +313,15 @@ func checkLaunchInputs(op *ir.Operation) error {
 		return err
 	}
 	if err := ods.CheckAttr(op, "kernel", ods.StringKind, true); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "rows_of", ods.IntKind, false); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "min_rows", ods.IntKind, false); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "max_rows", ods.IntKind, false); err != nil {
 		return err
 	}
 	return nil
@@ -4083,7 +4107,7 @@ func init() {
 		Name:    OpLaunch,
 		Summary: "runs a kernel over its grid",
 		Traits:  ir.SideEffects,
-		Attrs:   []string{"kernel"},
+		Attrs:   []string{"kernel", "rows_of", "min_rows", "max_rows"},
 		Verify:  verifyLaunchOp,
 	})
 	ir.RegisterOp(&ir.OpDef{

@@ -166,9 +166,11 @@ func SplitParts(m ir.Module, keep func(KernelOp) bool) error {
 			b := ir.NewBuilderAtEnd(op.Block())
 			b.SetInsertionPointBefore(op)
 			for _, name := range parts {
-				if _, err := BuildLaunch(b, op.Loc, l.Args(), name); err != nil {
+				part, err := BuildLaunch(b, op.Loc, l.Args(), name)
+				if err != nil {
 					return err
 				}
+				CopyGuard(l, part)
 			}
 			op.Erase()
 		}

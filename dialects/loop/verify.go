@@ -175,6 +175,9 @@ func LookupKernel(op *ir.Operation, name string) (KernelOp, bool) {
 //	operand #1 has type 'memref<4xf32, dram>', but kernel 'k0' takes 'memref<8xf32, dram>'
 func verifyLaunch(op *ir.Operation) error {
 	l := LaunchOp{op}
+	if err := verifyGuard(l); err != nil {
+		return err
+	}
 	if op.Block() == nil {
 		return nil // a detached launch is checked once inserted
 	}

@@ -5,6 +5,7 @@ import (
 
 	lir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -159,6 +160,35 @@ func (fe *fnEmitter) emitLaunch(op *ir.Operation) error {
 	}
 	if len(args) != len(kn.argTypes) {
 		return ir.OpError(op, "passes %d operands, but kernel '%s' takes %d arguments", len(args), l.Kernel(), len(kn.argTypes))
+	}
+	if g, ok := l.Guard(); ok {
+		// a guarded launch runs for the rows its guard admits
+		static, dyn, err := l.GuardRows(g)
+		if err != nil {
+			return err
+		}
+		var rows value.Value = constant.NewInt(types.I64, static)
+		for _, e := range dyn {
+			v, err := fe.val(e)
+			if err != nil {
+				return err
+			}
+			rows = fe.cur.NewMul(rows, v)
+		}
+		var cond value.Value = constant.True
+		if g.Min > 0 {
+			cond = fe.cur.NewICmp(enum.IPredSGE, rows, constant.NewInt(types.I64, g.Min))
+		}
+		if g.Max >= 0 {
+			cond = fe.cur.NewAnd(cond, fe.cur.NewICmp(enum.IPredSLE, rows, constant.NewInt(types.I64, g.Max)))
+		}
+		then, cont := fe.newBlock("guard", "then"), fe.newBlock("guard", "exit")
+		fe.cur.NewCondBr(cond, then, cont)
+		fe.cur = then
+		defer func() {
+			fe.cur.NewBr(cont)
+			fe.cur = cont
+		}()
 	}
 	b := fe.cur
 	rec := fe.newAlloca(kn.args)

@@ -493,6 +493,9 @@ func (d *funcDescriber) op(op *ir.Operation) error {
 // launch describes a loop.launch.
 func (d *funcDescriber) launch(op *ir.Operation) error {
 	l, _ := loop.AsLaunch(op)
+	if g, ok := l.Guard(); ok {
+		return ir.OpError(op, "is guarded (%s); the Metal launch description has no conditional launches (row splitting is a CUDA lowering)", g)
+	}
 	info, ok := d.prog.byName[l.Kernel()]
 	if !ok {
 		return ir.OpError(op, "launches '%s', which is not a kernel of the module", l.Kernel())

@@ -106,7 +106,9 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 	nin := len(args) - nres
 	names := &pyNames{used: map[string]bool{}, names: map[*ir.Value]string{}}
 	var body []string
-	line := func(format string, a ...any) { body = append(body, "    "+fmt.Sprintf(format, a...)) }
+	// indent is the depth of the next line: one more level under a guard
+	indent := ""
+	line := func(format string, a ...any) { body = append(body, "    "+indent+fmt.Sprintf(format, a...)) }
 
 	inNames := make([]string, nin)
 	for i, a := range args[:nin] {
@@ -315,8 +317,22 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 				helpers = append(helpers, info.gridPy)
 			}
 			all := append(append([]string(nil), bufNames...), extents...)
+			if g, ok := l.Guard(); ok {
+				// a guarded launch runs for the rows its guard admits
+				static, dyn, err := l.GuardRows(g)
+				if err != nil {
+					return "", err
+				}
+				var factors []string
+				for _, e := range dyn {
+					factors = append(factors, ext[e])
+				}
+				line("if %s:", g.Condition(static, factors, "and"))
+				indent += "    "
+			}
 			line("_launch(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s))", info.entry, info.entry,
 				prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)))
+			indent = ""
 		case ir.ReturnOpName:
 		default:
 			return "", ir.OpError(op, "cannot be translated by the PTX launcher: a lowered function holds loop.dim, index arithmetic, loop.alloc_dram and loop.launch")

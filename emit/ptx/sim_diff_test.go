@@ -369,8 +369,10 @@ func.func @lse_split(%x: tensor<?x65536xbf16>) -> tensor<?xbf16> {
 	// logsumexp splits its rows: 70000 f32 in 4 of 17500 (a split of
 	// 8750 would not be a multiple of the vector), 65536 in 16 of 4096;
 	// softmax's bf16 rows of 70000 in 2 of 35000, with a third kernel
-	// normalising the splits
-	require.Equal(t, 3, strings.Count(text, `schedule = "online"`))
+	// normalising the splits; the rows are `?`, so each has its kernel of
+	// one instance per row too, launched for 264 rows and more
+	require.Equal(t, 6, strings.Count(text, `schedule = "online"`))
+	require.Equal(t, 3, strings.Count(text, `min_rows = 264`))
 	require.Contains(t, text, "memref<?x2xf32, dram>")
 	require.Contains(t, text, "row_max")
 	require.Contains(t, text, "memref<?x4xf32, dram>")
@@ -382,6 +384,19 @@ func.func @lse_split(%x: tensor<?x65536xbf16>) -> tensor<?xbf16> {
 	} {
 		for _, specials := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/specials=%v", c.fn, specials), func(t *testing.T) { runSimCase(t, m, c, specials) })
+		}
+	}
+	// the kernels of one instance per row, which a few rows run when
+	// splitting starts below one row
+	whole := lower(t, src, strings.Replace(fullPipeline, "lower-to-loops", "lower-to-loops{split-rows-below=1}", 1), "h200")
+	require.Equal(t, 3, strings.Count(ir.Print(whole.Operation, ir.PrintOptions{}), `min_rows = 1,`))
+	for _, c := range []simCase{
+		{fn: "lse", shapes: [][]int64{{2, 70000}}, ulps: 8, rel: 1e-6},
+		{fn: "lse_split", shapes: [][]int64{{3, 65536}}, ulps: 1},
+		{fn: "softmax", shapes: [][]int64{{2, 70000}}, ulps: 1},
+	} {
+		for _, specials := range []bool{false, true} {
+			t.Run(fmt.Sprintf("whole/%s/specials=%v", c.fn, specials), func(t *testing.T) { runSimCase(t, whole, c, specials) })
 		}
 	}
 }

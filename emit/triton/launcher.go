@@ -320,6 +320,20 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 		}
 		l.allocated[buf] = true
 	}
+	// a guarded launch runs for the rows its guard admits; its outputs are
+	// allocated above, whichever form runs
+	if g, ok := lo.Guard(); ok {
+		static, dyn, err := lo.GuardRows(g)
+		if err != nil {
+			return err
+		}
+		var factors []string
+		for _, e := range dyn {
+			factors = append(factors, l.ref(e))
+		}
+		l.w.open("if " + g.Condition(static, factors, "and") + ":")
+		defer l.w.close()
+	}
 
 	// the grid, from the extents the kernel is launched with
 	hostArgs := map[*ir.Value]string{}

@@ -394,6 +394,9 @@ func function(f ir.Func, kernels map[string]*kgen) (Function, error) {
 			}
 		case loop.OpLaunch:
 			l, _ := loop.AsLaunch(op)
+			if rg, ok := l.Guard(); ok {
+				return fj, ir.OpError(op, "is guarded (%s); the 'tt' host program has no conditional launches (row splitting is a CUDA lowering)", rg)
+			}
 			g := kernels[l.Kernel()]
 			if g == nil {
 				return fj, ir.OpError(op, "launches kernel '%s', which the 'tt' backend did not translate", l.Kernel())

@@ -39,6 +39,10 @@ func LoopKernels(m ir.Module, opts Options) ([]Kernel, error) {
 			if !ok {
 				return true
 			}
+			var runs bool
+			if runs, err = guardAdmits(l, ev); err != nil || !runs {
+				return false // the other form of the kernel runs for these rows
+			}
 			var k Kernel
 			if k, err = launchKernel(l, ev); err == nil {
 				k.Func = f.SymName()
@@ -51,6 +55,26 @@ func LoopKernels(m ir.Module, opts Options) ([]Kernel, error) {
 		}
 	}
 	return out, nil
+}
+
+// guardAdmits reports whether launch l runs for the extents ev gives.
+func guardAdmits(l loop.LaunchOp, ev *extentEval) (bool, error) {
+	g, ok := l.Guard()
+	if !ok {
+		return true, nil
+	}
+	rows, dyn, err := l.GuardRows(g)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range dyn {
+		n, err := ev.eval(e)
+		if err != nil {
+			return false, ir.OpError(l.Operation, "%v", err)
+		}
+		rows *= n
+	}
+	return g.Admits(rows), nil
 }
 
 // launchKernel accounts one launch.

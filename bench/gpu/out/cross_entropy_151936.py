@@ -16,6 +16,7 @@ import triton.language as tl
 CONFIGS = {
     "cross_entropy_k0": {"BLOCK": 4096, "num_warps": 4},
     "cross_entropy_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
+    "cross_entropy_k2": {"BLOCK": 4096, "num_warps": 4},
 }
 
 
@@ -139,6 +140,87 @@ def cross_entropy_k1(logits, target, split_max, split_sum, loss, logits_d0, targ
     tl.store(loss + r, t27, mask=rmask)
 
 
+@triton.jit
+def cross_entropy_k2(logits, target, loss, logits_d0, target_d0, loss_d0, BLOCK: tl.constexpr):
+    # row, online: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    acc = tl.full([], (-float("inf")), tl.float32)
+    acc_1 = tl.full([], 0.0, tl.float32)
+    for c in range(0, 151552, 4096):
+        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+        i = tl.arange(0, BLOCK)
+        t0 = c + i
+        logits_1 = tl.load(logits + (r * 151936) + t0)
+        t1 = logits_1.to(tl.float32)
+        t2 = _max_nan(acc_2, t1)
+        t3 = tl.reduce(t2, 0, _max_nan)
+        t4 = _max_nan(acc, t3)
+        t5 = tl.abs(t4)
+        t6 = t5 == float("inf")
+        t7 = tl.where(t6, tl.full([], 0.0, tl.float32), t4)
+        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
+        t8 = t1 - t7
+        t9 = tl.exp(t8)
+        t10 = acc_3 + t9
+        t11 = tl.sum(t10, axis=0)
+        t12 = acc == (-float("inf"))
+        t13 = tl.abs(acc)
+        t14 = t13 == float("inf")
+        t15 = tl.where(t14, tl.full([], 0.0, tl.float32), acc)
+        t16 = t15 - t7
+        t17 = tl.exp(t16)
+        t18 = tl.where(t12, tl.full([], 0.0, tl.float32), t17)
+        t19 = acc_1 * t18
+        t20 = t19 + t11
+        acc, acc_1 = t4, t20
+    acc_4 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i_2 = tl.arange(0, BLOCK)
+    cmask = i_2 < 384
+    t21 = 151552 + i_2
+    logits_2 = tl.load(logits + (r * 151936) + t21, mask=cmask)
+    t22 = logits_2.to(tl.float32)
+    t23 = _max_nan(acc_4, t22)
+    t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)
+    t25 = _max_nan(acc, t24)
+    t26 = tl.abs(t25)
+    t27 = t26 == float("inf")
+    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
+    acc_5 = tl.full((BLOCK,), 0.0, tl.float32)
+    i_3 = tl.arange(0, BLOCK)
+    cmask_1 = i_3 < 384
+    t29 = t22 - t28
+    t30 = tl.exp(t29)
+    t31 = acc_5 + t30
+    t32 = tl.sum(tl.where(cmask_1, t31, acc_5), axis=0)
+    t33 = acc == (-float("inf"))
+    t34 = tl.abs(acc)
+    t35 = t34 == float("inf")
+    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), acc)
+    t37 = t36 - t28
+    t38 = tl.exp(t37)
+    t39 = tl.where(t33, tl.full([], 0.0, tl.float32), t38)
+    t40 = acc_1 * t39
+    t41 = t40 + t32
+    t42 = tl.abs(t25)
+    t43 = t42 == float("inf")
+    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t25)
+    t45 = tl.abs(t25)
+    t46 = t45 == float("inf")
+    t47 = tl.where(t46, tl.full([], 0.0, tl.float32), t25)
+    t48 = t47 - t44
+    t49 = tl.exp(t48)
+    t50 = t41 * t49
+    t51 = tl.log(t50)
+    t52 = t44 + t51
+    target_1 = tl.load(target + r)
+    gathered = tl.maximum(tl.minimum(target_1.to(tl.int64), 151936 - 1), 0)
+    logits_3 = tl.load(logits + (r * 151936) + gathered)
+    t53 = logits_3.to(tl.float32)
+    t54 = t52 - t53
+    tl.store(loss + r, t54)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if isinstance(t, torch.Tensor) and t.dtype == dtype and t.shape == shape and t.is_cuda:
@@ -253,12 +335,19 @@ def cross_entropy(logits, target):
     split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
     split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
     loss = torch.empty((logits_d0, 1), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["cross_entropy_k0"]
-    grid = ((logits_d0 * 16),)
-    if grid[0] > 0:
-        _launch(cross_entropy_k0, grid, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
-    cfg = _fit_rows(CONFIGS["cross_entropy_k1"], logits_d0)
-    grid = (triton.cdiv(logits_d0, cfg["ROWS"]),)
-    if grid[0] > 0:
-        _launch(cross_entropy_k1, grid, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if logits_d0 <= 263:
+        cfg = CONFIGS["cross_entropy_k0"]
+        grid = ((logits_d0 * 16),)
+        if grid[0] > 0:
+            _launch(cross_entropy_k0, grid, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    if logits_d0 <= 263:
+        cfg = _fit_rows(CONFIGS["cross_entropy_k1"], logits_d0)
+        grid = (triton.cdiv(logits_d0, cfg["ROWS"]),)
+        if grid[0] > 0:
+            _launch(cross_entropy_k1, grid, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if logits_d0 >= 264:
+        cfg = CONFIGS["cross_entropy_k2"]
+        grid = (logits_d0,)
+        if grid[0] > 0:
+            _launch(cross_entropy_k2, grid, (logits, target, loss, logits_d0, target_d0, logits_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return loss

@@ -20,6 +20,7 @@ CONFIGS = {
     "two_pass_k0": {"BLOCK": 4096, "num_warps": 4},
     "two_pass_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
     "two_pass_k2": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
+    "two_pass_k3": {"BLOCK": 4096, "num_warps": 4},
     "row_min_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
     "norm_rope_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
 }
@@ -206,6 +207,56 @@ def two_pass_k2(x, row_max, row_sum, p, x_d0, row_max_d0, row_sum_d0, p_d0, BLOC
     t8 = tl.exp(t7)
     t9 = t8 * t6
     tl.store(p + (t1 * 65536) + t3, t9, mask=rmask)
+
+
+@triton.jit
+def two_pass_k3(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
+    # row, online: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    acc = tl.full([], (-float("inf")), tl.float32)
+    acc_1 = tl.full([], 0.0, tl.float32)
+    for c in range(0, 65536, 4096):
+        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+        i = tl.arange(0, BLOCK)
+        t0 = c + i
+        x_1 = tl.load(x + (r * 65536) + t0)
+        t1 = _max_nan(acc_2, x_1)
+        t2 = tl.reduce(t1, 0, _max_nan)
+        t3 = _max_nan(acc, t2)
+        t4 = tl.abs(t3)
+        t5 = t4 == float("inf")
+        t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
+        t7 = x_1 - t6
+        t8 = tl.exp(t7)
+        t9 = acc_3 + t8
+        t10 = tl.sum(t9, axis=0)
+        t11 = acc == (-float("inf"))
+        t12 = tl.abs(acc)
+        t13 = t12 == float("inf")
+        t14 = tl.where(t13, tl.full([], 0.0, tl.float32), acc)
+        t15 = t14 - t6
+        t16 = tl.exp(t15)
+        t17 = tl.where(t11, tl.full([], 0.0, tl.float32), t16)
+        t18 = acc_1 * t17
+        t19 = t18 + t10
+        acc, acc_1 = t3, t19
+    t20 = tl.abs(acc)
+    t21 = t20 == float("inf")
+    t22 = tl.where(t21, tl.full([], 0.0, tl.float32), acc)
+    t23 = t22 - acc
+    t24 = tl.exp(t23)
+    t25 = acc_1 * t24
+    t26 = 1.0 / t25
+    for c0 in range(0, 65536, BLOCK):
+        i_2 = c0 + tl.arange(0, BLOCK)
+        cmask = i_2 < 65536
+        x_2 = tl.load(x + (r * 65536) + i_2, mask=cmask)
+        t27 = x_2 - acc
+        t28 = tl.exp(t27)
+        t29 = t28 * t26
+        tl.store(p + (r * 65536) + i_2, t29, mask=cmask)
 
 
 @triton.jit
@@ -426,20 +477,28 @@ def two_pass(x):
     split_max = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
     split_sum = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
     p = torch.empty((x_d0, 65536), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["two_pass_k0"]
-    grid = ((x_d0 * 16),)
-    if grid[0] > 0:
-        _launch(two_pass_k0, grid, (x, p, split_max, split_sum, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    if x_d0 <= 263:
+        cfg = CONFIGS["two_pass_k0"]
+        grid = ((x_d0 * 16),)
+        if grid[0] > 0:
+            _launch(two_pass_k0, grid, (x, p, split_max, split_sum, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     row_max = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
     row_sum = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
-    cfg = _fit_rows(CONFIGS["two_pass_k1"], x_d0)
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
-    if grid[0] > 0:
-        _launch(two_pass_k1, grid, (x, split_max, split_sum, p, row_max, row_sum, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
-    cfg = CONFIGS["two_pass_k2"]
-    grid = (triton.cdiv((x_d0 * 16), cfg["ROWS"]),)
-    if grid[0] > 0:
-        _launch(two_pass_k2, grid, (x, row_max, row_sum, p, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if x_d0 <= 263:
+        cfg = _fit_rows(CONFIGS["two_pass_k1"], x_d0)
+        grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+        if grid[0] > 0:
+            _launch(two_pass_k1, grid, (x, split_max, split_sum, p, row_max, row_sum, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if x_d0 <= 263:
+        cfg = CONFIGS["two_pass_k2"]
+        grid = (triton.cdiv((x_d0 * 16), cfg["ROWS"]),)
+        if grid[0] > 0:
+            _launch(two_pass_k2, grid, (x, row_max, row_sum, p, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if x_d0 >= 264:
+        cfg = CONFIGS["two_pass_k3"]
+        grid = (x_d0,)
+        if grid[0] > 0:
+            _launch(two_pass_k3, grid, (x, p, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return p
 
 

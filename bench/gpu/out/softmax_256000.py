@@ -17,6 +17,7 @@ CONFIGS = {
     "softmax_k0": {"BLOCK": 4096, "num_warps": 4},
     "softmax_k1": {"BLOCK": 32, "ROWS": 64, "num_warps": 4},
     "softmax_k2": {"BLOCK": 8192, "ROWS": 1, "num_warps": 8},
+    "softmax_k3": {"BLOCK": 4096, "num_warps": 4},
 }
 
 
@@ -152,6 +153,87 @@ def softmax_k2(s, row_max, row_sum, y, s_d0, row_max_d0, row_sum_d0, y_d0, BLOCK
     tl.store(y + (t1 * 256000) + t3, t11, mask=bmask)
 
 
+@triton.jit
+def softmax_k3(s, y, s_d0, y_d0, BLOCK: tl.constexpr):
+    # row, online: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    acc = tl.full([], (-float("inf")), tl.float32)
+    acc_1 = tl.full([], 0.0, tl.float32)
+    for c in range(0, 253952, 4096):
+        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+        i = tl.arange(0, BLOCK)
+        t0 = c + i
+        s_1 = tl.load(s + (r * 256000) + t0)
+        t1 = s_1.to(tl.float32)
+        t2 = _max_nan(acc_2, t1)
+        t3 = tl.reduce(t2, 0, _max_nan)
+        t4 = _max_nan(acc, t3)
+        t5 = tl.abs(t4)
+        t6 = t5 == float("inf")
+        t7 = tl.where(t6, tl.full([], 0.0, tl.float32), t4)
+        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
+        t8 = t1 - t7
+        t9 = tl.exp(t8)
+        t10 = acc_3 + t9
+        t11 = tl.sum(t10, axis=0)
+        t12 = acc == (-float("inf"))
+        t13 = tl.abs(acc)
+        t14 = t13 == float("inf")
+        t15 = tl.where(t14, tl.full([], 0.0, tl.float32), acc)
+        t16 = t15 - t7
+        t17 = tl.exp(t16)
+        t18 = tl.where(t12, tl.full([], 0.0, tl.float32), t17)
+        t19 = acc_1 * t18
+        t20 = t19 + t11
+        acc, acc_1 = t4, t20
+    acc_4 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i_2 = tl.arange(0, BLOCK)
+    cmask = i_2 < 2048
+    t21 = 253952 + i_2
+    s_2 = tl.load(s + (r * 256000) + t21, mask=cmask)
+    t22 = s_2.to(tl.float32)
+    t23 = _max_nan(acc_4, t22)
+    t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)
+    t25 = _max_nan(acc, t24)
+    t26 = tl.abs(t25)
+    t27 = t26 == float("inf")
+    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
+    acc_5 = tl.full((BLOCK,), 0.0, tl.float32)
+    i_3 = tl.arange(0, BLOCK)
+    cmask_1 = i_3 < 2048
+    t29 = t22 - t28
+    t30 = tl.exp(t29)
+    t31 = acc_5 + t30
+    t32 = tl.sum(tl.where(cmask_1, t31, acc_5), axis=0)
+    t33 = acc == (-float("inf"))
+    t34 = tl.abs(acc)
+    t35 = t34 == float("inf")
+    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), acc)
+    t37 = t36 - t28
+    t38 = tl.exp(t37)
+    t39 = tl.where(t33, tl.full([], 0.0, tl.float32), t38)
+    t40 = acc_1 * t39
+    t41 = t40 + t32
+    t42 = tl.abs(t25)
+    t43 = t42 == float("inf")
+    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t25)
+    t45 = t44 - t25
+    t46 = tl.exp(t45)
+    t47 = t41 * t46
+    t48 = 1.0 / t47
+    for c0 in range(0, 256000, BLOCK):
+        i_4 = c0 + tl.arange(0, BLOCK)
+        cmask_2 = i_4 < 256000
+        s_3 = tl.load(s + (r * 256000) + i_4, mask=cmask_2)
+        t49 = s_3.to(tl.float32)
+        t50 = t49 - t25
+        t51 = tl.exp(t50)
+        t52 = t51 * t48
+        t53 = t52.to(tl.bfloat16)
+        tl.store(y + (r * 256000) + i_4, t53, mask=cmask_2)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if isinstance(t, torch.Tensor) and t.dtype == dtype and t.shape == shape and t.is_cuda:
@@ -262,18 +344,26 @@ def softmax(s):
     split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
     split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
     y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=dev)
-    cfg = CONFIGS["softmax_k0"]
-    grid = ((s_d0 * 32),)
-    if grid[0] > 0:
-        _launch(softmax_k0, grid, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    if s_d0 <= 263:
+        cfg = CONFIGS["softmax_k0"]
+        grid = ((s_d0 * 32),)
+        if grid[0] > 0:
+            _launch(softmax_k0, grid, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
     row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
-    cfg = _fit_rows(CONFIGS["softmax_k1"], s_d0)
-    grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
-    if grid[0] > 0:
-        _launch(softmax_k1, grid, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
-    cfg = CONFIGS["softmax_k2"]
-    grid = (triton.cdiv((s_d0 * 32), cfg["ROWS"]),)
-    if grid[0] > 0:
-        _launch(softmax_k2, grid, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if s_d0 <= 263:
+        cfg = _fit_rows(CONFIGS["softmax_k1"], s_d0)
+        grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+        if grid[0] > 0:
+            _launch(softmax_k1, grid, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if s_d0 <= 263:
+        cfg = CONFIGS["softmax_k2"]
+        grid = (triton.cdiv((s_d0 * 32), cfg["ROWS"]),)
+        if grid[0] > 0:
+            _launch(softmax_k2, grid, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if s_d0 >= 264:
+        cfg = CONFIGS["softmax_k3"]
+        grid = (s_d0,)
+        if grid[0] > 0:
+            _launch(softmax_k3, grid, (s, y, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return y

@@ -147,12 +147,22 @@ kernel sees only its arguments.`,
 	},
 	{
 		Name: "launch", Summary: "runs a kernel over its grid",
-		Description: "Runs the kernel named by `kernel` on the buffers and extents given, and waits for it.",
-		Example:     `loop.launch %x, %y, %rows {kernel = "f_k0"} : (memref<?x64xf32, dram>, memref<?x64xf32, dram>, index) -> ()`,
-		Class:       "Launch",
-		Traits:      ir.SideEffects,
-		Operands:    []ods.OperandDecl{{Name: "args", Constraint: ods.AnyType, Variadic: true, Doc: "buffers, then extents"}},
-		Attrs:       []ods.AttrDecl{{Name: "kernel", Kind: ods.StringKind, Doc: "the `sym_name` of the kernel"}},
+		Description: "Runs the kernel named by `kernel` on the buffers and extents given, and waits for it. " +
+			"With `rows_of`, the launch is guarded: it runs only when the rows R of that buffer operand (the product " +
+			"of all its extents but the last) lie in [`min_rows`, `max_rows`]. A lowering that has two forms of a " +
+			"kernel whose better choice depends on a `?` row count (a long row split across programs when there " +
+			"are a few rows, one program per row otherwise) launches both, guarded by complementary ranges, so that " +
+			"one module serves every row count.",
+		Example:  `loop.launch %x, %y, %rows {kernel = "f_k0"} : (memref<?x64xf32, dram>, memref<?x64xf32, dram>, index) -> ()`,
+		Class:    "Launch",
+		Traits:   ir.SideEffects,
+		Operands: []ods.OperandDecl{{Name: "args", Constraint: ods.AnyType, Variadic: true, Doc: "buffers, then extents"}},
+		Attrs: []ods.AttrDecl{
+			{Name: "kernel", Kind: ods.StringKind, Doc: "the `sym_name` of the kernel"},
+			{Name: "rows_of", Kind: ods.IntKind, Optional: true, Doc: "of a guarded launch: the buffer operand whose rows are counted"},
+			{Name: "min_rows", Kind: ods.IntKind, Optional: true, Doc: "of a guarded launch: the fewest rows it runs for"},
+			{Name: "max_rows", Kind: ods.IntKind, Optional: true, Doc: "of a guarded launch: the most rows it runs for"},
+		},
 	},
 	{
 		Name: "dim", Summary: "a run-time extent of a buffer",

@@ -621,6 +621,18 @@ func (mc *machine) launch(op *ir.Operation) {
 			next++
 		}
 	}
+	if g, ok := (loop.LaunchOp{Operation: op}).Guard(); ok {
+		static, dyn, err := loop.LaunchOp{Operation: op}.GuardRows(g)
+		if err != nil {
+			mc.fail("%v", err)
+		}
+		for _, e := range dyn {
+			static *= mc.get(e).i
+		}
+		if !g.Admits(static) {
+			return // the other form of the kernel runs for these rows
+		}
+	}
 	for i, a := range body.Args {
 		mc.vals[a] = mc.get(op.Operand(i))
 	}

@@ -100,6 +100,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cross_entropy.p
 _KERNELS = (
     ("cross_entropy_k0", 64, 16392),
     ("cross_entropy_k1", 256, 0),
+    ("cross_entropy_k2", 64, 16392),
 )
 
 _modules = {}
@@ -162,6 +163,11 @@ def _grid_cross_entropy_k1(sm, e0, e1, e2, e3, e4):
     return min(_cdiv(n, 256), 2147483647)
 
 
+def _grid_cross_entropy_k2(sm, e0, e1, e2):
+    n = _trip(0, e2, 1)
+    return min(_cdiv(n, 1), 2147483647)
+
+
 def cross_entropy(*args):
     """loss = cross_entropy(logits, target)"""
     if len(args) != 2:
@@ -180,6 +186,10 @@ def cross_entropy(*args):
     split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
     split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
     loss = torch.empty((logits_d0, 1), dtype=torch.float32, device=device)
-    _launch(fns, "cross_entropy_k0", _grid_cross_entropy_k0(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 64, 16392, stream, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
-    _launch(fns, "cross_entropy_k1", _grid_cross_entropy_k1(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 256, 0, stream, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
+    if logits_d0 <= 263:
+        _launch(fns, "cross_entropy_k0", _grid_cross_entropy_k0(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 64, 16392, stream, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
+    if logits_d0 <= 263:
+        _launch(fns, "cross_entropy_k1", _grid_cross_entropy_k1(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 256, 0, stream, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
+    if logits_d0 >= 264:
+        _launch(fns, "cross_entropy_k2", _grid_cross_entropy_k2(sm, logits_d0, target_d0, logits_d0), 64, 16392, stream, (logits, target, loss, logits_d0, target_d0, logits_d0))
     return loss

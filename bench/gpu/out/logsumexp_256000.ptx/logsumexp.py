@@ -100,6 +100,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logsumexp.ptx")
 _KERNELS = (
     ("logsumexp_k0", 64, 16392),
     ("logsumexp_k1", 256, 0),
+    ("logsumexp_k2", 64, 16392),
 )
 
 _modules = {}
@@ -162,6 +163,11 @@ def _grid_logsumexp_k1(sm, e0, e1, e2, e3):
     return min(_cdiv(n, 256), 2147483647)
 
 
+def _grid_logsumexp_k2(sm, e0, e1):
+    n = _trip(0, e1, 1)
+    return min(_cdiv(n, 1), 2147483647)
+
+
 def logsumexp(*args):
     """l = logsumexp(s)"""
     if len(args) != 1:
@@ -175,6 +181,10 @@ def logsumexp(*args):
     split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
     split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
     l = torch.empty((s_d0,), dtype=torch.float32, device=device)
-    _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0, s_d0, s_d0), 64, 16392, stream, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
-    _launch(fns, "logsumexp_k1", _grid_logsumexp_k1(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0, s_d0, s_d0), 64, 16392, stream, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        _launch(fns, "logsumexp_k1", _grid_logsumexp_k1(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 >= 264:
+        _launch(fns, "logsumexp_k2", _grid_logsumexp_k2(sm, s_d0, s_d0), 64, 16392, stream, (s, l, s_d0, s_d0))
     return l

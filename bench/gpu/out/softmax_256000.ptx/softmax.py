@@ -101,6 +101,7 @@ _KERNELS = (
     ("softmax_k0", 64, 16392),
     ("softmax_k1", 256, 0),
     ("softmax_k2", 256, 0),
+    ("softmax_k3", 128, 16400),
 )
 
 _modules = {}
@@ -168,6 +169,11 @@ def _grid_softmax_k2(sm, e0, e1, e2, e3):
     return min(_cdiv(n, 1), 2147483647)
 
 
+def _grid_softmax_k3(sm, e0, e1):
+    n = _trip(0, e1, 1)
+    return min(_cdiv(n, 1), 2147483647)
+
+
 def softmax(*args):
     """y = softmax(s)"""
     if len(args) != 1:
@@ -181,9 +187,14 @@ def softmax(*args):
     split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
     split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
     y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=device)
-    _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0), 64, 16392, stream, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0), 64, 16392, stream, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
     row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
     row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
-    _launch(fns, "softmax_k1", _grid_softmax_k1(sm, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0))
-    _launch(fns, "softmax_k2", _grid_softmax_k2(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        _launch(fns, "softmax_k1", _grid_softmax_k1(sm, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        _launch(fns, "softmax_k2", _grid_softmax_k2(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 >= 264:
+        _launch(fns, "softmax_k3", _grid_softmax_k3(sm, s_d0, s_d0), 128, 16400, stream, (s, y, s_d0, s_d0))
     return y
