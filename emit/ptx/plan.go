@@ -386,11 +386,18 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 		pl.group = 256
 	default:
 		target := targetIters
-		if !storesPerIteration(tls) {
+		if !storesPerIteration(tls) && sched != "online" {
 			// a row reduced to per-row results (logsumexp): the
 			// threads' fixed work per row (the combines, the row's
 			// scalars) is most of what they do beside the loads, and
-			// fewer threads per row do less of it
+			// fewer threads per row do less of it. Not so for the chunks
+			// of an online kernel, whose fixed work is once per row of
+			// many chunks: there more threads keep more loads in flight
+			// (on an H100, 128 threads per chunk of 4096 instead of 64
+			// took a decode step's logsumexp over 32000 logits from 6.7
+			// to 4.8 us of GPU time, 256000 from 8.0 to 6.0, as fast at
+			// 4096 rows; 256 were slower there,
+			// bench/results/gpu-h100-2026-12-06-ptx-online-threads.txt)
 			target *= 2
 		}
 		pl.group = groupFor(maxTrip, target)
