@@ -3,6 +3,7 @@ package tt
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
 )
@@ -232,7 +233,9 @@ func usesCt(stmts []stmt) bool {
 	for _, s := range stmts {
 		switch s := s.(type) {
 		case *loopStmt:
-			return true
+			if strings.Contains(s.header(), "Ct") {
+				return true
+			}
 		case *sectionStmt:
 			if hasMask(s.tree) {
 				return true
@@ -278,7 +281,7 @@ func (c *computeGen) stmt(s stmt) {
 			return // the loop over K is written in the matmul's section
 		}
 		c.cbOps(s.before)
-		w.open("for (uint32_t ct = 0; ct < Ct; ++ct)")
+		w.open("%s", s.header())
 		c.forget()
 		for _, t := range s.body {
 			c.stmt(t)

@@ -225,8 +225,9 @@ func (d *dataflowGen) has(ss []stmt) bool {
 func (d *dataflowGen) stmts(ss []stmt) {
 	w := &d.w
 	type xfer struct {
-		p  *param
-		cb *cbuf
+		p   *param
+		cb  *cbuf
+		off int64
 	}
 	var batch []xfer
 	flush := func() {
@@ -246,7 +247,10 @@ func (d *dataflowGen) stmts(ss []stmt) {
 				w.line("cb_reserve_back(%s, 1);", x.cb.name)
 			}
 			for _, x := range whole {
-				w.line("noc_async_read_tile(%s, %s, get_write_ptr(%s));", x.p.tileExpr(), x.p.name, x.cb.name)
+				if x.off != 0 {
+					w.line("// %s read %d column tiles %s: the tile a graph.roll or a concat of slices puts here", x.p.name, max(x.off, -x.off), map[bool]string{true: "to the right", false: "to the left"}[x.off > 0])
+				}
+				w.line("noc_async_read_tile(%s, %s, get_write_ptr(%s));", x.p.tileExprAt(x.off), x.p.name, x.cb.name)
 			}
 			if len(whole) > 0 {
 				w.line("noc_async_read_barrier();")
@@ -255,7 +259,7 @@ func (d *dataflowGen) stmts(ss []stmt) {
 				w.line("cb_push_back(%s, 1);", x.cb.name)
 			}
 			for _, x := range gathered {
-				d.gather(x.p, x.cb)
+				d.gather(x.p, x.cb, x.off)
 			}
 		} else {
 			for _, x := range batch {
@@ -280,17 +284,17 @@ func (d *dataflowGen) stmts(ss []stmt) {
 				d.stmts(s.body)
 				w.close()
 			} else if d.has(s.body) {
-				w.open("for (uint32_t ct = 0; ct < Ct; ++ct)")
+				w.open("%s", s.header())
 				d.stmts(s.body)
 				w.close()
 			}
 		case *readStmt:
 			if d.reader {
-				batch = append(batch, xfer{s.p, s.cb})
+				batch = append(batch, xfer{s.p, s.cb, s.off})
 			}
 		case *writeStmt:
 			if !d.reader {
-				batch = append(batch, xfer{s.p, s.cb})
+				batch = append(batch, xfer{s.p, s.cb, 0})
 			}
 		case *sectionStmt:
 			// the writer waits for what a section pushes: a write after
@@ -351,10 +355,13 @@ func elemBytes(f format) int64 { return f.tileBytes() / (TileRows * TileCols) }
 // read into p's scratch page when it is not there already, and the row
 // (or, for one value per row, its value in column 0) copied across. Rows
 // past the kernel's last are zero, as the padding of a buffer is.
-func (d *dataflowGen) gather(p *param, cb *cbuf) {
+func (d *dataflowGen) gather(p *param, cb *cbuf, off int64) {
 	w := &d.w
 	eb := elemBytes(p.fmt)
 	w.line("// %s tile of %s gathered row by row: row r of the kernel reads row %s of %s", p.access, p.name, p.rowMap, p.name)
+	if off != 0 {
+		w.line("// at column tile %s", colTileExpr(off))
+	}
 	w.line("cb_reserve_back(%s, 1);", cb.name)
 	w.line("{")
 	w.indent++
@@ -372,7 +379,10 @@ func (d *dataflowGen) gather(p *param, cb *cbuf) {
 	w.line("continue;")
 	w.close()
 	w.line("const uint32_t src = %s;", p.rowMap)
-	if p.access == clsFull {
+	if p.access == clsFull && off != 0 {
+		// shifted by whole tiles: p's row is static (columnShift)
+		w.line("const uint32_t tile = src / %d * %du + %s;", TileRows, p.rowTiles(), colTileExpr(off))
+	} else if p.access == clsFull {
 		w.line("const uint32_t tile = src / %d * Ct + ct;", TileRows)
 	} else {
 		w.line("const uint32_t tile = src / %d;", TileRows)

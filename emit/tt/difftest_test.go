@@ -191,8 +191,6 @@ func workloads(t *testing.T) map[string]string {
 // unsupported are the workloads the backend reports instead of emitting,
 // with what the report says.
 var unsupported = map[string]string{
-	// rotated columns are not tile reads
-	"examples/rope": "at columns computed from the loop's (a graph.roll)",
 	// a column read from memory is not a tile read either
 	"examples/cross_entropy": "reads or writes a buffer at an index loaded from memory (a graph.gather or graph.index_copy)",
 	// one query row per head: M = 1 is not a whole tile for matmul_tiles

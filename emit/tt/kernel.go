@@ -29,7 +29,11 @@ import (
 // in L1 (the row block kept between phases). Each DRAM load becomes a
 // stream of tiles the reader kernel pushes into a circular buffer, each
 // DRAM store one the writer pops; in between the compute kernel evaluates
-// expression trees in DST (see section.go).
+// expression trees in DST (see section.go). A row cut into stretches (one
+// threads loop each, [0, 64) and [64, 128) where a graph.roll or a concat
+// cuts it) is a loop over each stretch's column tiles (tileRange), and a
+// load at the loop's column shifted by whole tiles (%i + 64) a stream
+// reading the tile that many column tiles away (columnShift, tileExprAt).
 
 // class says how a tile value varies over the rows and columns of a tile.
 type class uint8
@@ -95,6 +99,48 @@ func (p *param) tileExpr() string {
 		return "rb"
 	}
 	return "0"
+}
+
+// tileExprAt is the index of the tile a stream of the buffer reads when
+// its column index is the loop's shifted by off whole tiles (a graph.roll
+// by a multiple of 32, or a concat of slices cut on tile boundaries): the
+// tile off column tiles to the right (left for off < 0) of the unit's, in
+// the same row block. A shifted buffer's row is static and whole tiles
+// (access checks it), so its tiles per row are a constant, which need not
+// be the kernel's Ct (a slice of a wider row).
+func (p *param) tileExprAt(off int64) string {
+	if off == 0 {
+		return p.tileExpr()
+	}
+	col := colTileExpr(off)
+	switch p.access {
+	case clsFull:
+		return fmt.Sprintf("rb * %du + %s", p.rowTiles(), col)
+	case clsRow:
+		return col
+	}
+	return p.tileExpr()
+}
+
+// colTileExpr is the column tile a stream shifted by off tiles reads:
+// "ct", "ct + 2u", "ct - 2u".
+func colTileExpr(off int64) string {
+	switch {
+	case off > 0:
+		return fmt.Sprintf("ct + %du", off)
+	case off < 0:
+		return fmt.Sprintf("ct - %du", -off)
+	}
+	return "ct"
+}
+
+// rowTiles is the number of column tiles of a row of the buffer when the
+// row is static.
+func (p *param) rowTiles() int64 {
+	if len(p.shape) == 0 {
+		return 1
+	}
+	return (p.shape[len(p.shape)-1] + TileCols - 1) / TileCols
 }
 
 // layout is how the buffer is laid out in tiles (see Buffer).
@@ -181,6 +227,10 @@ type kgen struct {
 	unpackToDest []*cbuf
 	// mm is the plan of a matmul kernel (matmul.go).
 	mm *mmPlan
+	// colOff is, for a load whose column is the loop's shifted by whole
+	// tiles, the shift in tiles: the reader's stream of that load reads
+	// the tile colOff column tiles away (see columnShift).
+	colOff map[*ir.Operation]int64
 }
 
 // sramBuf is a kept row block: a loop.alloc in sram.
@@ -254,7 +304,8 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 	g = &kgen{a: a, k: k, name: k.SymName(), kind: k.Kind(), byArg: map[*ir.Value]*param{}, extent: map[*ir.Value]Expr{},
 		info: map[*ir.Value]*vinfo{}, names: map[string]bool{}, sram: map[*ir.Value]*sramBuf{},
 		threadsIV: map[*ir.Value]bool{}, storeCB: map[*ir.Operation]*cbuf{}, rowLen: -1,
-		accCBs: map[*ir.Operation][]*cbuf{}, accKind: map[*ir.Value]string{}, accFinal: map[*ir.Value]*cbValue{}}
+		accCBs: map[*ir.Operation][]*cbuf{}, accKind: map[*ir.Value]string{}, accFinal: map[*ir.Value]*cbValue{},
+		colOff: map[*ir.Operation]int64{}}
 	defer func() {
 		if r := recover(); r != nil {
 			switch b := r.(type) {
@@ -364,12 +415,19 @@ func (g *kgen) findGrid() {
 // value (through casts that change nothing and broadcasts) and its users,
 // and for every buffer how the kernel reads or writes it.
 func (g *kgen) classify() {
-	// the row indices of output 0 say what "the current row" is
+	// the row indices of output 0 say what "the current row" is: of the
+	// first output this kernel stores (a part of a kernel of several,
+	// loop.SplitParts, keeps every buffer of the kernel and stores some)
+	stored := map[*param]bool{}
+	g.walk(g.grid.Operation, func(op *ir.Operation) {
+		if s, ok := loop.AsStore(op); ok && g.byArg[s.Memref()] != nil {
+			stored[g.byArg[s.Memref()]] = true
+		}
+	})
 	var out0 *param
 	for _, p := range g.params {
-		if p.output {
+		if p.output && (out0 == nil || !stored[out0] && stored[p]) {
 			out0 = p
-			break
 		}
 	}
 	g.walk(g.grid.Operation, func(op *ir.Operation) {
@@ -582,17 +640,21 @@ func (g *kgen) classifyOp(op *ir.Operation) {
 	}
 }
 
-// leadIndices strips the column index (a threads loop's variable) and the
-// zero indices of extent-1 dimensions from a buffer access: what is left
-// says which row is accessed.
+// leadIndices strips the column index (a threads loop's variable, or that
+// shifted by a constant) and the indices of extent-1 dimensions (0 in any
+// access in bounds, whether a constant or computed: a concat's piece
+// indexes a [1, ...] buffer with the row's quotient) from a buffer access:
+// what is left says which row is accessed.
 func (g *kgen) leadIndices(p *param, idx []*ir.Value) (lead []*ir.Value, hasCol bool) {
 	n := len(idx)
-	if n > 0 && g.threadsIV[idx[n-1]] {
-		hasCol = true
-		n--
+	if n > 0 {
+		if _, _, ok := g.ivPlusConst(idx[n-1]); ok {
+			hasCol = true
+			n--
+		}
 	}
 	for d := 0; d < n; d++ {
-		if c, ok := constIndex(idx[d]); ok && c == 0 && p.shape[d] == 1 {
+		if d < len(p.shape) && p.shape[d] == 1 {
 			continue
 		}
 		lead = append(lead, idx[d])
@@ -600,11 +662,94 @@ func (g *kgen) leadIndices(p *param, idx []*ir.Value) (lead []*ir.Value, hasCol 
 	return lead, hasCol
 }
 
+// ivPlusConst matches index v as a threads loop's variable plus a
+// constant (through loop.addi and loop.subi of loop.consts): the column
+// a graph.roll or a concat of slices reads, %i + 64 or %i - 64.
+func (g *kgen) ivPlusConst(v *ir.Value) (iv *ir.Value, off int64, ok bool) {
+	if g.threadsIV[v] {
+		return v, 0, true
+	}
+	d := v.DefiningOp()
+	if d == nil {
+		return nil, 0, false
+	}
+	switch d.Name() {
+	case loop.OpAddi:
+		if c, isConst := constIndex(d.Operand(1)); isConst {
+			if iv, off, ok := g.ivPlusConst(d.Operand(0)); ok {
+				return iv, off + c, true
+			}
+		}
+		if c, isConst := constIndex(d.Operand(0)); isConst {
+			if iv, off, ok := g.ivPlusConst(d.Operand(1)); ok {
+				return iv, off + c, true
+			}
+		}
+	case loop.OpSubi:
+		if c, isConst := constIndex(d.Operand(1)); isConst {
+			if iv, off, ok := g.ivPlusConst(d.Operand(0)); ok {
+				return iv, off - c, true
+			}
+		}
+	}
+	return nil, 0, false
+}
+
+// columnShift checks the column index col of an access to p that is
+// computed from a threads loop's variable, and returns the shift in whole
+// tiles. The reader can address another tile of the same row block, not
+// columns within a tile, so the index must be the loop's variable plus or
+// minus a multiple of 32, p's row static and whole tiles, the loop's
+// bounds static, and every tile read inside p's row; anything else is
+// reported at op.
+func (g *kgen) columnShift(op *ir.Operation, p *param, col *ir.Value, store bool) int64 {
+	iv, off, ok := g.ivPlusConst(col)
+	if !ok {
+		g.fail(op, "reads '%s' at columns computed from the loop's other than by a constant shift (a graph.roll, or a concat of slices); tiles are read whole, so the tt backend cannot rotate within them yet", p.name)
+	}
+	if store {
+		g.fail(op, "stores to '%s' at columns shifted by %d from the loop's; the writer writes each tile at the kernel's own column", p.name, off)
+	}
+	if off%TileCols != 0 {
+		g.fail(op, "reads '%s' at columns shifted by %d from the loop's (a graph.roll, or a concat of slices), not a whole number of %d-column tiles; tiles are read whole, so the tt backend cannot rotate within them yet", p.name, off, TileCols)
+	}
+	row := int64(ir.Dynamic)
+	if len(p.shape) > 0 {
+		row = p.shape[len(p.shape)-1]
+	}
+	if row == ir.Dynamic || row%TileCols != 0 {
+		what := fmt.Sprintf("of %d columns", row)
+		if row == ir.Dynamic {
+			what = "of run-time length"
+		}
+		g.fail(op, "reads '%s' at columns shifted by %d from the loop's, in a row %s; the reader shifts by whole tiles of a static row that is whole tiles", p.name, off, what)
+	}
+	f, isFor := loop.AsFor(iv.OwnerBlock().ParentOp())
+	if !isFor {
+		g.internal(op, "reads '%s' at a column shifted from a threads loop's variable that is no loop's", p.name)
+	}
+	lo, okLo := constIndex(f.Lower())
+	hi, okHi := constIndex(f.Upper())
+	if !okLo || !okHi {
+		g.fail(op, "reads '%s' at columns shifted by %d from the loop's, in a loop whose bounds are not constants", p.name, off)
+	}
+	if lo+off < 0 || roundUp(hi, TileCols)+off > row {
+		g.fail(op, "reads '%s' at columns [%d, %d) (the loop's [%d, %d) shifted by %d), outside its row of %d", p.name, lo+off, hi+off, lo, hi, off, row)
+	}
+	return off / TileCols
+}
+
+// roundUp is n rounded up to a multiple of m.
+func roundUp(n, m int64) int64 { return (n + m - 1) / m * m }
+
 // access classifies one load or store of buffer p and records it.
 func (g *kgen) access(op *ir.Operation, p *param, idx []*ir.Value, store bool) class {
 	if n := len(idx); n > 0 && !g.threadsIV[idx[n-1]] && g.dependsOnThreadsIV(idx[n-1]) {
-		// a column computed from the loop's: graph.roll's rotated columns
-		g.fail(op, "reads '%s' at columns computed from the loop's (a graph.roll); tiles are read whole, so the tt backend cannot rotate within them yet", p.name)
+		// a column computed from the loop's: graph.roll's rotated columns,
+		// a concat's pieces; a shift by whole tiles is another stream
+		if dt := g.columnShift(op, p, idx[n-1], store); dt != 0 {
+			g.colOff[op] = dt
+		}
 	}
 	lead, hasCol := g.leadIndices(p, idx)
 	same := len(lead) == len(g.lead)
@@ -793,12 +938,14 @@ func (g *kgen) extentOf(v *ir.Value) Expr {
 	return Expr{}
 }
 
-// isTail reports whether a threads loop starts past 0: the scalar tail of
-// a dynamic row after its vector loop, which the column tiles already
-// cover.
+// isTail reports whether a threads loop is the scalar tail of a dynamic
+// row after its vector loop (it starts at a computed column, C - C mod
+// W), which the column tiles already cover. A loop starting at a constant
+// past 0 is a stretch of the row (a graph.roll or a concat cuts the row
+// into stretches, one loop each): see tileRange.
 func isTail(f loop.ForOp) bool {
-	c, ok := constIndex(f.Lower())
-	return !ok || c != 0
+	_, ok := constIndex(f.Lower())
+	return !ok
 }
 
 // planWork decides how the work is split and finds R and C.
@@ -809,7 +956,7 @@ func (g *kgen) planWork() {
 		g.cols = constExpr(n)
 	}
 	only := true
-	var first *loop.ForOp
+	var loops []loop.ForOp
 	for _, op := range g.grid.Body().Entry().Ops() {
 		switch {
 		case op.Name() == loop.OpFor:
@@ -820,9 +967,7 @@ func (g *kgen) planWork() {
 				}
 				continue
 			}
-			if first == nil {
-				first = &f
-			}
+			loops = append(loops, f)
 		case op.Name() == loop.OpConst, indexOps[op.Name()], op.Name() == loop.OpYield:
 		default:
 			only = false
@@ -832,16 +977,41 @@ func (g *kgen) planWork() {
 		if g.rowLen < 0 {
 			g.fail(nil, "is a row kernel without a static row_len")
 		}
+		for _, f := range loops {
+			lo, _ := constIndex(f.Lower())
+			hi, ok := constIndex(f.Upper())
+			if lo != 0 || !ok || hi != g.rowLen {
+				g.fail(f.Operation, "is a row kernel with a loop over part of its row; the tt backend maps a row kernel's loops over the whole row")
+			}
+		}
 	} else {
-		g.perTile = only && first != nil
-		if first != nil {
-			g.cols = g.extentOf(first.Upper())
+		// the stretches of a cut row: the row ends where the last one does
+		// (constant bounds, checked by tileRange)
+		g.perTile = only && len(loops) == 1
+		if len(loops) == 1 {
+			g.cols = g.extentOf(loops[0].Upper())
+		} else if len(loops) > 1 {
+			end := int64(0)
+			for _, f := range loops {
+				hi, ok := constIndex(f.Upper())
+				if !ok {
+					g.fail(f.Operation, "cuts its row into loops over stretches of run-time length; the tt backend maps stretches of a static row only")
+				}
+				end = max(end, hi)
+			}
+			g.cols = constExpr(end)
 		} else {
 			g.cols = constExpr(1)
 		}
 		if c := g.cols.Const; c != nil {
 			g.rowLen = *c
 		}
+	}
+	for _, f := range loops {
+		if lo, _ := constIndex(f.Lower()); lo != 0 {
+			g.perTile = false // a unit must know its stretch: row blocks
+		}
+		g.tileRange(f)
 	}
 	for _, p := range g.params {
 		if p.rowMap != "" && g.rows.Const == nil {
@@ -851,6 +1021,26 @@ func (g *kgen) planWork() {
 	if g.kind == "row" && g.rowLen%TileCols != 0 {
 		g.mask = g.newCB("cb_mask", float16bFormat, 1, fmt.Sprintf("column mask of the last column tile (%d of %d columns)", g.rowLen%TileCols, TileCols))
 	}
+}
+
+// tileRange is the column tiles [lo, hi) a threads loop covers, as C++
+// expressions: "0" and "Ct" for a loop over the whole row, constants for
+// a stretch of a row cut by a graph.roll or a concat ([64, 128) is tiles
+// 2 to 4). A stretch must start on a tile boundary and end on one or at
+// the row's end: a tile belongs to one stretch, whose ops compute it.
+func (g *kgen) tileRange(f loop.ForOp) (lo, hi string) {
+	l, okL := constIndex(f.Lower())
+	u, okU := constIndex(f.Upper())
+	if okL && l == 0 && (!okU || u == g.rowLen) {
+		return "0", "Ct"
+	}
+	if !okL || !okU || g.rowLen < 0 {
+		g.fail(f.Operation, "has a loop over part of its row with bounds that are not constants")
+	}
+	if l%TileCols != 0 || (u%TileCols != 0 && u != g.rowLen) || l >= u {
+		g.fail(f.Operation, "cuts its row into stretches at columns that are not tile boundaries (a loop over [%d, %d) of %d columns; a graph.roll or a concat whose pieces are not whole 32-column tiles); a tile is computed whole, by one stretch's ops", l, u, g.rowLen)
+	}
+	return fmt.Sprintf("%d", l/TileCols), fmt.Sprintf("%d", (u+TileCols-1)/TileCols)
 }
 
 // ct is the number of column tiles of a static row.

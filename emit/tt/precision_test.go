@@ -16,8 +16,8 @@ import (
 // TestEmulatedRoundingModes holds the tt-metal kernels, run on the
 // emulation, to the float64 bounds of both rounding modes
 // (difftest.RoundingError, as lowering's TestRoundingModes and the PTX
-// simulator are): every example chain the backend takes (RoPE's rotated
-// columns are not tile reads), in bf16 and f16, compiled with -O2 in the
+// simulator are): every example chain (RoPE's rotated columns are whole
+// tiles: streams of their own, colOff), in bf16 and f16, compiled with -O2 in the
 // default mode and with exact rounding, on random and extreme inputs. One
 // harness builds every case.
 //
@@ -44,9 +44,6 @@ func TestEmulatedRoundingModes(t *testing.T) {
 	var cases []*emuCase
 	var runs []run
 	for ci, c := range chains {
-		if c.Name == "rope" {
-			continue
-		}
 		ref, err := compileFor(c.Src, "decompose", tg)
 		require.NoError(t, err)
 		for mode, lower := range []string{"lower-to-loops", "lower-to-loops{exact-rounding=true}"} {

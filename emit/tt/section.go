@@ -37,6 +37,22 @@ type loopStmt struct {
 	kt            int64
 	body          []stmt
 	before, after []cbOp
+	// lo and hi are the column tiles [lo, hi) the loop covers (C++
+	// expressions): "0" and "Ct" for the whole row, constants for a
+	// stretch of a row cut by a graph.roll or a concat (tileRange).
+	lo, hi string
+}
+
+// header is the C++ for header of the loop over column tiles.
+func (s *loopStmt) header() string {
+	lo, hi := s.lo, s.hi
+	if lo == "" {
+		lo = "0"
+	}
+	if hi == "" {
+		hi = "Ct"
+	}
+	return fmt.Sprintf("for (uint32_t ct = %s; ct < %s; ++ct)", lo, hi)
 }
 
 // cbOp is cb_wait_front (or cb_pop_front when pop) of n pages.
@@ -67,10 +83,12 @@ type sectionStmt struct {
 	mm *mmPlan
 }
 
-// readStmt is a tile the reader kernel reads from a buffer into cb.
+// readStmt is a tile the reader kernel reads from a buffer into cb; off
+// shifts the column tile it reads by whole tiles (param.tileExprAt).
 type readStmt struct {
-	p  *param
-	cb *cbuf
+	p   *param
+	cb  *cbuf
+	off int64
 }
 
 // writeStmt is a tile the writer kernel writes from cb into a buffer.
@@ -236,12 +254,23 @@ func (g *kgen) load(op *ir.Operation, b *ir.Block, loopOp *ir.Operation) []stmt 
 		return nil // nothing reads it: the reader skips it too
 	}
 	if p := g.byArg[l.Memref()]; p != nil {
-		cb := g.newCB("cb_"+p.name, p.fmt, 2, fmt.Sprintf("%s tiles of %s, from the reader", describeAccess(p.access, p.rowMap), p.name))
+		// every load is a stream of its own; a load at a column shifted by
+		// whole tiles (a graph.roll by 64: q[ct + 2]) is one too, so a
+		// buffer read both straight and shifted (q * cos and
+		// rotate_half(q) * sin) is read from DRAM twice, once per stream,
+		// rather than kept in L1 until its shifted reader needs it
+		off := g.colOff[op]
+		name, what := "cb_"+p.name, ""
+		if off != 0 {
+			name = fmt.Sprintf("cb_%s_%s%d", p.name, map[bool]string{true: "plus", false: "minus"}[off > 0], max(off, -off))
+			what = " at column tile " + colTileExpr(off)
+		}
+		cb := g.newCB(name, p.fmt, 2, fmt.Sprintf("%s tiles of %s%s, from the reader", describeAccess(p.access, p.rowMap), p.name, what))
 		if p.rowMap != "" && p.scratch == nil {
 			p.scratch = g.newCB("cb_"+p.name+"_src", p.fmt, 1, fmt.Sprintf("the reader's copy of a tile of %s, whose rows it gathers", p.name))
 		}
 		inf.cbv = &cbValue{cb: cb, index: "0", cls: inf.cls, scope: b}
-		return []stmt{&readStmt{p: p, cb: cb}}
+		return []stmt{&readStmt{p: p, cb: cb, off: off}}
 	}
 	sb := g.sram[l.Memref()]
 	if sb == nil || loopOp == nil {
@@ -439,6 +468,7 @@ func (g *kgen) forLoop(f loop.ForOp, b *ir.Block) []stmt {
 		return append(pre, body...)
 	}
 	ls := &loopStmt{op: lop, body: body}
+	ls.lo, ls.hi = g.tileRange(f)
 	for _, sb := range g.sramList() {
 		ph, i := g.sramMode(sb, lop)
 		if i < 0 || !ph.read || ph.write {
