@@ -352,8 +352,11 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		return roleBarrier, fmt.Sprintf("'%s' holds a dense tensor, which kernels read from memory", op.Name())
 	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
 		return roleFusible, ""
+	case IsView(op) && f.target.Family == target.Tenstorrent && tileAligned(op):
+		// the reader reads other tiles of the same row block
+		return roleFusible, ""
 	case IsView(op) && f.target.Family == target.Tenstorrent:
-		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which cannot follow an index map yet", op.Name(), f.target.Name)
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis", op.Name(), f.target.Name)
 	case IsView(op):
 		return roleFusible, ""
 	case op.Name() == graph.OpMatMul && f.target.Family != target.Tenstorrent:
@@ -1018,4 +1021,48 @@ func init() {
 			}), nil
 		},
 	})
+}
+
+// tileColumns is the width of a Tenstorrent tile.
+const tileColumns = 32
+
+// tileAligned reports whether view op only cuts or joins its operands
+// along the last axis, at whole tiles of static rows (rotate_half's slices
+// at column 64 and its concat of two halves of 64): the Tenstorrent reader
+// follows such a view by reading other tiles of the same row block
+// (emit/tt: shifted streams), so it fuses there.
+func tileAligned(op *ir.Operation) bool {
+	whole := func(n int64) bool { return n != ir.Dynamic && n%tileColumns == 0 }
+	switch op.Name() {
+	case graph.OpSlice:
+		s, _ := graph.AsSlice(op)
+		in := shapeOf(s.Input())
+		off, sizes, strides := s.Offsets(), s.Sizes(), s.Strides()
+		n := len(in)
+		if n == 0 || len(off) != n || len(sizes) != n {
+			return false
+		}
+		for d := range n {
+			if len(strides) == n && strides[d] != 1 {
+				return false
+			}
+			if d < n-1 && (off[d] != 0 || sizes[d] != in[d]) {
+				return false
+			}
+		}
+		return whole(in[n-1]) && off[n-1]%tileColumns == 0 && whole(sizes[n-1])
+	case graph.OpConcat:
+		c, _ := graph.AsConcat(op)
+		out := shapeOf(c.Output())
+		if len(out) == 0 || c.Axis() != int64(len(out)-1) && c.Axis() != -1 {
+			return false
+		}
+		for _, v := range c.Inputs() {
+			if sh := shapeOf(v); len(sh) != len(out) || !whole(sh[len(sh)-1]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

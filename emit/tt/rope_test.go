@@ -97,21 +97,15 @@ const roll16 = `func.func @r16(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
   return %r : tensor<64x128xf32>
 }`
 
-// emitRope compiles src for tgName: graph passes for the cpu target when
-// fuseViews (Tenstorrent targets keep views as kernels of their own, so
-// slices and concats fuse only so), else for tgName; then the lowering
-// for tgName.
-func emitRope(t *testing.T, src, tgName string, fuseViews bool) (orig ir.Module, out *Output, err error) {
+// emitRope compiles src for tgName: its graph passes (which fuse slices
+// and concats of whole tiles along the last axis on Tenstorrent targets,
+// the rest of the views staying kernels of their own), then the lowering.
+func emitRope(t *testing.T, src, tgName string) (orig ir.Module, out *Output, err error) {
 	tg, err := target.Lookup(tgName)
 	require.NoError(t, err)
-	graphTarget := tg
-	if fuseViews {
-		graphTarget, err = target.Lookup("cpu")
-		require.NoError(t, err)
-	}
-	orig, err = compileFor(src, graphPipeline, graphTarget)
+	orig, err = compileFor(src, graphPipeline, tg)
 	require.NoError(t, err)
-	m, err := compileFor(src, graphPipeline, graphTarget)
+	m, err := compileFor(src, graphPipeline, tg)
 	require.NoError(t, err)
 	p, err := ir.ParsePipeline("lower-to-loops,sram-alloc")
 	require.NoError(t, err)
@@ -124,35 +118,34 @@ func emitRope(t *testing.T, src, tgName string, fuseViews bool) (orig ir.Module,
 func TestRotaryEmulated(t *testing.T) {
 	t.Parallel()
 	type rc struct {
-		name      string
-		src       string
-		fuseViews bool
+		name string
+		src  string
 		// reads are the shifted streams the reader must read
 		reads []string
 	}
 	shifted := []string{"noc_async_read_tile(rb * 4u + ct + 2u, q, get_write_ptr(cb_q_plus2));",
 		"noc_async_read_tile(rb * 4u + ct - 2u, q, get_write_ptr(cb_q_minus2));"}
 	cases := []rc{
-		{"rope roll bf16", ropeRoll("bf16", 64), false, shifted},
-		{"rope roll f32", ropeRoll("f32", 64), false, shifted},
-		{"rope roll bf16, 40 rows", ropeRoll("bf16", 40), false, shifted},
-		{"rope concat bf16", ropeConcat("bf16", 64), true, shifted},
-		{"rope concat f32", ropeConcat("f32", 64), true, shifted},
-		{"rotate_half f32", rotateHalf, true, []string{"noc_async_read_tile(rb * 4u + ct + 2u, x, get_write_ptr(cb_x_plus2));",
+		{"rope roll bf16", ropeRoll("bf16", 64), shifted},
+		{"rope roll f32", ropeRoll("f32", 64), shifted},
+		{"rope roll bf16, 40 rows", ropeRoll("bf16", 40), shifted},
+		{"rope concat bf16", ropeConcat("bf16", 64), shifted},
+		{"rope concat f32", ropeConcat("f32", 64), shifted},
+		{"rotate_half f32", rotateHalf, []string{"noc_async_read_tile(rb * 4u + ct + 2u, x, get_write_ptr(cb_x_plus2));",
 			"noc_async_read_tile(rb * 4u + ct - 2u, x, get_write_ptr(cb_x_minus2));"}},
-		{"upper half bf16", upperHalf, true, []string{"noc_async_read_tile(rb * 4u + ct + 2u, x, get_write_ptr(cb_x_plus2));"}},
-		{"rolled weight f32", rollWeight, false, []string{"noc_async_read_tile(ct + 2u, w, get_write_ptr(cb_w_plus2));",
+		{"upper half bf16", upperHalf, []string{"noc_async_read_tile(rb * 4u + ct + 2u, x, get_write_ptr(cb_x_plus2));"}},
+		{"rolled weight f32", rollWeight, []string{"noc_async_read_tile(ct + 2u, w, get_write_ptr(cb_w_plus2));",
 			"noc_async_read_tile(ct - 2u, w, get_write_ptr(cb_w_minus2));"}},
-		{"rolled gathered operand f32", rollGathered, false, []string{"const uint32_t tile = src / 32 * 4u + ct + 2u;",
+		{"rolled gathered operand f32", rollGathered, []string{"const uint32_t tile = src / 32 * 4u + ct + 2u;",
 			"const uint32_t tile = src / 32 * 4u + ct - 2u;"}},
-		{"roll by a tile bf16, run-time rows", roll32, false, []string{"noc_async_read_tile(rb * 3u + ct + 2u, x, get_write_ptr(cb_x_plus2));",
+		{"roll by a tile bf16, run-time rows", roll32, []string{"noc_async_read_tile(rb * 3u + ct + 2u, x, get_write_ptr(cb_x_plus2));",
 			"noc_async_read_tile(rb * 3u + ct - 1u, x, get_write_ptr(cb_x_minus1));"}},
 	}
 	var built []builtCase
 	var refs [][]*geval.Tensor
 	for _, c := range cases {
 		tgName := "wormhole-n300"
-		orig, out, err := emitRope(t, c.src, tgName, c.fuseViews)
+		orig, out, err := emitRope(t, c.src, tgName)
 		require.NoError(t, err, c.name)
 		require.Len(t, out.Program.Kernels, 1, "%s: one kernel", c.name)
 		var reader string
@@ -217,7 +210,7 @@ func TestRotaryEmulated(t *testing.T) {
 // reported at the op, on both targets.
 func TestRotaryReported(t *testing.T) {
 	for _, tg := range []string{"blackhole-p150", "wormhole-n300"} {
-		_, _, err := emitRope(t, roll16, tg, false)
+		_, _, err := emitRope(t, roll16, tg)
 		require.Error(t, err, tg)
 		assert.Contains(t, err.Error(), "input.tir:2:3: error: 'tt' backend: kernel 'r16_k0' reads 'x' at columns shifted by 112 from the loop's (a graph.roll, or a concat of slices), not a whole number of 32-column tiles", tg)
 	}
