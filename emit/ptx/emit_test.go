@@ -133,6 +133,21 @@ shr.u64 sqrt.rn.f32 sqrt.rn.f64 st.global.b16 st.global.b32 st.global.f32 st.glo
 st.global.v2.b32 st.global.v2.f32 st.global.v2.f64 st.global.v4.b32 st.global.v4.f32 st.shared.f32 st.shared.f64
 st.shared.v4.f32 sub.rn.f32 sub.rn.f64 sub.s32 sub.s64 tanh.approx.f32`)
 
+// tcOpcodes are the instructions of the tensor-core matmul form (tc.go).
+// ptxas -arch=sm_90 (an H100 machine's CUDA) accepted the kernels of
+// bench/gpu/matmul/{qkv,up,down,gateup}.tir: the bf16 mma.sync, ldmatrix
+// without .trans, cp.async and its groups, selp.b64. Not yet through
+// ptxas, written after the PTX ISA 8.0: the f16 mma.sync, ldmatrix .trans
+// (a [k, n] right operand) and the 2-byte copies of unaligned rows
+// (mov.b16, setp.gt.s64, st.shared.v4.b32).
+var tcOpcodes = strings.Fields(`
+cp.async.cg.shared.global cp.async.commit_group cp.async.wait_group
+ldmatrix.sync.aligned.m8n8.x4.shared.b16 ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+mov.b16 selp.b64 st.shared.v4.b32 setp.gt.s64 shr.u64 and.b64 rem.s64 div.s64 min.s64 max.s64`)
+
+func init() { verifiedOpcodes = append(verifiedOpcodes, tcOpcodes...) }
+
 var (
 	regUse      = regexp.MustCompile(`%(p|h|rd|r|fd|f)([0-9]+)\b`)
 	regDeclLine = regexp.MustCompile(`\.reg \.\w+ \t%(\w+)<([0-9]+)>;`)

@@ -261,9 +261,12 @@ func (ke *kernelEmitter) emit() {
 	for op := ke.body.First(); op != nil && op != ke.grid.Operation; op = op.Next() {
 		ke.emitOp(op)
 	}
-	if ke.plan.flat {
+	switch {
+	case ke.plan.tc != nil:
+		ke.emitTC()
+	case ke.plan.flat:
 		ke.emitFlat()
-	} else {
+	default:
 		ke.emitGroups()
 	}
 	a.ins("ret")

@@ -442,6 +442,10 @@ func (ke *kernelEmitter) gridPython() string {
 	g := ke.grid
 	fmt.Fprintf(&sb, "    n = _trip(%s, %s, %s)\n", ke.pyExpr(g.Lower()), ke.pyExpr(g.Upper()), ke.pyExpr(g.Step()))
 	pl := ke.plan
+	if pl.tc != nil {
+		fmt.Fprintf(&sb, "    return min(%s, 2147483647)\n", pl.tc.tilesPy)
+		return sb.String()
+	}
 	if !pl.flat {
 		fmt.Fprintf(&sb, "    return min(_cdiv(n, %d), 2147483647)\n", pl.rows)
 		return sb.String()

@@ -69,6 +69,11 @@ type plan struct {
 	phases      []*flatPhase
 	distributed map[*ir.Operation]bool
 	rowWork     bool // the grid body has per-instance stores
+
+	// tensor-core form (tc.go) of a matmul kernel; tcWhy says why a
+	// matmul kernel keeps the scalar loops
+	tc    *tcPlan
+	tcWhy string
 }
 
 // loopPlan is how one threads loop runs.
@@ -96,6 +101,14 @@ func makePlan(ke *kernelEmitter) *plan {
 	gb := ke.grid.Body().Entry()
 	if gb == nil {
 		ke.fail(ke.grid.Operation, "has no body")
+	}
+	if tp, why := planTC(ke); tp != nil {
+		pl.tc = tp
+		pl.block, pl.group, pl.rows = tcThreads, tcThreads, 1
+		pl.shared = tp.sharedBytes()
+		return pl
+	} else {
+		pl.tcWhy = why
 	}
 	if pl.tryFlat(ke, gb) {
 		return pl
@@ -769,6 +782,35 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // describe says in a few lines what the plan is, for the kernel's
 // comment.
 func (pl *plan) describe() []string {
+	if tp := pl.tc; tp != nil {
+		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (8 warps, 2 x 4, warp tile 64 x 32), mma.sync.m16n8k16 %s, f32 accumulators.", tcBM, tcBN, tcBK, tcThreads, halfName(tp.half))}
+		for d, t := range tp.transB {
+			b := "[k, n], ldmatrix.trans"
+			if t {
+				b = "[n, k] (transpose_b), ldmatrix"
+			}
+			out = append(out, fmt.Sprintf("Dot product %d: B %s.", d, b))
+		}
+		copies := "cp.async.cg 16 bytes"
+		if !tp.alignedA {
+			copies = "A by 2-byte loads (rows not 16-byte aligned), B by cp.async.cg"
+		}
+		for d, al := range tp.alignedB {
+			if !al {
+				copies += fmt.Sprintf("; B %d by 2-byte loads (rows not 16-byte aligned)", d)
+			}
+		}
+		out = append(out, fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: %s.", tcStages, tp.stageBytes, tp.sharedBytes(), copies))
+		return out
+	}
+	var pre []string
+	if pl.tcWhy != "" {
+		pre = append(pre, "Matmul as scalar loops, not on tensor cores: "+pl.tcWhy+".")
+	}
+	return append(pre, pl.describeLoops()...)
+}
+
+func (pl *plan) describeLoops() []string {
 	if pl.flat {
 		var out []string
 		out = append(out, fmt.Sprintf("Flat: CTAs of %d threads take tiles in a grid-stride loop.", pl.block))

@@ -165,7 +165,8 @@ func parseSim(text string) (*simModule, error) {
 			in.args = append(in.args, o)
 		}
 		switch in.parts[0] {
-		case "shfl":
+		case "shfl", "ldmatrix", "mma":
+			// warp-collective: every lane of the warp executes it together
 			in.sync = 1
 		case "bar":
 			in.sync = 2
@@ -369,7 +370,7 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 				live++
 				if t.blocked == 1 {
 					if pc >= 0 && t.pc != pc {
-						panic(fmt.Sprintf("threads of warp %d wait at different shuffles", w/32))
+						panic(fmt.Sprintf("threads of warp %d wait at different shuffles (or other warp-collective instructions: ldmatrix, mma.sync)", w/32))
 					}
 					pc = t.pc
 					at++
@@ -379,9 +380,19 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 				continue
 			}
 			if at != live || live != len(warp) {
+				if at > 0 && at == live && e.code[pc].parts[0] != "shfl" {
+					panic(fmt.Sprintf("warp %d: %s with exited lanes", w/32, e.code[pc].op))
+				}
 				continue
 			}
-			ctx.shuffle(warp, &e.code[pc])
+			switch in := &e.code[pc]; in.parts[0] {
+			case "ldmatrix":
+				ctx.ldmatrix(warp, in)
+			case "mma":
+				ctx.mma(warp, in)
+			default:
+				ctx.shuffle(warp, in)
+			}
 			for _, t := range warp {
 				t.blocked = 0
 				t.pc++
@@ -677,6 +688,8 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 	case "bra":
 		t.pc = in.target
 		return
+	case "cp":
+		c.cpAsync(t, in)
 	case "ld":
 		c.load(t, in)
 	case "st":

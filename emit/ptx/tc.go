@@ -1,0 +1,783 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file is the tensor-core form of kernels of kind "matmul" that
+// loop.MatchMatMul takes: bf16 x bf16 (or f16 x f16) dot products summed
+// in f32, the right operand [..., k, n] or [..., n, k] (transpose_b),
+// batches, a `?` row count, N and K static. A CTA of 256 threads (8
+// warps, 2 x 4) computes a 128 x 128 tile of one matrix of the result,
+// each warp 64 x 32 of it, as 4 x 4 mma.sync.m16n8k16 accumulators (64
+// f32 registers per thread and dot product):
+//
+//	for tile = ctaid; tile < tiles; tile += nctaid:       (batch, m0, n0)
+//	  prologue: stages 0 and 1 of K (32 each) global -> shared, cp.async
+//	  for kt in [0, ceil(K/32)):
+//	    cp.async.wait_group 1; bar.sync 0
+//	    copy stage kt+2 (if any); cp.async.commit_group
+//	    for kk in {0, 16}: ldmatrix A (4 x .x4), B (2 x .x4, .trans for
+//	      [k, n]), 16 mma.sync per dot product
+//	  cp.async.wait_group 0; bar.sync 0
+//	  epilogue: the loop IR after the dots, per accumulator element, its
+//	  loads and stores predicated on (m < M, n < N)
+//
+// Shared memory holds three stages of A [128][32+8] and of each B
+// ([128][32+8] for [n, k], [32][128+8] for [k, n]): rows padded by 8
+// halves so that the eight row addresses of an ldmatrix fall in distinct
+// 16-byte bank groups. The copies are cp.async.cg of 16 bytes, the
+// src-size operand zero-filling what lies past K, M or N; where the rows
+// of an operand are not 16-byte aligned (its last extent not a multiple
+// of 8, or dynamic) that operand's chunks are copied by predicated 2-byte
+// loads and a st.shared.v4.b32 instead.
+
+// Tile of the tensor-core form.
+const (
+	tcBM, tcBN, tcBK = 128, 128, 32
+	tcThreads        = 256
+	tcStages         = 3
+	tcPad            = 8 // halves added to every shared row
+	tcMaxDots        = 2
+)
+
+// tensorCores turns the tensor-core form on; when false every matmul
+// kernel runs as scalar loops (a switch for comparisons and bisection).
+var tensorCores = true
+
+// tcPlan is a matmul kernel on tensor cores.
+type tcPlan struct {
+	mm     *loop.MatMul
+	half   ir.ElemKind // bf16 or f16
+	K, N   int64
+	out    *ir.Value // the result whose rows the grid runs over
+	transB []bool
+	// aligned: the operand's rows start at 16-byte boundaries, so its
+	// chunks are cp.async copies (A, then each B)
+	alignedA bool
+	alignedB []bool
+	// shared layout of one stage: A at 0, B d at bOff[d]
+	bOff       []int64
+	stageBytes int64
+	// Python spelling of the tiles for the launcher
+	tilesPy string
+}
+
+func (tp *tcPlan) sharedBytes() int64 { return tcStages * tp.stageBytes }
+
+// pitches in halves
+const (
+	tcPitchK = tcBK + tcPad // A and [n, k] B rows
+	tcPitchN = tcBN + tcPad // [k, n] B rows
+)
+
+// planTC returns the tensor-core plan of a matmul kernel, or nil and why
+// it keeps the scalar loops ("" when it is not a matmul).
+func planTC(ke *kernelEmitter) (*tcPlan, string) {
+	k := ke.k
+	if k.Kind() != "matmul" {
+		return nil, ""
+	}
+	if !tensorCores {
+		return nil, "the tensor-core form is switched off (tensorCores)"
+	}
+	mm, err := loop.MatchMatMul(k)
+	if err != nil {
+		return nil, "its loops are not those loop.MatchMatMul takes"
+	}
+	if len(mm.Dots) > tcMaxDots {
+		return nil, fmt.Sprintf("%d dot products, more than the %d whose accumulators fit the registers", len(mm.Dots), tcMaxDots)
+	}
+	if mm.Grid.Operation != ke.grid.Operation {
+		return nil, "its grid is not the kernel's"
+	}
+	for _, v := range []*ir.Value{mm.Grid.Lower(), mm.Cols.Lower()} {
+		if c, ok := staticIndex(v); !ok || c != 0 {
+			return nil, "its loops do not start at 0"
+		}
+	}
+	for _, v := range []*ir.Value{mm.Grid.Step(), mm.Cols.Step()} {
+		if c, ok := staticIndex(v); !ok || c != 1 {
+			return nil, "its loops do not step by 1"
+		}
+	}
+	gb := mm.Grid.Body().Entry()
+	after := false
+	for op := gb.First(); op != nil; op = op.Next() {
+		switch {
+		case op == mm.Cols.Operation:
+			after = true
+		case after && op.Name() != loop.OpYield:
+			return nil, "code follows its loop over the columns"
+		case !after && (op.NumRegions() > 0 || op.Name() == loop.OpStore || op.Name() == loop.OpAlloc):
+			return nil, "its row code loops, stores or allocates"
+		}
+	}
+	tp := &tcPlan{mm: mm, K: mm.Dots[0].K}
+	n, ok := staticIndex(mm.Cols.Upper())
+	if !ok || n < 1 {
+		return nil, "its column count is not static"
+	}
+	tp.N = n
+
+	// the result: [batch..., M, N], the grid its rows
+	nbuf := int(k.NumInputs() + k.NumOutputs())
+	args := ke.body.Args
+	var out *ir.Value
+	for _, a := range args[ke.nin:nbuf] {
+		m, _ := a.Type().(ir.MemRefType)
+		if len(m.Shape) >= 2 && m.Shape[len(m.Shape)-1] == tp.N && out == nil {
+			out = a
+		}
+	}
+	if out == nil {
+		return nil, "no result is [..., M, N]"
+	}
+	tp.out = out
+	dims := extentRefs(ke)[out]
+	want := map[*ir.Value]int{}
+	var static int64 = 1
+	for _, d := range dims[:len(dims)-1] {
+		if d.ext != nil {
+			want[d.ext]++
+		} else {
+			static *= d.n
+		}
+	}
+	gs, gext, ok := productOf(mm.Grid.Upper())
+	if !ok || gs != static || len(gext) != len(want) {
+		return nil, "its grid is not the rows of its result"
+	}
+	for v, c := range gext {
+		if want[v] != c {
+			return nil, "its grid is not the rows of its result"
+		}
+	}
+	py := func(d extentRef) string {
+		if d.ext != nil {
+			return fmt.Sprintf("e%d", d.extIndex)
+		}
+		return itoa(d.n)
+	}
+	batchPy := "1"
+	for _, d := range dims[:len(dims)-2] {
+		batchPy += " * " + py(d)
+	}
+	mPy := py(dims[len(dims)-2])
+	tp.tilesPy = fmt.Sprintf("%s * _cdiv(%s, %d) * %d", batchPy, mPy, tcBM, ceilDiv(tp.N, tcBN))
+	mDim := dims[len(dims)-2]
+
+	// the operands
+	row, col := gb.Args[0], mm.Cols.Body().Entry().Args[0]
+	for i, d := range mm.Dots {
+		body := d.Loop.Body().Entry()
+		step := body.Last().Operand(0).DefiningOp()
+		if step == nil || step.Name() != loop.OpFma || lanesOf(step.Result(0).Type()) != 1 ||
+			elemKindOf(step.Result(0).Type()) != ir.F32 || step.Operand(2) != body.Args[1] {
+			return nil, "a dot product is not a sum of f32 fused multiply-adds (integer or f64 accumulation)"
+		}
+		lk, rk := elemKindOf(d.Lhs.Output().Type()), elemKindOf(d.Rhs.Output().Type())
+		if lk != rk || (lk != ir.BF16 && lk != ir.F16) {
+			return nil, fmt.Sprintf("it multiplies %s by %s; mma.sync takes bf16 x bf16 or f16 x f16 here", lk, rk)
+		}
+		if i == 0 {
+			tp.half = lk
+		} else if lk != tp.half {
+			return nil, "its dot products multiply different types"
+		}
+		if lanesOf(d.Lhs.Output().Type()) != 1 || lanesOf(d.Rhs.Output().Type()) != 1 {
+			return nil, "its operands are read as vectors"
+		}
+		if !(isCastOf(step.Operand(0), d.Lhs.Output()) && isCastOf(step.Operand(1), d.Rhs.Output())) &&
+			!(isCastOf(step.Operand(1), d.Lhs.Output()) && isCastOf(step.Operand(0), d.Rhs.Output())) {
+			return nil, "a dot product multiplies other values than its operands widened to f32"
+		}
+		kv := body.Args[0]
+		li, ri := d.Lhs.Indices(), d.Rhs.Indices()
+		for _, x := range li[:len(li)-1] {
+			if dependsOn(x, kv) || dependsOn(x, col) {
+				return nil, "its left operand's rows depend on k or the column"
+			}
+		}
+		if i > 0 {
+			l0 := mm.Dots[0].Lhs.Indices()
+			k0 := mm.Dots[0].Loop.Body().Entry().Args[0]
+			if len(l0) != len(li) {
+				return nil, "its dot products read the left operand differently"
+			}
+			for j := range li {
+				if !sameIndex(li[j], l0[j], kv, k0) {
+					return nil, "its dot products read the left operand differently"
+				}
+			}
+		}
+		nr := len(ri)
+		for _, x := range ri[:nr-2] {
+			if dependsOn(x, kv) || dependsOn(x, col) || !batchOnly(x, row, mDim) {
+				return nil, "its right operand varies within a matrix of the result"
+			}
+		}
+		tp.transB = append(tp.transB, d.TransposeB)
+		bm := d.Rhs.Memref().Type().(ir.MemRefType)
+		last := bm.Shape[len(bm.Shape)-1]
+		if !d.TransposeB && last == ir.Dynamic {
+			return nil, "its right operand [k, n] has rows of dynamic length"
+		}
+		tp.alignedB = append(tp.alignedB, last != ir.Dynamic && last%8 == 0)
+		if i == 0 {
+			am := d.Lhs.Memref().Type().(ir.MemRefType)
+			al := am.Shape[len(am.Shape)-1]
+			tp.alignedA = al != ir.Dynamic && al%8 == 0
+		}
+	}
+	tp.mm = mm
+	off := int64(tcBM * tcPitchK * 2)
+	for _, t := range tp.transB {
+		tp.bOff = append(tp.bOff, off)
+		if t {
+			off += tcBN * tcPitchK * 2
+		} else {
+			off += tcBK * tcPitchN * 2
+		}
+	}
+	tp.stageBytes = off
+	if tp.sharedBytes() > maxSharedBytes {
+		return nil, "its stages do not fit shared memory"
+	}
+	return tp, ""
+}
+
+// isCastOf reports whether v is load widened to f32 by one loop.cast.
+func isCastOf(v, load *ir.Value) bool {
+	op := v.DefiningOp()
+	return op != nil && op.Name() == loop.OpCast && op.Operand(0) == load
+}
+
+// dependsOn reports whether v is w or computed from it.
+func dependsOn(v, w *ir.Value) bool {
+	if v == w {
+		return true
+	}
+	op := v.DefiningOp()
+	if op == nil {
+		return false
+	}
+	for _, a := range op.Operands() {
+		if dependsOn(a, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameIndex reports whether a (with k value ka) and b (kb) compute the
+// same index.
+func sameIndex(a, b, ka, kb *ir.Value) bool {
+	if a == b || (a == ka && b == kb) {
+		return true
+	}
+	oa, ob := a.DefiningOp(), b.DefiningOp()
+	if oa == nil || ob == nil || oa.Name() != ob.Name() || oa.NumOperands() != ob.NumOperands() || oa.NumRegions() > 0 {
+		return false
+	}
+	if ca, ok := loop.AsConst(oa); ok {
+		cb, _ := loop.AsConst(ob)
+		return ca.Value() == cb.Value() && a.Type().String() == b.Type().String()
+	}
+	if !isIndexOp(oa.Name()) {
+		return false
+	}
+	for i := range oa.Operands() {
+		if !sameIndex(oa.Operand(i), ob.Operand(i), ka, kb) {
+			return false
+		}
+	}
+	return true
+}
+
+func isIndexOp(name string) bool {
+	switch name {
+	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		return true
+	}
+	return false
+}
+
+// batchOnly reports whether index v depends on the grid's row only
+// through the matrix the row lies in: row / M (or / a multiple of a
+// static M), or the row itself when M is 1. The right operand is then one
+// matrix per tile, read with the tile's first row.
+func batchOnly(v, row *ir.Value, m extentRef) bool {
+	if v == row {
+		return m.ext == nil && m.n == 1
+	}
+	op := v.DefiningOp()
+	if op == nil || !dependsOn(v, row) {
+		return true
+	}
+	if op.Name() == loop.OpDivi && op.Operand(0) == row {
+		d := op.Operand(1)
+		if m.ext != nil && d == m.ext {
+			return true
+		}
+		if c, ok := staticIndex(d); ok && m.ext == nil && m.n > 0 && c%m.n == 0 {
+			return true
+		}
+	}
+	if !isIndexOp(op.Name()) {
+		return false
+	}
+	for _, a := range op.Operands() {
+		if !batchOnly(a, row, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// extentRef is one extent of a buffer argument: static n, or the extent
+// argument ext (extIndex among the extents).
+type extentRef struct {
+	n        int64
+	ext      *ir.Value
+	extIndex int
+}
+
+// extentRefs gives the extents of every buffer argument, as the emitter
+// binds them (the `?` of the buffers in order take the extent arguments
+// in order).
+func extentRefs(ke *kernelEmitter) map[*ir.Value][]extentRef {
+	nbuf := int(ke.k.NumInputs() + ke.k.NumOutputs())
+	args := ke.body.Args
+	next := 0
+	out := map[*ir.Value][]extentRef{}
+	for _, a := range args[:nbuf] {
+		m, _ := a.Type().(ir.MemRefType)
+		var ds []extentRef
+		for _, n := range m.Shape {
+			if n == ir.Dynamic {
+				if nbuf+next < len(args) {
+					ds = append(ds, extentRef{ext: args[nbuf+next], extIndex: next})
+				}
+				next++
+				continue
+			}
+			ds = append(ds, extentRef{n: n})
+		}
+		out[a] = ds
+	}
+	return out
+}
+
+// productOf writes index v as a static factor times extent arguments (a
+// multiset); false when it is anything else.
+func productOf(v *ir.Value) (int64, map[*ir.Value]int, bool) {
+	if c, ok := staticIndex(v); ok {
+		return c, map[*ir.Value]int{}, true
+	}
+	if v.IsBlockArg() {
+		return 1, map[*ir.Value]int{v: 1}, true
+	}
+	op := v.DefiningOp()
+	if op.Name() != loop.OpMuli {
+		return 0, nil, false
+	}
+	a, ea, ok1 := productOf(op.Operand(0))
+	b, eb, ok2 := productOf(op.Operand(1))
+	if !ok1 || !ok2 {
+		return 0, nil, false
+	}
+	for x, c := range eb {
+		ea[x] += c
+	}
+	return a * b, ea, true
+}
+
+// ---------------------------------------------------------------------------
+// Emission
+
+// tcOperand is the per-thread state of copying one operand's chunks.
+type tcOperand struct {
+	row    [2]opnd // global address of the chunk's row (or matrix) at k = 0
+	valid  [2]opnd // the row (A, [n, k] B) lies inside the result
+	sm     [2]int64
+	k      [2]int64 // [k, n] B: the rows of the tile the thread copies
+	n      opnd     // [k, n] B: the first column of the thread's chunk
+	nValid opnd
+}
+
+// emitTC writes the tensor-core kernel (after the kernel's prologue).
+func (ke *kernelEmitter) emitTC() {
+	a := ke.a
+	tp := ke.plan.tc
+	mm := tp.mm
+	gb := mm.Grid.Body().Entry()
+	row, col := gb.Args[0], mm.Cols.Body().Entry().Args[0]
+	ob := ke.bufs[tp.out]
+	nd := len(ob.dims)
+	M := ob.dims[nd-2]
+	batch := constIx(1)
+	for _, d := range ob.dims[:nd-2] {
+		batch = ke.ixMul(batch, d)
+	}
+	nt := ceilDiv(tp.N, tcBN)
+	mReg := ke.ixReg(M)
+	mt := ke.ixDiv(ke.ixAdd(M, constIx(tcBM-1)), constIx(tcBM))
+	tiles := ke.ixMul(ke.ixMul(batch, mt), constIx(nt))
+	tilesReg := ke.ixReg(tiles)
+	mLast := ke.ixReg(ke.ixAdd(M, constIx(-1)))
+	mtReg := ke.ixReg(mt)
+
+	// the thread's coordinates: warp (wm, wn), lane (g, t)
+	tid := ke.tid
+	warp := ke.b64("shr.u64", tid, intImm(5, rB32))
+	lane := ke.b64("and.b64", tid, intImm(31, rB64))
+	wm := ke.b64("shr.u64", warp, intImm(2, rB32))
+	wn := ke.b64("and.b64", warp, intImm(3, rB64))
+	g := ke.b64("shr.u64", lane, intImm(2, rB32))
+	t4 := ke.b64("and.b64", lane, intImm(3, rB64))
+	// ldmatrix lane offsets (bytes, in a stage)
+	l16 := ke.b64("and.b64", lane, intImm(15, rB64))
+	l8 := ke.b64("and.b64", lane, intImm(7, rB64))
+	hi16 := ke.b64("shr.u64", lane, intImm(4, rB32))                                     // l / 16
+	mid8 := ke.b64("and.b64", ke.b64("shr.u64", lane, intImm(3, rB32)), intImm(1, rB64)) // (l / 8) % 2
+	// A: row wm*64 + l%16, column 8*(l/16)
+	aRow := ke.b64("mad.lo.s64", wm, intImm(64, rB64), l16)
+	aLane := ke.b64("mad.lo.s64", aRow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", hi16, intImm(4, rB32)))
+	bLane := make([]opnd, len(mm.Dots))
+	for d, tr := range tp.transB {
+		if tr {
+			// rows n = wn*32 + l%8 + 8*(l/16), column k 8*((l/8)%2)
+			n := ke.b64("add.s64", ke.b64("mad.lo.s64", wn, intImm(32, rB64), l8), ke.b64("shl.b64", hi16, intImm(3, rB32)))
+			bLane[d] = ke.b64("mad.lo.s64", n, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", mid8, intImm(4, rB32)))
+		} else {
+			// rows k = l%8 + 8*((l/8)%2), column n wn*32 + 8*(l/16)
+			kr := ke.b64("add.s64", l8, ke.b64("shl.b64", mid8, intImm(3, rB32)))
+			n := ke.b64("add.s64", ke.b64("shl.b64", wn, intImm(5, rB32)), ke.b64("shl.b64", hi16, intImm(3, rB32)))
+			bLane[d] = ke.b64("mad.lo.s64", kr, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", n, intImm(1, rB32)))
+		}
+	}
+
+	ctaid := ke.specialReg("%ctaid.x")
+	nctaid := ke.specialReg("%nctaid.x")
+	q := a.reg(rB64)
+	a.ins("mov.b64", q, ctaid)
+	tileL, done := a.newLabel(), a.newLabel()
+	a.comment("tiles of %d x %d: batch-major, then rows, then columns", tcBM, tcBN)
+	a.label(tileL)
+	p := a.reg(rPred)
+	a.ins("setp.ge.s64", p, q, tilesReg)
+	a.bra(&p, false, done)
+	ke.pushScope()
+	ntile := ke.b64("rem.s64", q, intImm(nt, rB64))
+	rest := ke.b64("div.s64", q, intImm(nt, rB64))
+	mtile := ke.b64("rem.s64", rest, mtReg)
+	bIdx := ke.b64("div.s64", rest, mtReg)
+	m0 := ke.b64("shl.b64", mtile, intImm(7, rB32))
+	n0 := ke.b64("shl.b64", ntile, intImm(7, rB32))
+	row0 := ke.b64("mul.lo.s64", bIdx, mReg) // the matrix's first row of the grid
+
+	// per-thread copy state
+	chunk := ke.b64("and.b64", tid, intImm(3, rB64)) // 8-half chunk of a K row
+	crow := ke.b64("shr.u64", tid, intImm(2, rB32))  // row of a tile (and + 64)
+	var opA tcOperand
+	opsB := make([]tcOperand, len(mm.Dots))
+	for h := 0; h < 2; h++ {
+		m := ke.b64("add.s64", ke.b64("add.s64", m0, crow), intImm(int64(64*h), rB64))
+		opA.valid[h] = ke.pred("setp.lt.s64", m, mReg)
+		r := ke.b64("add.s64", row0, ke.b64("min.s64", m, mLast))
+		opA.row[h] = ke.tcAddr(mm.Dots[0].Lhs, r, constIx(0), 0)
+	}
+	for d, dot := range mm.Dots {
+		op := &opsB[d]
+		if tp.transB[d] {
+			for h := 0; h < 2; h++ {
+				n := ke.b64("add.s64", ke.b64("add.s64", n0, crow), intImm(int64(64*h), rB64))
+				op.valid[h] = ke.pred("setp.lt.s64", n, intImm(tp.N, rB64))
+				nc := ke.b64("min.s64", n, intImm(tp.N-1, rB64))
+				op.row[h] = ke.tcAddr(dot.Rhs, row0, ixv{reg: nc, has: true}, d)
+			}
+			continue
+		}
+		// [k, n]: rows k = tid/16 (and + 16), columns n0 + 8*(tid%16)
+		op.row[0] = ke.tcAddr(dot.Rhs, row0, constIx(0), d)
+		c16 := ke.b64("and.b64", tid, intImm(15, rB64))
+		op.n = ke.b64("add.s64", n0, ke.b64("shl.b64", c16, intImm(3, rB32)))
+		op.nValid = ke.pred("setp.lt.s64", op.n, intImm(tp.N, rB64))
+	}
+
+	// accumulators
+	acc := make([][]opnd, len(mm.Dots))
+	for d := range acc {
+		acc[d] = make([]opnd, 64)
+		for i := range acc[d] {
+			acc[d][i] = a.reg(rF32)
+			a.ins("mov.f32", acc[d][i], f32Imm(0))
+		}
+	}
+
+	kT := ceilDiv(tp.K, tcBK)
+	stage := func(s opnd) opnd { return ke.b64("add.s64", ke.smemCTA, s) }
+	a.comment("prologue: the first %d stages of K", tcStages-1)
+	for s := int64(0); s < tcStages-1; s++ {
+		if s < kT {
+			ke.tcCopy(tp, &opA, opsB, intImm(s, rB64), stage(intImm(s*tp.stageBytes, rB64)), tid, chunk, crow)
+		}
+		a.raw(nil, false, "cp.async.commit_group")
+	}
+	kt := a.reg(rB64)
+	a.ins("mov.b64", kt, intImm(0, rB64))
+	sCur, sNext := a.reg(rB64), a.reg(rB64)
+	a.ins("mov.b64", sCur, intImm(0, rB64))
+	a.ins("mov.b64", sNext, intImm((tcStages-1)*tp.stageBytes, rB64))
+	kL := a.newLabel()
+	a.comment("the loop over K, %d at a time, %d stages", tcBK, tcStages)
+	a.label(kL)
+	ke.pushScope()
+	a.raw(nil, false, "cp.async.wait_group", itoa(tcStages-2))
+	a.ins("bar.sync", intImm(0, rB32))
+	ktn := ke.b64("add.s64", kt, intImm(tcStages-1, rB64))
+	skip := a.newLabel()
+	pk := ke.pred("setp.ge.s64", ktn, intImm(kT, rB64))
+	a.bra(&pk, false, skip)
+	ke.pushScope()
+	ke.tcCopy(tp, &opA, opsB, ktn, stage(sNext), tid, chunk, crow)
+	ke.popScope()
+	a.label(skip)
+	a.raw(nil, false, "cp.async.commit_group")
+	base := stage(sCur)
+	aBase := ke.b64("add.s64", base, aLane)
+	bBase := make([]opnd, len(mm.Dots))
+	for d := range bBase {
+		bBase[d] = ke.b64("add.s64", ke.b64("add.s64", base, bLane[d]), intImm(tp.bOff[d], rB64))
+	}
+	typ := halfName(tp.half)
+	for kk := int64(0); kk < tcBK; kk += 16 {
+		af := make([][]opnd, 4)
+		for i := range af {
+			af[i] = ke.tcRegs(4)
+			a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(af[i]), memRef(aBase, int64(i)*16*tcPitchK*2+kk*2))
+		}
+		for d := range mm.Dots {
+			bf := make([][]opnd, 2)
+			for jp := range bf {
+				bf[jp] = ke.tcRegs(4)
+				if tp.transB[d] {
+					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(bf[jp]), memRef(bBase[d], int64(jp)*16*tcPitchK*2+kk*2))
+				} else {
+					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", vecRef(bf[jp]), memRef(bBase[d], kk*tcPitchN*2+int64(jp)*16*2))
+				}
+			}
+			for i := 0; i < 4; i++ {
+				for j := 0; j < 4; j++ {
+					c := acc[d][(i*4+j)*4 : (i*4+j)*4+4]
+					b := bf[j/2][2*(j%2) : 2*(j%2)+2]
+					a.raw(nil, false, "mma.sync.aligned.m16n8k16.row.col.f32."+typ+"."+typ+".f32", vecRef(c), vecRef(af[i]), vecRef(b), vecRef(c))
+				}
+			}
+		}
+	}
+	// rotate the stages
+	for _, s := range []opnd{sCur, sNext} {
+		a.ins("add.s64", s, s, intImm(tp.stageBytes, rB64))
+		w := ke.pred("setp.ge.s64", s, intImm(tcStages*tp.stageBytes, rB64))
+		a.ins("selp.b64", s, intImm(0, rB64), s, w)
+	}
+	ke.popScope()
+	a.ins("add.s64", kt, kt, intImm(1, rB64))
+	pl := ke.pred("setp.lt.s64", kt, intImm(kT, rB64))
+	a.bra(&pl, false, kL)
+	a.raw(nil, false, "cp.async.wait_group", "0")
+	a.comment("every warp is done with the stages before the next tile's copies")
+	a.ins("bar.sync", intImm(0, rB32))
+
+	// the epilogue, per element of the accumulators
+	a.comment("epilogue: the loop IR after the dot products, per element")
+	mW := ke.b64("add.s64", m0, ke.b64("shl.b64", wm, intImm(6, rB32)))
+	mW = ke.b64("add.s64", mW, g)
+	nW := ke.b64("add.s64", n0, ke.b64("shl.b64", wn, intImm(5, rB32)))
+	nW = ke.b64("add.s64", nW, ke.b64("shl.b64", t4, intImm(1, rB32)))
+	nCheck := tp.N%tcBN != 0
+	cb := mm.Cols.Body().Entry()
+	dots := map[*ir.Operation]int{}
+	for d, dot := range mm.Dots {
+		dots[dot.Loop.Operation] = d
+	}
+	for i := 0; i < 4; i++ {
+		for h := 0; h < 2; h++ {
+			m := ke.b64("add.s64", mW, intImm(int64(i*16+8*h), rB64))
+			inM := ke.pred("setp.lt.s64", m, mReg)
+			r := ke.b64("add.s64", row0, ke.b64("min.s64", m, mLast))
+			ke.pushScope()
+			ke.ixs[row] = ixv{reg: r, has: true}
+			ke.mults[row] = 1
+			ke.ldPred, ke.stPred = &inM, &inM
+			for op := gb.First(); op != mm.Cols.Operation; op = op.Next() {
+				ke.emitOp(op)
+			}
+			for j := 0; j < 4; j++ {
+				for c := 0; c < 2; c++ {
+					n := ixv{reg: nW, has: true, off: int64(j*8 + c)}
+					in := &inM
+					if nCheck {
+						pn := ke.pred("setp.lt.s64", ke.ixReg(n), intImm(tp.N, rB64))
+						in = ke.andPred(&inM, &pn)
+					}
+					ke.ixs[col] = n
+					ke.mults[col] = 1
+					ke.ldPred, ke.stPred = in, in
+					for d, dot := range mm.Dots {
+						ke.vals[dot.Loop.Values()[0]] = []opnd{acc[d][(i*4+j)*4+2*h+c]}
+					}
+					for op := cb.First(); op != nil; op = op.Next() {
+						if _, isDot := dots[op]; isDot || op.Name() == loop.OpYield {
+							continue
+						}
+						ke.emitOp(op)
+					}
+				}
+			}
+			ke.popScope()
+		}
+	}
+	ke.ldPred, ke.stPred = nil, nil
+	ke.popScope()
+	a.ins("add.s64", q, q, nctaid)
+	a.bra(nil, false, tileL)
+	a.label(done)
+}
+
+// tcRegs returns n fresh b32 registers.
+func (ke *kernelEmitter) tcRegs(n int) []opnd {
+	out := make([]opnd, n)
+	for i := range out {
+		out[i] = ke.a.reg(rB32)
+	}
+	return out
+}
+
+// tcAddr is the global address of ld's element at grid row r, column
+// col and k = 0 (for a [k, n] right operand: also column 0 when col is
+// the constant 0), through the index arithmetic of the row code and of
+// dot d's body.
+func (ke *kernelEmitter) tcAddr(ld loop.LoadOp, r opnd, col ixv, d int) opnd {
+	mm := ke.plan.tc.mm
+	gb := mm.Grid.Body().Entry()
+	ke.ixs[gb.Args[0]] = ixv{reg: r, has: true}
+	ke.mults[gb.Args[0]] = 1
+	cv := mm.Cols.Body().Entry().Args[0]
+	ke.ixs[cv] = col
+	ke.mults[cv] = 1
+	body := mm.Dots[d].Loop.Body().Entry()
+	ke.ixs[body.Args[0]] = constIx(0)
+	ke.mults[body.Args[0]] = 0
+	emitIdx := func(b *ir.Block, stop *ir.Operation) {
+		for op := b.First(); op != nil && op != stop; op = op.Next() {
+			if isIndexOp(op.Name()) || (op.Name() == loop.OpConst && elemKindOf(op.Result(0).Type()) == ir.Index) {
+				ke.emitOp(op)
+			}
+		}
+	}
+	emitIdx(gb, mm.Cols.Operation)
+	emitIdx(mm.Cols.Body().Entry(), mm.Dots[d].Loop.Operation)
+	emitIdx(body, nil)
+	b := ke.buf(ld.Operation, ld.Memref())
+	ad := ke.access(ld.Operation, b, ld.Indices())
+	if ad.off == 0 {
+		return ad.reg
+	}
+	return ke.b64("add.s64", ad.reg, intImm(ad.off, rB64))
+}
+
+// tcCopy copies stage kt of K (a b64 register or immediate) of A and of
+// every B into the shared stage at dst: cp.async of 16 bytes, zero-filled
+// past the edges, or predicated 2-byte loads where rows are not aligned.
+func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt, dst, tid, chunk, crow opnd) {
+	a := ke.a
+	k0 := ke.b64("shl.b64", kt, intImm(5, rB32))
+	// the thread's K chunk: k0 + 8*chunk, the halves left in it
+	kc := ke.b64("add.s64", k0, ke.b64("shl.b64", chunk, intImm(3, rB32)))
+	left := ke.b64("sub.s64", intImm(tp.K, rB64), kc)
+	left = ke.b64("max.s64", ke.b64("min.s64", left, intImm(8, rB64)), intImm(0, rB64))
+	kcl := ke.b64("min.s64", kc, intImm((tp.K-1)/8*8, rB64))
+	// where the chunk lands: row crow (+64), column 8*chunk
+	dK := ke.b64("add.s64", dst, ke.b64("mad.lo.s64", crow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", chunk, intImm(4, rB32))))
+	copyK := func(rowAddr opnd, valid opnd, aligned bool, dstAddr opnd, dstOff int64) {
+		src := ke.b64("add.s64", rowAddr, ke.b64("shl.b64", kcl, intImm(1, rB32)))
+		if aligned {
+			n := ke.b64("selp.b64", ke.b64("shl.b64", left, intImm(1, rB32)), intImm(0, rB64), valid)
+			a.raw(nil, false, "cp.async.cg.shared.global", memRef(dstAddr, dstOff), memRef(src, 0), "16", ke.b32("cvt.u32.u64", n).s)
+			return
+		}
+		// unaligned rows: the halves one by one (the address unclamped,
+		// the loads predicated)
+		src = ke.b64("add.s64", rowAddr, ke.b64("shl.b64", kc, intImm(1, rB32)))
+		ke.tcScalarChunk(src, func(e int) opnd {
+			pe := ke.pred("setp.gt.s64", left, intImm(int64(e), rB64))
+			return ke.pred("and.pred", pe, valid)
+		}, dstAddr, dstOff)
+	}
+	for h := 0; h < 2; h++ {
+		copyK(opA.row[h], opA.valid[h], tp.alignedA, dK, int64(h*64*tcPitchK*2))
+	}
+	for d := range opsB {
+		op := &opsB[d]
+		if tp.transB[d] {
+			for h := 0; h < 2; h++ {
+				copyK(op.row[h], op.valid[h], tp.alignedB[d], dK, tp.bOff[d]+int64(h*64*tcPitchK*2))
+			}
+			continue
+		}
+		// [k, n]: rows k0 + tid/16 (+16), columns op.n .. op.n+7
+		dot := ke.plan.tc.mm.Dots[d]
+		b := ke.buf(dot.Rhs.Operation, dot.Rhs.Memref())
+		nr := len(b.strides)
+		st := b.strides[nr-2]
+		kr := ke.b64("shr.u64", tid, intImm(4, rB32))
+		c16 := ke.b64("and.b64", tid, intImm(15, rB64))
+		dN := ke.b64("add.s64", dst, ke.b64("mad.lo.s64", kr, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
+		nLeft := ke.b64("sub.s64", intImm(tp.N, rB64), op.n)
+		nLeft = ke.b64("max.s64", ke.b64("min.s64", nLeft, intImm(8, rB64)), intImm(0, rB64))
+		for h := 0; h < 2; h++ {
+			k := ke.b64("add.s64", ke.b64("add.s64", k0, kr), intImm(int64(16*h), rB64))
+			kv := ke.pred("setp.lt.s64", k, intImm(tp.K, rB64))
+			kcl := ke.b64("min.s64", k, intImm(tp.K-1, rB64))
+			rowAddr := ke.b64("add.s64", op.row[0], ke.ixReg(ke.ixScale(ke.ixMul(ixv{reg: kcl, has: true}, st), b.esize)))
+			dOff := tp.bOff[d] + int64(h*16*tcPitchN*2)
+			if tp.alignedB[d] {
+				ncl := ke.b64("min.s64", op.n, intImm(max(tp.N-8, 0), rB64))
+				src := ke.b64("add.s64", rowAddr, ke.b64("shl.b64", ncl, intImm(1, rB32)))
+				n := ke.b64("selp.b64", ke.b64("shl.b64", nLeft, intImm(1, rB32)), intImm(0, rB64), kv)
+				a.raw(nil, false, "cp.async.cg.shared.global", memRef(dN, dOff), memRef(src, 0), "16", ke.b32("cvt.u32.u64", n).s)
+				continue
+			}
+			src := ke.b64("add.s64", rowAddr, ke.b64("shl.b64", op.n, intImm(1, rB32)))
+			ke.tcScalarChunk(src, func(e int) opnd {
+				pe := ke.pred("setp.gt.s64", nLeft, intImm(int64(e), rB64))
+				return ke.pred("and.pred", pe, kv)
+			}, dN, dOff)
+		}
+	}
+}
+
+// tcScalarChunk copies 8 halves at src, each where in(e) holds (zero
+// elsewhere), into the 16 shared bytes at dst+off.
+func (ke *kernelEmitter) tcScalarChunk(src opnd, in func(e int) opnd, dst opnd, off int64) {
+	a := ke.a
+	hs := make([]opnd, 8)
+	for e := range hs {
+		hs[e] = a.reg(rB16)
+		a.ins("mov.b16", hs[e], intImm(0, rB16))
+		p := in(e)
+		a.raw(&p, false, "ld.global.nc.b16", hs[e].s, memRef(src, int64(2*e)))
+	}
+	ws := make([]opnd, 4)
+	for i := range ws {
+		ws[i] = a.reg(rB32)
+		a.raw(nil, false, "mov.b32", ws[i].s, "{"+hs[2*i].s+", "+hs[2*i+1].s+"}")
+	}
+	a.raw(nil, false, "st.shared.v4.b32", memRef(dst, off), vecRef(ws))
+}
