@@ -359,8 +359,9 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis", op.Name(), f.target.Name)
 	case IsView(op):
 		return roleFusible, ""
-	case op.Name() == graph.OpMatMul && f.target.Family != target.Tenstorrent:
-		// it takes an element-wise epilogue (matmul.go)
+	case op.Name() == graph.OpMatMul:
+		// it takes an element-wise epilogue (matmul.go; on Tenstorrent
+		// targets the epilogues tileEpilogue accepts)
 		return roleFusible, ""
 	case singleOpKinds[op.Name()] != "":
 		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own", op.Name())
@@ -580,6 +581,11 @@ func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string)
 	f.cycleVia = via
 	if via != nil {
 		return nil, fmt.Sprintf("fusing them would create a cycle through '%s' at %s", via.Name(), locString(via.Loc))
+	}
+	if f.target.Family == target.Tenstorrent {
+		if why := f.tileEpilogue(mergeOrdered(a.ops, b.ops, f.pos)); why != "" {
+			return nil, why
+		}
 	}
 	if !needInfo && usedOutside && uniformShortcut && a.shape != nil && b.shape != nil && slices.Equal(a.shape, b.shape) {
 		// element-wise primitives whose every operand and result has one
@@ -1065,4 +1071,116 @@ func tileAligned(op *ir.Operation) bool {
 		return true
 	}
 	return false
+}
+
+// tileEpilogueOps are the element-wise ops a Tenstorrent matmul kernel
+// applies to its result tiles in DST (emit/tt: the SFPU forms of its
+// epilogue).
+var tileEpilogueOps = map[string]bool{
+	graph.OpAdd: true, graph.OpSub: true, graph.OpMul: true,
+	graph.OpSilu: true, graph.OpSigmoid: true, graph.OpRelu: true, graph.OpNeg: true,
+	graph.OpExp: true, graph.OpTanh: true,
+}
+
+// tileEpilogue says why ops (a would-be kernel holding a matmul) cannot
+// be one matmul kernel on a Tenstorrent target, or "" when they can, or
+// when they hold no matmul. The backend streams the matmul's operands
+// from memory as they are (no prologue), keeps each dot product in a DST
+// tile and evaluates the epilogue as one expression tree of SFPU ops on
+// f32 tiles before the packer rounds the one result it stores: each value
+// is used once, and the epilogue reads inputs of static shapes at the
+// result's element ([M, N]), column ([N]) or row ([M, 1]).
+func (f *fuser) tileEpilogue(ops []*ir.Operation) string {
+	var mm *ir.Operation
+	for _, op := range ops {
+		if op.Name() == graph.OpMatMul {
+			mm = op
+			break
+		}
+	}
+	if mm == nil {
+		return ""
+	}
+	on := f.target.Name
+	if f.ctx != nil && f.ctx.ExactRounding {
+		return fmt.Sprintf("a matmul kernel on %s rounds only the result it stores, and exact rounding rounds every op of its epilogue", on)
+	}
+	in := map[*ir.Operation]bool{}
+	for _, op := range ops {
+		in[op] = true
+	}
+	res := shapeOf(mm.Result(0))
+	stored, dots, reads := 0, 0, 0
+	for _, op := range ops {
+		isMM := op.Name() == graph.OpMatMul
+		switch {
+		case isMM:
+			dots++
+			for i, v := range op.Operands() {
+				if d := v.DefiningOp(); d != nil && in[d] {
+					return fmt.Sprintf("a matmul kernel on %s reads its operands from memory as they are, but operand #%d of '%s' at %s is computed in the kernel ('%s')",
+						on, i, op.Name(), locString(op.Loc), d.Name())
+				}
+			}
+		case isSplatConstant(op.Result(0)):
+		case !tileEpilogueOps[op.Name()]:
+			return fmt.Sprintf("'%s' is not in the epilogue a matmul kernel on %s applies (add, sub, mul, silu, sigmoid, relu, neg, exp, tanh on f32 tiles)", op.Name(), on)
+		default:
+			if e, _ := ir.ElemOf(op.Result(0).Type()); !e.Kind.IsFloat() {
+				return fmt.Sprintf("'%s' computes on %s; a matmul kernel on %s computes its epilogue on float tiles", op.Name(), e, on)
+			}
+			if sh := shapeOf(op.Result(0)); !slices.Equal(sh, res) {
+				return fmt.Sprintf("'%s' computes a %s value; a matmul kernel on %s computes its epilogue per element of its %s result",
+					op.Name(), graph.FormatShape(sh), on, graph.FormatShape(res))
+			}
+			for _, v := range op.Operands() {
+				if d := v.DefiningOp(); d != nil && in[d] || isSplatConstant(v) {
+					continue
+				}
+				sh := shapeOf(v)
+				n := len(res)
+				switch {
+				case slices.Contains(sh, ir.Dynamic):
+					return fmt.Sprintf("'%s' reads a tensor of run-time shape %s in the epilogue of a matmul kernel on %s, which reads static tiles", op.Name(), graph.FormatShape(sh), on)
+				case slices.Equal(sh, res), len(sh) == 1 && sh[0] == res[n-1]:
+				case len(sh) == n && sh[n-1] == 1 && slices.Equal(sh[:n-1], res[:n-1]):
+				default:
+					return fmt.Sprintf("'%s' reads a %s tensor in the epilogue of a matmul kernel on %s, which reads operands at the result's element, column ([N]) or row ([M, 1]) of %s",
+						op.Name(), graph.FormatShape(sh), on, graph.FormatShape(res))
+				}
+				reads++
+				if uses := len(v.Users()); uses > 1 {
+					for _, u := range v.Users() {
+						if u != op && in[u] {
+							return fmt.Sprintf("'%s' reads a tensor that the kernel reads again; a matmul kernel on %s streams each operand once", op.Name(), on)
+						}
+					}
+				}
+			}
+		}
+		inside, outside := 0, false
+		for _, u := range op.Result(0).Users() {
+			if in[u] {
+				inside++
+			} else {
+				outside = true
+			}
+		}
+		if inside > 1 {
+			return fmt.Sprintf("the result of '%s' at %s is used %d times in the kernel; a matmul kernel on %s evaluates its epilogue as one expression tree, each value used once",
+				op.Name(), locString(op.Loc), inside, on)
+		}
+		if outside || inside == 0 {
+			stored++
+		}
+	}
+	if stored > 1 {
+		return fmt.Sprintf("the kernel would store %d results; a matmul kernel on %s stores one", stored, on)
+	}
+	// each dot product holds a DST tile, and the tree's leaves at most one
+	// each: within the 4 tiles of an acquire (fp32_dest_acc_en)
+	if tiles := 2*dots + reads - 1; tiles > 4 {
+		return fmt.Sprintf("the epilogue of %d dot products reading %d tensors may need %d DST tiles; a matmul kernel on %s has 4", dots, reads, tiles, on)
+	}
+	return ""
 }

@@ -153,16 +153,30 @@ var fuseCases = []fuseCase{
 		},
 	},
 	{
-		name: "matmul is a barrier on Tenstorrent",
+		name: "a matmul takes the epilogue Tenstorrent applies in DST",
 		src: `func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %b = graph.relu %m : tensor<4x8xf32>
   return %b : tensor<4x8xf32>
 }`,
 		target: "wormhole-n300",
-		top:    []string{"graph.matmul", "graph.relu"},
+		top:    []string{"graph.fused"},
 		remarks: []string{
-			"did not fuse 'graph.relu' with its producer 'graph.matmul' at 2:3: 'graph.matmul' is a kernel of its own",
+			"fused 'graph.relu' with its producer 'graph.matmul' at 2:3",
+		},
+	},
+	{
+		name: "a matmul on Tenstorrent refuses an epilogue using a value twice",
+		src: `func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = graph.sigmoid %m : tensor<4x8xf32>
+  %b = graph.mul %m, %s : tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}`,
+		target: "wormhole-n300",
+		top:    []string{"graph.matmul", "graph.fused"},
+		remarks: []string{
+			"did not fuse 'graph.sigmoid' with its producer 'graph.matmul' at 2:3: the kernel would store 2 results; a matmul kernel on wormhole-n300 stores one",
 		},
 	},
 	{

@@ -14,6 +14,7 @@ import (
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
 	"github.com/tensorforge/tensorforge/ir/target"
+	"github.com/tensorforge/tensorforge/parser"
 )
 
 // Matmul kernels on matmul_tiles, run on the emulation and held to the
@@ -33,8 +34,8 @@ import (
 type mmCase struct {
 	name string
 	src  string
-	// fuse: the epilogue is fused into the matmul kernel (the graph
-	// passes run for the cpu target, which fuses matmul epilogues).
+	// fuse: the program has an epilogue, which the Tenstorrent target's
+	// graph passes fuse into the matmul kernel (tileEpilogue).
 	fuse bool
 	// inputs, when set, gives the inputs; else random ones of scale 1
 	inputs func(fn ir.Func) ([]*geval.Tensor, error)
@@ -100,14 +101,9 @@ func extremeInputs(fn ir.Func) ([]*geval.Tensor, error) {
 func compileMatMul(t *testing.T, c mmCase, tgName string) builtCase {
 	tg, err := target.Lookup(tgName)
 	require.NoError(t, err)
-	graphTarget := tg
-	if c.fuse {
-		graphTarget, err = target.Lookup("cpu")
-		require.NoError(t, err)
-	}
-	orig, err := compileFor(c.src, graphPipeline, graphTarget)
+	orig, err := compileFor(c.src, graphPipeline, tg)
 	require.NoError(t, err, c.name)
-	lowered, err := compileFor(c.src, graphPipeline, graphTarget)
+	lowered, err := compileFor(c.src, graphPipeline, tg)
 	require.NoError(t, err, c.name)
 	p, err := ir.ParsePipeline("lower-to-loops,sram-alloc")
 	require.NoError(t, err)
@@ -368,5 +364,91 @@ func TestMatMulReported(t *testing.T) {
 		_, err := emitFused(t, c.src, "blackhole-p150")
 		require.Error(t, err, c.name)
 		assert.Contains(t, err.Error(), c.want, c.name)
+	}
+}
+
+// TestMatMulEpilogueOnTiles holds the Tenstorrent graph passes to what
+// the backend tiles: an epilogue it applies in DST is fused into the
+// matmul kernel; one it does not (a value used twice, two results, an
+// op computed per row, a broadcast it does not read, exact rounding, an
+// op without an SFPU form here) stays kernels of their own, so the
+// program compiles instead of meeting the backend's refusal.
+func TestMatMulEpilogueOnTiles(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		src   string
+		exact bool
+		fused bool
+	}{
+		{"bias and silu", `func.func @f(%a: tensor<64x96xbf16>, %b: tensor<32x96xbf16>, %bias: tensor<32xbf16>) -> tensor<64x32xbf16> {
+  %c = graph.matmul %a, %b {transpose_b = true} : (tensor<64x96xbf16>, tensor<32x96xbf16>) -> tensor<64x32xbf16>
+  %d = graph.add %c, %bias : (tensor<64x32xbf16>, tensor<32xbf16>) -> tensor<64x32xbf16>
+  %y = graph.silu %d : tensor<64x32xbf16>
+  return %y : tensor<64x32xbf16>
+}`, false, true},
+		{"residual add", `func.func @f(%a: tensor<64x96xf32>, %b: tensor<96x32xf32>, %r: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  %c = graph.matmul %a, %b : (tensor<64x96xf32>, tensor<96x32xf32>) -> tensor<64x32xf32>
+  %y = graph.add %c, %r : tensor<64x32xf32>
+  return %y : tensor<64x32xf32>
+}`, false, true},
+		{"a value used twice", `func.func @f(%a: tensor<64x96xf32>, %b: tensor<96x32xf32>) -> tensor<64x32xf32> {
+  %c = graph.matmul %a, %b : (tensor<64x96xf32>, tensor<96x32xf32>) -> tensor<64x32xf32>
+  %s = graph.sigmoid %c : tensor<64x32xf32>
+  %y = graph.mul %c, %s : tensor<64x32xf32>
+  return %y : tensor<64x32xf32>
+}`, false, false},
+		{"two results", `func.func @f(%a: tensor<64x96xf32>, %b: tensor<96x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>) {
+  %c = graph.matmul %a, %b : (tensor<64x96xf32>, tensor<96x32xf32>) -> tensor<64x32xf32>
+  %y = graph.silu %c : tensor<64x32xf32>
+  return %c, %y : tensor<64x32xf32>, tensor<64x32xf32>
+}`, false, false},
+		{"an op computed per row", `func.func @f(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>, %sc: tensor<32x1xf32>) -> tensor<32x32xf32> {
+  %c = graph.matmul %a, %b : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %e = graph.exp %sc : tensor<32x1xf32>
+  %y = graph.mul %c, %e : (tensor<32x32xf32>, tensor<32x1xf32>) -> tensor<32x32xf32>
+  return %y : tensor<32x32xf32>
+}`, false, false},
+		{"a broadcast over rows of a [1, N] operand", `func.func @f(%a: tensor<2x32x32xf32>, %b: tensor<2x32x32xf32>, %w: tensor<1x32x32xf32>) -> tensor<2x32x32xf32> {
+  %c = graph.matmul %a, %b : (tensor<2x32x32xf32>, tensor<2x32x32xf32>) -> tensor<2x32x32xf32>
+  %y = graph.add %c, %w : (tensor<2x32x32xf32>, tensor<1x32x32xf32>) -> tensor<2x32x32xf32>
+  return %y : tensor<2x32x32xf32>
+}`, false, false},
+		{"a comparison", `func.func @f(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>, %z: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %c = graph.matmul %a, %b : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %y = graph.max %c, %z : tensor<32x32xf32>
+  return %y : tensor<32x32xf32>
+}`, false, false},
+		{"two biased dot products", `func.func @f(%x: tensor<64x96xbf16>, %wg: tensor<32x96xbf16>, %wu: tensor<32x96xbf16>, %bg: tensor<32xbf16>, %bu: tensor<32xbf16>) -> tensor<64x32xbf16> {
+  %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<64x96xbf16>, tensor<32x96xbf16>) -> tensor<64x32xbf16>
+  %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<64x96xbf16>, tensor<32x96xbf16>) -> tensor<64x32xbf16>
+  %gb = graph.add %g, %bg : (tensor<64x32xbf16>, tensor<32xbf16>) -> tensor<64x32xbf16>
+  %ub = graph.add %u, %bu : (tensor<64x32xbf16>, tensor<32xbf16>) -> tensor<64x32xbf16>
+  %s = graph.silu %gb : tensor<64x32xbf16>
+  %y = graph.mul %s, %ub : tensor<64x32xbf16>
+  return %y : tensor<64x32xbf16>
+}`, false, false},
+		{"exact rounding", `func.func @f(%a: tensor<64x96xbf16>, %b: tensor<32x96xbf16>) -> tensor<64x32xbf16> {
+  %c = graph.matmul %a, %b {transpose_b = true} : (tensor<64x96xbf16>, tensor<32x96xbf16>) -> tensor<64x32xbf16>
+  %y = graph.silu %c : tensor<64x32xbf16>
+  return %y : tensor<64x32xbf16>
+}`, true, false},
+	} {
+		for _, tgName := range []string{"blackhole-p150", "wormhole-n300"} {
+			tg, err := target.Lookup(tgName)
+			require.NoError(t, err)
+			m, err := parser.Parse("input.tir", c.src)
+			require.NoError(t, err)
+			p, err := ir.ParsePipeline(graphPipeline + ",lower-to-loops,sram-alloc")
+			require.NoError(t, err)
+			pm := &ir.PassManager{Pipeline: p, VerifyEach: true}
+			require.NoError(t, pm.Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg, ExactRounding: c.exact}), c.name)
+			out, err := Emit(m, Options{Target: tg})
+			require.NoError(t, err, "%s on %s", c.name, tgName)
+			if c.fused {
+				require.Len(t, out.Program.Kernels, 1, "%s on %s: the epilogue joins the matmul kernel", c.name, tgName)
+			} else {
+				require.Greater(t, len(out.Program.Kernels), 1, "%s on %s: the epilogue stays apart", c.name, tgName)
+			}
+		}
 	}
 }
