@@ -104,7 +104,7 @@ func makePlan(ke *kernelEmitter) *plan {
 	}
 	if tp, why := planTC(ke); tp != nil {
 		pl.tc = tp
-		pl.block, pl.group, pl.rows = tcThreads, tcThreads, 1
+		pl.block, pl.group, pl.rows = int(tp.threads), int(tp.threads), 1
 		pl.shared = tp.sharedBytes()
 		return pl
 	} else {
@@ -783,7 +783,7 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // comment.
 func (pl *plan) describe() []string {
 	if tp := pl.tc; tp != nil {
-		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (8 warps, 2 x 4, warp tile 64 x 32), mma.sync.m16n8k16 %s, f32 accumulators.", tcBM, tcBN, tcBK, tcThreads, halfName(tp.half))}
+		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (%d warps, 2 x %d, warp tile 64 x %d), mma.sync.m16n8k16 %s, f32 accumulators.", tcBM, tcBN, tcBK, tp.threads, tp.threads/32, tp.warpsN, tp.wtn, halfName(tp.half))}
 		for d, t := range tp.transB {
 			b := "[k, n], ldmatrix.trans"
 			if t {
@@ -800,7 +800,7 @@ func (pl *plan) describe() []string {
 				copies += fmt.Sprintf("; B %d by 2-byte loads (rows not 16-byte aligned)", d)
 			}
 		}
-		out = append(out, fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: %s.", tcStages, tp.stageBytes, tp.sharedBytes(), copies))
+		out = append(out, fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: %s.", tp.stages, tp.stageBytes, tp.sharedBytes(), copies))
 		return out
 	}
 	var pre []string

@@ -52,6 +52,21 @@ func.func @swiglu(%x: tensor<?x40xbf16>, %wg: tensor<36x40xbf16>, %wu: tensor<36
   %y = graph.mul %s, %u : tensor<?x36xbf16>
   return %y : tensor<?x36xbf16>
 }
+func.func @deep_tb(%x: tensor<?x192xbf16>, %w: tensor<136x192xbf16>) -> tensor<?x136xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x192xbf16>, tensor<136x192xbf16>) -> tensor<?x136xbf16>
+  return %y : tensor<?x136xbf16>
+}
+func.func @deep_kn(%x: tensor<?x128xbf16>, %w: tensor<128x136xbf16>) -> tensor<?x136xbf16> {
+  %y = graph.matmul %x, %w : (tensor<?x128xbf16>, tensor<128x136xbf16>) -> tensor<?x136xbf16>
+  return %y : tensor<?x136xbf16>
+}
+func.func @deep_swiglu(%x: tensor<?x320xbf16>, %wg: tensor<40x320xbf16>, %wu: tensor<40x320xbf16>) -> tensor<?x40xbf16> {
+  %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x320xbf16>, tensor<40x320xbf16>) -> tensor<?x40xbf16>
+  %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x320xbf16>, tensor<40x320xbf16>) -> tensor<?x40xbf16>
+  %s = graph.silu %g : tensor<?x40xbf16>
+  %y = graph.mul %s, %u : tensor<?x40xbf16>
+  return %y : tensor<?x40xbf16>
+}
 func.func @w8(%x: tensor<?x64xbf16>, %q: tensor<40x64xi8>) -> tensor<?x40xbf16> {
   %w = graph.cast %q : (tensor<40x64xi8>) -> tensor<40x64xbf16>
   %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x64xbf16>, tensor<40x64xbf16>) -> tensor<?x40xbf16>
@@ -119,7 +134,9 @@ func matmulInputs(fn ir.Func, rows int64, seed int64) []*geval.Tensor {
 // sum of |a_k b_k|, plus |bias|...): the loop interpreter's sequential
 // f32 sum and the simulator's (each mma.sync rounded once to f32 from
 // float64) are each within K * 2^-24 * mag of the exact sum, and u = 1
-// ULP of the result type covers the two roundings of the result (2 where
+// ULP of the result type (bf16's, f16's) covers the two roundings of the
+// result, which round sums a few f32 ULPs apart to neighbouring values of
+// the type where they straddle a rounding boundary (2 where
 // the epilogue rounds again, and the bound doubles where the epilogue is
 // not linear: silu). NaN must be NaN and infinities equal.
 func TestSimulatedMatMul(t *testing.T) {
@@ -133,6 +150,12 @@ func TestSimulatedMatMul(t *testing.T) {
 		{"silu_res", 1, 48, false}, {"silu_res", 67, 48, false},
 		{"swiglu", 5, 40, false},
 		{"w8", 3, 64, true},
+		// K a multiple of 64 with aligned rows: the chunk addresses set
+		// once per tile, several turns of the stages (3 for one dot
+		// product, 4 for two), N past the tile
+		{"deep_tb", 130, 192, true},
+		{"deep_kn", 67, 128, true},
+		{"deep_swiglu", 5, 320, false},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
@@ -181,7 +204,7 @@ func TestSimulatedMatMul(t *testing.T) {
 						}
 						continue
 					}
-					bound := f*float64(c.K)*math.Ldexp(mag[r].Data[i], -23) + u*ulpAt(math.Abs(x), w.Elem)
+					bound := f*float64(c.K)*math.Ldexp(mag[r].Data[i], -23) + u*numeric.ULP(x, w.Elem)
 					d := math.Abs(x - y)
 					if math.IsNaN(mag[r].Data[i]) || math.IsInf(mag[r].Data[i], 0) {
 						bound = math.Inf(1)
@@ -219,13 +242,13 @@ func TestMatMulForm(t *testing.T) {
 	assert.Contains(t, files["bmm_bias.ptx"], "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
 	assert.NotContains(t, files["tb.ptx"], ".trans.")
 	assert.Contains(t, files["mm_bf16.ptx"], "by 2-byte loads")
-	assert.Equal(t, 64, strings.Count(files["swiglu.ptx"], "mma.sync.aligned"))
+	assert.Equal(t, 128, strings.Count(files["swiglu.ptx"], "mma.sync.aligned"))
 	w8 := files["w8.ptx"]
 	// (its scalar loops read the i8 weight with ld.global.s8, which the
 	// opcode list has not had from ptxas: not checked here)
 	assert.NotContains(t, w8, "mma.sync.aligned")
 	assert.Contains(t, w8, "Matmul as scalar loops, not on tensor cores: it multiplies bf16 by i8")
 	// shared memory above 48 KiB: the launcher raises the limit
-	assert.Contains(t, files["tb.py"], `("tb_k0", 256, 61440)`)
+	assert.Contains(t, files["tb.py"], `("tb_k0", 128, 110592)`)
 	assert.Contains(t, files["tb.py"], "cuFuncSetAttribute")
 }

@@ -10,38 +10,46 @@ import (
 // This file is the tensor-core form of kernels of kind "matmul" that
 // loop.MatchMatMul takes: bf16 x bf16 (or f16 x f16) dot products summed
 // in f32, the right operand [..., k, n] or [..., n, k] (transpose_b),
-// batches, a `?` row count, N and K static. A CTA of 256 threads (8
-// warps, 2 x 4) computes a 128 x 128 tile of one matrix of the result,
-// each warp 64 x 32 of it, as 4 x 4 mma.sync.m16n8k16 accumulators (64
-// f32 registers per thread and dot product):
+// batches, a `?` row count, N and K static. A CTA computes a 128 x 128
+// tile of one matrix of the result: one dot product with 128 threads (4
+// warps, 2 x 2, each 64 x 64 of the tile: 4 x 8 mma.sync.m16n8k16
+// accumulators, 128 f32 registers a thread), two with 256 threads (8
+// warps, 2 x 4, each 64 x 32 per dot product, 64 registers each):
 //
 //	for tile = ctaid; tile < tiles; tile += nctaid:       (batch, m0, n0)
-//	  prologue: stages 0 and 1 of K (32 each) global -> shared, cp.async
-//	  for kt in [0, ceil(K/32)):
-//	    cp.async.wait_group 1; bar.sync 0
-//	    copy stage kt+2 (if any); cp.async.commit_group
-//	    for kk in {0, 16}: ldmatrix A (4 x .x4), B (2 x .x4, .trans for
-//	      [k, n]), 16 mma.sync per dot product
+//	  (batch-major; groups of 16 tiles along M walk the columns in turn)
+//	  prologue: the first stages-1 stages of K (64 each) global -> shared
+//	  for kt in [0, ceil(K/64)):
+//	    cp.async.wait_group stages-2; bar.sync 0
+//	    copy stage kt+stages-1 (if any); cp.async.commit_group
+//	    for kk in {0, 16, 32, 48}: ldmatrix A (4 x .x4), B (.x4, .trans
+//	      for [k, n]), the mma.sync of each dot product
 //	  cp.async.wait_group 0; bar.sync 0
 //	  epilogue: the loop IR after the dots, per accumulator element, its
 //	  loads and stores predicated on (m < M, n < N)
 //
-// Shared memory holds three stages of A [128][32+8] and of each B
-// ([128][32+8] for [n, k], [32][128+8] for [k, n]): rows padded by 8
-// halves so that the eight row addresses of an ldmatrix fall in distinct
-// 16-byte bank groups. The copies are cp.async.cg of 16 bytes, the
-// src-size operand zero-filling what lies past K, M or N; where the rows
-// of an operand are not 16-byte aligned (its last extent not a multiple
-// of 8, or dynamic) that operand's chunks are copied by predicated 2-byte
-// loads and a st.shared.v4.b32 instead.
+// Shared memory holds stages (3 for one dot product, so that two CTAs
+// share an SM; 4 for two) of A [128][64+8] and of each B ([128][64+8]
+// for [n, k], [64][128+8] for [k, n]): rows padded by 8 halves so that
+// the eight row addresses of an ldmatrix fall in distinct 16-byte bank
+// groups. The copies are cp.async.cg of 16 bytes, the src-size operand
+// zero-filling what lies past K, M or N; where K is a multiple of 64 and
+// the rows are aligned, each chunk's address at k = 0 and its src-size
+// are set once per tile and the loop adds the stage's byte offset. Where
+// the rows of an operand are not 16-byte aligned (its last extent not a
+// multiple of 8, or dynamic) that operand's chunks are copied by
+// predicated 2-byte loads and a st.shared.v4.b32 instead.
 
 // Tile of the tensor-core form.
 const (
-	tcBM, tcBN, tcBK = 128, 128, 32
-	tcThreads        = 256
-	tcStages         = 3
-	tcPad            = 8 // halves added to every shared row
-	tcMaxDots        = 2
+	tcBM, tcBN, tcBK = 128, 128, 64
+	tcStages         = 4 // at most; fewer where shared memory runs short
+	// shared memory of one CTA such that two fit an SM (228 KiB, 1 KiB
+	// reserved per CTA): a kernel of one dot product takes at most 128
+	// registers a thread, and two CTAs of it hide each other's latency
+	tcSharedTwo = 113 * 1024
+	tcPad       = 8 // halves added to every shared row
+	tcMaxDots   = 2
 )
 
 // tensorCores turns the tensor-core form on; when false every matmul
@@ -62,11 +70,15 @@ type tcPlan struct {
 	// shared layout of one stage: A at 0, B d at bOff[d]
 	bOff       []int64
 	stageBytes int64
+	stages     int64
+	// threads of a CTA: 2 x warpsN warps, each a 64 x wtn tile of the
+	// result (wtn = 128 / warpsN)
+	threads, warpsN, wtn int64
 	// Python spelling of the tiles for the launcher
 	tilesPy string
 }
 
-func (tp *tcPlan) sharedBytes() int64 { return tcStages * tp.stageBytes }
+func (tp *tcPlan) sharedBytes() int64 { return tp.stages * tp.stageBytes }
 
 // pitches in halves
 const (
@@ -244,6 +256,22 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 	}
 	tp.stageBytes = off
+	// one dot product: 4 warps of 64 x 64 (128 accumulators a thread, 8
+	// ldmatrix.x4 for 32 mma.sync a k-step); two: 8 warps of 64 x 32 per
+	// dot product (the same ratio, A's fragments shared)
+	tp.threads, tp.warpsN = 256, 4
+	if len(mm.Dots) == 1 {
+		tp.threads, tp.warpsN = 128, 2
+	}
+	tp.wtn = tcBN / tp.warpsN
+	budget := int64(maxSharedBytes)
+	if len(mm.Dots) == 1 {
+		budget = tcSharedTwo
+	}
+	tp.stages = tcStages
+	for tp.stages > 3 && tp.sharedBytes() > budget {
+		tp.stages--
+	}
 	if tp.sharedBytes() > maxSharedBytes {
 		return nil, "its stages do not fit shared memory"
 	}
@@ -401,13 +429,36 @@ func productOf(v *ir.Value) (int64, map[*ir.Value]int, bool) {
 
 // tcOperand is the per-thread state of copying one operand's chunks.
 type tcOperand struct {
-	row    [2]opnd // global address of the chunk's row (or matrix) at k = 0
-	valid  [2]opnd // the row (A, [n, k] B) lies inside the result
-	sm     [2]int64
-	k      [2]int64 // [k, n] B: the rows of the tile the thread copies
-	n      opnd     // [k, n] B: the first column of the thread's chunk
+	row   []opnd // global address of the chunk's row (or matrix) at k = 0, per pass
+	valid []opnd // the row (A, [n, k] B) lies inside the result
+	// fast path (rows 16-byte aligned, K a multiple of tcBK): the
+	// address of the thread's chunk at k = 0 and the src-size operand,
+	// both set once per tile
+	src    []opnd
+	size   []opnd
+	n      opnd // [k, n] B: the first column of the thread's chunk
 	nValid opnd
+	nLeft  opnd // [k, n] B: the halves of the chunk inside N (0 to 8)
 }
+
+// Copy geometry: a K row of a tile is tcBK/8 chunks of 16 bytes.
+const (
+	tcChunksK = tcBK / 8                   // chunks per K row (A, [n, k] B)
+	tcGroupM  = 16                         // tiles along M that take the columns in turn (L2 reuse of B)
+	tcKShift  = 5 + (tcBK/64)%2 + tcBK/128 // log2(tcBK) for 32, 64, 128
+)
+
+// rowsK is the K rows (A, [n, k] B) the CTA copies in one pass, passK
+// the passes over a 128-row tile; rowsN and passN the same for the rows
+// of a [k, n] B (16 chunks each).
+func (tp *tcPlan) rowsK() int64 { return tp.threads / tcChunksK }
+func (tp *tcPlan) passK() int   { return int(tcBM / tp.rowsK()) }
+func (tp *tcPlan) rowsN() int64 { return tp.threads / (tcBN / 8) }
+func (tp *tcPlan) passN() int   { return int(tcBK / tp.rowsN()) }
+
+// fastK reports whether the chunks of an operand with rows aligned as
+// given never need clamping along K.
+func (tp *tcPlan) fastK(aligned bool) bool { return aligned && tp.K%tcBK == 0 }
 
 // emitTC writes the tensor-core kernel (after the kernel's prologue).
 func (ke *kernelEmitter) emitTC() {
@@ -426,8 +477,10 @@ func (ke *kernelEmitter) emitTC() {
 	nt := ceilDiv(tp.N, tcBN)
 	mReg := ke.ixReg(M)
 	mt := ke.ixDiv(ke.ixAdd(M, constIx(tcBM-1)), constIx(tcBM))
-	tiles := ke.ixMul(ke.ixMul(batch, mt), constIx(nt))
+	perMatrix := ke.ixMul(mt, constIx(nt))
+	tiles := ke.ixMul(batch, perMatrix)
 	tilesReg := ke.ixReg(tiles)
+	perMatrixReg := ke.ixReg(perMatrix)
 	mLast := ke.ixReg(ke.ixAdd(M, constIx(-1)))
 	mtReg := ke.ixReg(mt)
 
@@ -435,8 +488,8 @@ func (ke *kernelEmitter) emitTC() {
 	tid := ke.tid
 	warp := ke.b64("shr.u64", tid, intImm(5, rB32))
 	lane := ke.b64("and.b64", tid, intImm(31, rB64))
-	wm := ke.b64("shr.u64", warp, intImm(2, rB32))
-	wn := ke.b64("and.b64", warp, intImm(3, rB64))
+	wm := ke.b64("shr.u64", warp, intImm(tp.warpsN/2, rB32)) // warpsN is 2 or 4
+	wn := ke.b64("and.b64", warp, intImm(tp.warpsN-1, rB64))
 	g := ke.b64("shr.u64", lane, intImm(2, rB32))
 	t4 := ke.b64("and.b64", lane, intImm(3, rB64))
 	// ldmatrix lane offsets (bytes, in a stage)
@@ -447,84 +500,124 @@ func (ke *kernelEmitter) emitTC() {
 	// A: row wm*64 + l%16, column 8*(l/16)
 	aRow := ke.b64("mad.lo.s64", wm, intImm(64, rB64), l16)
 	aLane := ke.b64("mad.lo.s64", aRow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", hi16, intImm(4, rB32)))
+	aLane = ke.b64("add.s64", aLane, ke.smemCTA)
 	bLane := make([]opnd, len(mm.Dots))
 	for d, tr := range tp.transB {
 		if tr {
-			// rows n = wn*32 + l%8 + 8*(l/16), column k 8*((l/8)%2)
-			n := ke.b64("add.s64", ke.b64("mad.lo.s64", wn, intImm(32, rB64), l8), ke.b64("shl.b64", hi16, intImm(3, rB32)))
+			// rows n = wn*wtn + l%8 + 8*(l/16), column k 8*((l/8)%2)
+			n := ke.b64("add.s64", ke.b64("mad.lo.s64", wn, intImm(tp.wtn, rB64), l8), ke.b64("shl.b64", hi16, intImm(3, rB32)))
 			bLane[d] = ke.b64("mad.lo.s64", n, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", mid8, intImm(4, rB32)))
 		} else {
-			// rows k = l%8 + 8*((l/8)%2), column n wn*32 + 8*(l/16)
+			// rows k = l%8 + 8*((l/8)%2), column n wn*wtn + 8*(l/16)
 			kr := ke.b64("add.s64", l8, ke.b64("shl.b64", mid8, intImm(3, rB32)))
-			n := ke.b64("add.s64", ke.b64("shl.b64", wn, intImm(5, rB32)), ke.b64("shl.b64", hi16, intImm(3, rB32)))
+			n := ke.b64("add.s64", ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)), ke.b64("shl.b64", hi16, intImm(3, rB32)))
 			bLane[d] = ke.b64("mad.lo.s64", kr, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", n, intImm(1, rB32)))
 		}
+		bLane[d] = ke.b64("add.s64", ke.b64("add.s64", bLane[d], ke.smemCTA), intImm(tp.bOff[d], rB64))
 	}
+	// where the thread's chunks land in stage 0
+	chunk := ke.b64("and.b64", tid, intImm(tcChunksK-1, rB64)) // 8-half chunk of a K row
+	crow := ke.b64("shr.u64", tid, intImm(tcKShift-3, rB32))   // row of a tile (and + tp.rowsK() per pass)
+	dK0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", crow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", chunk, intImm(4, rB32))))
+	kr16 := ke.b64("shr.u64", tid, intImm(4, rB32)) // [k, n] B: K row of the chunk
+	c16 := ke.b64("and.b64", tid, intImm(15, rB64)) // [k, n] B: chunk of the row
+	dN0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", kr16, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
 
 	ctaid := ke.specialReg("%ctaid.x")
 	nctaid := ke.specialReg("%nctaid.x")
 	q := a.reg(rB64)
 	a.ins("mov.b64", q, ctaid)
 	tileL, done := a.newLabel(), a.newLabel()
-	a.comment("tiles of %d x %d: batch-major, then rows, then columns", tcBM, tcBN)
+	a.comment("tiles of %d x %d: batch-major, then groups of %d tiles along M that walk the columns", tcBM, tcBN, tcGroupM)
 	a.label(tileL)
 	p := a.reg(rPred)
 	a.ins("setp.ge.s64", p, q, tilesReg)
 	a.bra(&p, false, done)
 	ke.pushScope()
-	ntile := ke.b64("rem.s64", q, intImm(nt, rB64))
-	rest := ke.b64("div.s64", q, intImm(nt, rB64))
-	mtile := ke.b64("rem.s64", rest, mtReg)
-	bIdx := ke.b64("div.s64", rest, mtReg)
+	bIdx := ke.b64("div.s64", q, perMatrixReg)
+	rest := ke.b64("rem.s64", q, perMatrixReg)
+	width := intImm(tcGroupM*nt, rB64)
+	firstM := ke.b64("mul.lo.s64", ke.b64("div.s64", rest, width), intImm(tcGroupM, rB64))
+	gsz := ke.b64("min.s64", ke.b64("sub.s64", mtReg, firstM), intImm(tcGroupM, rB64))
+	inGroup := ke.b64("rem.s64", rest, width)
+	mtile := ke.b64("add.s64", firstM, ke.b64("rem.s64", inGroup, gsz))
+	ntile := ke.b64("div.s64", inGroup, gsz)
 	m0 := ke.b64("shl.b64", mtile, intImm(7, rB32))
 	n0 := ke.b64("shl.b64", ntile, intImm(7, rB32))
 	row0 := ke.b64("mul.lo.s64", bIdx, mReg) // the matrix's first row of the grid
 
 	// per-thread copy state
-	chunk := ke.b64("and.b64", tid, intImm(3, rB64)) // 8-half chunk of a K row
-	crow := ke.b64("shr.u64", tid, intImm(2, rB32))  // row of a tile (and + 64)
 	var opA tcOperand
 	opsB := make([]tcOperand, len(mm.Dots))
-	for h := 0; h < 2; h++ {
-		m := ke.b64("add.s64", ke.b64("add.s64", m0, crow), intImm(int64(64*h), rB64))
-		opA.valid[h] = ke.pred("setp.lt.s64", m, mReg)
+	fastSize := func(valid opnd) opnd {
+		return ke.b32("selp.b32", intImm(16, rB32), intImm(0, rB32), valid)
+	}
+	for h := 0; h < tp.passK(); h++ {
+		m := ke.b64("add.s64", ke.b64("add.s64", m0, crow), intImm(int64(tp.rowsK()*int64(h)), rB64))
+		v := ke.pred("setp.lt.s64", m, mReg)
 		r := ke.b64("add.s64", row0, ke.b64("min.s64", m, mLast))
-		opA.row[h] = ke.tcAddr(mm.Dots[0].Lhs, r, constIx(0), 0)
+		ra := ke.tcAddr(mm.Dots[0].Lhs, r, constIx(0), 0)
+		opA.valid = append(opA.valid, v)
+		opA.row = append(opA.row, ra)
+		if tp.fastK(tp.alignedA) {
+			opA.src = append(opA.src, ke.b64("add.s64", ra, ke.b64("shl.b64", chunk, intImm(4, rB32))))
+			opA.size = append(opA.size, fastSize(v))
+		}
 	}
 	for d, dot := range mm.Dots {
 		op := &opsB[d]
 		if tp.transB[d] {
-			for h := 0; h < 2; h++ {
-				n := ke.b64("add.s64", ke.b64("add.s64", n0, crow), intImm(int64(64*h), rB64))
-				op.valid[h] = ke.pred("setp.lt.s64", n, intImm(tp.N, rB64))
+			for h := 0; h < tp.passK(); h++ {
+				n := ke.b64("add.s64", ke.b64("add.s64", n0, crow), intImm(int64(tp.rowsK()*int64(h)), rB64))
+				v := ke.pred("setp.lt.s64", n, intImm(tp.N, rB64))
 				nc := ke.b64("min.s64", n, intImm(tp.N-1, rB64))
-				op.row[h] = ke.tcAddr(dot.Rhs, row0, ixv{reg: nc, has: true}, d)
+				ra := ke.tcAddr(dot.Rhs, row0, ixv{reg: nc, has: true}, d)
+				op.valid = append(op.valid, v)
+				op.row = append(op.row, ra)
+				if tp.fastK(tp.alignedB[d]) {
+					op.src = append(op.src, ke.b64("add.s64", ra, ke.b64("shl.b64", chunk, intImm(4, rB32))))
+					op.size = append(op.size, fastSize(v))
+				}
 			}
 			continue
 		}
-		// [k, n]: rows k = tid/16 (and + 16), columns n0 + 8*(tid%16)
-		op.row[0] = ke.tcAddr(dot.Rhs, row0, constIx(0), d)
-		c16 := ke.b64("and.b64", tid, intImm(15, rB64))
+		// [k, n]: rows k = tid/16 (and + 16 per pass), columns n0 + 8*(tid%16)
+		op.row = []opnd{ke.tcAddr(dot.Rhs, row0, constIx(0), d)}
 		op.n = ke.b64("add.s64", n0, ke.b64("shl.b64", c16, intImm(3, rB32)))
 		op.nValid = ke.pred("setp.lt.s64", op.n, intImm(tp.N, rB64))
+		nLeft := ke.b64("sub.s64", intImm(tp.N, rB64), op.n)
+		op.nLeft = ke.b64("max.s64", ke.b64("min.s64", nLeft, intImm(8, rB64)), intImm(0, rB64))
+		if tp.fastK(tp.alignedB[d]) {
+			b := ke.buf(dot.Rhs.Operation, dot.Rhs.Memref())
+			st := b.strides[len(b.strides)-2]
+			ncl := ke.b64("min.s64", op.n, intImm(max(tp.N-8, 0), rB64))
+			base := ke.b64("add.s64", op.row[0], ke.b64("shl.b64", ncl, intImm(1, rB32)))
+			size := ke.b32("cvt.u32.u64", ke.b64("shl.b64", op.nLeft, intImm(1, rB32)))
+			for h := 0; h < tp.passN(); h++ {
+				k := ke.b64("add.s64", kr16, intImm(int64(tp.rowsN()*int64(h)), rB64))
+				op.src = append(op.src, ke.b64("add.s64", base, ke.ixReg(ke.ixScale(ke.ixMul(ixv{reg: k, has: true}, st), b.esize))))
+				op.size = append(op.size, size)
+			}
+		}
 	}
 
-	// accumulators
+	// accumulators: 4 x nj mma tiles of 16 x 8, 4 registers each
+	nj := int(tp.wtn / 8)
 	acc := make([][]opnd, len(mm.Dots))
 	for d := range acc {
-		acc[d] = make([]opnd, 64)
+		acc[d] = make([]opnd, 4*nj*4)
 		for i := range acc[d] {
 			acc[d][i] = a.reg(rF32)
 			a.ins("mov.f32", acc[d][i], f32Imm(0))
 		}
 	}
 
+	stages := tp.stages
 	kT := ceilDiv(tp.K, tcBK)
-	stage := func(s opnd) opnd { return ke.b64("add.s64", ke.smemCTA, s) }
-	a.comment("prologue: the first %d stages of K", tcStages-1)
-	for s := int64(0); s < tcStages-1; s++ {
+	a.comment("prologue: the first %d stages of K", stages-1)
+	for s := int64(0); s < stages-1; s++ {
 		if s < kT {
-			ke.tcCopy(tp, &opA, opsB, intImm(s, rB64), stage(intImm(s*tp.stageBytes, rB64)), tid, chunk, crow)
+			ke.tcCopy(tp, &opA, opsB, intImm(s, rB64), intImm(s*tp.stageBytes, rB64), dK0, dN0, kr16)
 		}
 		a.raw(nil, false, "cp.async.commit_group")
 	}
@@ -532,27 +625,26 @@ func (ke *kernelEmitter) emitTC() {
 	a.ins("mov.b64", kt, intImm(0, rB64))
 	sCur, sNext := a.reg(rB64), a.reg(rB64)
 	a.ins("mov.b64", sCur, intImm(0, rB64))
-	a.ins("mov.b64", sNext, intImm((tcStages-1)*tp.stageBytes, rB64))
+	a.ins("mov.b64", sNext, intImm((stages-1)*tp.stageBytes, rB64))
 	kL := a.newLabel()
-	a.comment("the loop over K, %d at a time, %d stages", tcBK, tcStages)
+	a.comment("the loop over K, %d at a time, %d stages", tcBK, stages)
 	a.label(kL)
 	ke.pushScope()
-	a.raw(nil, false, "cp.async.wait_group", itoa(tcStages-2))
+	a.raw(nil, false, "cp.async.wait_group", itoa(stages-2))
 	a.ins("bar.sync", intImm(0, rB32))
-	ktn := ke.b64("add.s64", kt, intImm(tcStages-1, rB64))
+	ktn := ke.b64("add.s64", kt, intImm(stages-1, rB64))
 	skip := a.newLabel()
 	pk := ke.pred("setp.ge.s64", ktn, intImm(kT, rB64))
 	a.bra(&pk, false, skip)
 	ke.pushScope()
-	ke.tcCopy(tp, &opA, opsB, ktn, stage(sNext), tid, chunk, crow)
+	ke.tcCopy(tp, &opA, opsB, ktn, sNext, dK0, dN0, kr16)
 	ke.popScope()
 	a.label(skip)
 	a.raw(nil, false, "cp.async.commit_group")
-	base := stage(sCur)
-	aBase := ke.b64("add.s64", base, aLane)
+	aBase := ke.b64("add.s64", sCur, aLane)
 	bBase := make([]opnd, len(mm.Dots))
 	for d := range bBase {
-		bBase[d] = ke.b64("add.s64", ke.b64("add.s64", base, bLane[d]), intImm(tp.bOff[d], rB64))
+		bBase[d] = ke.b64("add.s64", sCur, bLane[d])
 	}
 	typ := halfName(tp.half)
 	for kk := int64(0); kk < tcBK; kk += 16 {
@@ -562,7 +654,7 @@ func (ke *kernelEmitter) emitTC() {
 			a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(af[i]), memRef(aBase, int64(i)*16*tcPitchK*2+kk*2))
 		}
 		for d := range mm.Dots {
-			bf := make([][]opnd, 2)
+			bf := make([][]opnd, nj/2)
 			for jp := range bf {
 				bf[jp] = ke.tcRegs(4)
 				if tp.transB[d] {
@@ -572,8 +664,8 @@ func (ke *kernelEmitter) emitTC() {
 				}
 			}
 			for i := 0; i < 4; i++ {
-				for j := 0; j < 4; j++ {
-					c := acc[d][(i*4+j)*4 : (i*4+j)*4+4]
+				for j := 0; j < nj; j++ {
+					c := acc[d][(i*nj+j)*4 : (i*nj+j)*4+4]
 					b := bf[j/2][2*(j%2) : 2*(j%2)+2]
 					a.raw(nil, false, "mma.sync.aligned.m16n8k16.row.col.f32."+typ+"."+typ+".f32", vecRef(c), vecRef(af[i]), vecRef(b), vecRef(c))
 				}
@@ -583,7 +675,7 @@ func (ke *kernelEmitter) emitTC() {
 	// rotate the stages
 	for _, s := range []opnd{sCur, sNext} {
 		a.ins("add.s64", s, s, intImm(tp.stageBytes, rB64))
-		w := ke.pred("setp.ge.s64", s, intImm(tcStages*tp.stageBytes, rB64))
+		w := ke.pred("setp.ge.s64", s, intImm(stages*tp.stageBytes, rB64))
 		a.ins("selp.b64", s, intImm(0, rB64), s, w)
 	}
 	ke.popScope()
@@ -598,7 +690,7 @@ func (ke *kernelEmitter) emitTC() {
 	a.comment("epilogue: the loop IR after the dot products, per element")
 	mW := ke.b64("add.s64", m0, ke.b64("shl.b64", wm, intImm(6, rB32)))
 	mW = ke.b64("add.s64", mW, g)
-	nW := ke.b64("add.s64", n0, ke.b64("shl.b64", wn, intImm(5, rB32)))
+	nW := ke.b64("add.s64", n0, ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)))
 	nW = ke.b64("add.s64", nW, ke.b64("shl.b64", t4, intImm(1, rB32)))
 	nCheck := tp.N%tcBN != 0
 	cb := mm.Cols.Body().Entry()
@@ -618,7 +710,7 @@ func (ke *kernelEmitter) emitTC() {
 			for op := gb.First(); op != mm.Cols.Operation; op = op.Next() {
 				ke.emitOp(op)
 			}
-			for j := 0; j < 4; j++ {
+			for j := 0; j < nj; j++ {
 				for c := 0; c < 2; c++ {
 					n := ixv{reg: nW, has: true, off: int64(j*8 + c)}
 					in := &inM
@@ -630,7 +722,7 @@ func (ke *kernelEmitter) emitTC() {
 					ke.mults[col] = 1
 					ke.ldPred, ke.stPred = in, in
 					for d, dot := range mm.Dots {
-						ke.vals[dot.Loop.Values()[0]] = []opnd{acc[d][(i*4+j)*4+2*h+c]}
+						ke.vals[dot.Loop.Values()[0]] = []opnd{acc[d][(i*nj+j)*4+2*h+c]}
 					}
 					for op := cb.First(); op != nil; op = op.Next() {
 						if _, isDot := dots[op]; isDot || op.Name() == loop.OpYield {
@@ -693,74 +785,107 @@ func (ke *kernelEmitter) tcAddr(ld loop.LoadOp, r opnd, col ixv, d int) opnd {
 }
 
 // tcCopy copies stage kt of K (a b64 register or immediate) of A and of
-// every B into the shared stage at dst: cp.async of 16 bytes, zero-filled
-// past the edges, or predicated 2-byte loads where rows are not aligned.
-func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt, dst, tid, chunk, crow opnd) {
+// every B into the shared stage at byte offset sOff: cp.async of 16
+// bytes, zero-filled past the edges, or predicated 2-byte loads where
+// rows are not aligned. dK0 and dN0 are where the thread's chunks land
+// in stage 0 (K rows and [k, n] rows), kr the thread's row of a [k, n]
+// pass.
+func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt, sOff, dK0, dN0, kr opnd) {
 	a := ke.a
-	k0 := ke.b64("shl.b64", kt, intImm(5, rB32))
-	// the thread's K chunk: k0 + 8*chunk, the halves left in it
-	kc := ke.b64("add.s64", k0, ke.b64("shl.b64", chunk, intImm(3, rB32)))
-	left := ke.b64("sub.s64", intImm(tp.K, rB64), kc)
-	left = ke.b64("max.s64", ke.b64("min.s64", left, intImm(8, rB64)), intImm(0, rB64))
-	kcl := ke.b64("min.s64", kc, intImm((tp.K-1)/8*8, rB64))
-	// where the chunk lands: row crow (+64), column 8*chunk
-	dK := ke.b64("add.s64", dst, ke.b64("mad.lo.s64", crow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", chunk, intImm(4, rB32))))
-	copyK := func(rowAddr opnd, valid opnd, aligned bool, dstAddr opnd, dstOff int64) {
-		src := ke.b64("add.s64", rowAddr, ke.b64("shl.b64", kcl, intImm(1, rB32)))
+	dK := ke.b64("add.s64", dK0, sOff)
+	k0 := ke.b64("shl.b64", kt, intImm(tcKShift, rB32))
+	var kb opnd // fast path: the bytes of the stage's first k in a K row
+	if tp.fastK(tp.alignedA) || tp.fastK(anyAlignedTrans(tp.alignedB, tp.transB)) {
+		kb = ke.b64("shl.b64", kt, intImm(tcKShift+1, rB32))
+	}
+	// slow path: the thread's K chunk k0 + 8*chunk, the halves left in it
+	var kc, left, kcl opnd
+	slow := func() {
+		if kc.s != "" {
+			return
+		}
+		chunk := ke.b64("and.b64", ke.tid, intImm(tcChunksK-1, rB64))
+		kc = ke.b64("add.s64", k0, ke.b64("shl.b64", chunk, intImm(3, rB32)))
+		left = ke.b64("sub.s64", intImm(tp.K, rB64), kc)
+		left = ke.b64("max.s64", ke.b64("min.s64", left, intImm(8, rB64)), intImm(0, rB64))
+		kcl = ke.b64("min.s64", kc, intImm((tp.K-1)/8*8, rB64))
+	}
+	copyK := func(op *tcOperand, h int, aligned bool, dstOff int64) {
+		if tp.fastK(aligned) {
+			src := ke.b64("add.s64", op.src[h], kb)
+			a.raw(nil, false, "cp.async.cg.shared.global", memRef(dK, dstOff), memRef(src, 0), "16", op.size[h].s)
+			return
+		}
+		slow()
+		valid := op.valid[h]
 		if aligned {
+			src := ke.b64("add.s64", op.row[h], ke.b64("shl.b64", kcl, intImm(1, rB32)))
 			n := ke.b64("selp.b64", ke.b64("shl.b64", left, intImm(1, rB32)), intImm(0, rB64), valid)
-			a.raw(nil, false, "cp.async.cg.shared.global", memRef(dstAddr, dstOff), memRef(src, 0), "16", ke.b32("cvt.u32.u64", n).s)
+			a.raw(nil, false, "cp.async.cg.shared.global", memRef(dK, dstOff), memRef(src, 0), "16", ke.b32("cvt.u32.u64", n).s)
 			return
 		}
 		// unaligned rows: the halves one by one (the address unclamped,
 		// the loads predicated)
-		src = ke.b64("add.s64", rowAddr, ke.b64("shl.b64", kc, intImm(1, rB32)))
+		src := ke.b64("add.s64", op.row[h], ke.b64("shl.b64", kc, intImm(1, rB32)))
 		ke.tcScalarChunk(src, func(e int) opnd {
 			pe := ke.pred("setp.gt.s64", left, intImm(int64(e), rB64))
 			return ke.pred("and.pred", pe, valid)
-		}, dstAddr, dstOff)
+		}, dK, dstOff)
 	}
-	for h := 0; h < 2; h++ {
-		copyK(opA.row[h], opA.valid[h], tp.alignedA, dK, int64(h*64*tcPitchK*2))
+	for h := 0; h < tp.passK(); h++ {
+		copyK(opA, h, tp.alignedA, int64(h)*tp.rowsK()*tcPitchK*2)
 	}
 	for d := range opsB {
 		op := &opsB[d]
 		if tp.transB[d] {
-			for h := 0; h < 2; h++ {
-				copyK(op.row[h], op.valid[h], tp.alignedB[d], dK, tp.bOff[d]+int64(h*64*tcPitchK*2))
+			for h := 0; h < tp.passK(); h++ {
+				copyK(op, h, tp.alignedB[d], tp.bOff[d]+int64(h)*tp.rowsK()*tcPitchK*2)
 			}
 			continue
 		}
-		// [k, n]: rows k0 + tid/16 (+16), columns op.n .. op.n+7
+		// [k, n]: rows k0 + kr (+16 per pass), columns op.n .. op.n+7
 		dot := ke.plan.tc.mm.Dots[d]
 		b := ke.buf(dot.Rhs.Operation, dot.Rhs.Memref())
-		nr := len(b.strides)
-		st := b.strides[nr-2]
-		kr := ke.b64("shr.u64", tid, intImm(4, rB32))
-		c16 := ke.b64("and.b64", tid, intImm(15, rB64))
-		dN := ke.b64("add.s64", dst, ke.b64("mad.lo.s64", kr, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
-		nLeft := ke.b64("sub.s64", intImm(tp.N, rB64), op.n)
-		nLeft = ke.b64("max.s64", ke.b64("min.s64", nLeft, intImm(8, rB64)), intImm(0, rB64))
-		for h := 0; h < 2; h++ {
-			k := ke.b64("add.s64", ke.b64("add.s64", k0, kr), intImm(int64(16*h), rB64))
+		st := b.strides[len(b.strides)-2]
+		dN := ke.b64("add.s64", dN0, sOff)
+		if tp.fastK(tp.alignedB[d]) {
+			kbN := ke.ixReg(ke.ixScale(ke.ixMul(ixv{reg: k0, has: true}, st), b.esize))
+			for h := 0; h < tp.passN(); h++ {
+				src := ke.b64("add.s64", op.src[h], kbN)
+				a.raw(nil, false, "cp.async.cg.shared.global", memRef(dN, tp.bOff[d]+int64(h)*tp.rowsN()*tcPitchN*2), memRef(src, 0), "16", op.size[h].s)
+			}
+			continue
+		}
+		for h := 0; h < tp.passN(); h++ {
+			k := ke.b64("add.s64", ke.b64("add.s64", k0, kr), intImm(int64(tp.rowsN()*int64(h)), rB64))
 			kv := ke.pred("setp.lt.s64", k, intImm(tp.K, rB64))
 			kcl := ke.b64("min.s64", k, intImm(tp.K-1, rB64))
 			rowAddr := ke.b64("add.s64", op.row[0], ke.ixReg(ke.ixScale(ke.ixMul(ixv{reg: kcl, has: true}, st), b.esize)))
-			dOff := tp.bOff[d] + int64(h*16*tcPitchN*2)
+			dOff := tp.bOff[d] + int64(h)*tp.rowsN()*tcPitchN*2
 			if tp.alignedB[d] {
 				ncl := ke.b64("min.s64", op.n, intImm(max(tp.N-8, 0), rB64))
 				src := ke.b64("add.s64", rowAddr, ke.b64("shl.b64", ncl, intImm(1, rB32)))
-				n := ke.b64("selp.b64", ke.b64("shl.b64", nLeft, intImm(1, rB32)), intImm(0, rB64), kv)
+				n := ke.b64("selp.b64", ke.b64("shl.b64", op.nLeft, intImm(1, rB32)), intImm(0, rB64), kv)
 				a.raw(nil, false, "cp.async.cg.shared.global", memRef(dN, dOff), memRef(src, 0), "16", ke.b32("cvt.u32.u64", n).s)
 				continue
 			}
 			src := ke.b64("add.s64", rowAddr, ke.b64("shl.b64", op.n, intImm(1, rB32)))
 			ke.tcScalarChunk(src, func(e int) opnd {
-				pe := ke.pred("setp.gt.s64", nLeft, intImm(int64(e), rB64))
+				pe := ke.pred("setp.gt.s64", op.nLeft, intImm(int64(e), rB64))
 				return ke.pred("and.pred", pe, kv)
 			}, dN, dOff)
 		}
 	}
+}
+
+// anyAlignedTrans reports whether some transposed operand is aligned.
+func anyAlignedTrans(aligned, trans []bool) bool {
+	for i, t := range trans {
+		if t && aligned[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // tcScalarChunk copies 8 halves at src, each where in(e) holds (zero
