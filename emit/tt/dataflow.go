@@ -138,6 +138,15 @@ func (d *dataflowGen) write() string {
 			w.line("cb_reserve_back(%s, 1);", p.scratch.name)
 			w.line("const uint32_t %s_src = get_write_ptr(%s);", p.name, p.scratch.name)
 		}
+		for _, p := range d.params {
+			if p.rowCache == nil {
+				continue
+			}
+			w.line("// the row block of %s, read once per unit for its streams: reserved for the whole kernel, never pushed", p.name)
+			w.line("cb_reserve_back(%s, %d);", p.rowCache.name, p.rowTiles())
+			w.line("const uint32_t %s_row = get_write_ptr(%s);", p.name, p.rowCache.name)
+			w.line("const uint32_t %s_tile = get_tile_size(%s);", p.name, p.rowCache.name)
+		}
 	}
 	if d.reader {
 		if g.scaler != nil {
@@ -161,13 +170,39 @@ func (d *dataflowGen) write() string {
 		if !strings.Contains(text, "ct") {
 			w.line("(void)ct;")
 		}
-	} else if strings.Contains(text, "rb") {
+	} else if strings.Contains(text, "rb") || d.cachesRows() {
 		w.line("const uint32_t rb = unit_start + unit;  // the row block")
+	}
+	if d.reader {
+		for _, p := range d.params {
+			if p.rowCache == nil {
+				continue
+			}
+			rt := p.rowTiles()
+			w.line("// %s's row block, each tile read from DRAM once", p.name)
+			w.open("for (uint32_t t = 0; t < %du; ++t)", rt)
+			w.line("noc_async_read_tile(rb * %du + t, %s, %s_row + t * %s_tile);", rt, p.name, p.name, p.name)
+			w.close()
+			w.line("noc_async_read_barrier();")
+		}
 	}
 	w.sb.WriteString(text)
 	w.close()
 	w.close()
 	return w.String()
+}
+
+// cachesRows reports whether the reader keeps a row block of a buffer.
+func (d *dataflowGen) cachesRows() bool {
+	if !d.reader {
+		return false
+	}
+	for _, p := range d.params {
+		if p.rowCache != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // uses reports whether the kernel touches cb.
@@ -176,7 +211,7 @@ func (d *dataflowGen) uses(cb *cbuf) bool {
 		return true
 	}
 	for _, p := range d.g.params {
-		if d.reader && cb == p.scratch {
+		if d.reader && (cb == p.scratch || cb == p.rowCache) {
 			return true
 		}
 	}
@@ -249,6 +284,12 @@ func (d *dataflowGen) stmts(ss []stmt) {
 			for _, x := range whole {
 				if x.off != 0 {
 					w.line("// %s read %d column tiles %s: the tile a graph.roll or a concat of slices puts here", x.p.name, max(x.off, -x.off), map[bool]string{true: "to the right", false: "to the left"}[x.off > 0])
+				}
+				if x.p.rowCache != nil {
+					// from the row block in L1, a local NoC read
+					w.line("noc_async_read(get_noc_addr(%s_row + (%s) * %s_tile), get_write_ptr(%s), %s_tile);",
+						x.p.name, colTileExpr(x.off), x.p.name, x.cb.name, x.p.name)
+					continue
 				}
 				w.line("noc_async_read_tile(%s, %s, get_write_ptr(%s));", x.p.tileExprAt(x.off), x.p.name, x.cb.name)
 			}

@@ -157,7 +157,7 @@ func cbRole(g *kgen, cb *cbuf) int {
 		return 0
 	}
 	for _, p := range g.params {
-		if cb == p.scratch {
+		if cb == p.scratch || cb == p.rowCache {
 			return 0
 		}
 	}

@@ -79,6 +79,11 @@ type param struct {
 	rowMap string
 	// scratch is the reader's page for the source tiles of a gather.
 	scratch *cbuf
+	// rowCache, when set, holds a row block of the buffer in L1 (its
+	// rowTiles tiles), which the reader reads from DRAM once per unit and
+	// copies into the circular buffers of the buffer's streams: one read
+	// straight and shifted (q and rotate_half(q)) is read once.
+	rowCache *cbuf
 	// tileIndex, when set, is the tile a unit reads (a transpose's input).
 	tileIndex string
 }
@@ -346,6 +351,7 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 	g.body = g.scope(g.grid.Body().Entry(), nil)
 	g.placeWaits(g.grid.Body().Entry(), g.body)
 	g.drainSram()
+	g.planRowCaches()
 	if len(g.cbs) > maxCBs {
 		g.fail(nil, "needs %d circular buffers, more than the %d of a Tensix core", len(g.cbs), maxCBs)
 	}
@@ -1261,4 +1267,42 @@ func (g *kgen) assignCBIndices(role func(*cbuf) int) {
 		}
 	}
 	sort.SliceStable(g.cbs, func(i, j int) bool { return g.cbs[i].index < g.cbs[j].index })
+}
+
+// planRowCaches gives a row cache (param.rowCache) to each buffer the
+// reader reads through several streams, straight and shifted by whole
+// tiles (RoPE's q, read at ct and at ct +/- 2), when the work is split by
+// row blocks and the buffer's rows are its own whole tiles: the reader
+// then reads each tile of the row block once and copies it into every
+// stream that needs it.
+func (g *kgen) planRowCaches() {
+	if g.perTile {
+		return
+	}
+	streams := map[*param]map[int64]bool{}
+	var visit func(ss []stmt)
+	visit = func(ss []stmt) {
+		for _, s := range ss {
+			switch s := s.(type) {
+			case *loopStmt:
+				visit(s.body)
+			case *readStmt:
+				if streams[s.p] == nil {
+					streams[s.p] = map[int64]bool{}
+				}
+				streams[s.p][s.off] = true
+			}
+		}
+	}
+	visit(g.body)
+	for _, p := range g.params {
+		if len(streams[p]) < 2 || p.rowMap != "" || p.access != clsFull || len(p.shape) == 0 {
+			continue
+		}
+		if c := p.shape[len(p.shape)-1]; c == ir.Dynamic || c%TileCols != 0 {
+			continue
+		}
+		p.rowCache = g.newCB("cb_"+p.name+"_row", p.fmt, p.rowTiles(),
+			fmt.Sprintf("a row block of %s, read once per unit for its %d streams", p.name, len(streams[p])))
+	}
 }

@@ -123,23 +123,28 @@ func TestRotaryEmulated(t *testing.T) {
 		// reads are the shifted streams the reader must read
 		reads []string
 	}
-	shifted := []string{"noc_async_read_tile(rb * 4u + ct + 2u, q, get_write_ptr(cb_q_plus2));",
-		"noc_async_read_tile(rb * 4u + ct - 2u, q, get_write_ptr(cb_q_minus2));"}
+	// a buffer read straight and shifted: its row block read once, each
+	// stream copied from it
+	shifted := []string{"noc_async_read_tile(rb * 4u + t, q, q_row + t * q_tile);",
+		"noc_async_read(get_noc_addr(q_row + (ct + 2u) * q_tile), get_write_ptr(cb_q_plus2), q_tile);",
+		"noc_async_read(get_noc_addr(q_row + (ct - 2u) * q_tile), get_write_ptr(cb_q_minus2), q_tile);"}
 	cases := []rc{
 		{"rope roll bf16", ropeRoll("bf16", 64), shifted},
 		{"rope roll f32", ropeRoll("f32", 64), shifted},
 		{"rope roll bf16, 40 rows", ropeRoll("bf16", 40), shifted},
 		{"rope concat bf16", ropeConcat("bf16", 64), shifted},
 		{"rope concat f32", ropeConcat("f32", 64), shifted},
-		{"rotate_half f32", rotateHalf, []string{"noc_async_read_tile(rb * 4u + ct + 2u, x, get_write_ptr(cb_x_plus2));",
-			"noc_async_read_tile(rb * 4u + ct - 2u, x, get_write_ptr(cb_x_minus2));"}},
+		{"rotate_half f32", rotateHalf, []string{"noc_async_read_tile(rb * 4u + t, x, x_row + t * x_tile);",
+			"noc_async_read(get_noc_addr(x_row + (ct + 2u) * x_tile), get_write_ptr(cb_x_plus2), x_tile);",
+			"noc_async_read(get_noc_addr(x_row + (ct - 2u) * x_tile), get_write_ptr(cb_x_minus2), x_tile);"}},
 		{"upper half bf16", upperHalf, []string{"noc_async_read_tile(rb * 4u + ct + 2u, x, get_write_ptr(cb_x_plus2));"}},
 		{"rolled weight f32", rollWeight, []string{"noc_async_read_tile(ct + 2u, w, get_write_ptr(cb_w_plus2));",
 			"noc_async_read_tile(ct - 2u, w, get_write_ptr(cb_w_minus2));"}},
 		{"rolled gathered operand f32", rollGathered, []string{"const uint32_t tile = src / 32 * 4u + ct + 2u;",
 			"const uint32_t tile = src / 32 * 4u + ct - 2u;"}},
-		{"roll by a tile bf16, run-time rows", roll32, []string{"noc_async_read_tile(rb * 3u + ct + 2u, x, get_write_ptr(cb_x_plus2));",
-			"noc_async_read_tile(rb * 3u + ct - 1u, x, get_write_ptr(cb_x_minus1));"}},
+		{"roll by a tile bf16, run-time rows", roll32, []string{"noc_async_read_tile(rb * 3u + t, x, x_row + t * x_tile);",
+			"noc_async_read(get_noc_addr(x_row + (ct + 2u) * x_tile), get_write_ptr(cb_x_plus2), x_tile);",
+			"noc_async_read(get_noc_addr(x_row + (ct - 1u) * x_tile), get_write_ptr(cb_x_minus1), x_tile);"}},
 	}
 	var built []builtCase
 	var refs [][]*geval.Tensor
@@ -157,7 +162,7 @@ func TestRotaryEmulated(t *testing.T) {
 		for _, want := range c.reads {
 			assert.Contains(t, reader, want, c.name)
 		}
-		if len(c.reads) == 2 && c.src != roll32 {
+		if c.src != roll32 && c.src != upperHalf {
 			// the two stretches of the row, one loop each
 			assert.Contains(t, reader, "for (uint32_t ct = 0; ct < 2; ++ct)", c.name)
 			assert.Contains(t, reader, "for (uint32_t ct = 2; ct < 4; ++ct)", c.name)

@@ -255,10 +255,10 @@ func (g *kgen) load(op *ir.Operation, b *ir.Block, loopOp *ir.Operation) []stmt 
 	}
 	if p := g.byArg[l.Memref()]; p != nil {
 		// every load is a stream of its own; a load at a column shifted by
-		// whole tiles (a graph.roll by 64: q[ct + 2]) is one too, so a
-		// buffer read both straight and shifted (q * cos and
-		// rotate_half(q) * sin) is read from DRAM twice, once per stream,
-		// rather than kept in L1 until its shifted reader needs it
+		// whole tiles (a graph.roll by 64: q[ct + 2]) is one too. A buffer
+		// read both straight and shifted (q * cos and rotate_half(q) * sin)
+		// is read from DRAM once per row block into a row cache, which
+		// feeds its streams (planRowCaches)
 		off := g.colOff[op]
 		name, what := "cb_"+p.name, ""
 		if off != 0 {

@@ -1265,6 +1265,23 @@ inline void noc_async_read_tile(uint32_t id, const TensorAccessor<A>& s, uint32_
 }
 inline void noc_async_read_barrier() { ttemu::tctx().outstanding_reads = 0; }
 
+// get_noc_addr(addr) is the NoC address of this core's own L1 at addr (a
+// local read); only noc_async_read takes it here, so it carries a tag.
+inline uint64_t get_noc_addr(uint32_t l1_addr) { return (uint64_t(1) << 63) | l1_addr; }
+
+// noc_async_read copies size bytes from this core's L1 (a get_noc_addr of
+// a page the kernel has reserved) into a page it has reserved.
+inline void noc_async_read(uint64_t src_noc_addr, uint32_t dst_l1_addr, uint32_t size) {
+    using namespace ttemu;
+    if ((src_noc_addr >> 63) != 1)
+        fail("noc_async_read: 0x%llx is not a NoC address of this core's L1 (get_noc_addr)", (unsigned long long)src_noc_addr);
+    uint32_t src = uint32_t(src_noc_addr);
+    check_l1_range(src, size, true, "noc_async_read (source)");
+    check_l1_range(dst_l1_addr, size, true, "noc_async_read");
+    std::memmove(l1_ptr(dst_l1_addr, size, "noc_async_read"), l1_ptr(src, size, "noc_async_read (source)"), size);
+    tctx().outstanding_reads++;
+}
+
 template <typename A>
 inline void noc_async_write_tile(uint32_t id, const TensorAccessor<A>& s, uint32_t l1_addr) {
     using namespace ttemu;
