@@ -146,7 +146,16 @@ ldmatrix.sync.aligned.m8n8.x4.shared.b16 ldmatrix.sync.aligned.m8n8.x4.trans.sha
 mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 mov.b16 selp.b64 st.shared.v4.b32 setp.gt.s64 shr.u64 and.b64 rem.s64 div.s64 min.s64 max.s64`)
 
-func init() { verifiedOpcodes = append(verifiedOpcodes, tcOpcodes...) }
+// splitKOpcodes are the instructions of split-K in the tensor-core form:
+// the counter's atomic add, the fences, the flag of the last part in
+// shared memory.
+var splitKOpcodes = strings.Fields(`
+atom.global.add.u32 fence.acq_rel.gpu setp.le.s64 st.shared.b32 ld.shared.b32`)
+
+func init() {
+	verifiedOpcodes = append(verifiedOpcodes, tcOpcodes...)
+	verifiedOpcodes = append(verifiedOpcodes, splitKOpcodes...)
+}
 
 var (
 	regUse      = regexp.MustCompile(`%(p|h|rd|r|fd|f)([0-9]+)\b`)

@@ -39,8 +39,12 @@ type kernelInfo struct {
 	nargs    int
 	nextents int
 	// gridPy is the Python source of `_grid_<entry>(sm, e0, e1, ...)`,
-	// the grid size for the extents given.
+	// the grid size for the extents given (the tiles, for a matmul on
+	// tensor cores).
 	gridPy string
+	// mm: a matmul on tensor cores, which takes three parameters after
+	// its extents (split-K: the parts, the workspace, the counters)
+	mm *tcLaunch
 }
 
 // ixv is an index value: a register plus a constant, or a constant alone
@@ -180,12 +184,20 @@ func (ke *kernelEmitter) text() string {
 		sb.WriteString("// " + line + "\n")
 	}
 	fmt.Fprintf(&sb, ".visible .entry %s(\n", ke.entry)
+	extra := ke.extraParams()
 	for i, a := range ke.body.Args {
 		sep := ","
-		if i == len(ke.body.Args)-1 {
+		if i == len(ke.body.Args)-1 && len(extra) == 0 {
 			sep = ""
 		}
 		fmt.Fprintf(&sb, "\t.param .u64 %s%s\t// %%%s: %s\n", ke.paramName(i), sep, argName(a, i), a.Type())
+	}
+	for j, what := range extra {
+		sep := ","
+		if j == len(extra)-1 {
+			sep = ""
+		}
+		fmt.Fprintf(&sb, "\t.param .u64 %s%s\t// %s\n", ke.paramName(len(ke.body.Args)+j), sep, what)
 	}
 	fmt.Fprintf(&sb, ")\n.reqntid %d, 1, 1\n{\n", ke.plan.block)
 	for _, d := range ke.a.decls() {
@@ -213,7 +225,7 @@ func (ke *kernelEmitter) info() *kernelInfo {
 	return &kernelInfo{
 		entry: ke.entry, block: ke.plan.block, shared: ke.plan.shared,
 		nargs: len(ke.body.Args), nextents: len(ke.body.Args) - nbuf,
-		gridPy: ke.gridPython(),
+		gridPy: ke.gridPython(), mm: ke.tcLaunch(),
 	}
 }
 

@@ -214,6 +214,7 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 
 	var helpers []string
 	helperSeen := map[string]bool{}
+	hasMM := false
 	for op := f.Body().First(); op != nil; op = op.Next() {
 		switch op.Name() {
 		case loop.OpDim:
@@ -330,8 +331,15 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 				line("if %s:", g.Condition(static, factors, "and"))
 				indent += "    "
 			}
-			line("_launch(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s))", info.entry, info.entry,
-				prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)))
+			if mm := info.mm; mm != nil {
+				// a matmul on tensor cores: split-K chosen here from the tiles (M)
+				line("_launch_mm(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s), device, sm, %d, %d)", info.entry, info.entry,
+					prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)), mm.steps, mm.wsTile)
+				hasMM = true
+			} else {
+				line("_launch(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s))", info.entry, info.entry,
+					prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)))
+			}
 			indent = ""
 		case ir.ReturnOpName:
 		default:
@@ -367,6 +375,9 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 	}
 	sb.WriteString(")\n")
 	sb.WriteString(functionsRuntime)
+	if hasMM {
+		sb.WriteString(mmRuntime())
+	}
 	for _, h := range helpers {
 		sb.WriteString("\n\n")
 		sb.WriteString(h)
@@ -645,3 +656,59 @@ def _launch(fns, name, grid, block, shared, stream, args):
     _check(_libcuda().cuLaunchKernel(fns[name], grid, 1, 1, block, 1, 1, shared, stream, params, None),
            "cuLaunchKernel(%s)" % name)
 `
+
+// mmRuntime chooses and sets up split-K for the matmuls on tensor cores
+// (tc.go): _mm_split is tcSplit.
+func mmRuntime() string {
+	on := "True"
+	if !tcSplitK {
+		on = "False"
+	}
+	return fmt.Sprintf(`
+
+# Split-K of the matmuls on tensor cores: a decode shape of a few rows has
+# ceil(M/128) * N/128 tiles, too few for the GPU, so K is cut into parts;
+# the last part of each tile to finish adds them up in order and runs the
+# epilogue.
+_MM_SPLIT_K = %s
+_MM_MIN_STEPS = %d
+# TENSORFORGE_PTX_SPLIT_K=n launches n parts (1: none), for measurements
+_MM_FORCE_SPLIT = int(os.environ.get("TENSORFORGE_PTX_SPLIT_K", "0") or 0)
+_MM_COUNTERS = {}
+
+
+def _mm_split(tiles, sm, steps):
+    """The parts of K: 1, unless the tiles fill at most half the
+    multiprocessors; each doubling keeps the CTAs within one per
+    multiprocessor and at least _MM_MIN_STEPS steps of K in a part."""
+    if _MM_FORCE_SPLIT > 0:
+        return min(_MM_FORCE_SPLIT, max(steps, 1))
+    split = 1
+    while _MM_SPLIT_K and tiles > 0 and 2 * tiles * split <= sm and steps // (2 * split) >= _MM_MIN_STEPS:
+        split *= 2
+    return split
+
+
+def _mm_counters(device, stream, n):
+    """At least n int32 counters at zero, one per tile, kept per device and
+    stream: each part of a tile adds 1, the last one resets it to 0."""
+    key = (device, stream)
+    t = _MM_COUNTERS.get(key)
+    if t is None or t.numel() < n:
+        t = _MM_COUNTERS[key] = torch.zeros((max(n, 1024),), dtype=torch.int32, device=device)
+    return t
+
+
+def _launch_mm(fns, name, tiles, block, shared, stream, args, device, sm, steps, ws_tile):
+    """Launches a matmul on tensor cores over tiles tiles, split-K chosen
+    from them: (tile, part) pairs, a workspace of ws_tile f32 per pair."""
+    if tiles <= 0:
+        return
+    split = _mm_split(tiles, sm, steps)
+    extra = (1, 0, 0)
+    if split > 1:
+        ws = torch.empty((split * tiles * ws_tile,), dtype=torch.float32, device=device)
+        extra = (split, ws, _mm_counters(device, stream, tiles))
+    _launch(fns, name, min(tiles * split, 2147483647), block, shared, stream, tuple(args) + extra)
+`, on, tcMinSteps)
+}

@@ -801,6 +801,7 @@ func (pl *plan) describe() []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: %s.", tp.stages, tp.stageBytes, tp.sharedBytes(), copies))
+		out = append(out, "Split-K: the launcher cuts K into parts where the tiles leave SMs idle (few rows); each part stores its f32 sums, the last of a tile to finish adds them in order and runs the epilogue.")
 		return out
 	}
 	var pre []string

@@ -306,7 +306,11 @@ func (mod *simModule) launch(name string, grid int, shared int, params []uint64,
 	if len(params) != len(e.params) {
 		return fmt.Errorf("%s takes %d parameters, got %d", name, len(e.params), len(params))
 	}
-	for cta := 0; cta < grid; cta++ {
+	for i := 0; i < grid; i++ {
+		cta := i
+		if simReverseCTAs {
+			cta = grid - 1 - i
+		}
 		if err := e.runCTA(cta, grid, shared, params, mem); err != nil {
 			return fmt.Errorf("%s, CTA %d: %v", name, cta, err)
 		}
@@ -694,6 +698,11 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 		c.load(t, in)
 	case "st":
 		c.store(t, in)
+	case "atom":
+		c.atom(t, in)
+	case "fence", "membar":
+		// the simulator runs one thread at a time, CTA after CTA: its
+		// memory is sequentially consistent, every fence a no-op
 	case "cvta":
 		set(0, get(1))
 	case "mov":
@@ -1161,4 +1170,36 @@ func (c *simCtx) store(t *simThread, in *simInstr) {
 			b[i*w+k] = byte(v >> (8 * k))
 		}
 	}
+}
+
+// simReverseCTAs runs the CTAs of a launch last to first (the order in
+// which split-K's parts of a tile finish then differs).
+var simReverseCTAs = false
+
+// atom runs atom.global.add.{u32,s32,u64} and atom.global.exch.b32/b64:
+// d = old value, memory = old op b, at once (the threads run one at a
+// time).
+func (c *simCtx) atom(t *simThread, in *simInstr) {
+	p := in.parts
+	typ := p[len(p)-1]
+	w := width(typ) / 8
+	b := c.access(t, in, in.args[1], w)
+	var old uint64
+	for k := 0; k < w; k++ {
+		old |= uint64(b[k]) << (8 * k)
+	}
+	x := c.val(t, in.args[2])
+	var v uint64
+	switch {
+	case hasPart(p, "add"):
+		v = old + x
+	case hasPart(p, "exch"):
+		v = x
+	default:
+		panic("atom " + in.op)
+	}
+	for k := 0; k < w; k++ {
+		b[k] = byte(v >> (8 * k))
+	}
+	t.regs[in.args[0].reg] = mask(old, w*8)
 }

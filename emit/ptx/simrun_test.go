@@ -17,6 +17,15 @@ import (
 // the grid-stride loops take several rounds.
 var simGrid = 3
 
+// Split-K in simulated launches of matmuls on tensor cores: the parts are
+// tcSplit's for simSMs multiprocessors, or simSplitK when it is positive;
+// simSplits records each launch's.
+var (
+	simSMs    int64 = 132
+	simSplitK int64
+	simSplits []int64
+)
+
 // encode writes value v of kind k at b.
 func encode(b []byte, v float64, k ir.ElemKind) {
 	switch {
@@ -217,8 +226,38 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 			for _, e := range ext {
 				params = append(params, uint64(e))
 			}
+			var cnt uint64
+			var tiles int64
+			if mm := info.mm; mm != nil {
+				// split-K, as _launch_mm chooses it (or simSplitK)
+				ob := bufs[l.Args()[mm.out]]
+				nd := len(ob.shape)
+				tiles = (ob.shape[nd-2] + tcBM - 1) / tcBM * ((ob.shape[nd-1] + tcBN - 1) / tcBN)
+				for _, d := range ob.shape[:nd-2] {
+					tiles *= d
+				}
+				split := tcSplit(tiles, simSMs, mm.steps)
+				if simSplitK > 0 {
+					split = simSplitK
+				}
+				simSplits = append(simSplits, split)
+				var ws uint64
+				if split > 1 {
+					ws = mem.alloc(int(split * tiles * mm.wsTile * 4))
+					cnt = mem.alloc(int(tiles * 4))
+					clear(mem.slice(cnt, int(tiles*4)))
+				}
+				params = append(params, uint64(split), ws, cnt)
+			}
 			if err := mod.launch(info.entry, simGrid, int(info.shared), params, mem); err != nil {
 				return nil, err
+			}
+			if cnt != 0 {
+				for i, b := range mem.slice(cnt, int(tiles*4)) {
+					if b != 0 {
+						return nil, fmt.Errorf("%s: split-K counter of tile %d not reset to 0", info.entry, i/4)
+					}
+				}
 			}
 		}
 	}

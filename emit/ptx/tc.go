@@ -28,6 +28,14 @@ import (
 //	  epilogue: the loop IR after the dots, per accumulator element, its
 //	  loads and stores predicated on (m < M, n < N)
 //
+// Split-K (decode shapes of a few rows, whose tiles leave SMs idle): the
+// launcher chooses split parts of K from the tiles (tcSplit), the grid
+// runs over (tile, part) pairs, each walking its steps of K; a part
+// stores its accumulators to an f32 workspace and adds 1 to its tile's
+// counter after a fence, and the last part to arrive (it reads split-1)
+// resets the counter, adds the parts in order 0, 1, ... and runs the
+// epilogue (tcSplitK). With split 1 (prefill) that code is skipped.
+//
 // Shared memory holds stages (3 for one dot product, so that two CTAs
 // share an SM; 4 for two) of A [128][64+8] and of each B ([128][64+8]
 // for [n, k], [64][128+8] for [k, n]): rows padded by 8 halves so that
@@ -523,19 +531,38 @@ func (ke *kernelEmitter) emitTC() {
 	c16 := ke.b64("and.b64", tid, intImm(15, rB64)) // [k, n] B: chunk of the row
 	dN0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", kr16, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
 
+	// split-K (the three parameters after the extents): the parts of K,
+	// the f32 workspace of their partial tiles, a counter per tile
+	nargs := len(ke.body.Args)
+	param := func(i int) opnd {
+		r := a.reg(rB64)
+		a.raw(nil, false, "ld.param.u64", r.s, "["+ke.paramName(nargs+i)+"]")
+		return r
+	}
+	split := param(0)
+	wsBase := ke.b64("cvta.to.global.u64", param(1))
+	cntBase := ke.b64("cvta.to.global.u64", param(2))
+	kT := ceilDiv(tp.K, tcBK)
+	kPer := ke.b64("div.s64", ke.b64("add.s64", split, intImm(kT-1, rB64)), split) // steps of K a part
+	work := ke.b64("mul.lo.s64", tilesReg, split)
+
 	ctaid := ke.specialReg("%ctaid.x")
 	nctaid := ke.specialReg("%nctaid.x")
 	q := a.reg(rB64)
 	a.ins("mov.b64", q, ctaid)
 	tileL, done := a.newLabel(), a.newLabel()
-	a.comment("tiles of %d x %d: batch-major, then groups of %d tiles along M that walk the columns", tcBM, tcBN, tcGroupM)
+	a.comment("(tile, part of K) = (q %% tiles, q / tiles); tiles of %d x %d: batch-major, then groups of %d tiles along M that walk the columns", tcBM, tcBN, tcGroupM)
 	a.label(tileL)
 	p := a.reg(rPred)
-	a.ins("setp.ge.s64", p, q, tilesReg)
+	a.ins("setp.ge.s64", p, q, work)
 	a.bra(&p, false, done)
 	ke.pushScope()
-	bIdx := ke.b64("div.s64", q, perMatrixReg)
-	rest := ke.b64("rem.s64", q, perMatrixReg)
+	part := ke.b64("div.s64", q, tilesReg)
+	tq := ke.b64("rem.s64", q, tilesReg)
+	kLo := ke.b64("mul.lo.s64", part, kPer)
+	kHi := ke.b64("min.s64", ke.b64("add.s64", kLo, kPer), intImm(kT, rB64))
+	bIdx := ke.b64("div.s64", tq, perMatrixReg)
+	rest := ke.b64("rem.s64", tq, perMatrixReg)
 	width := intImm(tcGroupM*nt, rB64)
 	firstM := ke.b64("mul.lo.s64", ke.b64("div.s64", rest, width), intImm(tcGroupM, rB64))
 	gsz := ke.b64("min.s64", ke.b64("sub.s64", mtReg, firstM), intImm(tcGroupM, rB64))
@@ -613,20 +640,28 @@ func (ke *kernelEmitter) emitTC() {
 	}
 
 	stages := tp.stages
-	kT := ceilDiv(tp.K, tcBK)
-	a.comment("prologue: the first %d stages of K", stages-1)
+	a.comment("prologue: the first %d stages of the part's K, [kLo, kHi) in steps of %d", stages-1, tcBK)
 	for s := int64(0); s < stages-1; s++ {
 		if s < kT {
-			ke.tcCopy(tp, &opA, opsB, intImm(s, rB64), intImm(s*tp.stageBytes, rB64), dK0, dN0, kr16)
+			skip := a.newLabel()
+			ks := ke.b64("add.s64", kLo, intImm(s, rB64))
+			ps := ke.pred("setp.ge.s64", ks, kHi)
+			a.bra(&ps, false, skip)
+			ke.pushScope()
+			ke.tcCopy(tp, &opA, opsB, ks, intImm(s*tp.stageBytes, rB64), dK0, dN0, kr16)
+			ke.popScope()
+			a.label(skip)
 		}
 		a.raw(nil, false, "cp.async.commit_group")
 	}
 	kt := a.reg(rB64)
-	a.ins("mov.b64", kt, intImm(0, rB64))
+	a.ins("mov.b64", kt, kLo)
 	sCur, sNext := a.reg(rB64), a.reg(rB64)
 	a.ins("mov.b64", sCur, intImm(0, rB64))
 	a.ins("mov.b64", sNext, intImm((stages-1)*tp.stageBytes, rB64))
-	kL := a.newLabel()
+	kL, kDone := a.newLabel(), a.newLabel()
+	pNone := ke.pred("setp.ge.s64", kLo, kHi)
+	a.bra(&pNone, false, kDone) // an empty part (split-K): its sums are 0
 	a.comment("the loop over K, %d at a time, %d stages", tcBK, stages)
 	a.label(kL)
 	ke.pushScope()
@@ -634,7 +669,7 @@ func (ke *kernelEmitter) emitTC() {
 	a.ins("bar.sync", intImm(0, rB32))
 	ktn := ke.b64("add.s64", kt, intImm(stages-1, rB64))
 	skip := a.newLabel()
-	pk := ke.pred("setp.ge.s64", ktn, intImm(kT, rB64))
+	pk := ke.pred("setp.ge.s64", ktn, kHi)
 	a.bra(&pk, false, skip)
 	ke.pushScope()
 	ke.tcCopy(tp, &opA, opsB, ktn, sNext, dK0, dN0, kr16)
@@ -680,11 +715,16 @@ func (ke *kernelEmitter) emitTC() {
 	}
 	ke.popScope()
 	a.ins("add.s64", kt, kt, intImm(1, rB64))
-	pl := ke.pred("setp.lt.s64", kt, intImm(kT, rB64))
+	pl := ke.pred("setp.lt.s64", kt, kHi)
 	a.bra(&pl, false, kL)
+	a.label(kDone)
 	a.raw(nil, false, "cp.async.wait_group", "0")
 	a.comment("every warp is done with the stages before the next tile's copies")
 	a.ins("bar.sync", intImm(0, rB32))
+
+	epi, next := a.newLabel(), a.newLabel()
+	ke.tcSplitK(tp, acc, split, wsBase, cntBase, tq, part, epi, next)
+	a.label(epi)
 
 	// the epilogue, per element of the accumulators
 	a.comment("epilogue: the loop IR after the dot products, per element")
@@ -736,6 +776,7 @@ func (ke *kernelEmitter) emitTC() {
 		}
 	}
 	ke.ldPred, ke.stPred = nil, nil
+	a.label(next)
 	ke.popScope()
 	a.ins("add.s64", q, q, nctaid)
 	a.bra(nil, false, tileL)
@@ -905,4 +946,138 @@ func (ke *kernelEmitter) tcScalarChunk(src opnd, in func(e int) opnd, dst opnd, 
 		a.raw(nil, false, "mov.b32", ws[i].s, "{"+hs[2*i].s+", "+hs[2*i+1].s+"}")
 	}
 	a.raw(nil, false, "st.shared.v4.b32", memRef(dst, off), vecRef(ws))
+}
+
+// ---------------------------------------------------------------------------
+// Split-K
+
+// tcSplitK turns split-K on: the launcher cuts K into parts where the
+// tiles leave SMs idle (decode shapes of a few rows). When false it
+// always launches one part (the kernel keeps its three parameters).
+var tcSplitK = true
+
+// tcMinSteps is the fewest steps of tcBK a part of split-K keeps (halved
+// parts stop there): the pipeline's prologue fills stages-1 of them.
+const tcMinSteps = 4
+
+// tcLaunch is what the launcher needs to know about a matmul on tensor
+// cores to choose and set up split-K.
+type tcLaunch struct {
+	out    int   // the result's index among the kernel's arguments
+	steps  int64 // ceil(K / tcBK)
+	wsTile int64 // f32 of the workspace per tile and part: dots * 128 * 128
+}
+
+// tcLaunch describes a matmul on tensor cores for the launcher; nil for
+// any other kernel.
+func (ke *kernelEmitter) tcLaunch() *tcLaunch {
+	tp := ke.plan.tc
+	if tp == nil {
+		return nil
+	}
+	l := &tcLaunch{out: -1, steps: ceilDiv(tp.K, tcBK), wsTile: int64(len(tp.mm.Dots)) * tcBM * tcBN}
+	for i, a := range ke.body.Args {
+		if a == tp.out {
+			l.out = i
+		}
+	}
+	return l
+}
+
+// extraParams names the parameters a kernel takes after its extents.
+func (ke *kernelEmitter) extraParams() []string {
+	if ke.plan.tc == nil {
+		return nil
+	}
+	return []string{"split-K: parts of K (1: none)", "split-K: f32 workspace [tiles, parts, chunks, threads, 4]", "split-K: i32 counter per tile, 0 between launches"}
+}
+
+// tcSplit is the number of parts split-K cuts K into for a launch of
+// tiles tiles on sms SMs (the launcher's _mm_split, in Go for the tests):
+// 1, unless the tiles fill at most half the SMs; each doubling keeps the
+// CTAs within one per SM and at least tcMinSteps steps of K in a part.
+// Prefill shapes (M = 4096: hundreds of tiles) keep 1. One CTA per SM,
+// though two of one dot product fit: on the H100 at M = 1 (same call)
+// qkv's 48 tiles took 57.2 us whole, 42.8 in 2 parts, 43.0 in 4, 60.5 in
+// 8; down's 32 tiles 176 us, 99 in 2, 68.9 in 4, 72.9 in 8; up's 112
+// tiles 65.9 us, 68.4 in 2 (the parts' sums cost more than the idle SMs).
+func tcSplit(tiles, sms, steps int64) int64 {
+	split := int64(1)
+	for tcSplitK && tiles > 0 && 2*tiles*split <= sms && steps/(2*split) >= tcMinSteps {
+		split *= 2
+	}
+	return split
+}
+
+// tcSplitK writes the end of a part of split-K (skipped when split is 1):
+// the part stores its accumulators to the workspace, then the CTA adds 1
+// to its tile's counter (after a fence); the CTA that finds split-1 there
+// is the last part of the tile: it resets the counter, adds the parts up
+// in order 0, 1, ... into the accumulators and goes on to the epilogue at
+// epi; the others go to next. Workspace layout per (tile, part): chunk c
+// of 4 accumulators of thread t at ((c * threads) + t) * 16 bytes, so
+// that every v4 access of a warp is contiguous.
+func (ke *kernelEmitter) tcSplitK(tp *tcPlan, acc [][]opnd, split, ws, cnt, tile, part opnd, epi, next string) {
+	a := ke.a
+	var chunks [][]opnd
+	for d := range acc {
+		for i := 0; i < len(acc[d]); i += 4 {
+			chunks = append(chunks, acc[d][i:i+4])
+		}
+	}
+	stride := tp.threads * 16
+	partBytes := int64(len(chunks)) * stride
+	a.comment("split-K: the part's sums to the workspace; the last part of the tile adds the parts in order")
+	one := ke.pred("setp.le.s64", split, intImm(1, rB64))
+	a.bra(&one, false, epi)
+	ke.pushScope()
+	tid16 := ke.b64("shl.b64", ke.tid, intImm(4, rB32))
+	tileWS := ke.b64("add.s64", ke.b64("mad.lo.s64", ke.b64("mul.lo.s64", tile, split), intImm(partBytes, rB64), ws), tid16)
+	mine := ke.b64("mad.lo.s64", part, intImm(partBytes, rB64), tileWS)
+	for c, ch := range chunks {
+		a.raw(nil, false, "st.global.v4.f32", memRef(mine, int64(c)*stride), vecRef(ch))
+	}
+	a.raw(nil, false, "fence.acq_rel.gpu")
+	a.ins("bar.sync", intImm(0, rB32))
+	t0 := ke.pred("setp.eq.s64", ke.tid, intImm(0, rB64))
+	ctr := ke.b64("mad.lo.s64", tile, intImm(4, rB64), cnt)
+	old := a.reg(rB32)
+	a.raw(nil, false, "mov.b32", old.s, "0")
+	a.raw(&t0, false, "atom.global.add.u32", old.s, memRef(ctr, 0), "1")
+	a.raw(&t0, false, "fence.acq_rel.gpu")
+	last := ke.pred("setp.eq.s32", old, ke.b32("cvt.u32.u64", ke.b64("sub.s64", split, intImm(1, rB64))))
+	a.comment("the last part resets the counter for the next launch")
+	a.raw(&last, false, "st.global.b32", memRef(ctr, 0), "0")
+	flag := ke.b32("selp.b32", intImm(1, rB32), intImm(0, rB32), last)
+	a.raw(&t0, false, "st.shared.b32", memRef(ke.smemCTA, 0), flag.s)
+	a.ins("bar.sync", intImm(0, rB32))
+	got := a.reg(rB32)
+	a.raw(nil, false, "ld.shared.b32", got.s, memRef(ke.smemCTA, 0))
+	a.comment("every thread has read the flag before the next tile's copies")
+	a.ins("bar.sync", intImm(0, rB32))
+	notLast := ke.pred("setp.eq.s32", got, intImm(0, rB32))
+	a.bra(&notLast, false, next)
+	a.raw(nil, false, "fence.acq_rel.gpu")
+	for c, ch := range chunks {
+		a.raw(nil, false, "ld.global.v4.f32", vecRef(ch), memRef(tileWS, int64(c)*stride))
+	}
+	pp := a.reg(rB64)
+	a.ins("mov.b64", pp, intImm(1, rB64))
+	src := a.reg(rB64)
+	a.ins("add.s64", src, tileWS, intImm(partBytes, rB64))
+	loopL := a.newLabel()
+	a.label(loopL)
+	pe := ke.pred("setp.ge.s64", pp, split)
+	a.bra(&pe, false, epi)
+	for c, ch := range chunks {
+		t := []opnd{a.reg(rF32), a.reg(rF32), a.reg(rF32), a.reg(rF32)}
+		a.raw(nil, false, "ld.global.v4.f32", vecRef(t), memRef(src, int64(c)*stride))
+		for i := range ch {
+			a.ins("add.rn.f32", ch[i], ch[i], t[i])
+		}
+	}
+	a.ins("add.s64", pp, pp, intImm(1, rB64))
+	a.ins("add.s64", src, src, intImm(partBytes, rB64))
+	a.bra(nil, false, loopL)
+	ke.popScope()
 }
