@@ -62,6 +62,23 @@ func (v *Value) Uses() []*Operand { return v.uses }
 // HasUses reports whether any operand uses v.
 func (v *Value) HasUses() bool { return len(v.uses) > 0 }
 
+// DependsOn reports whether v is w or computed from it: w reached from v
+// through the operands of the ops defining them.
+func (v *Value) DependsOn(w *Value) bool {
+	if v == w {
+		return true
+	}
+	if v.def == nil {
+		return false
+	}
+	for _, a := range v.def.Operands() {
+		if a.DependsOn(w) {
+			return true
+		}
+	}
+	return false
+}
+
 // Users returns the distinct ops using v, in use order.
 func (v *Value) Users() []*Operation {
 	var out []*Operation

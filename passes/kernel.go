@@ -266,7 +266,7 @@ func (k *KernelInfo) Online() (maxOp, sumOp *ir.Operation, ok bool) {
 		return nil, nil, false
 	}
 	g := sub.Operand(1)
-	if k.AccessOf(g) != AccessPerRow || !dependsOn(g, maxOp.Result(0)) {
+	if k.AccessOf(g) != AccessPerRow || !g.DependsOn(maxOp.Result(0)) {
 		return nil, nil, false
 	}
 	// phase 1 computes only the sum: a full row it stored would need g
@@ -293,23 +293,6 @@ func (k *KernelInfo) phaseOf(v *ir.Value) int {
 		}
 	}
 	return 0
-}
-
-// dependsOn reports whether v is computed from w.
-func dependsOn(v, w *ir.Value) bool {
-	if v == w {
-		return true
-	}
-	op := v.DefiningOp()
-	if op == nil {
-		return false
-	}
-	for _, a := range op.Operands() {
-		if dependsOn(a, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // ClassifyKernel classifies the body of a graph.fused op as one kernel. The

@@ -153,7 +153,7 @@ func matchDot(o *ir.Operation, j *ir.Value) (Dot, error) {
 		return bad("its body must load the two operands and multiply-add them")
 	}
 	y := b.Last()
-	if y.NumOperands() != 1 || !usesValue(y.Operand(0), acc) {
+	if y.NumOperands() != 1 || !y.Operand(0).DependsOn(acc) {
 		return bad("it must yield the sum it carries plus a product")
 	}
 	d := Dot{Loop: f, Lhs: loads[0], Rhs: loads[1], K: hi}
@@ -170,23 +170,6 @@ func matchDot(o *ir.Operation, j *ir.Value) (Dot, error) {
 		return bad("the right operand must be read at [..., k, j] or [..., j, k]")
 	}
 	return d, nil
-}
-
-// usesValue reports whether v is w or computed from it in its block.
-func usesValue(v, w *ir.Value) bool {
-	if v == w {
-		return true
-	}
-	op := v.DefiningOp()
-	if op == nil {
-		return false
-	}
-	for _, a := range op.Operands() {
-		if usesValue(a, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // constIndexOf returns the value of an index constant.

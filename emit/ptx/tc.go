@@ -218,7 +218,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		kv := body.Args[0]
 		li, ri := d.Lhs.Indices(), d.Rhs.Indices()
 		for _, x := range li[:len(li)-1] {
-			if dependsOn(x, kv) || dependsOn(x, col) {
+			if x.DependsOn(kv) || x.DependsOn(col) {
 				return nil, "its left operand's rows depend on k or the column"
 			}
 		}
@@ -236,7 +236,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 		nr := len(ri)
 		for _, x := range ri[:nr-2] {
-			if dependsOn(x, kv) || dependsOn(x, col) || !batchOnly(x, row, mDim) {
+			if x.DependsOn(kv) || x.DependsOn(col) || !batchOnly(x, row, mDim) {
 				return nil, "its right operand varies within a matrix of the result"
 			}
 		}
@@ -292,23 +292,6 @@ func isCastOf(v, load *ir.Value) bool {
 	return op != nil && op.Name() == loop.OpCast && op.Operand(0) == load
 }
 
-// dependsOn reports whether v is w or computed from it.
-func dependsOn(v, w *ir.Value) bool {
-	if v == w {
-		return true
-	}
-	op := v.DefiningOp()
-	if op == nil {
-		return false
-	}
-	for _, a := range op.Operands() {
-		if dependsOn(a, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // sameIndex reports whether a (with k value ka) and b (kb) compute the
 // same index.
 func sameIndex(a, b, ka, kb *ir.Value) bool {
@@ -351,7 +334,7 @@ func batchOnly(v, row *ir.Value, m extentRef) bool {
 		return m.ext == nil && m.n == 1
 	}
 	op := v.DefiningOp()
-	if op == nil || !dependsOn(v, row) {
+	if op == nil || !v.DependsOn(row) {
 		return true
 	}
 	if op.Name() == loop.OpDivi && op.Operand(0) == row {
