@@ -146,17 +146,28 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 	}
 	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d into %d splits of %d%s: the first kernel takes each split's max and sum of exp, %d instances per row, and a second combines them per row%s, so that a few rows fill the GPU",
 		info.RowLen, s, info.RowLen/s, when, s, third)
-	if guard >= 0 {
-		l.guard = &loop.RowGuard{Operand: guard, Max: few - 1}
-		defer func() {
-			l.guard = &loop.RowGuard{Operand: guard, Min: few, Max: -1}
-			l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
-				return k.row(fused, info)
-			})
-			l.guard = nil
-		}()
-	}
 	on := &onlinePair{max: maxOp, sum: sumOp}
+	if guard < 0 {
+		l.launchSplit(fused, info, inputs, outputs, on, s)
+		return true
+	}
+	// the split kernels for few rows, the kernel of one instance per row
+	// for the rest
+	l.guard = &loop.RowGuard{Operand: guard, Max: few - 1}
+	l.launchSplit(fused, info, inputs, outputs, on, s)
+	l.guard = &loop.RowGuard{Operand: guard, Min: few, Max: -1}
+	l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
+		return k.row(fused, info)
+	})
+	l.guard = nil
+	return true
+}
+
+// launchSplit allocates the partial buffers of a row kernel split in s
+// and launches its kernels: the splits and the combine (and the rows over
+// the splits again, for a kernel that normalises its rows).
+func (l *funcLowering) launchSplit(fused *ir.Operation, info *passes.KernelInfo, inputs, outputs []*ir.Value, on *onlinePair, s int64) {
+	n := len(info.Shape)
 	// the partial buffers [R..., S]
 	lead := l.extents[outputs[0]]
 	shape := append(append([]int64(nil), info.Shape[:n-1]...), s)
@@ -185,7 +196,7 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 		l.launch(fused.Loc, "row", with(inputs, pm, ps), outputs, func(k *kernelBuilder) error {
 			return k.splitCombine(fused, info, on, s, nil)
 		})
-		return true
+		return
 	}
 	// the row's max and sum, [R..., 1], for the third kernel
 	shape[n-1], ext[n-1] = 1, nil
@@ -196,7 +207,6 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 	l.launch(fused.Loc, "row", with(inputs, rm, rs), outputs, func(k *kernelBuilder) error {
 		return k.splitApply(fused, info, on, s)
 	})
-	return true
 }
 
 // splitPartials builds the first kernel of a split row kernel: instance
