@@ -161,3 +161,39 @@ func (g RowGuard) Condition(static int64, factors []string, and string) string {
 	}
 	return strings.Join(parts, " "+and+" ")
 }
+
+// GuardedOnly reports whether every user of buffer v is a launch guarded
+// alike (the same range of the same rows): the partial buffers of split
+// rows, which a host need not allocate when the other form runs.
+func GuardedOnly(v *ir.Value) bool {
+	users := v.Users()
+	if len(users) == 0 {
+		return false
+	}
+	key := ""
+	for i, u := range users {
+		l, isLaunch := AsLaunch(u)
+		if !isLaunch {
+			return false
+		}
+		g, guarded := l.Guard()
+		if !guarded {
+			return false
+		}
+		static, dyn, err := l.GuardRows(g)
+		if err != nil {
+			return false
+		}
+		// the rows' factors by identity: the same extent values
+		var factors []string
+		for _, e := range dyn {
+			factors = append(factors, fmt.Sprintf("%p", e))
+		}
+		k := g.Condition(static, factors, "and")
+		if i > 0 && k != key {
+			return false
+		}
+		key = k
+	}
+	return true
+}

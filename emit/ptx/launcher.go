@@ -214,6 +214,9 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 
 	var helpers []string
 	helperSeen := map[string]bool{}
+	// deferred holds the allocations of intermediates that only launches
+	// under one guard use (loop.GuardedOnly)
+	deferred := map[*ir.Value]string{}
 	hasMM := false
 	for op := f.Body().First(); op != nil; op = op.Next() {
 		switch op.Name() {
@@ -259,8 +262,15 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 				return "", err
 			}
 			n := names.name(al.Output(), al.Output().Name)
-			line("%s = torch.empty(%s, dtype=%s, device=device)", n, pyShape(dims), dt)
 			allocated[al.Output()] = true
+			alloc := fmt.Sprintf("%s = torch.empty(%s, dtype=%s, device=device)", n, pyShape(dims), dt)
+			if loop.GuardedOnly(al.Output()) {
+				// only launches under one guard use it: allocated inside
+				// the first one's `if`
+				deferred[al.Output()] = alloc
+				continue
+			}
+			line("%s", alloc)
 		case loop.OpLaunch:
 			l := loop.LaunchOp{Operation: op}
 			k := kernels[l.Kernel()]
@@ -330,6 +340,12 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 				}
 				line("if %s:", g.Condition(static, factors, "and"))
 				indent += "    "
+				for _, b := range operands[:nbuf] {
+					if alloc, ok := deferred[b]; ok {
+						line("%s", alloc)
+						delete(deferred, b)
+					}
+				}
 			}
 			if mm := info.mm; mm != nil {
 				// a matmul on tensor cores: split-K chosen here from the tiles (M)

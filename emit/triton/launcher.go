@@ -51,6 +51,10 @@ type launcher struct {
 	// intermediates).
 	allocated map[*ir.Value]bool
 	dev       string
+	// deferred are intermediates that only guarded launches use, alike
+	// (loop.GuardedOnly): allocated inside the first one's `if`, so that
+	// a call taking the other form allocates nothing for them.
+	deferred map[*ir.Value]func() error
 }
 
 func (me *moduleEmitter) emitLauncher(f ir.Func, name string) (string, error) {
@@ -238,12 +242,16 @@ func (l *launcher) emitOp(op *ir.Operation) error {
 			ext = append(ext, l.ref(e))
 		}
 		name := l.names.fresh(a.Output().Name)
-		if err := l.allocate(op, name, m, ext); err != nil {
-			return err
-		}
 		l.env[a.Output()] = name
 		l.allocated[a.Output()] = true
-		return nil
+		if loop.GuardedOnly(a.Output()) {
+			if l.deferred == nil {
+				l.deferred = map[*ir.Value]func() error{}
+			}
+			l.deferred[a.Output()] = func() error { return l.allocate(op, name, m, ext) }
+			return nil
+		}
+		return l.allocate(op, name, m, ext)
 	case loop.OpLaunch:
 		return l.emitLaunch(op)
 	}
@@ -333,6 +341,15 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 		}
 		l.w.open("if " + g.Condition(static, factors, "and") + ":")
 		defer l.w.close()
+		// the intermediates only launches under this guard use
+		for _, v := range operands[:nbuf] {
+			if alloc := l.deferred[v]; alloc != nil {
+				if err := alloc(); err != nil {
+					return err
+				}
+				delete(l.deferred, v)
+			}
+		}
 	}
 
 	// the grid, from the extents the kernel is launched with

@@ -332,10 +332,10 @@ def cross_entropy(logits, target):
     dev = logits.device
     logits_d0 = logits.shape[0]
     target_d0 = target.shape[0]
-    split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
     loss = torch.empty((logits_d0, 1), dtype=torch.float32, device=dev)
     if logits_d0 <= 263:
+        split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
+        split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=dev)
         cfg = CONFIGS["cross_entropy_k0"]
         grid = ((logits_d0 * 16),)
         if grid[0] > 0:

@@ -315,10 +315,10 @@ def logsumexp(s):
     s = _tensor("logsumexp", "s", s, torch.bfloat16, (None, 32000))
     dev = s.device
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 4), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((s_d0, 4), dtype=torch.float32, device=dev)
     l = torch.empty((s_d0,), dtype=torch.float32, device=dev)
     if s_d0 <= 263:
+        split_max = torch.empty((s_d0, 4), dtype=torch.float32, device=dev)
+        split_sum = torch.empty((s_d0, 4), dtype=torch.float32, device=dev)
         cfg = CONFIGS["logsumexp_k0"]
         grid = ((s_d0 * 4),)
         if grid[0] > 0:

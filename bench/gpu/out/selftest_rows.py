@@ -474,17 +474,17 @@ def two_pass(x):
     x = _tensor("two_pass", "x", x, torch.float32, (None, 65536))
     dev = x.device
     x_d0 = x.shape[0]
-    split_max = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
     p = torch.empty((x_d0, 65536), dtype=torch.float32, device=dev)
     if x_d0 <= 263:
+        split_max = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
+        split_sum = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
         cfg = CONFIGS["two_pass_k0"]
         grid = ((x_d0 * 16),)
         if grid[0] > 0:
             _launch(two_pass_k0, grid, (x, p, split_max, split_sum, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
-    row_max = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
-    row_sum = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
     if x_d0 <= 263:
+        row_max = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
+        row_sum = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
         cfg = _fit_rows(CONFIGS["two_pass_k1"], x_d0)
         grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
         if grid[0] > 0:

@@ -341,17 +341,17 @@ def softmax(s):
     s = _tensor("softmax", "s", s, torch.bfloat16, (None, 256000))
     dev = s.device
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
     y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=dev)
     if s_d0 <= 263:
+        split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
+        split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
         cfg = CONFIGS["softmax_k0"]
         grid = ((s_d0 * 32),)
         if grid[0] > 0:
             _launch(softmax_k0, grid, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
-    row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
-    row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
     if s_d0 <= 263:
+        row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
+        row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
         cfg = _fit_rows(CONFIGS["softmax_k1"], s_d0)
         grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
         if grid[0] > 0:

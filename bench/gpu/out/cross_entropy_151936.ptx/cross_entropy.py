@@ -183,10 +183,10 @@ def cross_entropy(*args):
     sm = _sm_count(device)
     logits_d0 = logits.shape[0]
     target_d0 = target.shape[0]
-    split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
-    split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
     loss = torch.empty((logits_d0, 1), dtype=torch.float32, device=device)
     if logits_d0 <= 263:
+        split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
+        split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
         _launch(fns, "cross_entropy_k0", _grid_cross_entropy_k0(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 128, 16400, stream, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
     if logits_d0 <= 263:
         _launch(fns, "cross_entropy_k1", _grid_cross_entropy_k1(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 256, 0, stream, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))

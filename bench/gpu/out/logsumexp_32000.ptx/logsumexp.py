@@ -178,10 +178,10 @@ def logsumexp(*args):
     stream = torch.cuda.current_stream(device).cuda_stream
     sm = _sm_count(device)
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 4), dtype=torch.float32, device=device)
-    split_sum = torch.empty((s_d0, 4), dtype=torch.float32, device=device)
     l = torch.empty((s_d0,), dtype=torch.float32, device=device)
     if s_d0 <= 263:
+        split_max = torch.empty((s_d0, 4), dtype=torch.float32, device=device)
+        split_sum = torch.empty((s_d0, 4), dtype=torch.float32, device=device)
         _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0, s_d0, s_d0), 128, 16400, stream, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
     if s_d0 <= 263:
         _launch(fns, "logsumexp_k1", _grid_logsumexp_k1(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0))

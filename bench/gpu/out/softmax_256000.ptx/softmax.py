@@ -184,14 +184,14 @@ def softmax(*args):
     stream = torch.cuda.current_stream(device).cuda_stream
     sm = _sm_count(device)
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
-    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
     y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=device)
     if s_d0 <= 263:
+        split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
+        split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
         _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0), 128, 16400, stream, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
-    row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
-    row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
     if s_d0 <= 263:
+        row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
+        row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
         _launch(fns, "softmax_k1", _grid_softmax_k1(sm, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0))
     if s_d0 <= 263:
         _launch(fns, "softmax_k2", _grid_softmax_k2(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0))
