@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tensorforge/tensorforge/ir"
@@ -170,7 +171,9 @@ func GuardedOnly(v *ir.Value) bool {
 	if len(users) == 0 {
 		return false
 	}
-	key := ""
+	var first RowGuard
+	var firstStatic int64
+	var firstDyn []*ir.Value
 	for i, u := range users {
 		l, isLaunch := AsLaunch(u)
 		if !isLaunch {
@@ -184,16 +187,14 @@ func GuardedOnly(v *ir.Value) bool {
 		if err != nil {
 			return false
 		}
-		// the rows' factors by identity: the same extent values
-		var factors []string
-		for _, e := range dyn {
-			factors = append(factors, fmt.Sprintf("%p", e))
+		if i == 0 {
+			first, firstStatic, firstDyn = g, static, dyn
+			continue
 		}
-		k := g.Condition(static, factors, "and")
-		if i > 0 && k != key {
+		// the same range of the same rows: the same extent values
+		if g.Min != first.Min || g.Max != first.Max || static != firstStatic || !slices.Equal(dyn, firstDyn) {
 			return false
 		}
-		key = k
 	}
 	return true
 }
