@@ -1,6 +1,7 @@
 package cpurt_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -18,50 +19,38 @@ import (
 // guardedForms launches two kernels on the same buffers, guarded by
 // complementary row ranges: negation for at most 2 rows, absolute value
 // for 3 and more. Which one ran shows in the result's signs.
-const guardedForms = `func.func @g(%x: memref<?x64xf32, dram>, %y: memref<?x64xf32, dram>) attributes {num_results = 1} {
+var guardedForms = `func.func @g(%x: memref<?x64xf32, dram>, %y: memref<?x64xf32, dram>) attributes {num_results = 1} {
   %x_d0 = loop.dim %x {axis = 0} : (memref<?x64xf32, dram>) -> index
   loop.launch %x, %y, %x_d0, %x_d0 {kernel = "neg", max_rows = 2, rows_of = 0} : (memref<?x64xf32, dram>, memref<?x64xf32, dram>, index, index) -> ()
   loop.launch %x, %y, %x_d0, %x_d0 {kernel = "abs", min_rows = 3, rows_of = 1} : (memref<?x64xf32, dram>, memref<?x64xf32, dram>, index, index) -> ()
   return
 }
-loop.kernel {kind = "elementwise", num_inputs = 1, num_outputs = 1, sym_name = "neg", vector_width = 32} {
-^bb0(%x: memref<?x64xf32, dram>, %y: memref<?x64xf32, dram>, %x_d0: index, %y_d0: index):
-  %c64 = loop.const {value = 64} : index
-  %c0 = loop.const {value = 0} : index
-  %c32 = loop.const {value = 32} : index
-  %c1 = loop.const {value = 1} : index
-  loop.parallel %c0, %y_d0, %c1 {dist = "grid"} {
-  ^bb1(%r: index):
-    loop.for %c0, %c64, %c32 {dist = "threads"} {
-    ^bb2(%i: index):
-      %v = loop.load %x, %r, %i : (memref<?x64xf32, dram>, index, index) -> vector<32xf32>
-      %n = loop.neg %v : vector<32xf32>
-      loop.store %n, %y, %r, %i : (vector<32xf32>, memref<?x64xf32, dram>, index, index) -> ()
+` + unaryKernel("neg") + unaryKernel("abs")
+
+// unaryKernel is an element-wise kernel named op applying loop.<op> to the
+// rows of 64 of x, storing into y.
+func unaryKernel(op string) string {
+	return fmt.Sprintf(`loop.kernel {kind = "elementwise", num_inputs = 1, num_outputs = 1, sym_name = "%[1]s", vector_width = 32} {
+^bb0(%%x: memref<?x64xf32, dram>, %%y: memref<?x64xf32, dram>, %%x_d0: index, %%y_d0: index):
+  %%c64 = loop.const {value = 64} : index
+  %%c0 = loop.const {value = 0} : index
+  %%c32 = loop.const {value = 32} : index
+  %%c1 = loop.const {value = 1} : index
+  loop.parallel %%c0, %%y_d0, %%c1 {dist = "grid"} {
+  ^bb1(%%r: index):
+    loop.for %%c0, %%c64, %%c32 {dist = "threads"} {
+    ^bb2(%%i: index):
+      %%v = loop.load %%x, %%r, %%i : (memref<?x64xf32, dram>, index, index) -> vector<32xf32>
+      %%n = loop.%[1]s %%v : vector<32xf32>
+      loop.store %%n, %%y, %%r, %%i : (vector<32xf32>, memref<?x64xf32, dram>, index, index) -> ()
       loop.yield
     } : index
     loop.yield
   } : index
   loop.return
 }
-loop.kernel {kind = "elementwise", num_inputs = 1, num_outputs = 1, sym_name = "abs", vector_width = 32} {
-^bb0(%x: memref<?x64xf32, dram>, %y: memref<?x64xf32, dram>, %x_d0: index, %y_d0: index):
-  %c64 = loop.const {value = 64} : index
-  %c0 = loop.const {value = 0} : index
-  %c32 = loop.const {value = 32} : index
-  %c1 = loop.const {value = 1} : index
-  loop.parallel %c0, %y_d0, %c1 {dist = "grid"} {
-  ^bb1(%r: index):
-    loop.for %c0, %c64, %c32 {dist = "threads"} {
-    ^bb2(%i: index):
-      %v = loop.load %x, %r, %i : (memref<?x64xf32, dram>, index, index) -> vector<32xf32>
-      %a = loop.abs %v : vector<32xf32>
-      loop.store %a, %y, %r, %i : (vector<32xf32>, memref<?x64xf32, dram>, index, index) -> ()
-      loop.yield
-    } : index
-    loop.yield
-  } : index
-  loop.return
-}`
+`, op)
+}
 
 // TestGuardedFormsNative runs guardedForms natively and in the loop
 // interpreter for 1 to 5 rows: exactly the admitted kernel runs.
