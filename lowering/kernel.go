@@ -235,7 +235,7 @@ func (l *funcLowering) lowerKernel(fused *ir.Operation, inputs, outputs []*ir.Va
 		if info.Schedule == "" {
 			info.PlanSchedule(l.target)
 		}
-		if l.lowerSplit(fused, &info, inputs, outputs) {
+		if l.lowerResident(fused, &info, inputs, outputs) || l.lowerSplit(fused, &info, inputs, outputs) {
 			return
 		}
 		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {

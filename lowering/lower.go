@@ -41,7 +41,9 @@ func init() {
 			{Name: "horizontal", Kind: ir.OptBool, Default: "true",
 				Help: "launch sibling element-wise kernels that read the same buffers and are independent (q's and k's rotary embeddings) as one kernel of several parts"},
 			{Name: "split-rows-below", Kind: ir.OptInt, Default: "0",
-				Help: "on a GPU, split long rows reduced online across programs when there are fewer rows than this (0: twice the target's SMs); a `?` row count launches both forms, guarded"}},
+				Help: "on a GPU, split long rows reduced online across programs when there are fewer rows than this (0: twice the target's SMs); a `?` row count launches both forms, guarded"},
+			{Name: "resident", Kind: ir.OptBool, Default: "true",
+				Help: "on a GPU, normalise rows too long for one program's sram (softmax over a vocabulary) across a group of programs that each keep their split in sram and meet at a loop.group_sync, so that the row is read once (false: read it twice, online)"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
 				var t *target.Target
@@ -56,6 +58,9 @@ func init() {
 				}
 				if opts.IsSet("horizontal") {
 					o.NoHorizontal = !opts.Bool("horizontal")
+				}
+				if opts.IsSet("resident") {
+					o.NoResident = !opts.Bool("resident")
 				}
 				if opts.IsSet("split-rows-below") {
 					o.SplitRowsBelow = opts.Int("split-rows-below")
@@ -80,6 +85,10 @@ type Options struct {
 	// across programs when there are fewer of them than this (0: twice the
 	// target's SMs, split.go).
 	SplitRowsBelow int64
+	// NoResident keeps long normalised rows online (read twice) rather
+	// than split across a group of programs that keep them in sram
+	// (resident.go).
+	NoResident bool
 	// Remarks, when set, receives lowering's remarks (fusion: the split of
 	// long rows).
 	Remarks *ir.PassContext

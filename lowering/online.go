@@ -89,6 +89,14 @@ func (ev *evaluator) guard(b *ir.Builder, m *ir.Value) *ir.Value {
 // from column base (nil: 0), chunk by chunk, and returns the running max
 // and the sum against h(max).
 func (ev *evaluator) onlineSpan(row *scope, on *onlinePair, stores []int, outs []*ir.Value, width, c int64, base *ir.Value) (*ir.Value, *ir.Value) {
+	m, s, _ := ev.onlineSpanIn(row, on, stores, outs, width, c, base, 0)
+	return m, s
+}
+
+// onlineSpanIn is onlineSpan with chunks of chunk columns (0: the
+// target's, onlineChunk), which also returns the sram buffer of a chunk:
+// with chunk = c, the c columns themselves.
+func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs []*ir.Value, width, c int64, base *ir.Value, chunk int64) (*ir.Value, *ir.Value, *ir.Value) {
 	k := ev.k
 	loc := k.loc
 	lanes := width
@@ -97,7 +105,9 @@ func (ev *evaluator) onlineSpan(row *scope, on *onlinePair, stores []int, outs [
 	}
 	x := on.max.Operand(0)
 	f32 := ir.F32Type
-	chunk := onlineChunk(k.target, c, width)
+	if chunk <= 0 {
+		chunk = onlineChunk(k.target, c, width)
+	}
 	full := c / chunk * chunk
 	buf := must(loop.BuildAlloc(row.b, loc, ir.MemRefType{Shape: []int64{chunk}, Elem: ev.heldElem(x), Space: ir.SRAM})).Output()
 	buf.Name = "chunk"
@@ -174,5 +184,5 @@ func (ev *evaluator) onlineSpan(row *scope, on *onlinePair, stores []int, outs [
 	if tail := c - full; tail > 0 {
 		m, s = step(chunkScope(row.b), offset(row.b, k.index(full)), tail, m, s)
 	}
-	return m, s
+	return m, s, buf
 }

@@ -2,7 +2,6 @@ package lowering
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
@@ -273,10 +272,6 @@ func (k *kernelBuilder) splitCombine(fused *ir.Operation, info *passes.KernelInf
 	nargs := len(fused.Region(0).Entry().Args)
 	pm, ps := k.ins[nargs], k.ins[nargs+1]
 	width := k.vectorWidth(s, []*ir.Value{pm})
-	lanes := width
-	if width == 1 {
-		lanes = 0
-	}
 	k.setAttr("row_len", intAttr(s))
 	k.setAttr("schedule", ir.StringAttr(passes.ScheduleOnePass))
 	k.setAttr("vector_width", intAttr(width))
@@ -285,35 +280,11 @@ func (k *kernelBuilder) splitCombine(fused *ir.Operation, info *passes.KernelInf
 	for d := range leadExt {
 		leadExt[d] = k.dim(pm, d)
 	}
-	f32 := ir.F32Type
-	vec := loop.Vector(lanes, f32)
 	k.grid(k.product(k.kb, leadExt), func(b *ir.Builder, r *ir.Value) {
 		ev.rowIdx = k.splitRow(b, r, leadExt)
 		row := ev.rowScope(b)
-		at := func(ls *scope, buf *ir.Value) *ir.Value {
-			idx := append(append([]*ir.Value(nil), ev.rowIdx...), ls.col)
-			return must(loop.BuildLoad(ls.b, k.loc, buf, idx, vec)).Output()
-		}
-		reduce := func(acc *ir.Value, kind string) *ir.Value {
-			if lanes == 0 {
-				return acc
-			}
-			return must(loop.BuildReduce(row.b, k.loc, acc, kind)).Output()
-		}
-		mv := row.loop(k.index(0), k.index(s), k.index(width), lanes, []*ir.Value{k.constant(vec, math.Inf(-1))}, []string{"max"},
-			func(ls *scope, carried []*ir.Value) []*ir.Value {
-				return []*ir.Value{ls.op(loop.OpMax, []*ir.Value{carried[0], at(ls, pm)}, vec, nil)}
-			})[0]
-		m := reduce(mv, "max")
-		h := ev.guard(row.b, m)
-		sv := row.loop(k.index(0), k.index(s), k.index(width), lanes, []*ir.Value{k.constant(vec, 0)}, []string{"add"},
-			func(ls *scope, carried []*ir.Value) []*ir.Value {
-				hj := ev.guard(ls.b, at(ls, pm))
-				scale := ls.op(loop.OpExp, []*ir.Value{ls.op(loop.OpSub, []*ir.Value{hj, ls.broadcast(h)}, vec, nil)}, vec, nil)
-				t := ls.op(loop.OpMul, []*ir.Value{at(ls, ps), scale}, vec, nil)
-				return []*ir.Value{ls.op(loop.OpAdd, []*ir.Value{carried[0], t}, vec, nil)}
-			})[0]
-		ev.onlineResults(row, on, m, reduce(sv, "add"))
+		m, sum := ev.combineSplits(row, pm, ps, s)
+		ev.onlineResults(row, on, m, sum)
 		if stats != nil {
 			idx := append(append([]*ir.Value(nil), ev.rowIdx...), k.index(0))
 			must(loop.BuildStore(row.b, k.loc, row.vals[on.max.Result(0)], stats[0], idx))

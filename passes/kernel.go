@@ -102,6 +102,11 @@ const (
 	// the phases after them read it again as in two-pass. See
 	// KernelInfo.Online.
 	ScheduleOnline = "online"
+	// ScheduleResident is a row kernel lowered for a GPU whose rows, too
+	// long for one program's sram, are split across a group of programs
+	// that each keep their split in sram and meet at a loop.group_sync
+	// (lowering/resident.go); the classification never plans it.
+	ScheduleResident = "resident"
 )
 
 // RowBufferElemBytes is the size of one element of a row buffer: rows are

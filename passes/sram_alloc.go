@@ -245,6 +245,12 @@ func planArena(f ir.Func, ctx *ir.PassContext) {
 		}
 		mt, _ := o.Result(0).Type().(ir.MemRefType)
 		size, static := ir.ByteSizeOf(mt)
+		if z, _ := (loop.AllocDRAMOp{Operation: o}).Zeroed(); z {
+			// counters kept by the launcher across calls, not in the arena
+			o.Attrs.Delete("offset")
+			o.Attrs.Delete("size")
+			continue
+		}
 		if !static {
 			dynamic++
 			o.Attrs.Delete("offset")

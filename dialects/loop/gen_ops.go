@@ -19,6 +19,10 @@ const (
 	OpAllocDRAM = "loop.alloc_dram"
 	// OpParallel is loop.parallel: independent iterations: the launch grid.
 	OpParallel = "loop.parallel"
+	// OpTicket is loop.ticket: the grid's instances in the order they start.
+	OpTicket = "loop.ticket"
+	// OpGroupSync is loop.group_sync: waits for the instances of a group.
+	OpGroupSync = "loop.group_sync"
 	// OpFor is loop.for: a loop with carried values.
 	OpFor = "loop.for"
 	// OpYield is loop.yield: ends a loop body, passing on the carried values.
@@ -170,7 +174,7 @@ func (op KernelOp) SramBytes() (int64, bool) {
 	return ods.GetInt(op.Operation, "sram_bytes")
 }
 
-// Schedule returns attribute schedule and whether it is present: of a row kernel: the row kept in sram between phases, read from DRAM again, or its max and sum of exp taken in one pass, chunk by chunk.
+// Schedule returns attribute schedule and whether it is present: of a row kernel: the row kept in sram between phases, read from DRAM again, its max and sum of exp taken in one pass, chunk by chunk, or split across instances that each keep their split in sram and meet at a `loop.group_sync`.
 func (op KernelOp) Schedule() (string, bool) {
 	return ods.GetString(op.Operation, "schedule")
 }
@@ -218,7 +222,7 @@ func checkKernelInputs(op *ir.Operation) error {
 	if err := ods.CheckAttr(op, "schedule", ods.StringKind, false); err != nil {
 		return err
 	}
-	if err := ods.CheckEnumAttr(op, "schedule", "one-pass", "two-pass", "online"); err != nil {
+	if err := ods.CheckEnumAttr(op, "schedule", "one-pass", "two-pass", "online", "resident"); err != nil {
 		return err
 	}
 	if err := ods.CheckAttr(op, "row_len", ods.IntKind, false); err != nil {
@@ -453,6 +457,11 @@ func (op AllocDRAMOp) Size() (int64, bool) {
 	return ods.GetInt(op.Operation, "size")
 }
 
+// Zeroed returns attribute zeroed and whether it is present: counters of `loop.ticket` and `loop.group_sync` (i32): zero when a launch begins, and left zero by every kernel that uses them, so that launchers keep them across calls (outside the arena).
+func (op AllocDRAMOp) Zeroed() (bool, bool) {
+	return ods.GetBool(op.Operation, "zeroed")
+}
+
 // BuildAllocDRAM creates a loop.alloc_dram at b's insertion point.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildAllocDRAM(b *ir.Builder, loc ir.Location, extents []*ir.Value, outputType ir.Type) (AllocDRAMOp, error) {
@@ -484,6 +493,9 @@ func checkAllocDRAMInputs(op *ir.Operation) error {
 		return err
 	}
 	if err := ods.CheckAttr(op, "size", ods.IntKind, false); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "zeroed", ods.BoolKind, false); err != nil {
 		return err
 	}
 	return nil
@@ -589,6 +601,158 @@ func verifyParallelOp(op *ir.Operation) error {
 		return err
 	}
 	return verifyParallel(op)
+}
+
+// TicketOp is a loop.ticket op: the grid's instances in the order they start.
+//
+//	%t = loop.ticket %tickets, %n : (memref<1xi32, dram>, index) -> index
+type TicketOp struct {
+	*ir.Operation
+}
+
+// AsTicket returns op as a TicketOp if it is a loop.ticket.
+func AsTicket(op *ir.Operation) (TicketOp, bool) {
+	if op == nil || op.Name() != OpTicket {
+		return TicketOp{}, false
+	}
+	return TicketOp{op}, true
+}
+
+// Counter returns operand #0 (counter).
+func (op TicketOp) Counter() *ir.Value {
+	return op.Operand(0)
+}
+
+// Count returns operand #1 (count).
+func (op TicketOp) Count() *ir.Value {
+	return op.Operand(1)
+}
+
+// Output returns result #0 (output).
+func (op TicketOp) Output() *ir.Value {
+	return op.Result(0)
+}
+
+// BuildTicket creates a loop.ticket at b's insertion point and infers its result type.
+// It returns an error, and leaves nothing behind, when the op would not verify.
+func BuildTicket(b *ir.Builder, loc ir.Location, counter *ir.Value, count *ir.Value) (TicketOp, error) {
+	op := ir.NewOperation(OpTicket, loc, []*ir.Value{counter, count}, nil, nil, 0)
+	if err := ods.Build(b, op, checkTicketInputs, verifyTicketOp, inferTicket); err != nil {
+		return TicketOp{}, err
+	}
+	return TicketOp{op}, nil
+}
+
+// checkTicketInputs checks what loop.ticket's results derive from: operand and region
+// counts, operand types and attributes.
+func checkTicketInputs(op *ir.Operation) error {
+	if err := ods.CheckNumOperands(op, 2, 0, false); err != nil {
+		return err
+	}
+	if err := ods.CheckNumRegions(op, 0); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 0, ods.DRAMMemRef); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 1, ods.IndexValue); err != nil {
+		return err
+	}
+	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	return nil
+}
+
+// verifyTicketOp is the verifier of loop.ticket: its declaration, then the rules of
+// class Ticket through inferTicket.
+func verifyTicketOp(op *ir.Operation) error {
+	if err := checkTicketInputs(op); err != nil {
+		return err
+	}
+	if err := ods.CheckNumResults(op, 1, false); err != nil {
+		return err
+	}
+	if err := ods.CheckResult(op, 0, ods.IndexValue); err != nil {
+		return err
+	}
+	return ods.CheckInferred(op, inferTicket)
+}
+
+// GroupSyncOp is a loop.group_sync op: waits for the instances of a group.
+//
+//	loop.group_sync %sync, %row, %c16 : (memref<?x2xi32, dram>, index, index) -> ()
+type GroupSyncOp struct {
+	*ir.Operation
+}
+
+// AsGroupSync returns op as a GroupSyncOp if it is a loop.group_sync.
+func AsGroupSync(op *ir.Operation) (GroupSyncOp, bool) {
+	if op == nil || op.Name() != OpGroupSync {
+		return GroupSyncOp{}, false
+	}
+	return GroupSyncOp{op}, true
+}
+
+// Counters returns operand #0 (counters).
+func (op GroupSyncOp) Counters() *ir.Value {
+	return op.Operand(0)
+}
+
+// Group returns operand #1 (group).
+func (op GroupSyncOp) Group() *ir.Value {
+	return op.Operand(1)
+}
+
+// Size returns operand #2 (size).
+func (op GroupSyncOp) Size() *ir.Value {
+	return op.Operand(2)
+}
+
+// BuildGroupSync creates a loop.group_sync at b's insertion point.
+// It returns an error, and leaves nothing behind, when the op would not verify.
+func BuildGroupSync(b *ir.Builder, loc ir.Location, counters *ir.Value, group *ir.Value, size *ir.Value) (GroupSyncOp, error) {
+	op := ir.NewOperation(OpGroupSync, loc, []*ir.Value{counters, group, size}, nil, nil, 0)
+	if err := ods.Build(b, op, checkGroupSyncInputs, verifyGroupSyncOp, nil); err != nil {
+		return GroupSyncOp{}, err
+	}
+	return GroupSyncOp{op}, nil
+}
+
+// checkGroupSyncInputs checks what loop.group_sync's results derive from: operand and region
+// counts, operand types and attributes.
+func checkGroupSyncInputs(op *ir.Operation) error {
+	if err := ods.CheckNumOperands(op, 3, 0, false); err != nil {
+		return err
+	}
+	if err := ods.CheckNumRegions(op, 0); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 0, ods.DRAMMemRef); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 1, ods.IndexValue); err != nil {
+		return err
+	}
+	if err := ods.CheckOperand(op, 2, ods.IndexValue); err != nil {
+		return err
+	}
+	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	return nil
+}
+
+// verifyGroupSyncOp is the verifier of loop.group_sync: its declaration, then the rules of
+// class GroupSync.
+func verifyGroupSyncOp(op *ir.Operation) error {
+	if err := checkGroupSyncInputs(op); err != nil {
+		return err
+	}
+	if err := ods.CheckNumResults(op, 0, false); err != nil {
+		return err
+	}
+	return verifyGroupSync(op)
 }
 
 // ForOp is a loop.for op: a loop with carried values.
@@ -4121,7 +4285,7 @@ func init() {
 		Name:    OpAllocDRAM,
 		Summary: "an intermediate buffer between kernels",
 		Traits:  0,
-		Attrs:   []string{"offset", "size"},
+		Attrs:   []string{"offset", "size", "zeroed"},
 		Verify:  verifyAllocDRAMOp,
 	})
 	ir.RegisterOp(&ir.OpDef{
@@ -4130,6 +4294,18 @@ func init() {
 		Traits:  0,
 		Attrs:   []string{"dist"},
 		Verify:  verifyParallelOp,
+	})
+	ir.RegisterOp(&ir.OpDef{
+		Name:    OpTicket,
+		Summary: "the grid's instances in the order they start",
+		Traits:  ir.SideEffects,
+		Verify:  verifyTicketOp,
+	})
+	ir.RegisterOp(&ir.OpDef{
+		Name:    OpGroupSync,
+		Summary: "waits for the instances of a group",
+		Traits:  ir.SideEffects,
+		Verify:  verifyGroupSyncOp,
 	})
 	ir.RegisterOp(&ir.OpDef{
 		Name:     OpFor,

@@ -87,6 +87,22 @@ func TestRoundTrip(t *testing.T) {
 // Every error the verifier words, from a valid program changed in one place.
 func TestVerifierErrors(t *testing.T) {
 	cases := []struct{ from, to, want string }{
+		{`%t = loop.ticket %tk, %n : (memref<1xi32, dram>, index) -> index`,
+			`%t = loop.ticket %gs, %n : (memref<?x2xi32, dram>, index) -> index`,
+			"'loop.ticket' op counters must be 'memref<1xi32, dram>', but got 'memref<?x2xi32, dram>'"},
+		{`%gs = loop.alloc_dram %n {zeroed = true}`, `%gs = loop.alloc_dram %n`,
+			"with zeroed = true (they are zero when a launch begins)"},
+		{`      %t = loop.ticket %tk, %n : (memref<1xi32, dram>, index) -> index
+      %g = loop.divi %t, %c2 : index`, `      %g = loop.divi %r, %c2 : index`,
+			"'loop.group_sync' op expects a 'loop.ticket' before it in the grid's body"},
+		{`      loop.group_sync %gs, %g, %c2 : (memref<?x2xi32, dram>, index, index) -> ()
+      loop.yield`, `      loop.for %c0, %c2, %c1 {dist = "threads"} {
+      ^bb9(%z: index):
+        loop.group_sync %gs, %g, %c2 : (memref<?x2xi32, dram>, index, index) -> ()
+        loop.yield
+      } : index
+      loop.yield`,
+			"'loop.group_sync' op must be in the body of the grid's 'loop.parallel' itself, not in a loop or a branch"},
 		{`%v = loop.load %x, %r, %i : (memref<?x64xbf16, dram>, index, index) -> vector<8xbf16>`,
 			`%v = loop.load %x, %i : (memref<?x64xbf16, dram>, index) -> vector<8xbf16>`,
 			"'loop.load' op expects 2 indices for 'memref<?x64xbf16, dram>', but found 1"},

@@ -9,6 +9,9 @@ const program = `module {
     %t = loop.alloc_dram %m {offset = 0, size = 512} : (index) -> memref<?xf32, dram>
     %u = loop.alloc_dram {offset = 256, size = 256} : memref<8x8xf32, dram>
     loop.launch %x, %w, %y, %s, %n, %n, %n {kernel = "f_k0"} : (memref<?x64xbf16, dram>, memref<64xbf16, dram>, memref<?x64xbf16, dram>, memref<?xf32, dram>, index, index, index) -> ()
+    %tk = loop.alloc_dram {zeroed = true} : memref<1xi32, dram>
+    %gs = loop.alloc_dram %n {zeroed = true} : (index) -> memref<?x2xi32, dram>
+    loop.launch %s, %tk, %gs, %n, %n {kernel = "f_k1"} : (memref<?xf32, dram>, memref<1xi32, dram>, memref<?x2xi32, dram>, index, index) -> ()
     return
   }
   loop.kernel {kind = "row", num_inputs = 2, num_outputs = 2, row_len = 64, schedule = "one-pass", sram_bytes = 256, sym_name = "f_k0", vector_width = 8} {
@@ -61,6 +64,21 @@ const program = `module {
       %j4 = loop.remi %j3, %c8 : index
       %j5 = loop.mini %j4, %c64 : index
       %j6 = loop.clamp_index %three, %c64 : (i32, index) -> index
+      loop.yield
+    } : index
+    loop.return
+  }
+  loop.kernel {kind = "row", num_inputs = 0, num_outputs = 3, row_len = 2, schedule = "resident", sym_name = "f_k1"} {
+  ^bb0(%s: memref<?xf32, dram>, %tk: memref<1xi32, dram>, %gs: memref<?x2xi32, dram>, %s_d0: index, %gs_d0: index):
+    %c0 = loop.const {value = 0} : index
+    %c1 = loop.const {value = 1} : index
+    %c2 = loop.const {value = 2} : index
+    %n = loop.muli %gs_d0, %c2 : index
+    loop.parallel %c0, %n, %c1 {dist = "grid"} {
+    ^bb1(%r: index):
+      %t = loop.ticket %tk, %n : (memref<1xi32, dram>, index) -> index
+      %g = loop.divi %t, %c2 : index
+      loop.group_sync %gs, %g, %c2 : (memref<?x2xi32, dram>, index, index) -> ()
       loop.yield
     } : index
     loop.return

@@ -196,8 +196,34 @@ func verifyLaunch(op *ir.Operation) error {
 		if got := op.Operand(i).Type(); !ir.TypeEqual(got, a.Type()) {
 			return ir.OpError(op, "operand #%d has type %s, but kernel '%s' takes %s", i, q(got), l.Kernel(), q(a.Type()))
 		}
+		if countsSync(a) && !isZeroed(op.Operand(i)) {
+			return ir.OpError(op, "operand #%d holds the counters of kernel '%s''s %s or %s, so it must be allocated by a '%s' with zeroed = true (they are zero when a launch begins)",
+				i, l.Kernel(), OpTicket, OpGroupSync, OpAllocDRAM)
+		}
 	}
 	return nil
+}
+
+// countsSync reports whether kernel argument a is the counter buffer of
+// a loop.ticket or loop.group_sync.
+func countsSync(a *ir.Value) bool {
+	for _, u := range a.Uses() {
+		if n := u.Owner.Name(); (n == OpTicket || n == OpGroupSync) && u.Index == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// isZeroed reports whether v is allocated by a loop.alloc_dram with
+// zeroed = true.
+func isZeroed(v *ir.Value) bool {
+	a, ok := AsAllocDRAM(v.DefiningOp())
+	if !ok {
+		return false
+	}
+	z, has := a.Zeroed()
+	return has && z
 }
 
 // inferDim: `%n = loop.dim %x {axis = 0} : (memref<?x8xf32, dram>) -> index`.
@@ -692,4 +718,66 @@ func verifyCast(op *ir.Operation) error {
 		return ir.OpError(op, "cannot change the shape: %s to %s", q(in), q(out))
 	}
 	return nil
+}
+
+// syncCounters checks the counters of a loop.ticket or loop.group_sync: a
+// zeroed i32 buffer of the shape given (nil: [G..., 2], any G), and
+// that op is in the body of the grid's loop.parallel itself, where every
+// thread of an instance reaches it.
+//
+//	counters must be 'memref<?x2xi32, dram>', but got 'memref<8xf32, dram>'
+//	counters must be allocated by a 'loop.alloc_dram' with zeroed = true (they are zero when a launch begins)
+//	must be in the body of the grid's 'loop.parallel' itself, not in a loop or a branch
+func syncCounters(op *ir.Operation, c *ir.Value, shape []int64, spell string) error {
+	m, ok := c.Type().(ir.MemRefType)
+	good := ok && m.Elem.Kind == ir.I32
+	if good && shape == nil {
+		// group counters: [G..., 2], group g at elements 2g and 2g+1
+		good = len(m.Shape) >= 2 && m.Shape[len(m.Shape)-1] == 2
+	} else {
+		good = good && len(m.Shape) == len(shape)
+		for d := 0; good && d < len(shape); d++ {
+			good = m.Shape[d] == shape[d]
+		}
+	}
+	if !good {
+		return ir.OpError(op, "counters must be '%s', but got %s", spell, q(c.Type()))
+	}
+	if c.DefiningOp() != nil && !isZeroed(c) {
+		return ir.OpError(op, "counters must be allocated by a '%s' with zeroed = true (they are zero when a launch begins)", OpAllocDRAM)
+	}
+	if op.Block() != nil {
+		if p := op.ParentOp(); p == nil || p.Name() != OpParallel {
+			return ir.OpError(op, "must be in the body of the grid's '%s' itself, not in a loop or a branch", OpParallel)
+		}
+	}
+	return nil
+}
+
+// inferTicket: `%t = loop.ticket %tickets, %n : (memref<1xi32, dram>, index) -> index`.
+func inferTicket(op *ir.Operation) ([]ir.Type, error) {
+	if err := syncCounters(op, op.Operand(0), []int64{1}, "memref<1xi32, dram>"); err != nil {
+		return nil, err
+	}
+	return []ir.Type{ir.IndexType}, nil
+}
+
+// verifyGroupSync: zeroed [G..., 2] counters (group g is the linear index
+// of the leading dimensions), in the grid's body after a
+// loop.ticket.
+//
+//	expects a 'loop.ticket' before it in the grid's body (its instances must start in ticket order)
+func verifyGroupSync(op *ir.Operation) error {
+	if err := syncCounters(op, op.Operand(0), nil, "memref<...x2xi32, dram>"); err != nil {
+		return err
+	}
+	if op.Block() == nil {
+		return nil
+	}
+	for p := op.Prev(); p != nil; p = p.Prev() {
+		if p.Name() == OpTicket {
+			return nil
+		}
+	}
+	return ir.OpError(op, "expects a '%s' before it in the grid's body (its instances must start in ticket order)", OpTicket)
 }

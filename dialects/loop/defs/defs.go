@@ -36,6 +36,10 @@ kernel's block arguments in number and type.`},
 	{Name: "Dim", Infers: true, Doc: "`axis` is in [0, rank) of the buffer; the result is an `index`."},
 	{Name: "AllocDRAM", Doc: `One ` + "`index`" + ` operand per dynamic extent of the result type. ` + "`offset`" + ` and ` + "`size`" + `,
 when given, are not negative, and a static buffer's ` + "`size`" + ` holds it.`},
+	{Name: "Ticket", Infers: true, Doc: `The counter is a ` + "`zeroed`" + ` ` + "`memref<1xi32, dram>`" + `; the op is in the body of the
+grid's ` + "`loop.parallel`" + ` itself (not in a loop), and the result is an ` + "`index`" + `.`},
+	{Name: "GroupSync", Doc: `The counters are a ` + "`zeroed`" + ` ` + "`memref<G... x 2 x i32, dram>`" + ` (group g at elements 2g and 2g + 1); the op is in
+the body of the grid's ` + "`loop.parallel`" + ` itself, after a ` + "`loop.ticket`" + ` there.`},
 	{Name: "Parallel", Doc: `The body is one block with one ` + "`index`" + ` argument (the induction variable) and
 ends in a ` + "`loop.yield`" + ` without operands.`},
 	{Name: "For", Doc: `The body is one block whose arguments are the ` + "`index`" + ` induction variable and one
@@ -137,8 +141,8 @@ kernel sees only its arguments.`,
 			{Name: "num_inputs", Kind: ods.IntKind, Doc: "the number of input buffers"},
 			{Name: "num_outputs", Kind: ods.IntKind, Doc: "the number of output buffers, which follow the inputs"},
 			{Name: "sram_bytes", Kind: ods.IntKind, Optional: true, Doc: "scratchpad bytes of one instance, set by `sram-alloc`"},
-			{Name: "schedule", Kind: ods.StringKind, Optional: true, Enum: []string{"one-pass", "two-pass", "online"},
-				Doc: "of a row kernel: the row kept in sram between phases, read from DRAM again, or its max and sum of exp taken in one pass, chunk by chunk"},
+			{Name: "schedule", Kind: ods.StringKind, Optional: true, Enum: []string{"one-pass", "two-pass", "online", "resident"},
+				Doc: "of a row kernel: the row kept in sram between phases, read from DRAM again, its max and sum of exp taken in one pass, chunk by chunk, or split across instances that each keep their split in sram and meet at a `loop.group_sync`"},
 			{Name: "row_len", Kind: ods.IntKind, Optional: true, Doc: "of a row kernel: the reduced extent"},
 			{Name: "vector_width", Kind: ods.IntKind, Optional: true, Doc: "the elements of the widest vector access"},
 		},
@@ -185,6 +189,7 @@ static ones in the function's arena (` + "`offset`" + `, ` + "`size`" + `); dyna
 		Attrs: []ods.AttrDecl{
 			offset,
 			{Name: "size", Kind: ods.IntKind, Optional: true, Doc: "bytes reserved in the arena"},
+			{Name: "zeroed", Kind: ods.BoolKind, Optional: true, Doc: "counters of `loop.ticket` and `loop.group_sync` (i32): zero when a launch begins, and left zero by every kernel that uses them, so that launchers keep them across calls (outside the arena)"},
 		},
 	},
 
@@ -206,6 +211,33 @@ static ones in the function's arena (` + "`offset`" + `, ` + "`size`" + `); dyna
 			Doc: "what runs the iterations: the instances of the launch grid"}},
 		Regions:       []ods.RegionDecl{{Name: "body", Doc: "one iteration"}},
 		CustomBuilder: true,
+	},
+	{
+		Name: "ticket", Summary: "the grid's instances in the order they start",
+		Description: `Returns the next of 0, 1, ..., ` + "`count`" + ` - 1 in the order the instances of the grid reach it
+(an atomic increment of ` + "`counter[0]`" + `); the instance that takes ` + "`count`" + ` - 1 sets the counter back to
+0, so that it is zero again for the next launch. Every instance of the grid evaluates it exactly once.
+An instance that waits at a ` + "`loop.group_sync`" + ` for others then waits only for instances that have
+started: with tickets, the instances of a group are running by the time all of its earlier groups
+are, so a group never waits on instances that cannot be scheduled, however few instances the
+machine holds at once (at least a group's).`,
+		Example:  "%t = loop.ticket %tickets, %n : (memref<1xi32, dram>, index) -> index",
+		Class:    "Ticket",
+		Traits:   ir.SideEffects,
+		Operands: []ods.OperandDecl{{Name: "counter", Constraint: ods.DRAMMemRef}, {Name: "count", Constraint: ods.IndexValue}},
+		Results:  indexOut,
+	},
+	{
+		Name: "group_sync", Summary: "waits for the instances of a group",
+		Description: `Waits until ` + "`size`" + ` instances of the grid have reached it with the same ` + "`group`" + `; what each of
+them stored before is visible to all of them after (loads after it read memory, not a stale
+cache). Of the counters, flat, element 2 ` + "`group`" + ` counts arrivals and the next one departures; the last to leave sets
+both back to 0. The instances take their indices from a ` + "`loop.ticket`" + `, and a group must have
+exactly ` + "`size`" + ` instances: one fewer is a deadlock on a GPU, an error in the interpreter.`,
+		Example:  "loop.group_sync %sync, %row, %c16 : (memref<?x2xi32, dram>, index, index) -> ()",
+		Class:    "GroupSync",
+		Traits:   ir.SideEffects,
+		Operands: []ods.OperandDecl{{Name: "counters", Constraint: ods.DRAMMemRef}, {Name: "group", Constraint: ods.IndexValue}, {Name: "size", Constraint: ods.IndexValue}},
 	},
 	{
 		Name: "for", Summary: "a loop with carried values",

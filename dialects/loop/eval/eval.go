@@ -132,6 +132,14 @@ func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tenso
 		return nil, err
 	}
 	mc.runBlock(f.Body())
+	for _, op := range mc.zeroed {
+		for _, v := range mc.vals[op.Result(0)].buf.data {
+			if v != 0 {
+				mc.cur = op
+				mc.fail("holds counters that the kernels using them did not leave at zero (a later launch would start from them)")
+			}
+		}
+	}
 	// the inputs kernels wrote into (graph.index_copy's destination) are
 	// updated in place, as a compiled function updates the caller's buffer
 	for i, a := range args[:nin] {
@@ -206,6 +214,9 @@ type machine struct {
 	// lane holds the operands of lanewise's function at one lane (the
 	// functions are leaves: they never run lanewise themselves)
 	lane [4]float64
+	// zeroed are the counters of loop.ticket and loop.group_sync, which
+	// must be zero again when the function returns
+	zeroed []*ir.Operation
 }
 
 // fail stops the run with an error at the current op.
@@ -291,6 +302,10 @@ func (mc *machine) exec(op *ir.Operation) {
 		mc.alloc(op)
 	case loop.OpParallel:
 		mc.parallel(op)
+	case loop.OpTicket:
+		mc.ticket(op)
+	case loop.OpGroupSync:
+		mc.fail("is reached outside the body of a grid (internal error)")
 	case loop.OpFor:
 		mc.forLoop(op)
 	case loop.OpLoad:
@@ -512,7 +527,14 @@ func (mc *machine) alloc(op *ir.Operation) {
 			next++
 		}
 	}
-	mc.set(op, value{buf: mc.newBuffer(shape, mt.Elem.Kind)})
+	b := mc.newBuffer(shape, mt.Elem.Kind)
+	if a, ok := loop.AsAllocDRAM(op); ok {
+		if z, _ := a.Zeroed(); z {
+			clear(b.data)
+			mc.zeroed = append(mc.zeroed, op)
+		}
+	}
+	mc.set(op, value{buf: b})
 }
 
 // offset returns the element offset of indices idx in b, checking that n
@@ -653,11 +675,127 @@ func (mc *machine) bounds(op *ir.Operation) (lo, hi, step int64) {
 func (mc *machine) parallel(op *ir.Operation) {
 	lo, hi, step := mc.bounds(op)
 	body := op.Region(0).Entry()
+	if hasGroupSync(body) {
+		mc.parallelStaged(op, lo, hi, step)
+		return
+	}
 	for iv := lo; iv < hi; iv += step {
 		mc.vals[body.Args[0]] = value{i: iv}
 		mc.runBlock(body)
 		mc.cur = op
 	}
+}
+
+// hasGroupSync reports whether a grid's body holds a loop.group_sync (the
+// verifier keeps them at its top level).
+func hasGroupSync(body *ir.Block) bool {
+	for op := body.First(); op != nil; op = op.Next() {
+		if op.Name() == loop.OpGroupSync {
+			return true
+		}
+	}
+	return false
+}
+
+// parallelStaged runs a grid whose instances meet at loop.group_sync ops:
+// every instance runs up to the first sync, in order, each in its own
+// environment; then the groups are checked (each has exactly its size of
+// instances there) and their counters counted up and back down as the
+// instances arrive and leave; then every instance runs on to the next
+// sync, and so on. This is one order a GPU may run them in; ticket order
+// makes the instances' numbers those of this order.
+func (mc *machine) parallelStaged(op *ir.Operation, lo, hi, step int64) {
+	body := op.Region(0).Entry()
+	base := mc.vals
+	var envs []map[*ir.Value]value
+	for iv := lo; iv < hi; iv += step {
+		env := make(map[*ir.Value]value, len(base)+64)
+		for k, v := range base {
+			env[k] = v
+		}
+		env[body.Args[0]] = value{i: iv}
+		envs = append(envs, env)
+	}
+	defer func() { mc.vals = base }()
+	first := body.First()
+	for first != nil {
+		var sync *ir.Operation
+		type arrival struct{ group, size int64 }
+		arrivals := make([]arrival, len(envs))
+		for i, env := range envs {
+			mc.vals = env
+			sync = nil
+			for o := first; o != nil; o = o.Next() {
+				mc.cur = o
+				if o.Name() == loop.OpYield {
+					break
+				}
+				if o.Name() == loop.OpGroupSync {
+					sync = o
+					arrivals[i] = arrival{mc.get(o.Operand(1)).i, mc.get(o.Operand(2)).i}
+					break
+				}
+				mc.exec(o)
+			}
+		}
+		if sync == nil {
+			return
+		}
+		mc.cur = sync
+		mc.vals = envs[0]
+		counters := mc.get(sync.Operand(0)).buf
+		count := map[int64]int64{}
+		var order []int64
+		for _, a := range arrivals {
+			if 2*a.group+1 >= int64(len(counters.data)) || a.group < 0 {
+				mc.fail("syncs group %d, beyond its %d counters", a.group, len(counters.data)/2)
+			}
+			if count[a.group] == 0 {
+				order = append(order, a.group)
+			}
+			count[a.group]++
+			counters.data[2*a.group]++
+		}
+		for _, g := range order {
+			size := int64(-1)
+			for _, a := range arrivals {
+				if a.group == g {
+					if size >= 0 && a.size != size {
+						mc.fail("syncs group %d with sizes %d and %d", g, size, a.size)
+					}
+					size = a.size
+				}
+			}
+			if count[g] != size {
+				mc.fail("group %d has %d instances at this sync, but its size is %d (on a GPU they would wait forever)", g, count[g], size)
+			}
+			if counters.data[2*g] != float64(size) {
+				mc.fail("group %d's arrival counter is %v, not %d: it did not start at zero", g, counters.data[2*g], size)
+			}
+			// every instance leaves; the last resets both counters
+			counters.data[2*g+1] += float64(size)
+			counters.data[2*g], counters.data[2*g+1] = 0, 0
+		}
+		first = sync.Next()
+	}
+}
+
+// ticket takes the next ticket from counter[0]; the last one resets it.
+func (mc *machine) ticket(op *ir.Operation) {
+	c := mc.get(op.Operand(0)).buf
+	n := mc.get(op.Operand(1)).i
+	if c == nil || len(c.data) < 1 {
+		mc.fail("has no counter")
+	}
+	t := int64(c.data[0])
+	if t >= n || t < 0 {
+		mc.fail("takes ticket %d of %d: more instances than tickets, or a counter that was not zero", t, n)
+	}
+	c.data[0] = float64(t + 1)
+	if t == n-1 {
+		c.data[0] = 0
+	}
+	mc.set(op, value{i: t})
 }
 
 func (mc *machine) forLoop(op *ir.Operation) {
