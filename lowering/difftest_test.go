@@ -618,8 +618,66 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 	// 3 rows: the split kernels run (fewer than 264); with the bound at 3,
 	// the other form
 	runDiff(t, diffCase{name: "split", src: src, target: "h200", dyn: 3, inputs: peakRows, pipeline: pipeline})
+	runDiff(t, diffCase{name: "split, low", src: src, target: "h200", dyn: 3, inputs: lowSplitRows, pipeline: pipeline})
 	runDiff(t, diffCase{name: "unsplit", src: src, target: "h200", dyn: 3, inputs: peakRows,
 		pipeline: "legalize-numerics,decompose,fuse,lower-to-loops{split-rows-below=3},sram-alloc"})
+}
+
+// Resident splits (resident.go): softmax and a cast chain's log_softmax
+// over rows too long for sram, each row across a group of instances that
+// meet at a loop.group_sync, against the graph interpreter on random,
+// extreme and peaked rows, and on a row whose splits are -inf but one,
+// whose values are far below 0 (h = -200: the -inf splits' sums must add
+// 0, not 0 x exp(200) = NaN).
+func TestDiffResident(t *testing.T) {
+	src := `
+func.func @softmax(%x: tensor<?x65536xf32>) -> tensor<?x65536xf32> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x65536xf32>
+  return %y : tensor<?x65536xf32>
+}
+func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
+  %f = graph.cast %x : (tensor<?x61440xbf16>) -> tensor<?x61440xf32>
+  %y = graph.log_softmax %f {axis = -1} : tensor<?x61440xf32>
+  %b = graph.cast %y : (tensor<?x61440xf32>) -> tensor<?x61440xbf16>
+  return %b : tensor<?x61440xbf16>
+}`
+	pipeline := "legalize-numerics,decompose,fuse,lower-to-loops,sram-alloc"
+	m := lowerText(t, src, pipeline, "h200")
+	var schedules []string
+	m.Operation.Walk(func(op *ir.Operation) bool {
+		if k, ok := loop.AsKernel(op); ok {
+			s, _ := k.Schedule()
+			schedules = append(schedules, k.SymName()+" "+s)
+		}
+		return true
+	})
+	require.Equal(t, []string{"softmax_k0 resident", "log_softmax_k0 resident"}, schedules)
+	for _, rows := range []int64{1, 3} {
+		runDiff(t, diffCase{name: fmt.Sprintf("resident %d", rows), src: src, target: "h200", dyn: rows, inputs: peakRows, pipeline: pipeline})
+		runDiff(t, diffCase{name: fmt.Sprintf("low split %d", rows), src: src, target: "h200", dyn: rows, inputs: lowSplitRows, pipeline: pipeline})
+	}
+}
+
+// lowSplitRows makes every row of the matrix inputs -inf but for its
+// third quarter, whose values are near -200: splits of -inf alone next to
+// a max far below 0, whose h(m) makes exp(0 - h) overflow.
+func lowSplitRows(_ ir.Func, in []*geval.Tensor) []*geval.Tensor {
+	for _, x := range in {
+		if len(x.Shape) != 2 {
+			continue
+		}
+		cols := int(x.Shape[1])
+		for r := range int(x.Shape[0]) {
+			for j := range cols {
+				v := math.Inf(-1)
+				if j >= cols/2 && j < cols*3/4 {
+					v = numeric.RoundTo(-200-float64(j%7), x.Elem)
+				}
+				x.Data[r*cols+j] = v
+			}
+		}
+	}
+	return in
 }
 
 // A guarded launch runs only where its guard admits the rows: the loop

@@ -185,7 +185,7 @@ func (k *kernelBuilder) resident(fused *ir.Operation, info *passes.KernelInfo, o
 
 // combineSplits loads the s split maxima and sums of the row from pm and
 // ps and combines them: m = max_j m_j, and the sum against h(m),
-// sum_j s_j exp(h(m_j) - h(m)).
+// sum_j s_j exp(h(m_j) - h(m)), where a split whose max is -inf adds 0.
 func (ev *evaluator) combineSplits(row *scope, pm, ps *ir.Value, s int64) (*ir.Value, *ir.Value) {
 	k := ev.k
 	width := k.vectorWidth(s, []*ir.Value{pm})
@@ -215,8 +215,13 @@ func (ev *evaluator) combineSplits(row *scope, pm, ps *ir.Value, s int64) (*ir.V
 	h := ev.guard(row.b, m)
 	sv := row.loop(k.index(0), k.index(s), k.index(width), lanes, []*ir.Value{k.constant(vec, 0)}, []string{"add"},
 		func(ls *scope, carried []*ir.Value) []*ir.Value {
-			hj := ev.guard(ls.b, at(ls, pm))
+			mj := at(ls, pm)
+			hj := ev.guard(ls.b, mj)
 			scale := ls.op(loop.OpExp, []*ir.Value{ls.op(loop.OpSub, []*ir.Value{hj, ls.broadcast(h)}, vec, nil)}, vec, nil)
+			// a split of -inf alone has the sum 0, which adds 0 even where
+			// exp(0 - h) overflows (h far below 0): not 0 x inf = NaN
+			empty := must(loop.BuildCmp(ls.b, k.loc, mj, k.constant(vec, math.Inf(-1)), "eq")).Output()
+			scale = must(loop.BuildSelect(ls.b, k.loc, empty, k.constant(vec, 0), scale)).Output()
 			t := ls.op(loop.OpMul, []*ir.Value{at(ls, ps), scale}, vec, nil)
 			return []*ir.Value{ls.op(loop.OpAdd, []*ir.Value{carried[0], t}, vec, nil)}
 		})[0]

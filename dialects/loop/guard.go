@@ -198,3 +198,29 @@ func GuardedOnly(v *ir.Value) bool {
 	}
 	return true
 }
+
+// RefuseGroupSync returns a located error at the first loop.ticket,
+// loop.group_sync or zeroed loop.alloc_dram of m, for a backend whose
+// program instances cannot wait for each other or that keeps no counters
+// across calls (nil when there is none). Only CUDA targets lower to them.
+func RefuseGroupSync(m ir.Module, backend string) error {
+	var bad *ir.Operation
+	m.Walk(func(op *ir.Operation) bool {
+		if bad != nil {
+			return false
+		}
+		switch op.Name() {
+		case OpTicket, OpGroupSync:
+			bad = op
+		case OpAllocDRAM:
+			if isZeroed(op.Result(0)) {
+				bad = op
+			}
+		}
+		return bad == nil
+	})
+	if bad == nil {
+		return nil
+	}
+	return ir.OpError(bad, "cannot be translated to %s: its instances cannot wait for each other at a loop.group_sync (a resident split, which lower-to-loops builds for CUDA targets only)", backend)
+}

@@ -64,6 +64,9 @@ func Emit(m ir.Module, opts Options) (out *lir.Module, err error) {
 	if m.Operation == nil {
 		return nil, fmt.Errorf("no module to emit")
 	}
+	if err := loop.RefuseGroupSync(m, "LLVM IR"); err != nil {
+		return nil, err
+	}
 	var kernels []loop.KernelOp
 	var funcs []ir.Func
 	for op := m.Body().First(); op != nil; op = op.Next() {

@@ -70,6 +70,9 @@ func Emit(m ir.Module, opts Options) (prog *Program, err error) {
 	if m.Operation == nil {
 		return nil, fmt.Errorf("no module to emit")
 	}
+	if err := loop.RefuseGroupSync(m, "Metal"); err != nil {
+		return nil, err
+	}
 	// one dispatch grid per kernel: parts become kernels of their own
 	if err := loop.SplitParts(m, nil); err != nil {
 		return nil, err

@@ -44,6 +44,10 @@
 //   - an sram buffer (`loop.alloc`) lives in registers when every access
 //     is by the thread that wrote it, else in dynamic shared memory at its
 //     `sram-alloc` offset;
+//   - a resident split (rows split over instances that meet at a
+//     `loop.group_sync`) has one instance per CTA and a CTA per instance:
+//     tickets and group syncs are atomics of thread 0 on zeroed counters,
+//     which the launcher keeps across calls (sync.go);
 //   - element-wise and generic kernels whose loops carry nothing are
 //     flattened: a grid-stride loop over tiles of (instance, iterations),
 //     so that one long row, or many short ones, still fill the GPU.

@@ -152,9 +152,17 @@ mov.b16 selp.b64 st.shared.v4.b32 setp.gt.s64 shr.u64 and.b64 rem.s64 div.s64 mi
 var splitKOpcodes = strings.Fields(`
 atom.global.add.u32 fence.acq_rel.gpu setp.le.s64 st.shared.b32 ld.shared.b32`)
 
+// residentOpcodes are the instructions of the resident splits' tickets
+// and group syncs (sync.go): written after the PTX ISA 8.0 (atom with
+// .release and .gpu, ld with .acquire and .gpu, sm_70 and later; the .cg
+// loads of the partial results); not yet through ptxas.
+var residentOpcodes = strings.Fields(`
+atom.release.gpu.global.add.u32 ld.acquire.gpu.global.u32 ld.global.cg.f32 ld.global.cg.v2.f32 ld.global.cg.v4.f32`)
+
 func init() {
 	verifiedOpcodes = append(verifiedOpcodes, tcOpcodes...)
 	verifiedOpcodes = append(verifiedOpcodes, splitKOpcodes...)
+	verifiedOpcodes = append(verifiedOpcodes, residentOpcodes...)
 }
 
 var (

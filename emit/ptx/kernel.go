@@ -45,6 +45,9 @@ type kernelInfo struct {
 	// mm: a matmul on tensor cores, which takes three parameters after
 	// its extents (split-K: the parts, the workspace, the counters)
 	mm *tcLaunch
+	// perInstance: the instances meet at a loop.group_sync, and the grid
+	// must give each its own CTA (sync.go)
+	perInstance bool
 }
 
 // ixv is an index value: a register plus a constant, or a constant alone
@@ -225,7 +228,7 @@ func (ke *kernelEmitter) info() *kernelInfo {
 	return &kernelInfo{
 		entry: ke.entry, block: ke.plan.block, shared: ke.plan.shared,
 		nargs: len(ke.body.Args), nextents: len(ke.body.Args) - nbuf,
-		gridPy: ke.gridPython(), mm: ke.tcLaunch(),
+		gridPy: ke.gridPython(), mm: ke.tcLaunch(), perInstance: len(ke.plan.syncs) > 0,
 	}
 }
 
@@ -269,6 +272,7 @@ func (ke *kernelEmitter) emit() {
 		ke.bindDRAM(arg, ext[:n])
 		ext = ext[n:]
 	}
+	ke.markCoherentLoads()
 	ke.threadCoordinates()
 	for op := ke.body.First(); op != nil && op != ke.grid.Operation; op = op.Next() {
 		ke.emitOp(op)
@@ -425,8 +429,8 @@ func (ke *kernelEmitter) emitGroups() {
 		}
 		ke.emitOp(op)
 	}
-	if pl.shared > 0 && pl.groupBytes > 0 {
-		a.comment("the next round overwrites this round's sram")
+	if pl.shared > 0 && (pl.groupBytes > 0 || len(pl.tickets) > 0) {
+		a.comment("the next round overwrites this round's sram (and ticket)")
 		a.ins("bar.sync", intImm(0, rB32))
 	}
 	ke.popScope()

@@ -217,7 +217,7 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 	// deferred holds the allocations of intermediates that only launches
 	// under one guard use (loop.GuardedOnly)
 	deferred := map[*ir.Value]string{}
-	hasMM := false
+	hasMM, hasZeroed := false, false
 	for op := f.Body().First(); op != nil; op = op.Next() {
 		switch op.Name() {
 		case loop.OpDim:
@@ -264,6 +264,12 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 			n := names.name(al.Output(), al.Output().Name)
 			allocated[al.Output()] = true
 			alloc := fmt.Sprintf("%s = torch.empty(%s, dtype=%s, device=device)", n, pyShape(dims), dt)
+			if z, _ := al.Zeroed(); z {
+				// counters of loop.ticket and loop.group_sync: zero, kept
+				// across calls (every kernel leaves them at zero)
+				alloc = fmt.Sprintf("%s = _zeroed(device, stream, %q, %s, %s)", n, f.SymName()+"."+n, pyShape(dims), dt)
+				hasZeroed = true
+			}
 			if loop.GuardedOnly(al.Output()) {
 				// only launches under one guard use it: allocated inside
 				// the first one's `if`
@@ -394,6 +400,9 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 	if hasMM {
 		sb.WriteString(mmRuntime())
 	}
+	if hasZeroed {
+		sb.WriteString(zeroedRuntime)
+	}
 	for _, h := range helpers {
 		sb.WriteString("\n\n")
 		sb.WriteString(h)
@@ -471,6 +480,14 @@ func (ke *kernelEmitter) gridPython() string {
 	pl := ke.plan
 	if pl.tc != nil {
 		fmt.Fprintf(&sb, "    return min(%s, 2147483647)\n", pl.tc.tilesPy)
+		return sb.String()
+	}
+	if len(pl.syncs) > 0 {
+		// instances that wait for each other (sync.go): a CTA each, as a
+		// CTA's second instance in a grid-stride loop could be the one
+		// its first waits for
+		fmt.Fprintf(&sb, "    if n > 2147483647:\n        raise ValueError(\"%s: %%d instances, one CTA each, exceed the grid\" %% n)\n", ke.entry)
+		sb.WriteString("    return n\n")
 		return sb.String()
 	}
 	if !pl.flat {
@@ -671,6 +688,30 @@ def _launch(fns, name, grid, block, shared, stream, args):
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     _check(_libcuda().cuLaunchKernel(fns[name], grid, 1, 1, block, 1, 1, shared, stream, params, None),
            "cuLaunchKernel(%s)" % name)
+`
+
+// zeroedRuntime keeps the counters of loop.ticket and loop.group_sync
+// (loop.alloc_dram {zeroed = true}): zero when a launch begins, and left
+// zero by every kernel that uses them, so that one tensor per device,
+// stream, function and buffer serves every call, as _mm_counters does
+// split-K's. A call that needs more gets a bigger one, zeroed.
+const zeroedRuntime = `
+
+_ZEROED = {}
+
+
+def _zeroed(device, stream, key, shape, dtype):
+    """Counters at zero of the shape given, kept per device, stream and
+    buffer across calls: the kernels that use them leave them at zero."""
+    n = 1
+    for d in shape:
+        n *= d
+    k = (device, stream, key)
+    t = _ZEROED.get(k)
+    if t is None or t.numel() < n or t.dtype != dtype:
+        size = max(n, 64) if t is None else max(n, 2 * t.numel())
+        t = _ZEROED[k] = torch.zeros((size,), dtype=dtype, device=device)
+    return t[:n].view(shape)
 `
 
 // mmRuntime chooses and sets up split-K for the matmuls on tensor cores

@@ -25,6 +25,8 @@ import (
 // (a row of dynamic length, say) the lanes are accessed one by one.
 // Inputs of the kernel are read through the non-coherent cache
 // (ld.global.nc; flat kernels plain ld.global): no kernel writes what it reads.
+// A kernel with a loop.group_sync reads the buffers it also stores with
+// ld.global.cg (sync.go).
 
 // buffer is a memref a kernel accesses.
 type buffer struct {
@@ -42,7 +44,11 @@ type buffer struct {
 	// ld.global.nc. Flat kernels, which read each byte once in a pure
 	// stream, use plain ld.global: 1% faster on the H200's element-wise
 	// workloads, where the row kernels are 1 to 2% faster with .nc.
-	cached   bool
+	cached bool
+	// coherent: a buffer a kernel with a loop.group_sync stores and
+	// loads (what other CTAs stored before the sync), read from L2 with
+	// ld.global.cg, never through L1 (sync.go)
+	coherent bool
 	promoted bool // an sram buffer held in registers
 	regs     map[int][]opnd
 	// narrow: per copy, the 16-bit lanes a promoted buffer's values were
@@ -300,6 +306,9 @@ func (b *buffer) memOp(load bool) string {
 		space = ".shared"
 	}
 	if load {
+		if b.coherent && b.space == ir.DRAM {
+			return "ld.global.cg"
+		}
 		if b.input && b.cached {
 			return "ld" + space + ".nc"
 		}

@@ -70,6 +70,12 @@ type plan struct {
 	distributed map[*ir.Operation]bool
 	rowWork     bool // the grid body has per-instance stores
 
+	// resident splits (sync.go): the loop.ticket and loop.group_sync ops
+	// of the grid's body, and the shared slot that hands a ticket from
+	// thread 0 to the CTA
+	tickets, syncs []*ir.Operation
+	syncOff        int64
+
 	// tensor-core form (tc.go) of a matmul kernel; tcWhy says why a
 	// matmul kernel keeps the scalar loops
 	tc    *tcPlan
@@ -101,6 +107,12 @@ func makePlan(ke *kernelEmitter) *plan {
 	gb := ke.grid.Body().Entry()
 	if gb == nil {
 		ke.fail(ke.grid.Operation, "has no body")
+	}
+	pl.tickets, pl.syncs = syncOps(ke)
+	if len(pl.tickets)+len(pl.syncs) > 0 {
+		// one instance per CTA, in the groups form
+		pl.planGroups(ke, gb)
+		return pl
 	}
 	if tp, why := planTC(ke); tp != nil {
 		pl.tc = tp
@@ -497,6 +509,16 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 	}
 	pl.redOff = int64(pl.rows) * pl.groupBytes
 	pl.shared = pl.redOff + pl.redBytes
+	if len(pl.tickets)+len(pl.syncs) > 0 {
+		if pl.rows > 1 {
+			op := append(pl.syncs, pl.tickets...)[0]
+			ke.fail(op, "is in a kernel whose plan puts %d instances in a CTA (groups of %d threads); tickets and group syncs need one instance per CTA", pl.rows, pl.group)
+		}
+		if len(pl.tickets) > 0 {
+			pl.syncOff = alignUp(pl.shared, 16)
+			pl.shared = pl.syncOff + 16
+		}
+	}
 	if pl.shared > maxSharedBytes {
 		ke.fail(ke.k.Operation, "needs %d bytes of shared memory per CTA (%d instance(s) of %d bytes of sram, %d of scratch); sm_90 allows %d",
 			pl.shared, pl.rows, pl.groupBytes, pl.redBytes, maxSharedBytes)
@@ -828,6 +850,9 @@ func (pl *plan) describeLoops() []string {
 		return out
 	}
 	out := []string{fmt.Sprintf("Groups: %d thread(s) per instance, %d instance(s) per CTA of %d threads.", pl.group, pl.rows, pl.block)}
+	if len(pl.syncs) > 0 {
+		out = append(out, "Resident split: one instance per CTA, numbered by tickets; the instances of a group meet at a group sync (atomics on zeroed counters), the buffers they exchange read with ld.global.cg.")
+	}
 	var regs, shared []string
 	for al := range pl.promoted {
 		regs = append(regs, allocName(al))

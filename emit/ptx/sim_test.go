@@ -164,6 +164,9 @@ func parseSim(text string) (*simModule, error) {
 			}
 			in.args = append(in.args, o)
 		}
+		if err := simCheckQualifiers(in.parts); err != nil {
+			return nil, fmt.Errorf("line %d: %s: %v", n+1, opText, err)
+		}
 		switch in.parts[0] {
 		case "shfl", "ldmatrix", "mma":
 			// warp-collective: every lane of the warp executes it together
@@ -177,6 +180,94 @@ func parseSim(text string) (*simModule, error) {
 		cur.code = append(cur.code, in)
 	}
 	return mod, nil
+}
+
+// simCheckQualifiers checks the spelling of the memory instructions the
+// simulator gives meaning to (ld, st, atom, fence, membar): their
+// qualifiers in the order the PTX ISA writes them,
+//
+//	ld{.volatile | .relaxed.scope | .acquire.scope}.space{.cop}{.vN}.type
+//	st{.volatile | .relaxed.scope | .release.scope}.space{.cop}{.vN}.type
+//	atom{.sem}{.scope}.global.op.type
+//	fence{.sc | .acq_rel}.scope, membar.{cta, gl, sys}
+//
+// with a cache operator only on weak accesses, .nc only on global loads.
+func simCheckQualifiers(parts []string) error {
+	scopes := map[string]bool{"cta": true, "cluster": true, "gpu": true, "sys": true}
+	types := map[string]bool{"b8": true, "b16": true, "b32": true, "b64": true, "u8": true, "u16": true, "u32": true,
+		"u64": true, "s8": true, "s16": true, "s32": true, "s64": true, "f16": true, "f32": true, "f64": true}
+	rest := parts[1:]
+	take := func(set map[string]bool) string {
+		if len(rest) > 0 && set[rest[0]] {
+			x := rest[0]
+			rest = rest[1:]
+			return x
+		}
+		return ""
+	}
+	set := func(xs ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range xs {
+			m[x] = true
+		}
+		return m
+	}
+	switch parts[0] {
+	case "ld", "st":
+		sem := set("volatile", "relaxed", "acquire")
+		cops := set("ca", "cg", "cs", "lu", "cv", "nc")
+		if parts[0] == "st" {
+			sem = set("volatile", "relaxed", "release")
+			cops = set("wb", "cg", "cs", "wt")
+		}
+		s := take(sem)
+		if s != "" && s != "volatile" && take(scopes) == "" {
+			return fmt.Errorf(".%s without a scope", s)
+		}
+		space := take(set("global", "shared", "param", "local"))
+		if space == "" {
+			return fmt.Errorf("no state space")
+		}
+		if cop := take(cops); cop != "" {
+			if s != "" {
+				return fmt.Errorf("a cache operator on a .%s access", s)
+			}
+			if space != "global" && space != "local" {
+				return fmt.Errorf(".%s on %s memory", cop, space)
+			}
+		}
+		take(set("v2", "v4"))
+	case "atom":
+		take(set("relaxed", "acquire", "release", "acq_rel"))
+		take(scopes)
+		take(set("global", "shared"))
+		if take(set("add", "exch", "cas", "max", "min", "and", "or", "xor", "inc", "dec")) == "" {
+			return fmt.Errorf("no operation")
+		}
+	case "fence":
+		if take(set("sc", "acq_rel")) == "" || take(scopes) == "" {
+			return fmt.Errorf("expects .sc or .acq_rel and a scope")
+		}
+		return simNoMore(rest)
+	case "membar":
+		if take(set("cta", "gl", "sys")) == "" {
+			return fmt.Errorf("expects .cta, .gl or .sys")
+		}
+		return simNoMore(rest)
+	default:
+		return nil
+	}
+	if take(types) == "" {
+		return fmt.Errorf("no type, or qualifiers out of order")
+	}
+	return simNoMore(rest)
+}
+
+func simNoMore(rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected qualifiers .%s", strings.Join(rest, "."))
+	}
+	return nil
 }
 
 // simRegIndex numbers register names.
@@ -263,19 +354,23 @@ func simParseOpnd(a string, regs map[string]int) (simOpnd, error) {
 type simMemory struct {
 	base  uint64
 	bytes []byte
+	// writes counts the stores and atomics to global memory (the
+	// scheduler's sign of progress)
+	writes int64
 }
 
 func newSimMemory() *simMemory { return &simMemory{base: 1 << 20} }
 
-// alloc returns the address of n fresh bytes (filled with 0xAB, so that
-// reading unwritten memory shows).
+// alloc returns the address of n fresh bytes (filled with 0xFF, NaN in
+// every float format and -1 in integers, so that reading unwritten memory
+// shows).
 func (m *simMemory) alloc(n int) uint64 {
 	for len(m.bytes)%256 != 0 {
 		m.bytes = append(m.bytes, 0)
 	}
 	addr := m.base + uint64(len(m.bytes))
 	for i := 0; i < n+256; i++ {
-		m.bytes = append(m.bytes, 0xAB)
+		m.bytes = append(m.bytes, 0xFF)
 	}
 	return addr
 }
@@ -296,8 +391,50 @@ type simThread struct {
 	tid     int
 }
 
-// simLaunch runs entry e over grid CTAs with the parameters given (one
-// 64-bit value each) and shared bytes of dynamic shared memory.
+// simResident bounds the CTAs of a simulated launch that run at once (0:
+// all of them): the others start, in launch order, as earlier ones
+// finish, as on a GPU full of CTAs.
+var simResident = 0
+
+// simReverseThreads runs the threads of a CTA last to first between
+// barriers (thread 0, which takes tickets and meets the other CTAs,
+// last).
+var simReverseThreads = false
+
+// simStepLimit bounds the instructions one CTA runs.
+var simStepLimit = 200_000_000
+
+// simMsg is what a CTA's goroutine tells the scheduler at the end of its
+// turn: it finished (with err), or it yielded; spin: at an acquire load.
+type simMsg struct {
+	done bool
+	err  error
+	pc   int // where it yielded
+}
+
+// simAbort unwinds a CTA the scheduler gives up on.
+type simAbort struct{}
+
+// simCTA is one CTA of a launch, run by its own goroutine, one at a time:
+// it runs while it holds the turn, which it gives back (yields) after
+// every acquire load, and when it finishes. The scheduler lets it go on
+// until it spins (yields twice at one load with no store to global
+// memory in between): a CTA runs as far as it can before the others run,
+// so that a sync that does not wait finds their stores missing.
+type simCTA struct {
+	cta    int
+	resume chan bool // the turn; true: abort
+	back   chan simMsg
+}
+
+// launch runs entry name over grid CTAs with the parameters given (one
+// 64-bit value each) and shared bytes of dynamic shared memory. The CTAs
+// are interleaved: each runs until it spins at an acquire load (where a
+// CTA waits for others), round-robin over the
+// live CTAs (at most simResident), in launch order (last to first with
+// simReverseCTAs). A round in which every live CTA yields at an acquire
+// load, none starts or finishes and no global memory changes, twice in a
+// row, is a deadlock: an error, not a hang.
 func (mod *simModule) launch(name string, grid int, shared int, params []uint64, mem *simMemory) error {
 	e, ok := mod.entries[name]
 	if !ok {
@@ -306,19 +443,94 @@ func (mod *simModule) launch(name string, grid int, shared int, params []uint64,
 	if len(params) != len(e.params) {
 		return fmt.Errorf("%s takes %d parameters, got %d", name, len(e.params), len(params))
 	}
-	for i := 0; i < grid; i++ {
-		cta := i
-		if simReverseCTAs {
-			cta = grid - 1 - i
+	limit := simResident
+	if limit <= 0 || limit > grid {
+		limit = grid
+	}
+	start := func(cta int) *simCTA {
+		r := &simCTA{cta: cta, resume: make(chan bool), back: make(chan simMsg)}
+		go func() {
+			if <-r.resume {
+				r.back <- simMsg{done: true}
+				return
+			}
+			yield := func(pc int) {
+				r.back <- simMsg{pc: pc}
+				if <-r.resume {
+					panic(simAbort{})
+				}
+			}
+			err := e.runCTA(cta, grid, shared, params, mem, yield)
+			r.back <- simMsg{done: true, err: err}
+		}()
+		return r
+	}
+	var live []*simCTA
+	abort := func() {
+		for _, r := range live {
+			r.resume <- true
+			<-r.back
 		}
-		if err := e.runCTA(cta, grid, shared, params, mem); err != nil {
-			return fmt.Errorf("%s, CTA %d: %v", name, cta, err)
+		live = nil
+	}
+	next, quiet := 0, 0
+	for {
+		progress := false
+		for len(live) < limit && next < grid {
+			cta := next
+			if simReverseCTAs {
+				cta = grid - 1 - next
+			}
+			next++
+			live = append(live, start(cta))
+			progress = true
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		writes := mem.writes
+		var keep []*simCTA
+		for i, r := range live {
+			// the CTA's turn: on until it finishes or spins
+			var msg simMsg
+			pc, at := -1, int64(-1)
+			for {
+				r.resume <- false
+				msg = <-r.back
+				if msg.done || msg.pc == pc && mem.writes == at {
+					break
+				}
+				pc, at = msg.pc, mem.writes
+			}
+			if msg.done {
+				if msg.err != nil {
+					live = append(keep, live[i+1:]...)
+					abort()
+					return fmt.Errorf("%s, CTA %d: %v", name, r.cta, msg.err)
+				}
+				progress = true
+				continue
+			}
+			keep = append(keep, r)
+		}
+		live = keep
+		if progress || mem.writes != writes {
+			quiet = 0
+			continue
+		}
+		if quiet++; quiet >= 2 {
+			var ctas []string
+			for _, r := range live {
+				ctas = append(ctas, strconv.Itoa(r.cta))
+			}
+			abort()
+			return fmt.Errorf("%s: deadlock: CTAs %s spin at acquire loads and no memory changes (%d of %d CTAs started, at most %d at once)",
+				name, strings.Join(ctas, ", "), next, grid, limit)
 		}
 	}
-	return nil
 }
 
-func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simMemory) (err error) {
+func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simMemory, yield func(pc int)) (err error) {
 	n := e.reqntid
 	threads := make([]*simThread, n)
 	for i := range threads {
@@ -328,7 +540,7 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 	for i := range shared {
 		shared[i] = 0xCD
 	}
-	ctx := &simCtx{e: e, cta: cta, grid: grid, params: params, mem: mem, shared: shared}
+	ctx := &simCtx{e: e, cta: cta, grid: grid, params: params, mem: mem, shared: shared, yield: yield}
 	var cur *simThread
 	defer func() {
 		if r := recover(); r != nil {
@@ -339,9 +551,16 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 			err = fmt.Errorf("%v%s", r, where)
 		}
 	}()
+	order := threads
+	if simReverseThreads {
+		order = make([]*simThread, n)
+		for i, t := range threads {
+			order[n-1-i] = t
+		}
+	}
 	steps := 0
 	for {
-		for _, t := range threads {
+		for _, t := range order {
 			cur = t
 			for !t.done && t.blocked == 0 {
 				in := &e.code[t.pc]
@@ -355,7 +574,7 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 				}
 				ctx.exec(t, in)
 				steps++
-				if steps > 200_000_000 {
+				if steps > simStepLimit {
 					panic("too many steps: a loop that does not end?")
 				}
 			}
@@ -433,6 +652,7 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 }
 
 type simCtx struct {
+	yield  func(pc int) // gives the turn back to the scheduler
 	e      *simEntry
 	cta    int
 	grid   int
@@ -696,13 +916,19 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 		c.cpAsync(t, in)
 	case "ld":
 		c.load(t, in)
+		if hasPart(p, "acquire") {
+			// where a CTA waits for others: they run
+			t.pc++
+			c.yield(t.pc - 1)
+			return
+		}
 	case "st":
 		c.store(t, in)
 	case "atom":
 		c.atom(t, in)
 	case "fence", "membar":
-		// the simulator runs one thread at a time, CTA after CTA: its
-		// memory is sequentially consistent, every fence a no-op
+		// the simulator runs one thread at a time: its memory is
+		// sequentially consistent, every fence a no-op
 	case "cvta":
 		set(0, get(1))
 	case "mov":
@@ -1164,6 +1390,9 @@ func (c *simCtx) store(t *simThread, in *simInstr) {
 	}
 	w := width(typ) / 8
 	b := c.access(t, in, in.args[0], w*len(srcs))
+	if !hasPart(p, "shared") {
+		c.mem.writes++
+	}
 	for i, s := range srcs {
 		v := c.val(t, s)
 		for k := 0; k < w; k++ {
@@ -1176,9 +1405,9 @@ func (c *simCtx) store(t *simThread, in *simInstr) {
 // which split-K's parts of a tile finish then differs).
 var simReverseCTAs = false
 
-// atom runs atom.global.add.{u32,s32,u64} and atom.global.exch.b32/b64:
-// d = old value, memory = old op b, at once (the threads run one at a
-// time).
+// atom runs atom{.sem}{.scope}.global.add.{u32,s32,u64} and
+// atom.global.exch.b32/b64: d = old value, memory = old op b, at once (the
+// threads run one at a time).
 func (c *simCtx) atom(t *simThread, in *simInstr) {
 	p := in.parts
 	typ := p[len(p)-1]
@@ -1201,5 +1430,6 @@ func (c *simCtx) atom(t *simThread, in *simInstr) {
 	for k := 0; k < w; k++ {
 		b[k] = byte(v >> (8 * k))
 	}
+	c.mem.writes++
 	t.regs[in.args[0].reg] = mask(old, w*8)
 }

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -107,6 +108,56 @@ func emitted(m ir.Module) ([]File, error) {
 	return files, nil
 }
 
+// simInstances is the trip count of kernel k's grid for the extents ext
+// of its launch: the kernel's index arithmetic before the grid, on its
+// extent arguments.
+func simInstances(k loop.KernelOp, ext []int64) (int64, error) {
+	body := k.Body().Entry()
+	nbuf := int(k.NumInputs() + k.NumOutputs())
+	vals := map[*ir.Value]int64{}
+	for i, a := range body.Args[nbuf:] {
+		vals[a] = ext[i]
+	}
+	for op := body.First(); op != nil; op = op.Next() {
+		if p, ok := loop.AsParallel(op); ok {
+			lb, ok1 := vals[p.Lower()]
+			ub, ok2 := vals[p.Upper()]
+			st, ok3 := vals[p.Step()]
+			if !ok1 || !ok2 || !ok3 || st <= 0 {
+				return 0, fmt.Errorf("%s: grid bounds not computed before the grid", k.SymName())
+			}
+			return max(0, (ub-lb+st-1)/st), nil
+		}
+		if c, ok := loop.AsConst(op); ok && op.Result(0).Type().String() == "index" {
+			vals[op.Result(0)] = int64(c.Value())
+			continue
+		}
+		if op.NumOperands() != 2 {
+			continue
+		}
+		x, ok1 := vals[op.Operand(0)]
+		y, ok2 := vals[op.Operand(1)]
+		if !ok1 || !ok2 || (y == 0 && (op.Name() == loop.OpDivi || op.Name() == loop.OpRemi)) {
+			continue
+		}
+		switch op.Name() {
+		case loop.OpAddi:
+			vals[op.Result(0)] = x + y
+		case loop.OpSubi:
+			vals[op.Result(0)] = x - y
+		case loop.OpMuli:
+			vals[op.Result(0)] = x * y
+		case loop.OpDivi:
+			vals[op.Result(0)] = x / y
+		case loop.OpRemi:
+			vals[op.Result(0)] = x % y
+		case loop.OpMini:
+			vals[op.Result(0)] = min(x, y)
+		}
+	}
+	return 0, fmt.Errorf("%s: no grid", k.SymName())
+}
+
 // simRunFunc runs function fn of the lowered module m on inputs with the
 // simulator, and returns its results.
 func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor, error) {
@@ -162,6 +213,7 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 		bufs[v] = b
 		return b
 	}
+	var zeroed []*simBuffer
 	for op := f.Body().First(); op != nil; op = op.Next() {
 		switch op.Name() {
 		case loop.OpDim:
@@ -193,7 +245,12 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 			for _, e := range al.Extents() {
 				dyn = append(dyn, idx[e])
 			}
-			alloc(al.Output(), dyn)
+			b := alloc(al.Output(), dyn)
+			if z, _ := al.Zeroed(); z {
+				// the launcher's counters at zero (_zeroed)
+				clear(mem.slice(b.addr, int(b.count())*4))
+				zeroed = append(zeroed, b)
+			}
 		case loop.OpLaunch:
 			l := loop.LaunchOp{Operation: op}
 			k := kernels[l.Kernel()]
@@ -249,8 +306,25 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 				}
 				params = append(params, uint64(split), ws, cnt)
 			}
-			if err := mod.launch(info.entry, simGrid, int(info.shared), params, mem); err != nil {
+			grid := simGrid
+			if info.perInstance {
+				// a CTA per instance, as _grid_<entry> gives
+				n, err := simInstances(k, ext)
+				if err != nil {
+					return nil, err
+				}
+				grid = int(n)
+			}
+			if err := mod.launch(info.entry, grid, int(info.shared), params, mem); err != nil {
 				return nil, err
+			}
+			for _, z := range zeroed {
+				for i, b := range mem.slice(z.addr, int(z.count())*4) {
+					if b != 0 {
+						return nil, fmt.Errorf("%s: zeroed counter %d of %v left at %d", info.entry, i/4, z.shape,
+							int32(binary.LittleEndian.Uint32(mem.slice(z.addr+uint64(i/4*4), 4))))
+					}
+				}
 			}
 			if cnt != 0 {
 				for i, b := range mem.slice(cnt, int(tiles*4)) {

@@ -156,6 +156,10 @@ func (ke *kernelEmitter) emitOp(op *ir.Operation) {
 		ke.selectOp(op)
 	case loop.OpFma:
 		ke.fma(op)
+	case loop.OpTicket:
+		ke.ticket(op)
+	case loop.OpGroupSync:
+		ke.groupSync(op)
 	case loop.OpYield, loop.OpReturn:
 	case loop.OpParallel:
 		ke.fail(op, "is a second launch grid; a kernel has one")

@@ -62,7 +62,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	if err := loop.SplitParts(m, func(k loop.KernelOp) bool { _, ok := planParts(k); return ok }); err != nil {
 		return "", err
 	}
-	me := &moduleEmitter{names: newNamer(append([]string{"_tensor", "_tensor_checked", "_launch", "_compiled", "_knobs", "_fast_launch", "_fit_rows", "_FILL", "_FITS"}, helperNames...)...), uses: map[string]bool{},
+	me := &moduleEmitter{names: newNamer(append([]string{"_tensor", "_tensor_checked", "_launch", "_compiled", "_knobs", "_fast_launch", "_fit_rows", "_FILL", "_FITS", "_counters", "_COUNTERS", "_COUNTERS_OLD"}, helperNames...)...), uses: map[string]bool{},
 		kernelNames: map[string]string{}, plans: map[string]*kernelPlan{}, kernelOps: map[string]loop.KernelOp{}, parts: map[string]*partsPlan{}}
 	var kernels []loop.KernelOp
 	var funcs []ir.Func
@@ -194,6 +194,9 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	if me.persist {
 		sb.WriteString("\n\n" + persistSource)
 	}
+	if me.counters {
+		sb.WriteString("\n\n" + countersSource)
+	}
 	for _, t := range launchers {
 		sb.WriteString("\n\n" + t)
 	}
@@ -210,8 +213,8 @@ type moduleEmitter struct {
 	// parts holds the plans of the kernels of several parts.
 	parts map[string]*partsPlan
 	// fitRows is set when a launcher calls _fit_rows, persist when one
-	// calls _persist.
-	fitRows, persist bool
+	// calls _persist, counters when one calls _counters.
+	fitRows, persist, counters bool
 }
 
 // hasMatMul reports whether a kernel of the module is a tiled matmul.

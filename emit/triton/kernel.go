@@ -108,6 +108,10 @@ type kernelEmitter struct {
 	// by name; colAt the name of the columns of a first column and width.
 	colSpan map[string][2]int64
 	colAt   map[[2]int64]string
+	// cg marks, in a kernel that holds a loop.group_sync, the DRAM buffers
+	// it stores: its loads of them bypass L1 (cache_modifier=".cg"), which
+	// is not coherent with the stores of the group's other programs.
+	cg map[*ir.Value]bool
 }
 
 // kernelError is an error at an op of the kernel.
@@ -132,6 +136,7 @@ func (k *kernelEmitter) emit() (string, error) {
 	if err := k.analyzeLevels(); err != nil {
 		return "", err
 	}
+	k.markCG()
 	p := k.plan
 	for op := k.body.First(); op != p.grid.Operation; op = op.Next() {
 		if err := k.emitOp(op); err != nil {
@@ -191,6 +196,8 @@ func (k *kernelEmitter) describe() string {
 	switch {
 	case p.mode == modeFlat:
 		return kind + ": a 1-D grid over every element, BLOCK elements per program"
+	case p.resident:
+		return kind + ": a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits"
 	case p.stretched:
 		return fmt.Sprintf("%s: rows of %d cut into stretches %s, ROWS rows per program", kind, p.rowLen, p.spanList())
 	case p.persist:
@@ -339,6 +346,11 @@ func (k *kernelEmitter) analyzeLevels() error {
 					}
 					walk(entry)
 					continue
+				case loop.OpTicket:
+					// an instance's number: what a row is computed from
+					set(op.Result(0), lvRow)
+					dep(op.Result(0), true)
+					continue
 				case loop.OpLoad:
 					l := lvUniform
 					d := false
@@ -381,6 +393,8 @@ func (k *kernelEmitter) shapeOf(l level) string {
 		return fmt.Sprintf("(ROWS, %d)", k.blk.width)
 	case k.plan.twoD:
 		return "(ROWS, BLOCK)"
+	case l == lvBlock && k.blk != nil && k.blk.width > 0:
+		return fmt.Sprintf("(%d,)", k.blk.width)
 	case l == lvBlock || k.plan.mode == modeFlat:
 		return "(BLOCK,)"
 	}
@@ -759,6 +773,10 @@ func (k *kernelEmitter) emitOp(op *ir.Operation) error {
 		return k.emitStore(op)
 	case loop.OpAlloc:
 		return nil // rows live in registers; the stores say which
+	case loop.OpTicket:
+		return k.emitTicket(op)
+	case loop.OpGroupSync:
+		return k.emitGroupSync(op)
 	case loop.OpReduce:
 		return k.emitReduce(op)
 	case loop.OpBroadcast:
@@ -1046,6 +1064,9 @@ func (k *kernelEmitter) emitLoad(op *ir.Operation) error {
 	args := addr
 	if m := k.maskFor(l); m != "" {
 		args += ", mask=" + m
+	}
+	if k.cg[buf] {
+		args += `, cache_modifier=".cg"`
 	}
 	if name, ok := k.loads[args]; ok {
 		k.bind(ld.Output(), name)

@@ -258,15 +258,75 @@ func (l *launcher) emitOp(op *ir.Operation) error {
 	return bad("is not an op a lowered function holds")
 }
 
-// allocate writes `name = torch.empty(shape, dtype=..., device=dev)`.
+// allocate writes `name = torch.empty(shape, dtype=..., device=dev)`, or,
+// for counters (loop.alloc_dram {zeroed = true}), takes them from the
+// zeroed ones _counters keeps.
 func (l *launcher) allocate(op *ir.Operation, name string, m ir.MemRefType, ext []string) error {
 	dt, err := torchType(m.Elem.Kind)
 	if err != nil {
 		return ir.OpError(op, "cannot be translated to Triton: %v", err)
 	}
+	if a, ok := loop.AsAllocDRAM(op); ok {
+		if z, _ := a.Zeroed(); z {
+			return l.counters(op, name, m, ext)
+		}
+	}
 	l.w.assign(name, fmt.Sprintf("torch.empty(%s, dtype=%s, device=%s)", shapeTuple(m.Shape, ext), dt, l.dev))
 	return nil
 }
+
+// counters writes `name = _counters(dev, "fn.name", n)`: n int32 counters
+// at zero, kept per device, stream, function and buffer across calls,
+// since every kernel that uses them leaves them at zero. The kernel takes
+// the flat tensor's pointer (its extents are arguments of their own), so
+// the tensor is not reshaped.
+func (l *launcher) counters(op *ir.Operation, name string, m ir.MemRefType, ext []string) error {
+	if m.Elem.Kind != ir.I32 {
+		return ir.OpError(op, "cannot be translated to Triton: zeroed buffers are i32 counters, not %s", m.Elem.Kind)
+	}
+	n := "1"
+	next := 0
+	for _, d := range m.Shape {
+		e := strconv.FormatInt(d, 10)
+		if d == ir.Dynamic {
+			e = ext[next]
+			next++
+		}
+		n = mulExpr(n, e)
+	}
+	l.me.counters = true
+	l.w.assign(name, fmt.Sprintf("_counters(%s, %q, %s)", l.dev, l.name+"."+name, n))
+	return nil
+}
+
+// countersSource keeps the counters of the launchers (loop.alloc_dram
+// {zeroed = true}): the tickets and group syncs of resident splits.
+const countersSource = `# Counters (tickets, group syncs) at zero, kept per (device, stream,
+# function, buffer): every kernel that uses them leaves them at zero, so
+# they are zeroed once, when allocated, and a launch that needs more
+# replaces them with a larger zeroed tensor. The tensors replaced are kept
+# alive, since a CUDA graph captured with them may still use them.
+_COUNTERS = {}
+_COUNTERS_OLD = []
+
+
+def _counters(dev, name, n):
+    """At least n int32 counters at zero on dev, for buffer name."""
+    cur = torch.cuda.current_device()
+    key = (dev, torch._C._cuda_getCurrentRawStream(cur), name)
+    t = _COUNTERS.get(key)
+    if t is not None and t.numel() >= n:
+        return t
+    if torch.cuda.is_current_stream_capturing():
+        # zeroed by the graph at every replay; not kept, since it holds
+        # zeros only once the graph runs
+        return torch.zeros((max(n, 1),), dtype=torch.int32, device=dev)
+    if t is not None:
+        _COUNTERS_OLD.append(t)
+    size = max(n, 64 if t is None else 2 * t.numel())
+    t = _COUNTERS[key] = torch.zeros((size,), dtype=torch.int32, device=dev)
+    return t
+`
 
 // hostIndexExpr spells index arithmetic in Python (on extents, which are
 // not negative, so // and % agree with the loop dialect's truncation).

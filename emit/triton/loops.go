@@ -327,7 +327,15 @@ func (k *kernelEmitter) emitLooped(f loop.ForOp, threads bool) error {
 // kernel, [0, n) with n <= BLOCK, as straight-line code over a block of
 // columns, masked where n < BLOCK, reduced at its end as a one-block
 // loop is.
+//
+// A chunk of a resident split narrower than BLOCK (kernelPlan.widths) is a
+// block of its own width, tl.arange(0, W).
 func (k *kernelEmitter) emitChunk(f loop.ForOp) error {
+	width := k.plan.widths[f.Operation]
+	savedBlk, savedLoads, savedSubst := k.blk, k.loads, k.subst
+	// the carried values start as blocks of the chunk's width
+	blk := &blockCtx{width: width}
+	k.blk = blk
 	kinds, accs, err := k.blockLoopStart(f)
 	if err != nil {
 		return err
@@ -335,15 +343,17 @@ func (k *kernelEmitter) emitChunk(f loop.ForOp) error {
 	entry := f.Body().Entry()
 	n, _ := indexConst(f.Upper())
 	cols := k.names.fresh(ivName(entry.Args[0], "cols"))
-	k.w.assign(cols, "tl.arange(0, BLOCK)")
-	blk := &blockCtx{cols: cols}
-	if n < k.plan.block {
+	lanes, ar := k.plan.block, "tl.arange(0, BLOCK)"
+	if width > 0 {
+		lanes, ar = width, fmt.Sprintf("tl.arange(0, %d)", width)
+	}
+	k.w.assign(cols, ar)
+	blk.cols = cols
+	if n < lanes {
 		blk.cmask = k.names.fresh("cmask")
 		k.w.assign(blk.cmask, fmt.Sprintf("%s < %d", cols, n))
 		blk.mask = blk.cmask
 	}
-	savedBlk, savedLoads, savedSubst := k.blk, k.loads, k.subst
-	k.blk = blk
 	k.loads = map[string]string{}
 	k.subst = map[*ir.Value]string{}
 	k.bind(entry.Args[0], cols)

@@ -35,6 +35,10 @@ import (
 //     carrying [BLOCK] partial results; a row kept in sram by a one-pass
 //     kernel is read from DRAM again (and recomputed) by the later loops,
 //     which is the two-pass schedule.
+//   - rows, resident split (schedule = "resident"): a program per split
+//     of a row, numbered by a ticket; every threads loop is one block
+//     (planResident), and the split is the register tensor kept across
+//     the group sync (resident.go).
 
 // Block and warp choices, measured on the H200 (bench/gpu/run.py --tune,
 // docs/triton.md has the figures).
@@ -130,6 +134,15 @@ type kernelPlan struct {
 	// after it): each is one block, and the chunk its first loop keeps in
 	// sram is the register tensor its second loop reads.
 	chunks map[*ir.Operation]bool
+	// resident is set for a resident split (schedule = "resident"): each
+	// program takes a loop.ticket for the split of a row it computes,
+	// keeps the split in one block (its chunk) across a loop.group_sync
+	// with the row's other programs, and every threads loop is a chunk.
+	resident bool
+	// widths are the widths of the chunks of a resident split narrower
+	// than BLOCK (the loops over the row's S partial results): a block of
+	// next_power_of_2(n) columns rather than BLOCK.
+	widths map[*ir.Operation]int64
 	// persist is set for a row kernel of one block ([ROWS, BLOCK], not a
 	// part of a kernel of several): its program loops over the blocks of
 	// rows, tl.range(pid, blocks, programs), so that a launch of PERSIST
@@ -171,6 +184,10 @@ func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 	p := &kernelPlan{tails: map[*ir.Operation]bool{}, spans: map[*ir.Operation][2]int64{}, vectorized: map[*ir.Operation]bool{}, chunks: map[*ir.Operation]bool{}}
 	sched, _ := k.Schedule()
 	online := sched == "online"
+	p.resident = sched == "resident"
+	if p.resident {
+		return planResident(k, p)
+	}
 	var grids []*ir.Operation
 	for op := body.First(); op != nil; op = op.Next() {
 		if op.Name() == loop.OpParallel {
@@ -268,6 +285,85 @@ func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 	p.block = loopedBlock
 	if c, ok := staticRow(threads); ok && nextPow2(c) < loopedBlock {
 		p.block = nextPow2(c)
+	}
+	p.warps = rowWarps(p.block)
+	return p, nil
+}
+
+// planResident plans a resident split (lowering/resident.go): a program
+// per instance of the grid, whose threads loops, directly in the grid,
+// are each one block over a static [0, n). The loops over the split of
+// the row, which keep it in sram, are blocks of BLOCK =
+// next_power_of_2(split) columns, the register tensor that holds the
+// split from its load to the store of its normalised columns across the
+// group sync; the loops over the S partial results of the row are
+// blocks of next_power_of_2(S) columns.
+func planResident(k loop.KernelOp, p *kernelPlan) (*kernelPlan, error) {
+	if k.Kind() != "row" {
+		return nil, ir.OpError(k.Operation, "cannot be translated to Triton: a resident split of a kernel of kind '%s'", k.Kind())
+	}
+	var grids []*ir.Operation
+	for op := k.Body().Entry().First(); op != nil; op = op.Next() {
+		if op.Name() == loop.OpParallel {
+			grids = append(grids, op)
+		}
+	}
+	if len(grids) != 1 {
+		return nil, ir.OpError(k.Operation, "has %d loop.parallel in its body; the Triton emitter needs exactly one, the launch grid", len(grids))
+	}
+	g, _ := loop.AsParallel(grids[0])
+	p.grid = g
+	p.mode = modeRows
+	p.widths = map[*ir.Operation]int64{}
+	narrow := map[*ir.Operation]int64{}
+	var err error
+	g.Operation.Walk(func(op *ir.Operation) bool {
+		if err != nil {
+			return false
+		}
+		switch op.Name() {
+		case loop.OpParallel:
+			if op != g.Operation {
+				err = ir.OpError(op, "is nested in the launch grid; a kernel has one grid")
+			}
+		case loop.OpTicket, loop.OpGroupSync:
+			if op.ParentOp() != g.Operation {
+				err = kernelError(op, "is not directly in the launch grid")
+			}
+		case loop.OpFor:
+			f, _ := loop.AsFor(op)
+			if f.Dist() != "threads" {
+				err = kernelError(op, "is a serial loop in a resident split")
+				return false
+			}
+			if op.ParentOp() != g.Operation {
+				err = kernelError(op, "is a threads loop that is not directly in the launch grid")
+				return false
+			}
+			n, ok := indexConst(f.Upper())
+			if !ok || n < 1 || !isIndexConst(f.Lower(), 0) || nextPow2(n) > maxOneBlock {
+				err = kernelError(op, "is a loop of a resident split without static bounds [0, n), n <= %d", maxOneBlock)
+				return false
+			}
+			p.chunks[op] = true
+			if touchesSram(f) {
+				p.block = max(p.block, nextPow2(n))
+			} else {
+				narrow[op] = nextPow2(n)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.block == 0 {
+		return nil, ir.OpError(k.Operation, "cannot be translated to Triton: a resident split that keeps no split in sram")
+	}
+	for op, w := range narrow {
+		if w < p.block {
+			p.widths[op] = w
+		}
 	}
 	p.warps = rowWarps(p.block)
 	return p, nil

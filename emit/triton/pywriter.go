@@ -47,6 +47,12 @@ func (w *pyWriter) assignMany(names, rhs []string) {
 		defs: append([]string(nil), names...), pure: true})
 }
 
+// effect writes `name = rhs` for an rhs with an effect (an atomic), kept
+// whether or not name is read.
+func (w *pyWriter) effect(name, rhs string) {
+	w.lines = append(w.lines, &stmt{indent: w.indent, text: name + " = " + rhs, defs: []string{name}})
+}
+
 // line writes a line that is always kept (a store, a return, a comment).
 func (w *pyWriter) line(text string) {
 	w.lines = append(w.lines, &stmt{indent: w.indent, text: text})

@@ -58,6 +58,9 @@ type Output struct {
 // located diagnostics ("'tt' backend: kernel 'f_k2' of kind 'generic' is
 // not supported yet"), all of them, in an ir.ErrorList.
 func Emit(m ir.Module, opts Options) (*Output, error) {
+	if err := loop.RefuseGroupSync(m, "tt-metal"); err != nil {
+		return nil, err
+	}
 	// one launch grid per kernel: parts become kernels of their own
 	if err := loop.SplitParts(m, nil); err != nil {
 		return nil, err

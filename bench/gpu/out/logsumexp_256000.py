@@ -113,22 +113,24 @@ def logsumexp_k1(s, split_max, split_sum, l, s_d0, split_max_d0, split_sum_d0, l
     t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t0)
     t10 = t9 - t6
     t11 = tl.exp(t10)
-    t12 = t1 * t11
-    t13 = acc_1 + t12
-    t14 = tl.sum(t13, axis=1, keep_dims=True)
-    t15 = tl.abs(t3)
-    t16 = t15 == float("inf")
-    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), t3)
-    t18 = tl.abs(t3)
-    t19 = t18 == float("inf")
-    t20 = tl.where(t19, tl.full([], 0.0, tl.float32), t3)
-    t21 = t20 - t17
-    t22 = tl.exp(t21)
-    t23 = t14 * t22
-    t24 = tl.log(t23)
-    t25 = t17 + t24
-    t26 = _max_nan(tl.full([], (-float("inf")), tl.float32), t25)
-    tl.store(l + r, t26, mask=rmask)
+    t12 = t0 == (-float("inf"))
+    t13 = tl.where(t12, tl.full([], 0.0, tl.float32), t11)
+    t14 = t1 * t13
+    t15 = acc_1 + t14
+    t16 = tl.sum(t15, axis=1, keep_dims=True)
+    t17 = tl.abs(t3)
+    t18 = t17 == float("inf")
+    t19 = tl.where(t18, tl.full([], 0.0, tl.float32), t3)
+    t20 = tl.abs(t3)
+    t21 = t20 == float("inf")
+    t22 = tl.where(t21, tl.full([], 0.0, tl.float32), t3)
+    t23 = t22 - t19
+    t24 = tl.exp(t23)
+    t25 = t16 * t24
+    t26 = tl.log(t25)
+    t27 = t19 + t26
+    t28 = _max_nan(tl.full([], (-float("inf")), tl.float32), t27)
+    tl.store(l + r, t28, mask=rmask)
 
 
 @triton.jit

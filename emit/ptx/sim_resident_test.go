@@ -1,0 +1,158 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+)
+
+// residentSrc normalises rows of 61440 bf16: on an h200 a resident split
+// of S = 4 instances of 15360 per row (lowering/resident.go), which take
+// tickets and meet at a group sync; and rows of 256000 (a vocabulary's
+// logits, bench/gpu/workloads/softmax_256000.tir), S = 16 of 16000, whose
+// partial results several threads of each CTA read after the sync.
+const residentSrc = `
+func.func @softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x61440xbf16>
+  return %y : tensor<?x61440xbf16>
+}
+func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
+  %y = graph.log_softmax %x {axis = -1} : tensor<?x61440xbf16>
+  return %y : tensor<?x61440xbf16>
+}
+func.func @softmax_vocab(%s: tensor<?x256000xbf16>) -> tensor<?x256000xbf16> {
+  %x = graph.cast %s : (tensor<?x256000xbf16>) -> tensor<?x256000xf32>
+  %p = graph.softmax %x {axis = -1} : tensor<?x256000xf32>
+  %y = graph.cast %p : (tensor<?x256000xf32>) -> tensor<?x256000xbf16>
+  return %y : tensor<?x256000xbf16>
+}
+`
+
+// residentRows writes row patterns into x (rows of cols), one per row,
+// cycling through kinds: extremes in different splits of a row, so that
+// the combine of the splits' partial maxima and sums matters.
+func residentRows(kinds ...string) func([]*geval.Tensor) {
+	return func(in []*geval.Tensor) {
+		x := in[0]
+		cols := int(x.Shape[1])
+		rng := rand.New(rand.NewSource(7))
+		for r := 0; r < int(x.Shape[0]); r++ {
+			row := x.Data[r*cols : (r+1)*cols]
+			switch kinds[r%len(kinds)] {
+			case "random": // as randomInput made it
+			case "peak": // one large value in the third split
+				for j := range row {
+					row[j] = -60
+				}
+				row[40000] = 60
+			case "ramp":
+				for j := range row {
+					row[j] = float64(j)/float64(cols)*100 - 50
+				}
+			case "last": // -inf but in the last split
+				for j := range row {
+					row[j] = math.Inf(-1)
+				}
+				row[cols-1] = 1
+				row[cols-5000] = 0.5
+			case "ninf": // all -inf: NaN
+				for j := range row {
+					row[j] = math.Inf(-1)
+				}
+			case "huge": // near bf16's largest, +inf in the second split
+				for j := range row {
+					row[j] = rng.NormFloat64() * 1e38
+				}
+				row[20000] = math.Inf(1)
+			case "nan": // one NaN in the first split
+				row[123] = math.NaN()
+			case "split0": // finite in the first split only
+				for j := range row {
+					if j >= cols/4 {
+						row[j] = math.Inf(-1)
+					}
+				}
+			}
+			for j := range row {
+				row[j] = numeric.RoundTo(row[j], x.Elem)
+			}
+		}
+	}
+}
+
+// TestSimulatedResident runs the resident splits of softmax and
+// log_softmax in the simulator against the loop interpreter: 1 to 3 rows
+// of extreme values, the CTAs started first to last and last to first
+// (and their threads), all at once or at most S or S+1 at a time (the
+// tickets keep that from deadlocking); every launch must leave its ticket
+// and group counters at zero (simRunFunc checks). The simulator runs a
+// CTA until it spins at the sync, so that one that did not wait would
+// read the partial results of instances that have not stored them.
+func TestSimulatedResident(t *testing.T) {
+	m := lower(t, residentSrc, fullPipeline, "h200")
+	text := ir.Print(m.Operation, ir.PrintOptions{})
+	require.Equal(t, 3, strings.Count(text, `schedule = "resident"`))
+	require.Equal(t, 3, strings.Count(text, "loop.group_sync"))
+	require.Contains(t, text, "memref<?x4xf32, dram>")  // S = 4
+	require.Contains(t, text, "memref<?x16xf32, dram>") // S = 16
+	defer func() { simResident, simReverseCTAs, simReverseThreads = 0, false, false }()
+	rows := []struct {
+		n     int64
+		kinds []string
+	}{
+		{1, []string{"peak"}},
+		{2, []string{"last", "huge"}},
+		{3, []string{"random", "ramp", "ninf"}},
+		{3, []string{"nan", "split0", "peak"}},
+	}
+	for _, r := range []struct {
+		kinds   []string
+		reverse bool
+	}{{[]string{"peak"}, true}, {[]string{"random", "last"}, false}} {
+		t.Run(fmt.Sprintf("softmax_vocab/%s/reverse=%v", strings.Join(r.kinds, "_"), r.reverse), func(t *testing.T) {
+			simReverseCTAs, simReverseThreads = r.reverse, r.reverse
+			defer func() { simReverseCTAs, simReverseThreads = false, false }()
+			c := simCase{fn: "softmax_vocab", shapes: [][]int64{{int64(len(r.kinds)), 256000}}, ulps: 1, prepare: residentRows(r.kinds...)}
+			runSimCase(t, m, c, r.kinds[0] == "random")
+		})
+	}
+	for _, fn := range []string{"softmax", "log_softmax"} {
+		for ri, r := range rows {
+			for _, sched := range []struct {
+				resident int
+				reverse  bool
+			}{{0, false}, {0, true}, {4, false}, {5, true}} {
+				name := fmt.Sprintf("%s/rows%d_%s/resident=%d/reverse=%v", fn, r.n, strings.Join(r.kinds, "_"), sched.resident, sched.reverse)
+				if testing.Short() && (ri > 1 || sched.resident > 0) {
+					continue
+				}
+				t.Run(name, func(t *testing.T) {
+					simResident, simReverseCTAs, simReverseThreads = sched.resident, sched.reverse, sched.reverse
+					defer func() { simResident, simReverseCTAs, simReverseThreads = 0, false, false }()
+					c := simCase{fn: fn, shapes: [][]int64{{r.n, 61440}}, ulps: 1, prepare: residentRows(r.kinds...)}
+					runSimCase(t, m, c, r.kinds[0] == "random")
+				})
+			}
+		}
+	}
+}
+
+// With fewer CTAs at once than a group's instances, the first group never
+// completes: the simulator reports the deadlock rather than hanging.
+func TestSimulatedResidentDeadlock(t *testing.T) {
+	m := lower(t, residentSrc, fullPipeline, "h200")
+	simResident = 3
+	defer func() { simResident = 0 }()
+	x := geval.NewTensor(ir.BF16, []int64{2, 61440})
+	_, err := simRunFunc(m, "softmax", []*geval.Tensor{x})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "deadlock")
+}

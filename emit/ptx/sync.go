@@ -1,0 +1,170 @@
+package ptx
+
+import (
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file translates the ops by which the instances of a resident split
+// (lowering/resident.go: S instances per row, each holding its split in
+// shared memory) meet: `loop.ticket` and `loop.group_sync`. Their counters
+// are `loop.alloc_dram {zeroed = true}` buffers, zero when a launch begins
+// and zero again when it ends; the launcher keeps them across calls.
+//
+// A ticket is taken by thread 0 of the CTA and handed to the others
+// through shared memory:
+//
+//	@%p1 atom.global.add.u32 	%r1, [%rd5], 1;
+//	@%p2 st.global.b32 	[%rd5], 0;        // the last ticket: back to 0
+//	@%p1 st.shared.b32 	[%rd9+64016], %r1;
+//	bar.sync 	0;
+//	ld.shared.b32 	%r2, [%rd9+64016];
+//
+// A group sync is a barrier of the CTA, thread 0 counting the CTA in
+// (a release), spinning until the group is complete (acquire loads) and
+// counting it out, the last one out setting both counters back to 0, and
+// a second barrier:
+//
+//	bar.sync 	0;
+//	@!%p3 bra 	$L_k0_9;
+//	fence.acq_rel.gpu;
+//	atom.release.gpu.global.add.u32 	%r3, [%rd12], 1;
+//	$L_k0_10:
+//	ld.acquire.gpu.global.u32 	%r4, [%rd12];
+//	setp.lt.u32 	%p4, %r4, %r5;
+//	@%p4 bra 	$L_k0_10;
+//	atom.global.add.u32 	%r6, [%rd12+4], 1;
+//	...
+//	$L_k0_9:
+//	bar.sync 	0;
+//
+// Loads, in such a kernel, of the buffers it also stores (the partial
+// results the instances exchange) are ld.global.cg: from L2, never a line
+// of L1 read before another SM's store.
+//
+// One instance per CTA: tickets number the CTAs that run the instances,
+// and the group's instances wait for each other, so a CTA must not hold
+// two of them (the plan fails where it would). The launcher gives every
+// instance its own CTA: in a grid-stride loop a CTA's second instance
+// could be the one its first waits for.
+
+// syncOps lists the loop.ticket and loop.group_sync ops of a kernel,
+// failing on any outside the top level of the grid's body.
+func syncOps(ke *kernelEmitter) (tickets, syncs []*ir.Operation) {
+	gb := ke.grid.Body().Entry()
+	ke.k.Operation.Walk(func(o *ir.Operation) bool {
+		switch o.Name() {
+		case loop.OpTicket, loop.OpGroupSync:
+			if o.Block() != gb {
+				ke.fail(o, "is outside the top level of the grid's body; the PTX emitter runs it once per CTA there")
+			}
+			if o.Name() == loop.OpTicket {
+				tickets = append(tickets, o)
+			} else {
+				syncs = append(syncs, o)
+			}
+		}
+		return true
+	})
+	if len(syncs) > 1 {
+		// a CTA could arrive at the second before the last one out of
+		// the first set the counters back to 0
+		ke.fail(syncs[1], "is a second 'loop.group_sync' in the kernel; the PTX emitter supports one")
+	}
+	return tickets, syncs
+}
+
+// threadZero is the predicate of thread 0 of the CTA.
+func (ke *kernelEmitter) threadZero() opnd {
+	return ke.pred("setp.eq.s64", ke.tid, intImm(0, rB64))
+}
+
+// u32Of is an index as a 32-bit operand: an immediate when constant.
+func (ke *kernelEmitter) u32Of(x ixv) opnd {
+	if !x.has {
+		return intImm(x.off, rB32)
+	}
+	return ke.b32("cvt.u32.u64", ke.ixReg(x))
+}
+
+// counterBuffer returns the i32 dram buffer of a ticket's or sync's
+// counters.
+func (ke *kernelEmitter) counterBuffer(op *ir.Operation, v *ir.Value) *buffer {
+	b := ke.buf(op, v)
+	if b.space != ir.DRAM || b.elem != ir.I32 || b.promoted {
+		ke.fail(op, "has counters of type %s; the PTX emitter expects i32 in dram", v.Type())
+	}
+	return b
+}
+
+// ticket translates `loop.ticket`.
+func (ke *kernelEmitter) ticket(op *ir.Operation) {
+	a := ke.a
+	t := loop.TicketOp{Operation: op}
+	b := ke.counterBuffer(op, t.Counter())
+	count := ke.ix(t.Count())
+	last := ke.u32Of(ke.ixAdd(count, constIx(-1)))
+	t0 := ke.threadZero()
+	a.comment("loop.ticket: thread 0 takes the next of 0 .. count-1; the one that takes count-1 sets the counter back to 0")
+	old := a.reg(rB32)
+	a.raw(nil, false, "mov.b32", old.s, "0")
+	a.raw(&t0, false, "atom.global.add.u32", old.s, memRef(b.base, b.off), "1")
+	isLast := ke.pred("setp.eq.s32", old, last)
+	reset := ke.andPred(&t0, &isLast)
+	a.raw(reset, false, "st.global.b32", memRef(b.base, b.off), "0")
+	a.raw(&t0, false, "st.shared.b32", memRef(ke.smemCTA, ke.plan.syncOff), old.s)
+	a.ins("bar.sync", intImm(0, rB32))
+	got := a.reg(rB32)
+	a.raw(nil, false, "ld.shared.b32", got.s, memRef(ke.smemCTA, ke.plan.syncOff))
+	ke.ixs[op.Result(0)] = ixv{reg: ke.b64("cvt.u64.u32", got), has: true}
+	ke.mults[op.Result(0)] = 1
+}
+
+// groupSync translates `loop.group_sync`.
+func (ke *kernelEmitter) groupSync(op *ir.Operation) {
+	a := ke.a
+	g := loop.GroupSyncOp{Operation: op}
+	b := ke.counterBuffer(op, g.Counters())
+	// everything thread 0 uses is computed before it branches off alone
+	// (addresses computed here may be reused by every thread later)
+	group := ke.ixReg(ke.ix(g.Group()))
+	size := ke.u32Of(ke.ix(g.Size()))
+	lastOut := ke.u32Of(ke.ixAdd(ke.ix(g.Size()), constIx(-1)))
+	arr := ke.b64("mad.lo.s64", group, intImm(8, rB64), b.base)
+	t0 := ke.threadZero()
+	a.comment("loop.group_sync: the CTA's stores are done; thread 0 counts it in (release), waits for the group (acquire), counts it out; the last out resets both counters")
+	a.ins("bar.sync", intImm(0, rB32))
+	skip, spin := a.newLabel(), a.newLabel()
+	a.bra(&t0, true, skip)
+	a.raw(nil, false, "fence.acq_rel.gpu")
+	in := a.reg(rB32)
+	a.raw(nil, false, "atom.release.gpu.global.add.u32", in.s, memRef(arr, b.off), "1")
+	a.label(spin)
+	seen := a.reg(rB32)
+	a.raw(nil, false, "ld.acquire.gpu.global.u32", seen.s, memRef(arr, b.off))
+	wait := ke.pred("setp.lt.u32", seen, size)
+	a.bra(&wait, false, spin)
+	out := a.reg(rB32)
+	a.raw(nil, false, "atom.global.add.u32", out.s, memRef(arr, b.off+4), "1")
+	isLast := ke.pred("setp.eq.s32", out, lastOut)
+	a.raw(&isLast, false, "st.global.b32", memRef(arr, b.off), "0")
+	a.raw(&isLast, false, "st.global.b32", memRef(arr, b.off+4), "0")
+	a.label(skip)
+	a.comment("the group's stores are visible to every thread of the CTA")
+	a.ins("bar.sync", intImm(0, rB32))
+}
+
+// markCoherentLoads makes the loads, in a kernel with a group sync, of
+// buffers the kernel also stores ld.global.cg.
+func (ke *kernelEmitter) markCoherentLoads() {
+	if len(ke.plan.syncs) == 0 {
+		return
+	}
+	loads, stores := map[*ir.Value]bool{}, map[*ir.Value]bool{}
+	memorySets(ke.grid.Operation, loads, stores)
+	for v := range stores {
+		if b, ok := ke.bufs[v]; ok && b.space == ir.DRAM {
+			b.coherent = true
+		}
+	}
+}
