@@ -583,9 +583,9 @@ func.func @add_lse(%x: tensor<?x9000xbf16>, %r: tensor<?x9000xbf16>) -> (tensor<
 // online runs as S instances per row (here 4 of 4096 for 16384 f32 and
 // 4 of 5000 bf16) and a kernel combining them per row; the row's full
 // results of phase 0 (the residual sum here) are stored by the first.
-// Softmax and log_softmax, whose rows are normalised, are one resident
-// kernel instead (resident.go; log_softmax here: a row of 61440 bf16 is
-// online on an h200, then 4 instances of 15360 per row).
+// Softmax and log_softmax take a third kernel, which computes their rows
+// over the splits again from the row's max and sum (log_softmax here: a
+// row of 61440 bf16 is online on an h200, then 8 splits of 7680).
 func TestDiffSplitRows(t *testing.T) {
 	src := `
 func.func @lse(%x: tensor<?x16384xf32>) -> tensor<?xf32> {
@@ -614,7 +614,7 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 	// the rows are `?`: the kernel of one instance per row is there too
 	require.Equal(t, map[string]int64{"lse_k0": 4096, "lse_k1": 4, "lse_k2": 16384,
 		"add_lse_k0": 5000, "add_lse_k1": 4, "add_lse_k2": 20000,
-		"log_softmax_k0": 15360}, rows)
+		"log_softmax_k0": 7680, "log_softmax_k1": 8, "log_softmax_k2": 7680, "log_softmax_k3": 61440}, rows)
 	// 3 rows: the split kernels run (fewer than 264); with the bound at 3,
 	// the other form
 	runDiff(t, diffCase{name: "split", src: src, target: "h200", dyn: 3, inputs: peakRows, pipeline: pipeline})
@@ -623,9 +623,10 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 		pipeline: "legalize-numerics,decompose,fuse,lower-to-loops{split-rows-below=3},sram-alloc"})
 }
 
-// Resident splits (resident.go): softmax and a cast chain's log_softmax
-// over rows too long for sram, each row across a group of instances that
-// meet at a loop.group_sync, against the graph interpreter on random,
+// Resident splits (resident.go, lower-to-loops{resident=true}): softmax
+// and a cast chain's log_softmax over rows too long for sram, each row
+// across a group of instances that meet at a loop.group_sync, against the
+// graph interpreter on random,
 // extreme and peaked rows, and on a row whose splits are -inf but one,
 // whose values are far below 0 (h = -200: the -inf splits' sums must add
 // 0, not 0 x exp(200) = NaN).
@@ -641,7 +642,7 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
   %b = graph.cast %y : (tensor<?x61440xf32>) -> tensor<?x61440xbf16>
   return %b : tensor<?x61440xbf16>
 }`
-	pipeline := "legalize-numerics,decompose,fuse,lower-to-loops,sram-alloc"
+	pipeline := "legalize-numerics,decompose,fuse,lower-to-loops{resident=true},sram-alloc"
 	m := lowerText(t, src, pipeline, "h200")
 	var schedules []string
 	m.Operation.Walk(func(op *ir.Operation) bool {

@@ -42,8 +42,10 @@ func init() {
 				Help: "launch sibling element-wise kernels that read the same buffers and are independent (q's and k's rotary embeddings) as one kernel of several parts"},
 			{Name: "split-rows-below", Kind: ir.OptInt, Default: "0",
 				Help: "on a GPU, split long rows reduced online across programs when there are fewer rows than this (0: twice the target's SMs); a `?` row count launches both forms, guarded"},
-			{Name: "resident", Kind: ir.OptBool, Default: "true",
-				Help: "on a GPU, normalise rows too long for one program's sram (softmax over a vocabulary) across a group of programs that each keep their split in sram and meet at a loop.group_sync, so that the row is read once (false: read it twice, online)"}},
+			{Name: "resident", Kind: ir.OptBool, Default: "false",
+				Help: "on a GPU, normalise rows too long for one program's sram (softmax over a vocabulary) across a group of programs that each keep their split in sram and meet at a loop.group_sync, so that the row is read once (default: online, the row read twice; docs/fusion.md has the measurements)"},
+			{Name: "resident-bytes", Kind: ir.OptInt, Default: "0",
+				Help: "with resident: the most sram bytes one program of a resident split keeps (0: 32768); smaller splits make larger groups of smaller programs"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
 				var t *target.Target
@@ -59,8 +61,11 @@ func init() {
 				if opts.IsSet("horizontal") {
 					o.NoHorizontal = !opts.Bool("horizontal")
 				}
+				if opts.IsSet("resident-bytes") {
+					o.ResidentBytes = opts.Int("resident-bytes")
+				}
 				if opts.IsSet("resident") {
-					o.NoResident = !opts.Bool("resident")
+					o.Resident = opts.Bool("resident")
 				}
 				if opts.IsSet("split-rows-below") {
 					o.SplitRowsBelow = opts.Int("split-rows-below")
@@ -85,10 +90,13 @@ type Options struct {
 	// across programs when there are fewer of them than this (0: twice the
 	// target's SMs, split.go).
 	SplitRowsBelow int64
-	// NoResident keeps long normalised rows online (read twice) rather
-	// than split across a group of programs that keep them in sram
-	// (resident.go).
-	NoResident bool
+	// Resident splits long normalised rows across a group of programs
+	// that keep them in sram (resident.go), rather than online (read
+	// twice).
+	Resident bool
+	// ResidentBytes bounds the sram one program of a resident split
+	// keeps (0: residentBytes).
+	ResidentBytes int64
 	// Remarks, when set, receives lowering's remarks (fusion: the split of
 	// long rows).
 	Remarks *ir.PassContext

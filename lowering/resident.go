@@ -31,30 +31,45 @@ import (
 // The instances of a row wait for each other: tickets hand out the
 // instances in the order they start, so a group's instances are all
 // running once its first is and the group ahead of it is done, and a GPU
-// that holds at least S instances at once never deadlocks. One form
-// serves every row count: with a few rows, S instances per row still
-// spread a row over S SMs.
+// that holds at least S instances at once (one instance per program)
+// never deadlocks. One form serves every row count.
+//
+// It is not the default (lower-to-loops{resident=true} asks for it): on
+// an H100 the wait at the sync, two trips to L2 and an atomic, costs what
+// the second read saves. Softmax over 4096 rows of 256000 bf16 ran at
+// 0.68-0.73 of the copy bandwidth with Triton against 0.65 online, but
+// at 0.59 against 0.63 with PTX, and a decode step of 1 to 16 rows took
+// 8.5-13 us of GPU time against 5.8-9.5 for the split online kernels
+// (bench/results/gpu-h100-2026-12-06-resident.txt).
 
 // Resident split choices.
 const (
-	// residentBytes bounds the sram buffer of one instance: a third of
-	// an sm_90 SM's shared memory, so that three instances share an SM.
-	residentBytes = 64 * 1024
+	// residentBytes bounds the sram buffer of one instance: splits of 8000
+	// f32 of a row of 256000, whose programs are small enough for four or
+	// five to share an SM. On an H100, softmax over 4096 rows of 256000
+	// bf16 (Triton) took 1.90-2.05 ms in splits of 8000, 2.12-2.14 in
+	// 16000 and 2.27-2.34 in 4000
+	// (bench/results/gpu-h100-2026-12-06-resident.txt).
+	residentBytes = 32 * 1024
 	// residentMax bounds S, the instances a group must hold at once.
-	residentMax = 32
+	residentMax = 64
 )
 
 // residentCount is S for row kernel info on target t (0: no resident
 // split): the smallest power of two that cuts the row into splits of at
 // most residentBytes held in sram, each a multiple of the vector width w.
 func residentCount(t *target.Target, info *passes.KernelInfo, held, w int64, opts Options) int64 {
-	if opts.NoResident || opts.ExactRounding || t == nil || t.Family != target.CUDA ||
+	if !opts.Resident || opts.ExactRounding || t == nil || t.Family != target.CUDA ||
 		info.Schedule != passes.ScheduleOnline || !normalizes(info) || info.Views != nil {
 		return 0
 	}
 	c := info.RowLen
+	budget := int64(residentBytes)
+	if opts.ResidentBytes > 0 {
+		budget = opts.ResidentBytes
+	}
 	for s := int64(2); s <= residentMax; s *= 2 {
-		if c%s == 0 && (c/s)%max(w, 1) == 0 && (c/s)*held <= residentBytes {
+		if c%s == 0 && (c/s)%max(w, 1) == 0 && (c/s)*held <= budget {
 			return s
 		}
 	}

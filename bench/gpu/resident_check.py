@@ -13,10 +13,13 @@ _counters), forward progress of programs that wait for each other, and
 loads that see the other programs' stores. Modules (built by
 bench/gpu/build.sh, no Go here):
 
-    out/softmax_256000.py        softmax, bf16 rows of 256000: 16 splits of 16000
-    out/selftest_resident.py     log_softmax of 61440 bf16 (4 of 15360), softmax
-                                 of 65536 f32 (4 of 16384, no mask), softmax of
-                                 524288 bf16 (32 of 16384: the largest group)
+    out/selftest_resident.py     bench/gpu/selftest/resident.tir, compiled with
+                                 lower-to-loops{resident=true} (splits of at most
+                                 32 KiB of f32): softmax of 256000 bf16 (32 of
+                                 8000), log_softmax of 61440 bf16 (8 of 7680),
+                                 softmax of 65536 f32 (8 of 8192, no mask),
+                                 softmax of 524288 bf16 (64 of 8192: the largest
+                                 group)
 
 For each function: outputs against a float64 reference (run.py's
 tolerances) at several row counts and on extreme rows; three calls on the
@@ -51,7 +54,7 @@ BF, F32 = torch.bfloat16, torch.float32
 
 # module, function, kernel, row length, dtype, float64 reference
 CASES = [
-    ("softmax_256000", "softmax", "softmax_k0", 256000, BF, lambda x: torch.softmax(x, -1)),
+    ("selftest_resident", "softmax_256000", "softmax_256000_k0", 256000, BF, lambda x: torch.softmax(x, -1)),
     ("selftest_resident", "log_softmax_61440", "log_softmax_61440_k0", 61440, BF, lambda x: torch.log_softmax(x, -1)),
     ("selftest_resident", "softmax_65536", "softmax_65536_k0", 65536, F32, lambda x: torch.softmax(x, -1)),
     ("selftest_resident", "softmax_524288", "softmax_524288_k0", 524288, BF, lambda x: torch.softmax(x, -1)),

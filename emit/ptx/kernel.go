@@ -63,6 +63,9 @@ func constIx(c int64) ixv { return ixv{off: c} }
 
 // kernelEmitter holds the state of the translation of one kernel.
 type kernelEmitter struct {
+	// atEnd emits what goes at the end of the instance, after every op of
+	// the grid's body (a group sync's departure)
+	atEnd []func()
 	k     loop.KernelOp
 	entry string
 	a     *asm
@@ -429,6 +432,10 @@ func (ke *kernelEmitter) emitGroups() {
 		}
 		ke.emitOp(op)
 	}
+	for _, f := range ke.atEnd {
+		f()
+	}
+	ke.atEnd = nil
 	if pl.shared > 0 && (pl.groupBytes > 0 || len(pl.tickets) > 0) {
 		a.comment("the next round overwrites this round's sram (and ticket)")
 		a.ins("bar.sync", intImm(0, rB32))

@@ -97,7 +97,7 @@ func residentRows(kinds ...string) func([]*geval.Tensor) {
 // CTA until it spins at the sync, so that one that did not wait would
 // read the partial results of instances that have not stored them.
 func TestSimulatedResident(t *testing.T) {
-	m := lower(t, residentSrc, fullPipeline, "h200")
+	m := lower(t, residentSrc, residentPipeline, "h200")
 	text := ir.Print(m.Operation, ir.PrintOptions{})
 	require.Equal(t, 3, strings.Count(text, `schedule = "resident"`))
 	require.Equal(t, 3, strings.Count(text, "loop.group_sync"))
@@ -148,7 +148,7 @@ func TestSimulatedResident(t *testing.T) {
 // With fewer CTAs at once than a group's instances, the first group never
 // completes: the simulator reports the deadlock rather than hanging.
 func TestSimulatedResidentDeadlock(t *testing.T) {
-	m := lower(t, residentSrc, fullPipeline, "h200")
+	m := lower(t, residentSrc, residentPipeline, "h200")
 	simResident = 3
 	defer func() { simResident = 0 }()
 	x := geval.NewTensor(ir.BF16, []int64{2, 61440})
@@ -156,3 +156,7 @@ func TestSimulatedResidentDeadlock(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "deadlock")
 }
+
+// residentPipeline is fullPipeline with resident splits of at most 64 KiB
+// (lower-to-loops{resident=true}, not the default).
+const residentPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=65536},sram-alloc"

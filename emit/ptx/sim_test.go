@@ -237,7 +237,7 @@ func simCheckQualifiers(parts []string) error {
 			}
 		}
 		take(set("v2", "v4"))
-	case "atom":
+	case "atom", "red":
 		take(set("relaxed", "acquire", "release", "acq_rel"))
 		take(scopes)
 		take(set("global", "shared"))
@@ -926,6 +926,8 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 		c.store(t, in)
 	case "atom":
 		c.atom(t, in)
+	case "red":
+		c.red(t, in)
 	case "fence", "membar":
 		// the simulator runs one thread at a time: its memory is
 		// sequentially consistent, every fence a no-op
@@ -1404,6 +1406,26 @@ func (c *simCtx) store(t *simThread, in *simInstr) {
 // simReverseCTAs runs the CTAs of a launch last to first (the order in
 // which split-K's parts of a tile finish then differs).
 var simReverseCTAs = false
+
+// red runs red{.sem}{.scope}.global.add.{u32,s32,u64}: memory = old + b,
+// nothing returned.
+func (c *simCtx) red(t *simThread, in *simInstr) {
+	p := in.parts
+	if !hasPart(p, "add") {
+		panic("red " + in.op)
+	}
+	w := width(p[len(p)-1]) / 8
+	b := c.access(t, in, in.args[0], w)
+	var old uint64
+	for k := 0; k < w; k++ {
+		old |= uint64(b[k]) << (8 * k)
+	}
+	v := old + c.val(t, in.args[1])
+	for k := 0; k < w; k++ {
+		b[k] = byte(v >> (8 * k))
+	}
+	c.mem.writes++
+}
 
 // atom runs atom{.sem}{.scope}.global.add.{u32,s32,u64} and
 // atom.global.exch.b32/b64: d = old value, memory = old op b, at once (the

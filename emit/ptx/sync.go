@@ -21,22 +21,22 @@ import (
 //	ld.shared.b32 	%r2, [%rd9+64016];
 //
 // A group sync is a barrier of the CTA, thread 0 counting the CTA in
-// (a release), spinning until the group is complete (acquire loads) and
-// counting it out, the last one out setting both counters back to 0, and
-// a second barrier:
+// (a release reduction), spinning until the group is complete (acquire
+// loads), and a second barrier; thread 0 counts the CTA out at the end of
+// the instance, the last one out setting both counters back to 0:
 //
 //	bar.sync 	0;
 //	@!%p3 bra 	$L_k0_9;
-//	fence.acq_rel.gpu;
-//	atom.release.gpu.global.add.u32 	%r3, [%rd12], 1;
+//	red.release.gpu.global.add.u32 	[%rd12], 1;
 //	$L_k0_10:
 //	ld.acquire.gpu.global.u32 	%r4, [%rd12];
 //	setp.lt.u32 	%p4, %r4, %r5;
 //	@%p4 bra 	$L_k0_10;
-//	atom.global.add.u32 	%r6, [%rd12+4], 1;
-//	...
 //	$L_k0_9:
 //	bar.sync 	0;
+//	...                                   // the rest of the instance
+//	@%p3 atom.global.add.u32 	%r6, [%rd12+4], 1;   // counted out
+//	...                                   // the last out: both back to 0
 //
 // Loads, in such a kernel, of the buffers it also stores (the partial
 // results the instances exchange) are ld.global.cg: from L2, never a line
@@ -136,22 +136,30 @@ func (ke *kernelEmitter) groupSync(op *ir.Operation) {
 	a.ins("bar.sync", intImm(0, rB32))
 	skip, spin := a.newLabel(), a.newLabel()
 	a.bra(&t0, true, skip)
-	a.raw(nil, false, "fence.acq_rel.gpu")
-	in := a.reg(rB32)
-	a.raw(nil, false, "atom.release.gpu.global.add.u32", in.s, memRef(arr, b.off), "1")
+	// the release reduction orders the CTA's stores before it (bar.sync
+	// made them thread 0's to order); it returns nothing to wait for
+	a.raw(nil, false, "red.release.gpu.global.add.u32", memRef(arr, b.off), "1")
 	a.label(spin)
 	seen := a.reg(rB32)
 	a.raw(nil, false, "ld.acquire.gpu.global.u32", seen.s, memRef(arr, b.off))
 	wait := ke.pred("setp.lt.u32", seen, size)
 	a.bra(&wait, false, spin)
-	out := a.reg(rB32)
-	a.raw(nil, false, "atom.global.add.u32", out.s, memRef(arr, b.off+4), "1")
-	isLast := ke.pred("setp.eq.s32", out, lastOut)
-	a.raw(&isLast, false, "st.global.b32", memRef(arr, b.off), "0")
-	a.raw(&isLast, false, "st.global.b32", memRef(arr, b.off+4), "0")
 	a.label(skip)
 	a.comment("the group's stores are visible to every thread of the CTA")
 	a.ins("bar.sync", intImm(0, rB32))
+	// the departure only resets the counters for the next launch: it is
+	// counted at the end of the instance, after its stores, not before
+	// the loads the sync was for
+	ke.atEnd = append(ke.atEnd, func() {
+		a.comment("loop.group_sync's departure: the last of the group out resets both counters")
+		t0 := ke.threadZero()
+		out := a.reg(rB32)
+		a.raw(&t0, false, "atom.global.add.u32", out.s, memRef(arr, b.off+4), "1")
+		isLast := ke.pred("setp.eq.s32", out, lastOut)
+		isLast = *ke.andPred(&t0, &isLast)
+		a.raw(&isLast, false, "st.global.b32", memRef(arr, b.off), "0")
+		a.raw(&isLast, false, "st.global.b32", memRef(arr, b.off+4), "0")
+	})
 }
 
 // markCoherentLoads makes the loads, in a kernel with a group sync, of

@@ -63,6 +63,9 @@ type scratchRow struct {
 
 // kernelEmitter translates one loop.kernel.
 type kernelEmitter struct {
+	// atEnd writes what goes at the end of the grid's body, after every
+	// op (a group sync's departure)
+	atEnd []func()
 	op    loop.KernelOp
 	name  string
 	plan  *kernelPlan
@@ -153,6 +156,9 @@ func (k *kernelEmitter) emit() (string, error) {
 	}
 	if err := k.emitBlock(p.grid.Body().Entry()); err != nil {
 		return "", err
+	}
+	for _, f := range k.atEnd {
+		f()
 	}
 	if p.persist {
 		k.w.close() // the loop over the blocks of rows

@@ -365,8 +365,18 @@ func planResident(k loop.KernelOp, p *kernelPlan) (*kernelPlan, error) {
 			p.widths[op] = w
 		}
 	}
-	p.warps = rowWarps(p.block)
+	p.warps = residentWarps(p.block)
 	return p, nil
+}
+
+// residentWarps is the number of warps of a resident split's program
+// holding a block of n elements: one per 2048 elements, at least 4. On an
+// H100, softmax over 4096 rows of 256000 bf16 in splits of 8000 ran at
+// 0.73 of the copy bandwidth with 4 warps and 0.71 with 8
+// (bench/results/gpu-h100-2026-12-06-resident.txt): each program waits at
+// the group sync, and smaller programs let more of them share an SM.
+func residentWarps(n int64) int64 {
+	return max(4, n/2048)
 }
 
 // Persistent row kernels (kernelPlan.persist): the default programs per

@@ -25,7 +25,7 @@ func.func @softmax(%s: tensor<?x256000xbf16>) -> tensor<?x256000xbf16> {
 }`
 
 func TestResidentSoftmaxKernel(t *testing.T) {
-	text := emitO2(t, residentSoftmax)
+	text := emitResident(t, residentSoftmax)
 	requirePython(t, text)
 	k := function(t, text, "softmax_k0")
 	inOrder(t, k,
@@ -52,10 +52,6 @@ func TestResidentSoftmaxKernel(t *testing.T) {
 		`tl.atomic_add(sync, 1, sem="release")`,
 		`while tl.atomic_add(sync, 0, sem="acquire") < 16:`,
 		"    pass",
-		"left = tl.atomic_add(sync + 1, 1)",
-		"if left == 15:",
-		"    tl.store(sync, 0)",
-		"    tl.store(sync + 1, 0)",
 		"tl.debug_barrier()",
 		// the row's 16 partial results, blocks of 16, through L2
 		"tl.arange(0, 16)",
@@ -65,7 +61,12 @@ func TestResidentSoftmaxKernel(t *testing.T) {
 		"t4 - ",
 		".to(tl.bfloat16)",
 		"tl.store(y + (t1 * 256000) + ",
-		", mask=cmask_2)")
+		", mask=cmask_2)",
+		// the departure, last: the last out resets both counters
+		"left = tl.atomic_add(sync + 1, 1)",
+		"if left == 15:",
+		"    tl.store(sync, 0)",
+		"    tl.store(sync + 1, 0)")
 	// the ticket numbers the instance, not the program id
 	assert.NotContains(t, k, "tl.program_id")
 	// the split is read from DRAM once, and not through .cg (the kernel
@@ -79,7 +80,7 @@ func TestResidentSoftmaxKernel(t *testing.T) {
 }
 
 func TestResidentSoftmaxLauncher(t *testing.T) {
-	text := emitO2(t, residentSoftmax)
+	text := emitResident(t, residentSoftmax)
 	l := function(t, text, "softmax")
 	inOrder(t, l,
 		"split_max = torch.empty((s_d0, 16), dtype=torch.float32, device=dev)",
@@ -103,7 +104,7 @@ func TestResidentSoftmaxLauncher(t *testing.T) {
 
 // The splits of other lengths: 4 of 15360 (log_softmax), 32 of 16384.
 func TestResidentOtherSplits(t *testing.T) {
-	text := emitO2(t, `
+	text := emitResident(t, `
 func.func @lsm(%s: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
   %x = graph.cast %s : (tensor<?x61440xbf16>) -> tensor<?x61440xf32>
   %p = graph.log_softmax %x {axis = -1} : tensor<?x61440xf32>
@@ -120,13 +121,13 @@ func.func @wide(%s: tensor<?x524288xbf16>) -> tensor<?x524288xbf16> {
 	requirePython(t, text)
 	k := function(t, text, "lsm_k0")
 	inOrder(t, k, "ticket = tl.atomic_add(tickets, 1)", "cmask = i < 15360",
-		`while tl.atomic_add(sync, 0, sem="acquire") < 4:`, "if left == 3:",
-		"tl.arange(0, 4)", `cache_modifier=".cg"`, "tl.log(")
+		`while tl.atomic_add(sync, 0, sem="acquire") < 4:`,
+		"tl.arange(0, 4)", `cache_modifier=".cg"`, "tl.log(", "if left == 3:")
 	assert.Contains(t, text, `"lsm_k0": {"BLOCK": 16384, "num_warps": 8},`)
 	w := function(t, text, "wide_k0")
 	inOrder(t, w, "i = tl.arange(0, BLOCK)",
-		`while tl.atomic_add(sync, 0, sem="acquire") < 32:`, "if left == 31:",
-		"tl.arange(0, 32)", `cache_modifier=".cg"`)
+		`while tl.atomic_add(sync, 0, sem="acquire") < 32:`,
+		"tl.arange(0, 32)", `cache_modifier=".cg"`, "if left == 31:")
 	// the split fills its block: no column mask
 	assert.NotContains(t, w, "cmask")
 	// each function keeps its own counters
@@ -136,7 +137,7 @@ func.func @wide(%s: tensor<?x524288xbf16>) -> tensor<?x524288xbf16> {
 // A ticket or group sync outside a resident split, or nested in a loop,
 // is an error at the op.
 func TestResidentErrors(t *testing.T) {
-	m := lower(t, residentSoftmax, o2)
+	m := lower(t, residentSoftmax, o2Resident)
 	var kernel loop.KernelOp
 	for op := m.Body().First(); op != nil; op = op.Next() {
 		if k, ok := loop.AsKernel(op); ok {
@@ -210,4 +211,16 @@ print("ok")
 	out, err := exec.Command(python, prog, src).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Equal(t, "ok\n", string(out))
+}
+
+// o2Resident is o2 with resident splits of at most 64 KiB
+// (lower-to-loops{resident=true}, not the default).
+const o2Resident = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=65536},sram-alloc"
+
+// emitResident is emitO2 with resident splits.
+func emitResident(t *testing.T, src string) string {
+	t.Helper()
+	text, err := Emit(lower(t, src, o2Resident), Options{Source: "test.tir", Target: "h200"})
+	require.NoError(t, err)
+	return text
 }

@@ -14,9 +14,10 @@ import triton.language as tl
 # kernel that keeps its rows in one block is next_power_of_2(row length)
 # and must stay at least the row length.
 CONFIGS = {
-    "log_softmax_61440_k0": {"BLOCK": 16384, "num_warps": 8},
-    "softmax_65536_k0": {"BLOCK": 16384, "num_warps": 8},
-    "softmax_524288_k0": {"BLOCK": 16384, "num_warps": 8},
+    "softmax_256000_k0": {"BLOCK": 8192, "num_warps": 4},
+    "log_softmax_61440_k0": {"BLOCK": 8192, "num_warps": 4},
+    "softmax_65536_k0": {"BLOCK": 8192, "num_warps": 4},
+    "softmax_524288_k0": {"BLOCK": 8192, "num_warps": 4},
 }
 
 
@@ -27,21 +28,21 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
+def softmax_256000_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
     # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    t0 = split_max_d0 * 4
+    t0 = split_max_d0 * 32
     ticket = tl.atomic_add(tickets, 1)
     if ticket == t0 - 1:
         tl.store(tickets, 0)
     t = ticket.to(tl.int64)
-    split = t % 4
-    t1 = t // 4
-    t2 = split * 15360
+    split = t % 32
+    t1 = t // 32
+    t2 = split * 8000
     acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
-    cmask = i < 15360
+    cmask = i < 8000
     t3 = t2 + i
-    s_1 = tl.load(s + (t1 * 61440) + t3, mask=cmask)
+    s_1 = tl.load(s + (t1 * 256000) + t3, mask=cmask)
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
     t6 = tl.reduce(tl.where(cmask, t5, acc), 0, _max_nan)
@@ -51,181 +52,11 @@ def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0
     t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
     acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
     i_1 = tl.arange(0, BLOCK)
-    cmask_1 = i_1 < 15360
+    cmask_1 = i_1 < 8000
     t11 = t4 - t10
     t12 = tl.exp(t11)
     t13 = acc_1 + t12
     t14 = tl.sum(tl.where(cmask_1, t13, acc_1), axis=0)
-    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
-    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
-    t17 = t16 == float("inf")
-    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
-    t19 = t18 - t10
-    t20 = tl.exp(t19)
-    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
-    t22 = 0.0 * t21
-    t23 = t22 + t14
-    tl.store(split_max + (t1 * 4) + split, t7)
-    tl.store(split_sum + (t1 * 4) + split, t23)
-    tl.debug_barrier()
-    sync = groups + (t1 * 2)
-    tl.atomic_add(sync, 1, sem="release")
-    while tl.atomic_add(sync, 0, sem="acquire") < 4:
-        pass
-    left = tl.atomic_add(sync + 1, 1)
-    if left == 3:
-        tl.store(sync, 0)
-        tl.store(sync + 1, 0)
-    tl.debug_barrier()
-    acc_2 = tl.full((4,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 4)
-    t24 = tl.load(split_max + (t1 * 4) + i_2, cache_modifier=".cg")
-    t25 = _max_nan(acc_2, t24)
-    t26 = tl.reduce(t25, 0, _max_nan)
-    t27 = tl.abs(t26)
-    t28 = t27 == float("inf")
-    t29 = tl.where(t28, tl.full([], 0.0, tl.float32), t26)
-    acc_3 = tl.full((4,), 0.0, tl.float32)
-    i_3 = tl.arange(0, 4)
-    t30 = tl.load(split_max + (t1 * 4) + i_3, cache_modifier=".cg")
-    t31 = tl.abs(t30)
-    t32 = t31 == float("inf")
-    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
-    t34 = t33 - t29
-    t35 = tl.exp(t34)
-    t36 = t30 == (-float("inf"))
-    t37 = tl.where(t36, tl.full([], 0.0, tl.float32), t35)
-    t38 = tl.load(split_sum + (t1 * 4) + i_3, cache_modifier=".cg")
-    t39 = t38 * t37
-    t40 = acc_3 + t39
-    t41 = tl.sum(t40, axis=0)
-    t42 = tl.abs(t26)
-    t43 = t42 == float("inf")
-    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t26)
-    t45 = t44 - t26
-    t46 = tl.exp(t45)
-    t47 = t41 * t46
-    t48 = tl.log(t47)
-    i_4 = tl.arange(0, BLOCK)
-    cmask_2 = i_4 < 15360
-    t49 = t4 - t26
-    t50 = t49 - t48
-    t51 = t50.to(tl.bfloat16)
-    t52 = t2 + i_4
-    tl.store(y + (t1 * 61440) + t52, t51, mask=cmask_2)
-
-
-@triton.jit
-def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
-    # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    t0 = split_max_d0 * 4
-    ticket = tl.atomic_add(tickets, 1)
-    if ticket == t0 - 1:
-        tl.store(tickets, 0)
-    t = ticket.to(tl.int64)
-    split = t % 4
-    t1 = t // 4
-    t2 = split * 16384
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
-    i = tl.arange(0, BLOCK)
-    t3 = t2 + i
-    x_1 = tl.load(x + (t1 * 65536) + t3)
-    t4 = _max_nan(acc, x_1)
-    t5 = tl.reduce(t4, 0, _max_nan)
-    t6 = _max_nan(tl.full([], (-float("inf")), tl.float32), t5)
-    t7 = tl.abs(t6)
-    t8 = t7 == float("inf")
-    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t6)
-    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
-    t10 = x_1 - t9
-    t11 = tl.exp(t10)
-    t12 = acc_1 + t11
-    t13 = tl.sum(t12, axis=0)
-    t14 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
-    t15 = tl.abs(tl.full([], (-float("inf")), tl.float32))
-    t16 = t15 == float("inf")
-    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
-    t18 = t17 - t9
-    t19 = tl.exp(t18)
-    t20 = tl.where(t14, tl.full([], 0.0, tl.float32), t19)
-    t21 = 0.0 * t20
-    t22 = t21 + t13
-    tl.store(split_max + (t1 * 4) + split, t6)
-    tl.store(split_sum + (t1 * 4) + split, t22)
-    tl.debug_barrier()
-    sync = groups + (t1 * 2)
-    tl.atomic_add(sync, 1, sem="release")
-    while tl.atomic_add(sync, 0, sem="acquire") < 4:
-        pass
-    left = tl.atomic_add(sync + 1, 1)
-    if left == 3:
-        tl.store(sync, 0)
-        tl.store(sync + 1, 0)
-    tl.debug_barrier()
-    acc_2 = tl.full((4,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 4)
-    t23 = tl.load(split_max + (t1 * 4) + i_2, cache_modifier=".cg")
-    t24 = _max_nan(acc_2, t23)
-    t25 = tl.reduce(t24, 0, _max_nan)
-    t26 = tl.abs(t25)
-    t27 = t26 == float("inf")
-    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
-    acc_3 = tl.full((4,), 0.0, tl.float32)
-    i_3 = tl.arange(0, 4)
-    t29 = tl.load(split_max + (t1 * 4) + i_3, cache_modifier=".cg")
-    t30 = tl.abs(t29)
-    t31 = t30 == float("inf")
-    t32 = tl.where(t31, tl.full([], 0.0, tl.float32), t29)
-    t33 = t32 - t28
-    t34 = tl.exp(t33)
-    t35 = t29 == (-float("inf"))
-    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), t34)
-    t37 = tl.load(split_sum + (t1 * 4) + i_3, cache_modifier=".cg")
-    t38 = t37 * t36
-    t39 = acc_3 + t38
-    t40 = tl.sum(t39, axis=0)
-    t41 = tl.abs(t25)
-    t42 = t41 == float("inf")
-    t43 = tl.where(t42, tl.full([], 0.0, tl.float32), t25)
-    t44 = t43 - t25
-    t45 = tl.exp(t44)
-    t46 = t40 * t45
-    t47 = 1.0 / t46
-    i_4 = tl.arange(0, BLOCK)
-    t48 = x_1 - t25
-    t49 = tl.exp(t48)
-    t50 = t49 * t47
-    t51 = t2 + i_4
-    tl.store(p + (t1 * 65536) + t51, t50)
-
-
-@triton.jit
-def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
-    # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    t0 = split_max_d0 * 32
-    ticket = tl.atomic_add(tickets, 1)
-    if ticket == t0 - 1:
-        tl.store(tickets, 0)
-    t = ticket.to(tl.int64)
-    split = t % 32
-    t1 = t // 32
-    t2 = split * 16384
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
-    i = tl.arange(0, BLOCK)
-    t3 = t2 + i
-    s_1 = tl.load(s + (t1 * 524288) + t3)
-    t4 = s_1.to(tl.float32)
-    t5 = _max_nan(acc, t4)
-    t6 = tl.reduce(t5, 0, _max_nan)
-    t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
-    t8 = tl.abs(t7)
-    t9 = t8 == float("inf")
-    t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
-    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
-    t11 = t4 - t10
-    t12 = tl.exp(t11)
-    t13 = acc_1 + t12
-    t14 = tl.sum(t13, axis=0)
     t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
     t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
     t17 = t16 == float("inf")
@@ -242,10 +73,6 @@ def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
     tl.atomic_add(sync, 1, sem="release")
     while tl.atomic_add(sync, 0, sem="acquire") < 32:
         pass
-    left = tl.atomic_add(sync + 1, 1)
-    if left == 31:
-        tl.store(sync, 0)
-        tl.store(sync + 1, 0)
     tl.debug_barrier()
     acc_2 = tl.full((32,), (-float("inf")), tl.float32)
     i_2 = tl.arange(0, 32)
@@ -277,12 +104,276 @@ def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
     t47 = t41 * t46
     t48 = 1.0 / t47
     i_4 = tl.arange(0, BLOCK)
+    cmask_2 = i_4 < 8000
+    t49 = t4 - t26
+    t50 = tl.exp(t49)
+    t51 = t50 * t48
+    t52 = t51.to(tl.bfloat16)
+    t53 = t2 + i_4
+    tl.store(y + (t1 * 256000) + t53, t52, mask=cmask_2)
+    left = tl.atomic_add(sync + 1, 1)
+    if left == 31:
+        tl.store(sync, 0)
+        tl.store(sync + 1, 0)
+
+
+@triton.jit
+def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
+    # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
+    t0 = split_max_d0 * 8
+    ticket = tl.atomic_add(tickets, 1)
+    if ticket == t0 - 1:
+        tl.store(tickets, 0)
+    t = ticket.to(tl.int64)
+    split = t % 8
+    t1 = t // 8
+    t2 = split * 7680
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i = tl.arange(0, BLOCK)
+    cmask = i < 7680
+    t3 = t2 + i
+    s_1 = tl.load(s + (t1 * 61440) + t3, mask=cmask)
+    t4 = s_1.to(tl.float32)
+    t5 = _max_nan(acc, t4)
+    t6 = tl.reduce(tl.where(cmask, t5, acc), 0, _max_nan)
+    t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
+    t8 = tl.abs(t7)
+    t9 = t8 == float("inf")
+    t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
+    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
+    i_1 = tl.arange(0, BLOCK)
+    cmask_1 = i_1 < 7680
+    t11 = t4 - t10
+    t12 = tl.exp(t11)
+    t13 = acc_1 + t12
+    t14 = tl.sum(tl.where(cmask_1, t13, acc_1), axis=0)
+    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t17 = t16 == float("inf")
+    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t19 = t18 - t10
+    t20 = tl.exp(t19)
+    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
+    t22 = 0.0 * t21
+    t23 = t22 + t14
+    tl.store(split_max + (t1 * 8) + split, t7)
+    tl.store(split_sum + (t1 * 8) + split, t23)
+    tl.debug_barrier()
+    sync = groups + (t1 * 2)
+    tl.atomic_add(sync, 1, sem="release")
+    while tl.atomic_add(sync, 0, sem="acquire") < 8:
+        pass
+    tl.debug_barrier()
+    acc_2 = tl.full((8,), (-float("inf")), tl.float32)
+    i_2 = tl.arange(0, 8)
+    t24 = tl.load(split_max + (t1 * 8) + i_2, cache_modifier=".cg")
+    t25 = _max_nan(acc_2, t24)
+    t26 = tl.reduce(t25, 0, _max_nan)
+    t27 = tl.abs(t26)
+    t28 = t27 == float("inf")
+    t29 = tl.where(t28, tl.full([], 0.0, tl.float32), t26)
+    acc_3 = tl.full((8,), 0.0, tl.float32)
+    i_3 = tl.arange(0, 8)
+    t30 = tl.load(split_max + (t1 * 8) + i_3, cache_modifier=".cg")
+    t31 = tl.abs(t30)
+    t32 = t31 == float("inf")
+    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
+    t34 = t33 - t29
+    t35 = tl.exp(t34)
+    t36 = t30 == (-float("inf"))
+    t37 = tl.where(t36, tl.full([], 0.0, tl.float32), t35)
+    t38 = tl.load(split_sum + (t1 * 8) + i_3, cache_modifier=".cg")
+    t39 = t38 * t37
+    t40 = acc_3 + t39
+    t41 = tl.sum(t40, axis=0)
+    t42 = tl.abs(t26)
+    t43 = t42 == float("inf")
+    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t26)
+    t45 = t44 - t26
+    t46 = tl.exp(t45)
+    t47 = t41 * t46
+    t48 = tl.log(t47)
+    i_4 = tl.arange(0, BLOCK)
+    cmask_2 = i_4 < 7680
+    t49 = t4 - t26
+    t50 = t49 - t48
+    t51 = t50.to(tl.bfloat16)
+    t52 = t2 + i_4
+    tl.store(y + (t1 * 61440) + t52, t51, mask=cmask_2)
+    left = tl.atomic_add(sync + 1, 1)
+    if left == 7:
+        tl.store(sync, 0)
+        tl.store(sync + 1, 0)
+
+
+@triton.jit
+def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
+    # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
+    t0 = split_max_d0 * 8
+    ticket = tl.atomic_add(tickets, 1)
+    if ticket == t0 - 1:
+        tl.store(tickets, 0)
+    t = ticket.to(tl.int64)
+    split = t % 8
+    t1 = t // 8
+    t2 = split * 8192
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i = tl.arange(0, BLOCK)
+    t3 = t2 + i
+    x_1 = tl.load(x + (t1 * 65536) + t3)
+    t4 = _max_nan(acc, x_1)
+    t5 = tl.reduce(t4, 0, _max_nan)
+    t6 = _max_nan(tl.full([], (-float("inf")), tl.float32), t5)
+    t7 = tl.abs(t6)
+    t8 = t7 == float("inf")
+    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t6)
+    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
+    t10 = x_1 - t9
+    t11 = tl.exp(t10)
+    t12 = acc_1 + t11
+    t13 = tl.sum(t12, axis=0)
+    t14 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t15 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t16 = t15 == float("inf")
+    t17 = tl.where(t16, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t18 = t17 - t9
+    t19 = tl.exp(t18)
+    t20 = tl.where(t14, tl.full([], 0.0, tl.float32), t19)
+    t21 = 0.0 * t20
+    t22 = t21 + t13
+    tl.store(split_max + (t1 * 8) + split, t6)
+    tl.store(split_sum + (t1 * 8) + split, t22)
+    tl.debug_barrier()
+    sync = groups + (t1 * 2)
+    tl.atomic_add(sync, 1, sem="release")
+    while tl.atomic_add(sync, 0, sem="acquire") < 8:
+        pass
+    tl.debug_barrier()
+    acc_2 = tl.full((8,), (-float("inf")), tl.float32)
+    i_2 = tl.arange(0, 8)
+    t23 = tl.load(split_max + (t1 * 8) + i_2, cache_modifier=".cg")
+    t24 = _max_nan(acc_2, t23)
+    t25 = tl.reduce(t24, 0, _max_nan)
+    t26 = tl.abs(t25)
+    t27 = t26 == float("inf")
+    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
+    acc_3 = tl.full((8,), 0.0, tl.float32)
+    i_3 = tl.arange(0, 8)
+    t29 = tl.load(split_max + (t1 * 8) + i_3, cache_modifier=".cg")
+    t30 = tl.abs(t29)
+    t31 = t30 == float("inf")
+    t32 = tl.where(t31, tl.full([], 0.0, tl.float32), t29)
+    t33 = t32 - t28
+    t34 = tl.exp(t33)
+    t35 = t29 == (-float("inf"))
+    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), t34)
+    t37 = tl.load(split_sum + (t1 * 8) + i_3, cache_modifier=".cg")
+    t38 = t37 * t36
+    t39 = acc_3 + t38
+    t40 = tl.sum(t39, axis=0)
+    t41 = tl.abs(t25)
+    t42 = t41 == float("inf")
+    t43 = tl.where(t42, tl.full([], 0.0, tl.float32), t25)
+    t44 = t43 - t25
+    t45 = tl.exp(t44)
+    t46 = t40 * t45
+    t47 = 1.0 / t46
+    i_4 = tl.arange(0, BLOCK)
+    t48 = x_1 - t25
+    t49 = tl.exp(t48)
+    t50 = t49 * t47
+    t51 = t2 + i_4
+    tl.store(p + (t1 * 65536) + t51, t50)
+    left = tl.atomic_add(sync + 1, 1)
+    if left == 7:
+        tl.store(sync, 0)
+        tl.store(sync + 1, 0)
+
+
+@triton.jit
+def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
+    # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
+    t0 = split_max_d0 * 64
+    ticket = tl.atomic_add(tickets, 1)
+    if ticket == t0 - 1:
+        tl.store(tickets, 0)
+    t = ticket.to(tl.int64)
+    split = t % 64
+    t1 = t // 64
+    t2 = split * 8192
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i = tl.arange(0, BLOCK)
+    t3 = t2 + i
+    s_1 = tl.load(s + (t1 * 524288) + t3)
+    t4 = s_1.to(tl.float32)
+    t5 = _max_nan(acc, t4)
+    t6 = tl.reduce(t5, 0, _max_nan)
+    t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
+    t8 = tl.abs(t7)
+    t9 = t8 == float("inf")
+    t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
+    acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
+    t11 = t4 - t10
+    t12 = tl.exp(t11)
+    t13 = acc_1 + t12
+    t14 = tl.sum(t13, axis=0)
+    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t17 = t16 == float("inf")
+    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t19 = t18 - t10
+    t20 = tl.exp(t19)
+    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
+    t22 = 0.0 * t21
+    t23 = t22 + t14
+    tl.store(split_max + (t1 * 64) + split, t7)
+    tl.store(split_sum + (t1 * 64) + split, t23)
+    tl.debug_barrier()
+    sync = groups + (t1 * 2)
+    tl.atomic_add(sync, 1, sem="release")
+    while tl.atomic_add(sync, 0, sem="acquire") < 64:
+        pass
+    tl.debug_barrier()
+    acc_2 = tl.full((64,), (-float("inf")), tl.float32)
+    i_2 = tl.arange(0, 64)
+    t24 = tl.load(split_max + (t1 * 64) + i_2, cache_modifier=".cg")
+    t25 = _max_nan(acc_2, t24)
+    t26 = tl.reduce(t25, 0, _max_nan)
+    t27 = tl.abs(t26)
+    t28 = t27 == float("inf")
+    t29 = tl.where(t28, tl.full([], 0.0, tl.float32), t26)
+    acc_3 = tl.full((64,), 0.0, tl.float32)
+    i_3 = tl.arange(0, 64)
+    t30 = tl.load(split_max + (t1 * 64) + i_3, cache_modifier=".cg")
+    t31 = tl.abs(t30)
+    t32 = t31 == float("inf")
+    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
+    t34 = t33 - t29
+    t35 = tl.exp(t34)
+    t36 = t30 == (-float("inf"))
+    t37 = tl.where(t36, tl.full([], 0.0, tl.float32), t35)
+    t38 = tl.load(split_sum + (t1 * 64) + i_3, cache_modifier=".cg")
+    t39 = t38 * t37
+    t40 = acc_3 + t39
+    t41 = tl.sum(t40, axis=0)
+    t42 = tl.abs(t26)
+    t43 = t42 == float("inf")
+    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t26)
+    t45 = t44 - t26
+    t46 = tl.exp(t45)
+    t47 = t41 * t46
+    t48 = 1.0 / t47
+    i_4 = tl.arange(0, BLOCK)
     t49 = t4 - t26
     t50 = tl.exp(t49)
     t51 = t50 * t48
     t52 = t51.to(tl.bfloat16)
     t53 = t2 + i_4
     tl.store(y + (t1 * 524288) + t53, t52)
+    left = tl.atomic_add(sync + 1, 1)
+    if left == 63:
+        tl.store(sync, 0)
+        tl.store(sync + 1, 0)
 
 
 def _tensor(fn, name, t, dtype, shape):
@@ -386,18 +477,35 @@ def _counters(dev, name, n):
     return t
 
 
+def softmax_256000(s):
+    """softmax_256000(s: bf16[?, 256000]) -> bf16[?, 256000]"""
+    s = _tensor("softmax_256000", "s", s, torch.bfloat16, (None, 256000))
+    dev = s.device
+    s_d0 = s.shape[0]
+    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
+    tickets = _counters(dev, "softmax_256000.tickets", 1)
+    groups = _counters(dev, "softmax_256000.groups", (s_d0 * 2))
+    y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=dev)
+    cfg = CONFIGS["softmax_256000_k0"]
+    grid = ((s_d0 * 32),)
+    if grid[0] > 0:
+        _launch(softmax_256000_k0, grid, (s, y, split_max, split_sum, tickets, groups, s_d0, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return y
+
+
 def log_softmax_61440(s):
     """log_softmax_61440(s: bf16[?, 61440]) -> bf16[?, 61440]"""
     s = _tensor("log_softmax_61440", "s", s, torch.bfloat16, (None, 61440))
     dev = s.device
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 4), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((s_d0, 4), dtype=torch.float32, device=dev)
+    split_max = torch.empty((s_d0, 8), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((s_d0, 8), dtype=torch.float32, device=dev)
     tickets = _counters(dev, "log_softmax_61440.tickets", 1)
     groups = _counters(dev, "log_softmax_61440.groups", (s_d0 * 2))
     y = torch.empty((s_d0, 61440), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["log_softmax_61440_k0"]
-    grid = ((s_d0 * 4),)
+    grid = ((s_d0 * 8),)
     if grid[0] > 0:
         _launch(log_softmax_61440_k0, grid, (s, y, split_max, split_sum, tickets, groups, s_d0, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return y
@@ -408,13 +516,13 @@ def softmax_65536(x):
     x = _tensor("softmax_65536", "x", x, torch.float32, (None, 65536))
     dev = x.device
     x_d0 = x.shape[0]
-    split_max = torch.empty((x_d0, 4), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((x_d0, 4), dtype=torch.float32, device=dev)
+    split_max = torch.empty((x_d0, 8), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((x_d0, 8), dtype=torch.float32, device=dev)
     tickets = _counters(dev, "softmax_65536.tickets", 1)
     groups = _counters(dev, "softmax_65536.groups", (x_d0 * 2))
     p = torch.empty((x_d0, 65536), dtype=torch.float32, device=dev)
     cfg = CONFIGS["softmax_65536_k0"]
-    grid = ((x_d0 * 4),)
+    grid = ((x_d0 * 8),)
     if grid[0] > 0:
         _launch(softmax_65536_k0, grid, (x, p, split_max, split_sum, tickets, groups, x_d0, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return p
@@ -425,13 +533,13 @@ def softmax_524288(s):
     s = _tensor("softmax_524288", "s", s, torch.bfloat16, (None, 524288))
     dev = s.device
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=dev)
+    split_max = torch.empty((s_d0, 64), dtype=torch.float32, device=dev)
+    split_sum = torch.empty((s_d0, 64), dtype=torch.float32, device=dev)
     tickets = _counters(dev, "softmax_524288.tickets", 1)
     groups = _counters(dev, "softmax_524288.groups", (s_d0 * 2))
     y = torch.empty((s_d0, 524288), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["softmax_524288_k0"]
-    grid = ((s_d0 * 32),)
+    grid = ((s_d0 * 64),)
     if grid[0] > 0:
         _launch(softmax_524288_k0, grid, (s, y, split_max, split_sum, tickets, groups, s_d0, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return y

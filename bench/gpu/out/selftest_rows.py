@@ -17,7 +17,10 @@ CONFIGS = {
     "short_rows_k0": {"BLOCK": 64, "ROWS": 64, "num_warps": 4},
     "masked_rows_k0": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
     "long_rows_k0": {"BLOCK": 4096, "num_warps": 4},
-    "two_pass_k0": {"BLOCK": 16384, "num_warps": 8},
+    "two_pass_k0": {"BLOCK": 4096, "num_warps": 4},
+    "two_pass_k1": {"BLOCK": 16, "ROWS": 64, "num_warps": 4},
+    "two_pass_k2": {"BLOCK": 4096, "ROWS": 1, "num_warps": 4},
+    "two_pass_k3": {"BLOCK": 4096, "num_warps": 4},
     "row_min_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
     "norm_rope_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
 }
@@ -115,16 +118,13 @@ def long_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def two_pass_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
-    # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    t0 = split_max_d0 * 4
-    ticket = tl.atomic_add(tickets, 1)
-    if ticket == t0 - 1:
-        tl.store(tickets, 0)
-    t = ticket.to(tl.int64)
-    split = t % 4
-    t1 = t // 4
-    t2 = split * 16384
+def two_pass_k0(x, p, split_max, split_sum, x_d0, p_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr):
+    # row, online: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    split = r % 16
+    t1 = r // 16
+    t2 = split * 4096
     acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     t3 = t2 + i
@@ -149,53 +149,116 @@ def two_pass_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, split_m
     t20 = tl.where(t14, tl.full([], 0.0, tl.float32), t19)
     t21 = 0.0 * t20
     t22 = t21 + t13
-    tl.store(split_max + (t1 * 4) + split, t6)
-    tl.store(split_sum + (t1 * 4) + split, t22)
-    tl.debug_barrier()
-    sync = groups + (t1 * 2)
-    tl.atomic_add(sync, 1, sem="release")
-    while tl.atomic_add(sync, 0, sem="acquire") < 4:
-        pass
-    left = tl.atomic_add(sync + 1, 1)
-    if left == 3:
-        tl.store(sync, 0)
-        tl.store(sync + 1, 0)
-    tl.debug_barrier()
-    acc_2 = tl.full((4,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 4)
-    t23 = tl.load(split_max + (t1 * 4) + i_2, cache_modifier=".cg")
-    t24 = _max_nan(acc_2, t23)
-    t25 = tl.reduce(t24, 0, _max_nan)
-    t26 = tl.abs(t25)
-    t27 = t26 == float("inf")
-    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
-    acc_3 = tl.full((4,), 0.0, tl.float32)
-    i_3 = tl.arange(0, 4)
-    t29 = tl.load(split_max + (t1 * 4) + i_3, cache_modifier=".cg")
-    t30 = tl.abs(t29)
-    t31 = t30 == float("inf")
-    t32 = tl.where(t31, tl.full([], 0.0, tl.float32), t29)
-    t33 = t32 - t28
-    t34 = tl.exp(t33)
-    t35 = t29 == (-float("inf"))
-    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), t34)
-    t37 = tl.load(split_sum + (t1 * 4) + i_3, cache_modifier=".cg")
-    t38 = t37 * t36
-    t39 = acc_3 + t38
-    t40 = tl.sum(t39, axis=0)
-    t41 = tl.abs(t25)
-    t42 = t41 == float("inf")
-    t43 = tl.where(t42, tl.full([], 0.0, tl.float32), t25)
-    t44 = t43 - t25
-    t45 = tl.exp(t44)
-    t46 = t40 * t45
-    t47 = 1.0 / t46
-    i_4 = tl.arange(0, BLOCK)
-    t48 = x_1 - t25
-    t49 = tl.exp(t48)
-    t50 = t49 * t47
-    t51 = t2 + i_4
-    tl.store(p + (t1 * 65536) + t51, t50)
+    tl.store(split_max + (t1 * 16) + split, t6)
+    tl.store(split_sum + (t1 * 16) + split, t22)
+
+
+@triton.jit
+def two_pass_k1(x, split_max, split_sum, p, row_max, row_sum, x_d0, split_max_d0, split_sum_d0, p_d0, row_max_d0, row_sum_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 16 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < split_max_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t0 = tl.load(split_max + (r * 16) + cols, mask=rmask)
+    t1 = tl.load(split_sum + (r * 16) + cols, mask=rmask)
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t2 = _max_nan(acc, t0)
+    t3 = tl.reduce(t2, 1, _max_nan, keep_dims=True)
+    t4 = tl.abs(t3)
+    t5 = t4 == float("inf")
+    t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+    acc_1 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t7 = tl.abs(t0)
+    t8 = t7 == float("inf")
+    t9 = tl.where(t8, tl.full([], 0.0, tl.float32), t0)
+    t10 = t9 - t6
+    t11 = tl.exp(t10)
+    t12 = t0 == (-float("inf"))
+    t13 = tl.where(t12, tl.full([], 0.0, tl.float32), t11)
+    t14 = t1 * t13
+    t15 = acc_1 + t14
+    t16 = tl.sum(t15, axis=1, keep_dims=True)
+    t17 = tl.abs(t3)
+    t18 = t17 == float("inf")
+    t19 = tl.where(t18, tl.full([], 0.0, tl.float32), t3)
+    t20 = t19 - t3
+    t21 = tl.exp(t20)
+    t22 = t16 * t21
+    tl.store(row_max + r, t3, mask=rmask)
+    tl.store(row_sum + r, t22, mask=rmask)
+
+
+@triton.jit
+def two_pass_k2(x, row_max, row_sum, p, x_d0, row_max_d0, row_sum_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, two-pass: rows of 4096 in one block, ROWS rows per program
+    t0 = row_max_d0 * 16
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < t0
+    cols = tl.arange(0, BLOCK)[None, :]
+    t1 = r // 16
+    split = r % 16
+    t2 = split * 4096
+    t3 = t2 + cols
+    x_1 = tl.load(x + (t1 * 65536) + t3, mask=rmask)
+    t4 = tl.load(row_max + t1, mask=rmask)
+    t5 = tl.load(row_sum + t1, mask=rmask)
+    t6 = 1.0 / t5
+    t7 = x_1 - t4
+    t8 = tl.exp(t7)
+    t9 = t8 * t6
+    tl.store(p + (t1 * 65536) + t3, t9, mask=rmask)
+
+
+@triton.jit
+def two_pass_k3(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
+    # row, online: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r = pid.to(tl.int64)
+    acc = tl.full([], (-float("inf")), tl.float32)
+    acc_1 = tl.full([], 0.0, tl.float32)
+    for c in range(0, 65536, 4096):
+        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+        i = tl.arange(0, BLOCK)
+        t0 = c + i
+        x_1 = tl.load(x + (r * 65536) + t0)
+        t1 = _max_nan(acc_2, x_1)
+        t2 = tl.reduce(t1, 0, _max_nan)
+        t3 = _max_nan(acc, t2)
+        t4 = tl.abs(t3)
+        t5 = t4 == float("inf")
+        t6 = tl.where(t5, tl.full([], 0.0, tl.float32), t3)
+        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
+        t7 = x_1 - t6
+        t8 = tl.exp(t7)
+        t9 = acc_3 + t8
+        t10 = tl.sum(t9, axis=0)
+        t11 = acc == (-float("inf"))
+        t12 = tl.abs(acc)
+        t13 = t12 == float("inf")
+        t14 = tl.where(t13, tl.full([], 0.0, tl.float32), acc)
+        t15 = t14 - t6
+        t16 = tl.exp(t15)
+        t17 = tl.where(t11, tl.full([], 0.0, tl.float32), t16)
+        t18 = acc_1 * t17
+        t19 = t18 + t10
+        acc, acc_1 = t3, t19
+    t20 = tl.abs(acc)
+    t21 = t20 == float("inf")
+    t22 = tl.where(t21, tl.full([], 0.0, tl.float32), acc)
+    t23 = t22 - acc
+    t24 = tl.exp(t23)
+    t25 = acc_1 * t24
+    t26 = 1.0 / t25
+    for c0 in range(0, 65536, BLOCK):
+        i_2 = c0 + tl.arange(0, BLOCK)
+        cmask = i_2 < 65536
+        x_2 = tl.load(x + (r * 65536) + i_2, mask=cmask)
+        t27 = x_2 - acc
+        t28 = tl.exp(t27)
+        t29 = t28 * t26
+        tl.store(p + (r * 65536) + i_2, t29, mask=cmask)
 
 
 @triton.jit
@@ -368,33 +431,6 @@ def _fit_rows(cfg, n):
     return hit[1]
 
 
-# Counters (tickets, group syncs) at zero, kept per (device, stream,
-# function, buffer): every kernel that uses them leaves them at zero, so
-# they are zeroed once, when allocated, and a launch that needs more
-# replaces them with a larger zeroed tensor. The tensors replaced are kept
-# alive, since a CUDA graph captured with them may still use them.
-_COUNTERS = {}
-_COUNTERS_OLD = []
-
-
-def _counters(dev, name, n):
-    """At least n int32 counters at zero on dev, for buffer name."""
-    cur = torch.cuda.current_device()
-    key = (dev, torch._C._cuda_getCurrentRawStream(cur), name)
-    t = _COUNTERS.get(key)
-    if t is not None and t.numel() >= n:
-        return t
-    if torch.cuda.is_current_stream_capturing():
-        # zeroed by the graph at every replay; not kept, since it holds
-        # zeros only once the graph runs
-        return torch.zeros((max(n, 1),), dtype=torch.int32, device=dev)
-    if t is not None:
-        _COUNTERS_OLD.append(t)
-    size = max(n, 64 if t is None else 2 * t.numel())
-    t = _COUNTERS[key] = torch.zeros((size,), dtype=torch.int32, device=dev)
-    return t
-
-
 def short_rows(x, w):
     """short_rows(x: f32[?, 64], w: f32[64]) -> f32[?, 64]"""
     x = _tensor("short_rows", "x", x, torch.float32, (None, 64))
@@ -440,15 +476,31 @@ def two_pass(x):
     x = _tensor("two_pass", "x", x, torch.float32, (None, 65536))
     dev = x.device
     x_d0 = x.shape[0]
-    split_max = torch.empty((x_d0, 4), dtype=torch.float32, device=dev)
-    split_sum = torch.empty((x_d0, 4), dtype=torch.float32, device=dev)
-    tickets = _counters(dev, "two_pass.tickets", 1)
-    groups = _counters(dev, "two_pass.groups", (x_d0 * 2))
     p = torch.empty((x_d0, 65536), dtype=torch.float32, device=dev)
-    cfg = CONFIGS["two_pass_k0"]
-    grid = ((x_d0 * 4),)
-    if grid[0] > 0:
-        _launch(two_pass_k0, grid, (x, p, split_max, split_sum, tickets, groups, x_d0, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    if x_d0 <= 263:
+        split_max = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
+        split_sum = torch.empty((x_d0, 16), dtype=torch.float32, device=dev)
+        cfg = CONFIGS["two_pass_k0"]
+        grid = ((x_d0 * 16),)
+        if grid[0] > 0:
+            _launch(two_pass_k0, grid, (x, p, split_max, split_sum, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    if x_d0 <= 263:
+        row_max = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
+        row_sum = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
+        cfg = _fit_rows(CONFIGS["two_pass_k1"], x_d0)
+        grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+        if grid[0] > 0:
+            _launch(two_pass_k1, grid, (x, split_max, split_sum, p, row_max, row_sum, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if x_d0 <= 263:
+        cfg = CONFIGS["two_pass_k2"]
+        grid = (triton.cdiv((x_d0 * 16), cfg["ROWS"]),)
+        if grid[0] > 0:
+            _launch(two_pass_k2, grid, (x, row_max, row_sum, p, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    if x_d0 >= 264:
+        cfg = CONFIGS["two_pass_k3"]
+        grid = (x_d0,)
+        if grid[0] > 0:
+            _launch(two_pass_k3, grid, (x, p, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return p
 
 

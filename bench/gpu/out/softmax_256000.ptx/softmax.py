@@ -98,7 +98,10 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "softmax.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("softmax_k0", 512, 80),
+    ("softmax_k0", 128, 16400),
+    ("softmax_k1", 256, 0),
+    ("softmax_k2", 256, 0),
+    ("softmax_k3", 128, 16400),
 )
 
 _modules = {}
@@ -151,28 +154,24 @@ def _launch(fns, name, grid, block, shared, stream, args):
            "cuLaunchKernel(%s)" % name)
 
 
-_ZEROED = {}
+def _grid_softmax_k0(sm, e0, e1, e2, e3):
+    n = _trip(0, (e2 * 32), 1)
+    return min(_cdiv(n, 1), 2147483647)
 
 
-def _zeroed(device, stream, key, shape, dtype):
-    """Counters at zero of the shape given, kept per device, stream and
-    buffer across calls: the kernels that use them leave them at zero."""
-    n = 1
-    for d in shape:
-        n *= d
-    k = (device, stream, key)
-    t = _ZEROED.get(k)
-    if t is None or t.numel() < n or t.dtype != dtype:
-        size = max(n, 64) if t is None else max(n, 2 * t.numel())
-        t = _ZEROED[k] = torch.zeros((size,), dtype=dtype, device=device)
-    return t[:n].view(shape)
+def _grid_softmax_k1(sm, e0, e1, e2, e3, e4, e5):
+    n = _trip(0, e1, 1)
+    return min(_cdiv(n, 256), 2147483647)
 
 
-def _grid_softmax_k0(sm, e0, e1, e2, e3, e4):
-    n = _trip(0, (e2 * 16), 1)
-    if n > 2147483647:
-        raise ValueError("softmax_k0: %d instances, one CTA each, exceed the grid" % n)
-    return n
+def _grid_softmax_k2(sm, e0, e1, e2, e3):
+    n = _trip(0, (e1 * 32), 1)
+    return min(_cdiv(n, 1), 2147483647)
+
+
+def _grid_softmax_k3(sm, e0, e1):
+    n = _trip(0, e1, 1)
+    return min(_cdiv(n, 1), 2147483647)
 
 
 def softmax(*args):
@@ -185,10 +184,17 @@ def softmax(*args):
     stream = torch.cuda.current_stream(device).cuda_stream
     sm = _sm_count(device)
     s_d0 = s.shape[0]
-    split_max = torch.empty((s_d0, 16), dtype=torch.float32, device=device)
-    split_sum = torch.empty((s_d0, 16), dtype=torch.float32, device=device)
-    tickets = _zeroed(device, stream, "softmax.tickets", (1,), torch.int32)
-    groups = _zeroed(device, stream, "softmax.groups", (s_d0, 2), torch.int32)
     y = torch.empty((s_d0, 256000), dtype=torch.bfloat16, device=device)
-    _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0, s_d0), 512, 80, stream, (s, y, split_max, split_sum, tickets, groups, s_d0, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
+        split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
+        _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0), 128, 16400, stream, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
+        row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
+        _launch(fns, "softmax_k1", _grid_softmax_k1(sm, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 <= 263:
+        _launch(fns, "softmax_k2", _grid_softmax_k2(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0))
+    if s_d0 >= 264:
+        _launch(fns, "softmax_k3", _grid_softmax_k3(sm, s_d0, s_d0), 128, 16400, stream, (s, y, s_d0, s_d0))
     return y
