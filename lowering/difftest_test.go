@@ -512,7 +512,7 @@ func.func @f(%x: tensor<?x24xbf16>, %b: tensor<?xf32>, %w: tensor<24xbf16>) -> (
 		require.NoError(t, err)
 		err = (&ir.PassManager{Pipeline: p}).Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg})
 		require.ErrorContains(t, err, "input.tir:3:3:")
-		require.ErrorContains(t, err, "has schedule 'three-pass'; expected 'one-pass', 'two-pass' or 'online'")
+		require.ErrorContains(t, err, "has schedule 'three-pass'; expected 'one-pass', 'two-pass', 'cached' or 'online'")
 	})
 	t.Run("odd-rows", func(t *testing.T) {
 		// a row of 7 takes no vector: scalar loops and scalar accumulators

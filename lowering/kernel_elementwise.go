@@ -128,7 +128,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	schedule := info.Schedule
 	var online *onlinePair
 	switch schedule {
-	case passes.ScheduleOnePass, passes.ScheduleTwoPass:
+	case passes.ScheduleOnePass, passes.ScheduleTwoPass, passes.ScheduleCached:
 	case passes.ScheduleOnline:
 		maxOp, sumOp, ok := info.Online()
 		if !ok {
@@ -141,7 +141,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 			online = &onlinePair{max: maxOp, sum: sumOp}
 		}
 	default:
-		return ir.OpError(fused, "has schedule '%s'; expected 'one-pass', 'two-pass' or 'online'", schedule)
+		return ir.OpError(fused, "has schedule '%s'; expected 'one-pass', 'two-pass', 'cached' or 'online'", schedule)
 	}
 	k.setAttr("row_len", intAttr(c))
 	k.setAttr("schedule", ir.StringAttr(schedule))

@@ -919,6 +919,9 @@ func (f *fuser) remarkKernel(fused *ir.Operation, info *KernelInfo, n int) {
 			rows, verb(info.RowBuffers, "does not fit", "do not fit"), where)
 	case info.Schedule == ScheduleOnePass:
 		f.remark(fused.Loc, "planned one-pass: %s %s %s, so each row is read from DRAM once", rows, verb(info.RowBuffers, "fits", "fit"), where)
+	case info.Schedule == ScheduleCached:
+		f.remark(fused.Loc, "planned cached: a row of the inputs (%d bytes) stays in the cache of %s between the %d phases, so each phase reads it again from there rather than keeping %s; DRAM reads it once",
+			info.RowReadBytes(), f.target.Name, info.NumPhases, rows)
 	default:
 		f.remark(fused.Loc, "planned two-pass: %s %s %s, so the row is read from DRAM again after each reduction",
 			rows, verb(info.RowBuffers, "does not fit", "do not fit"), where)

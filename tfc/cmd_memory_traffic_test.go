@@ -71,9 +71,9 @@ rms_silu_mul_k11  elementwise   134217728   67108864   201326592  mul
 total                           939638784  738295808  1677934592
 
 after fusion: 1 kernel, pipeline 'canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops,sram-alloc'
-kernel           kind             read B  written B    total B  ops
-rms_silu_mul_k0  row one-pass  134234112   67108864  201342976  cast, mul, reduce_sum, div, add, rsqrt, mul, cast, mul, cast, silu, mul
-total                          134234112   67108864  201342976
+kernel           kind           read B  written B    total B  ops
+rms_silu_mul_k0  row cached  134234112   67108864  201342976  cast, mul, reduce_sum, div, add, rsqrt, mul, cast, mul, cast, silu, mul
+total                        134234112   67108864  201342976
 
 total: 1677934592 B before fusion, 201342976 B after, before / after = 8.334
 ideal: one read of x, w and z and one write of y = 201342976 B

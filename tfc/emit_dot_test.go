@@ -21,7 +21,7 @@ func TestEmitDotClusters(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out, "digraph \"module\" {\n"), out)
 	assert.Equal(t, 1, strings.Count(out, "subgraph cluster_0 {"), out)
 	assert.NotContains(t, out, "cluster_1", "one kernel")
-	assert.Contains(t, out, `label = "graph.fused {kind = \"row\", row_len = 8192, schedule = \"one-pass\"}";`)
+	assert.Contains(t, out, `label = "graph.fused {kind = \"row\", row_len = 8192, schedule = \"cached\"}";`)
 	assert.Contains(t, out, `[label = "%x\ntensor<4096x8192xbf16>", shape = ellipse];`)
 	assert.Contains(t, out, `[label = "result #1\ntensor<4096x8192xbf16>", shape = ellipse];`)
 	assert.Equal(t, strings.Count(out, "{"), strings.Count(out, "}"), "balanced braces")

@@ -174,7 +174,7 @@ func (op KernelOp) SramBytes() (int64, bool) {
 	return ods.GetInt(op.Operation, "sram_bytes")
 }
 
-// Schedule returns attribute schedule and whether it is present: of a row kernel: the row kept in sram between phases, read from DRAM again, its max and sum of exp taken in one pass, chunk by chunk, or split across instances that each keep their split in sram and meet at a `loop.group_sync`.
+// Schedule returns attribute schedule and whether it is present: of a row kernel: the row kept in sram between phases, read from DRAM again, read again from a CPU core's cache, its max and sum of exp taken in one pass, chunk by chunk, or split across instances that each keep their split in sram and meet at a `loop.group_sync`.
 func (op KernelOp) Schedule() (string, bool) {
 	return ods.GetString(op.Operation, "schedule")
 }
@@ -222,7 +222,7 @@ func checkKernelInputs(op *ir.Operation) error {
 	if err := ods.CheckAttr(op, "schedule", ods.StringKind, false); err != nil {
 		return err
 	}
-	if err := ods.CheckEnumAttr(op, "schedule", "one-pass", "two-pass", "online", "resident"); err != nil {
+	if err := ods.CheckEnumAttr(op, "schedule", "one-pass", "two-pass", "cached", "online", "resident"); err != nil {
 		return err
 	}
 	if err := ods.CheckAttr(op, "row_len", ods.IntKind, false); err != nil {
