@@ -86,15 +86,8 @@ func (l *funcLowering) lowerResident(fused *ir.Operation, info *passes.KernelInf
 	if !ok {
 		return false
 	}
-	var alongRow []*ir.Value
-	for i, a := range fused.Region(0).Entry().Args {
-		if info.AccessOf(a) == passes.AccessFull {
-			alongRow = append(alongRow, inputs[i])
-		}
-	}
-	kb := &kernelBuilder{target: l.target}
 	held := max(int64(4), elemOf(maxOp.Operand(0)).Kind.ByteSize())
-	s := residentCount(l.target, info, held, kb.vectorWidth(info.RowLen, alongRow), l.opts)
+	s := residentCount(l.target, info, held, l.rowWidth(fused, info, inputs), l.opts)
 	if s == 0 {
 		return false
 	}

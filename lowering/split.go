@@ -83,6 +83,19 @@ func normalizes(info *passes.KernelInfo) bool {
 	return true
 }
 
+// rowWidth is the vector width the loops over the rows of row kernel
+// fused (reading inputs) take.
+func (l *funcLowering) rowWidth(fused *ir.Operation, info *passes.KernelInfo, inputs []*ir.Value) int64 {
+	var alongRow []*ir.Value
+	for i, a := range fused.Region(0).Entry().Args {
+		if info.AccessOf(a) == passes.AccessFull {
+			alongRow = append(alongRow, inputs[i])
+		}
+	}
+	kb := &kernelBuilder{target: l.target}
+	return kb.vectorWidth(info.RowLen, alongRow)
+}
+
 // lowerSplit launches the kernels of a split row kernel.
 func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, inputs, outputs []*ir.Value) bool {
 	if len(outputs) == 0 || info.Views != nil {
@@ -92,17 +105,8 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 	if !ok {
 		return false
 	}
-	// the width the kernels' loops over the row take
 	n := len(info.Shape)
-	var alongRow []*ir.Value
-	for i, a := range fused.Region(0).Entry().Args {
-		if info.AccessOf(a) == passes.AccessFull {
-			alongRow = append(alongRow, inputs[i])
-		}
-	}
-	kb := &kernelBuilder{target: l.target}
-	w := kb.vectorWidth(info.RowLen, alongRow)
-	s := splitCount(l.target, info, l.opts.ExactRounding, w)
+	s := splitCount(l.target, info, l.opts.ExactRounding, l.rowWidth(fused, info, inputs))
 	if s == 0 {
 		return false
 	}

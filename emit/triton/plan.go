@@ -188,16 +188,10 @@ func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 	if p.resident {
 		return planResident(k, p)
 	}
-	var grids []*ir.Operation
-	for op := body.First(); op != nil; op = op.Next() {
-		if op.Name() == loop.OpParallel {
-			grids = append(grids, op)
-		}
+	g, err := theGrid(k, body)
+	if err != nil {
+		return nil, err
 	}
-	if len(grids) != 1 {
-		return nil, ir.OpError(k.Operation, "has %d loop.parallel in its body; the Triton emitter needs exactly one, the launch grid", len(grids))
-	}
-	g, _ := loop.AsParallel(grids[0])
 	p.grid = g
 	gridBody := g.Body().Entry()
 
@@ -302,21 +296,14 @@ func planResident(k loop.KernelOp, p *kernelPlan) (*kernelPlan, error) {
 	if k.Kind() != "row" {
 		return nil, ir.OpError(k.Operation, "cannot be translated to Triton: a resident split of a kernel of kind '%s'", k.Kind())
 	}
-	var grids []*ir.Operation
-	for op := k.Body().Entry().First(); op != nil; op = op.Next() {
-		if op.Name() == loop.OpParallel {
-			grids = append(grids, op)
-		}
+	g, err := theGrid(k, k.Body().Entry())
+	if err != nil {
+		return nil, err
 	}
-	if len(grids) != 1 {
-		return nil, ir.OpError(k.Operation, "has %d loop.parallel in its body; the Triton emitter needs exactly one, the launch grid", len(grids))
-	}
-	g, _ := loop.AsParallel(grids[0])
 	p.grid = g
 	p.mode = modeRows
 	p.widths = map[*ir.Operation]int64{}
 	narrow := map[*ir.Operation]int64{}
-	var err error
 	g.Operation.Walk(func(op *ir.Operation) bool {
 		if err != nil {
 			return false
@@ -367,6 +354,21 @@ func planResident(k loop.KernelOp, p *kernelPlan) (*kernelPlan, error) {
 	}
 	p.warps = residentWarps(p.block)
 	return p, nil
+}
+
+// theGrid is the one loop.parallel of kernel k's body.
+func theGrid(k loop.KernelOp, body *ir.Block) (loop.ParallelOp, error) {
+	var grids []*ir.Operation
+	for op := body.First(); op != nil; op = op.Next() {
+		if op.Name() == loop.OpParallel {
+			grids = append(grids, op)
+		}
+	}
+	if len(grids) != 1 {
+		return loop.ParallelOp{}, ir.OpError(k.Operation, "has %d loop.parallel in its body; the Triton emitter needs exactly one, the launch grid", len(grids))
+	}
+	g, _ := loop.AsParallel(grids[0])
+	return g, nil
 }
 
 // residentWarps is the number of warps of a resident split's program
