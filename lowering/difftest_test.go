@@ -659,6 +659,41 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 	}
 }
 
+// The cached schedule (CPU): add + RMSNorm and RMSNorm -> SiLU -> Mul in
+// f32 and bf16 re-read their rows in the later phase, and read h back
+// from the output where it is stored as it is held (f32; bf16 with exact
+// rounding), against the graph interpreter in both rounding modes.
+func TestDiffCachedRows(t *testing.T) {
+	var src strings.Builder
+	for _, e := range []string{"f32", "bf16"} {
+		fmt.Fprintf(&src, `
+func.func @add_%[1]s(%%x: tensor<?x512x%[1]s>, %%r: tensor<?x512x%[1]s>, %%w: tensor<512x%[1]s>) -> (tensor<?x512x%[1]s>, tensor<?x512x%[1]s>) {
+  %%h = graph.add %%x, %%r : tensor<?x512x%[1]s>
+  %%n = graph.rmsnorm %%h, %%w {eps = 1.0e-05 : f32} : (tensor<?x512x%[1]s>, tensor<512x%[1]s>) -> tensor<?x512x%[1]s>
+  return %%h, %%n : tensor<?x512x%[1]s>, tensor<?x512x%[1]s>
+}
+func.func @chain_%[1]s(%%x: tensor<?x512x%[1]s>, %%w: tensor<512x%[1]s>, %%z: tensor<?x512x%[1]s>) -> tensor<?x512x%[1]s> {
+  %%n = graph.rmsnorm %%x, %%w {eps = 1.0e-05 : f32} : (tensor<?x512x%[1]s>, tensor<512x%[1]s>) -> tensor<?x512x%[1]s>
+  %%s = graph.silu %%n : tensor<?x512x%[1]s>
+  %%y = graph.mul %%s, %%z : tensor<?x512x%[1]s>
+  return %%y : tensor<?x512x%[1]s>
+}`, e)
+	}
+	pipeline := "legalize-numerics,decompose,fuse,lower-to-loops,sram-alloc"
+	m := lowerText(t, src.String(), pipeline, "cpu")
+	n := 0
+	m.Operation.Walk(func(op *ir.Operation) bool {
+		if k, ok := loop.AsKernel(op); ok {
+			s, _ := k.Schedule()
+			require.Equal(t, "cached", s, k.SymName())
+			n++
+		}
+		return true
+	})
+	require.Equal(t, 4, n)
+	runDiff(t, diffCase{name: "cached", src: src.String(), target: "cpu", dyn: 3, pipeline: pipeline})
+}
+
 // lowSplitRows makes every row of the matrix inputs -inf but for its
 // third quarter, whose values are near -200: splits of -inf alone next to
 // a max far below 0, whose h(m) makes exp(0 - h) overflow.

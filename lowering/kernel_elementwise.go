@@ -179,6 +179,20 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	if schedule == passes.ScheduleOnePass {
 		keeps, inPlace = ev.planKeptRows(reductions, stores, outs)
 	}
+	if schedule == passes.ScheduleCached && info.Views == nil {
+		// a full row stored exactly as it is held (an f32 result, or any
+		// result with exact rounding) is read back by the later phases:
+		// one stream from the cache instead of its operands' (add +
+		// RMSNorm in f32 reads h, not x and r, to normalise it). Only on a
+		// CPU, where an instance is one thread: on a GPU, other threads
+		// of the instance would read what one stored.
+		ev.storedRow = map[*ir.Value]*ir.Value{}
+		for i, y := range outs {
+			if ev.plans[k.outs[i]].varies() && !y.IsBlockArg() && ir.TypeEqual(elemOf(k.outs[i]), ev.heldElem(y)) {
+				ev.storedRow[y] = k.outs[i]
+			}
+		}
+	}
 
 	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
 		ev.rowIdx = k.splitRow(b, r, leadExt)

@@ -110,6 +110,11 @@ type evaluator struct {
 	keptFrom map[*ir.Value]int
 	valPhase map[*ir.Value]int
 	phase    int
+	// cached-schedule row kernels (CPU): the full-row results stored,
+	// as they are held, by the loop of an earlier phase, which a later
+	// phase reads back from the output (from the core's cache) instead of
+	// computing them again from their operands
+	storedRow map[*ir.Value]*ir.Value
 	// viewRead are the input buffers read only through views.
 	viewRead []*ir.Value
 }
@@ -362,6 +367,9 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 		x = s.gathered(graph.GatherOp{Operation: op})
 	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil && !s.point:
 		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(ev.heldElem(v)))).Output()
+	case ev.storedRow[v] != nil && ev.valPhase[v] < ev.phase && s.parent != nil && !s.point && s.space == nil:
+		buf := ev.storedRow[v]
+		x = must(loop.BuildLoad(s.b, ev.k.loc, buf, s.indices(buf), s.typeOf(ev.heldElem(v)))).Output()
 	case passes.IsView(op):
 		x = s.throughView(op)
 	case v.IsBlockArg():
