@@ -642,7 +642,7 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
   %b = graph.cast %y : (tensor<?x61440xf32>) -> tensor<?x61440xbf16>
   return %b : tensor<?x61440xbf16>
 }`
-	pipeline := "legalize-numerics,decompose,fuse,lower-to-loops{resident=true},sram-alloc"
+	pipeline := "legalize-numerics,decompose,fuse,lower-to-loops{resident=true,split-rows-below=1},sram-alloc"
 	m := lowerText(t, src, pipeline, "h200")
 	var schedules []string
 	m.Operation.Walk(func(op *ir.Operation) bool {

@@ -235,7 +235,9 @@ func (l *funcLowering) lowerKernel(fused *ir.Operation, inputs, outputs []*ir.Va
 		if info.Schedule == "" {
 			info.PlanSchedule(l.target)
 		}
-		if l.lowerResident(fused, &info, inputs, outputs) || l.lowerSplit(fused, &info, inputs, outputs) {
+		// few rows split (both forms, guarded, for a `?` count), then
+		// a resident split, where asked for, for many
+		if l.lowerSplit(fused, &info, inputs, outputs) || l.lowerResident(fused, &info, inputs, outputs) {
 			return
 		}
 		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {

@@ -41,9 +41,9 @@ func init() {
 			{Name: "horizontal", Kind: ir.OptBool, Default: "true",
 				Help: "launch sibling element-wise kernels that read the same buffers and are independent (q's and k's rotary embeddings) as one kernel of several parts"},
 			{Name: "split-rows-below", Kind: ir.OptInt, Default: "0",
-				Help: "on a GPU, split long rows reduced online across programs when there are fewer rows than this (0: twice the target's SMs); a `?` row count launches both forms, guarded"},
+				Help: "on a GPU, split long rows reduced online across programs when there are fewer rows than this (0: twice the target's SMs; 1: never); a `?` row count launches both forms, guarded"},
 			{Name: "resident", Kind: ir.OptBool, Default: "false",
-				Help: "on a GPU, normalise rows too long for one program's sram (softmax over a vocabulary) across a group of programs that each keep their split in sram and meet at a loop.group_sync, so that the row is read once (default: online, the row read twice; docs/fusion.md has the measurements)"},
+				Help: "on a GPU, normalise rows too long for one program's sram (softmax over a vocabulary) across a group of programs that each keep their split in sram and meet at a loop.group_sync, so that the row is read once, where there are too many rows to split (split-rows-below; default: online, the row read twice; docs/fusion.md has the measurements)"},
 			{Name: "resident-bytes", Kind: ir.OptInt, Default: "0",
 				Help: "with resident: the most sram bytes one program of a resident split keeps (0: 32768); smaller splits make larger groups of smaller programs"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {

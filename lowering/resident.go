@@ -32,7 +32,10 @@ import (
 // instances in the order they start, so a group's instances are all
 // running once its first is and the group ahead of it is done, and a GPU
 // that holds at least S instances at once (one instance per program)
-// never deadlocks. One form serves every row count.
+// never deadlocks. One form would serve every row count, but a few rows
+// run faster as the split online kernels of split.go: where those apply
+// (fewer rows than twice the SMs), they take the few rows, and a `?` row
+// count launches both forms, guarded.
 //
 // It is not the default (lower-to-loops{resident=true} asks for it): on
 // an H100 the wait at the sync, two trips to L2 and an atomic, costs what

@@ -29,7 +29,8 @@ import (
 // (lower-to-loops{split-rows-below=N} sets the bound) and the kernel of
 // one instance per row by the rest (loop.RowGuard), so
 // that one module serves a decode step and a prefill. The split of a row,
-// S, is static.
+// S, is static. With lower-to-loops{resident=true}, the form for the rest
+// of a normalising kernel is its resident split (resident.go).
 
 // Split choices.
 const (
@@ -115,6 +116,9 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 	if l.opts.SplitRowsBelow > 0 {
 		few = l.opts.SplitRowsBelow
 	}
+	if few <= 1 {
+		return false // split-rows-below=1: no row count is split
+	}
 	rows := int64(1)
 	for _, e := range info.Shape[:n-1] {
 		if e == ir.Dynamic {
@@ -159,9 +163,11 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 	l.guard = &loop.RowGuard{Operand: guard, Max: few - 1}
 	l.launchSplit(fused, info, inputs, outputs, on, s)
 	l.guard = &loop.RowGuard{Operand: guard, Min: few, Max: -1}
-	l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
-		return k.row(fused, info)
-	})
+	if !l.lowerResident(fused, info, inputs, outputs) {
+		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
+			return k.row(fused, info)
+		})
+	}
 	l.guard = nil
 	return true
 }

@@ -44,7 +44,7 @@ for f in bench/gpu/selftest/*.tir; do
   pipeline=()
   if [ "$name" = selftest_resident ]; then
     # resident splits are not the default
-    pipeline=(--pass-pipeline='canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true},sram-alloc')
+    pipeline=(--pass-pipeline='canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,split-rows-below=1},sram-alloc')
   fi
   "$tfc" "${pipeline[@]}" --emit=triton --target=h200 "$f" -o "$out/$name.py"
   check "$out/$name.py"

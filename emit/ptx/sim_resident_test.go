@@ -159,4 +159,4 @@ func TestSimulatedResidentDeadlock(t *testing.T) {
 
 // residentPipeline is fullPipeline with resident splits of at most 64 KiB
 // (lower-to-loops{resident=true}, not the default).
-const residentPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=65536},sram-alloc"
+const residentPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=65536,split-rows-below=1},sram-alloc"
