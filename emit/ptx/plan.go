@@ -425,6 +425,15 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 			// bench/results/gpu-h100-2026-12-06-ptx-online-threads.txt)
 			target *= 2
 		}
+		if sched == "resident" {
+			// a resident split's instances wait at the group sync while
+			// they hold their split: fewer threads, each with more of
+			// it, let more instances share an SM. On an H100, softmax
+			// over 4096 rows of 256000 in splits of 8000 took 2.082 ms
+			// with 128 threads against 2.375 with 256 (online: 2.189;
+			// bench/results/gpu-h100-2026-12-06-resident.txt, call 6)
+			target *= 2
+		}
 		pl.group = groupFor(maxTrip, target)
 	}
 	for {
