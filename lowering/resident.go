@@ -98,33 +98,15 @@ func (l *funcLowering) lowerResident(fused *ir.Operation, info *passes.KernelInf
 	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d across groups of %d programs that each keep %d columns in sram (%d bytes) and meet at a loop.group_sync to combine their max and sum of exp, so that each row is read once",
 		info.RowLen, s, length, length*held)
 
-	n := len(info.Shape)
-	lead := l.extents[outputs[0]]
-	var dyn []*ir.Value
-	for d, e := range info.Shape[:n-1] {
-		if e == ir.Dynamic {
-			dyn = append(dyn, lead[d])
-		}
-	}
-	alloc := func(name string, shape []int64, elem ir.ElemType, dyn []*ir.Value, ext []*ir.Value, zeroed bool) *ir.Value {
-		m := ir.MemRefType{Shape: shape, Elem: elem, Space: ir.DRAM}
-		a := must(loop.BuildAllocDRAM(l.fb, fused.Loc, dyn, m))
-		if zeroed {
-			a.SetAttr("zeroed", ir.BoolAttr(true))
-		}
-		buf := a.Output()
-		buf.Name = name
-		l.extents[buf] = ext
-		return buf
-	}
-	rowShape := func(last int64) []int64 {
-		return append(slices.Clone(info.Shape[:n-1]), last)
-	}
-	rowExt := append(slices.Clone(lead[:n-1]), nil)
-	pm := alloc("split_max", rowShape(s), ir.F32Type, dyn, rowExt, false)
-	ps := alloc("split_sum", rowShape(s), ir.F32Type, dyn, rowExt, false)
-	tickets := alloc("tickets", []int64{1}, ir.I32Type, nil, []*ir.Value{nil}, true)
-	sync := alloc("groups", rowShape(2), ir.I32Type, dyn, slices.Clone(rowExt), true)
+	pm := l.rowBuffer(fused, info, outputs, "split_max", s, ir.F32Type, false)
+	ps := l.rowBuffer(fused, info, outputs, "split_sum", s, ir.F32Type, false)
+	// the counters: one ticket counter, arrivals and departures per row
+	ta := must(loop.BuildAllocDRAM(l.fb, fused.Loc, nil, ir.MemRefType{Shape: []int64{1}, Elem: ir.I32Type, Space: ir.DRAM}))
+	ta.SetAttr("zeroed", ir.BoolAttr(true))
+	tickets := ta.Output()
+	tickets.Name = "tickets"
+	l.extents[tickets] = []*ir.Value{nil}
+	sync := l.rowBuffer(fused, info, outputs, "groups", 2, ir.I32Type, true)
 	outs := append(slices.Clone(outputs), pm, ps, tickets, sync)
 	l.launch(fused.Loc, "row", inputs, outs, func(k *kernelBuilder) error {
 		return k.resident(fused, info, &onlinePair{max: maxOp, sum: sumOp}, s)

@@ -176,25 +176,9 @@ func (l *funcLowering) lowerSplit(fused *ir.Operation, info *passes.KernelInfo, 
 // and launches its kernels: the splits and the combine (and the rows over
 // the splits again, for a kernel that normalises its rows).
 func (l *funcLowering) launchSplit(fused *ir.Operation, info *passes.KernelInfo, inputs, outputs []*ir.Value, on *onlinePair, s int64) {
-	n := len(info.Shape)
 	// the partial buffers [R..., S]
-	lead := l.extents[outputs[0]]
-	shape := append(append([]int64(nil), info.Shape[:n-1]...), s)
-	ext := append(append([]*ir.Value(nil), lead[:n-1]...), nil)
-	var dyn []*ir.Value
-	for d, e := range shape {
-		if e == ir.Dynamic {
-			dyn = append(dyn, ext[d])
-		}
-	}
-	partial := func(name string) *ir.Value {
-		m := ir.MemRefType{Shape: slices.Clone(shape), Elem: ir.F32Type, Space: ir.DRAM}
-		buf := must(loop.BuildAllocDRAM(l.fb, fused.Loc, dyn, m)).Output()
-		buf.Name = name
-		l.extents[buf] = slices.Clone(ext)
-		return buf
-	}
-	pm, ps := partial("split_max"), partial("split_sum")
+	pm := l.rowBuffer(fused, info, outputs, "split_max", s, ir.F32Type, false)
+	ps := l.rowBuffer(fused, info, outputs, "split_sum", s, ir.F32Type, false)
 	with := func(bufs []*ir.Value, more ...*ir.Value) []*ir.Value {
 		return append(append([]*ir.Value(nil), bufs...), more...)
 	}
@@ -208,14 +192,38 @@ func (l *funcLowering) launchSplit(fused *ir.Operation, info *passes.KernelInfo,
 		return
 	}
 	// the row's max and sum, [R..., 1], for the third kernel
-	shape[n-1], ext[n-1] = 1, nil
-	rm, rs := partial("row_max"), partial("row_sum")
+	rm := l.rowBuffer(fused, info, outputs, "row_max", 1, ir.F32Type, false)
+	rs := l.rowBuffer(fused, info, outputs, "row_sum", 1, ir.F32Type, false)
 	l.launch(fused.Loc, "row", with(inputs, pm, ps), with(outputs, rm, rs), func(k *kernelBuilder) error {
 		return k.splitCombine(fused, info, on, s, []*ir.Value{k.outs[len(outputs)], k.outs[len(outputs)+1]})
 	})
 	l.launch(fused.Loc, "row", with(inputs, rm, rs), outputs, func(k *kernelBuilder) error {
 		return k.splitApply(fused, info, on, s)
 	})
+}
+
+// rowBuffer allocates a DRAM buffer [R..., last] of elem beside row kernel
+// fused, R the leading extents of its rows (those of its first output),
+// zeroed for counters (loop.alloc_dram {zeroed = true}).
+func (l *funcLowering) rowBuffer(fused *ir.Operation, info *passes.KernelInfo, outputs []*ir.Value, name string, last int64, elem ir.ElemType, zeroed bool) *ir.Value {
+	n := len(info.Shape)
+	lead := l.extents[outputs[0]]
+	shape := append(slices.Clone(info.Shape[:n-1]), last)
+	ext := append(slices.Clone(lead[:n-1]), nil)
+	var dyn []*ir.Value
+	for d, e := range shape {
+		if e == ir.Dynamic {
+			dyn = append(dyn, ext[d])
+		}
+	}
+	a := must(loop.BuildAllocDRAM(l.fb, fused.Loc, dyn, ir.MemRefType{Shape: shape, Elem: elem, Space: ir.DRAM}))
+	if zeroed {
+		a.SetAttr("zeroed", ir.BoolAttr(true))
+	}
+	buf := a.Output()
+	buf.Name = name
+	l.extents[buf] = ext
+	return buf
 }
 
 // splitPartials builds the first kernel of a split row kernel: instance
