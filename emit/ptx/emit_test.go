@@ -155,9 +155,9 @@ atom.global.add.u32 fence.acq_rel.gpu setp.le.s64 st.shared.b32 ld.shared.b32`)
 // residentOpcodes are the instructions of the resident splits' tickets
 // and group syncs (sync.go), after the PTX ISA 8.0 (red and atom with
 // .release and .gpu, ld with .acquire and .gpu, sm_70 and later; the .cg
-// loads of the partial results). ptxas of CUDA 13.0 assembled them
-// (bench/results/gpu-h100-2026-12-06-resident.txt), but for red, which
-// replaced atom.release after that run.
+// loads of the partial results). ptxas of CUDA 13.0 assembled them all
+// (bench/results/gpu-h100-2026-12-06-resident.txt, bench/gpu/ptx_check.sh:
+// atom.release in call 2, red.release in call 3).
 var residentOpcodes = strings.Fields(`
 atom.release.gpu.global.add.u32 red.release.gpu.global.add.u32 ld.acquire.gpu.global.u32 ld.global.cg.f32 ld.global.cg.v2.f32 ld.global.cg.v4.f32`)
 
