@@ -58,6 +58,7 @@ def main():
     k0 = torch.randn(b, kvh, 2048, hd, device="cuda", dtype=torch.bfloat16)
     v0 = torch.randn(b, kvh, 2048, hd, device="cuda", dtype=torch.bfloat16)
     modes = [("inductor default", {}),
+             ("tensorforge triton cublas", dict(backend="tensorforge", options=dict(target="h200", matmul=False))),
              ("tensorforge triton", dict(backend="tensorforge", options=dict(target="h200")))]
     if args.only_matmul:
         modes = []

@@ -39,6 +39,8 @@ from triton.testing import do_bench  # noqa: E402
 
 DEV = "cuda"
 BF = torch.bfloat16
+# the cache folder and file-name suffix of each matmul option
+_MM_TAG = {True: "-mm", False: "-cublas", "auto": ""}
 
 
 def configs():
@@ -211,11 +213,13 @@ def run_model(name, args, out, results):
                     modes.append(("tensorforge %s%s" % (emitter, " +cudagraphs" if cg else ""),
                                   dict(backend="tensorforge", options=dict(emitter=emitter, cudagraphs=cg,
                                                                            target="h200"))))
-            # matmuls compiled too, with their prologues and epilogues
-            for cg in (False, True):
-                modes.append(("tensorforge triton matmul%s" % (" +cudagraphs" if cg else ""),
-                              dict(backend="tensorforge", options=dict(emitter="triton", cudagraphs=cg,
-                                                                       target="h200", matmul=True))))
+            # matmuls always compiled (with their prologues and epilogues), and never (cuBLAS);
+            # the modes above take the default, matmul="auto" (compiled in decode graphs)
+            for tag, mm in (("matmul", True), ("cublas", False)):
+                for cg in (False, True):
+                    modes.append(("tensorforge triton %s%s" % (tag, " +cudagraphs" if cg else ""),
+                                  dict(backend="tensorforge", options=dict(emitter="triton", cudagraphs=cg,
+                                                                           target="h200", matmul=mm))))
             if args.quick or args.autotune == "none" or (args.autotune == "headline" and sname not in HEADLINE):
                 modes = [m for m in modes if "max-autotune" not in m[0]]
             if args.modes:
@@ -235,7 +239,7 @@ def run_model(name, args, out, results):
                         kw = dict(spec)
                         if kw.get("backend") == "tensorforge":
                             cdir = os.path.join(out, "cache", "%s-%s%s" % (name, kw["options"]["emitter"],
-                                                                             "-mm" if kw["options"].get("matmul") else ""))
+                                                                             _MM_TAG[kw["options"].get("matmul", "auto")]))
                             shutil.rmtree(cdir, ignore_errors=True)
                             kw["options"] = dict(kw["options"], cache_dir=cdir)
                         elif kw.get("mode") is None:
@@ -276,7 +280,7 @@ def run_model(name, args, out, results):
                         g2 = list(tfbackend.compiled_graphs)
                         entry["tfc_calls_warm"] = (g2[0].compiler.tfc_calls - calls_before) if g2 else None
                         tag = "%s-%s-%s%s" % (name, sname.replace(" ", "_"), kw["options"]["emitter"],
-                                              "-mm" if kw["options"].get("matmul") else "")
+                                              _MM_TAG[kw["options"].get("matmul", "auto")])
                         if graphs and "cudagraphs" not in mname:
                             with open(os.path.join(out, tag + ".tir"), "w") as f:
                                 f.write("".join(g.tir for g in graphs))

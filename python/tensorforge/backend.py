@@ -13,10 +13,10 @@ import sys
 import torch
 import torch.fx
 
-from . import cudagraphs, fxpasses, partition, runtime, translate
+from . import config, cudagraphs, fxpasses, optable, partition, runtime, translate
 from .compiler import Compiler
 from .config import Options
-from .types import Unsupported
+from .types import Unsupported, info_of
 
 _compilers = {}
 
@@ -101,6 +101,39 @@ class CompiledGraph:
         return "".join(k.text + "\n" for k in self.kernels)
 
 
+_MATMULS = ("aten.mm.default", "aten.addmm.default", "aten.bmm.default")
+
+
+def decide_matmul(gm, opts):
+    """Whether this graph's matmuls are compiled, and, where matmul="auto" leaves
+    them to cuBLAS, the reason the fallback log gives (else None).
+
+    "auto" compiles them when the emitter is Triton and every mm, addmm and bmm
+    of the graph has at most AUTO_MATMUL_ROWS rows of static extent: decode
+    steps, where the skinny kernels (split-K GEMVs with their epilogues) are
+    measured at or above cuBLAS. One rule for the whole graph, so that a
+    layer's projections are either all TensorForge's or all cuBLAS's."""
+    if opts.matmul is not None and opts.matmul != "auto":
+        return bool(opts.matmul), None
+    base = "matmul stays in PyTorch (cuBLAS): matmul=\"auto\" compiles matmuls "
+    if not opts.auto_matmul_applies():
+        return False, base + "only with the triton emitter (this is %s); options={\"matmul\": True} forces it" \
+            % opts.emitter
+    rows = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or optable._key(n.target) not in _MATMULS:
+            continue
+        info = info_of(n)
+        m = None if info is None or info.rank < 2 else info.shape[-2]
+        if not isinstance(m, int) or m > config.AUTO_MATMUL_ROWS:
+            return False, base + ("in graphs whose matmuls all have at most %d rows of static extent (decode), "
+                                  "where its kernels are at or above cuBLAS; %s has %s rows"
+                                  % (config.AUTO_MATMUL_ROWS, n.name, "run-time" if m is None or
+                                     not isinstance(m, int) else m))
+        rows.append(m)
+    return bool(rows), None
+
+
 def compile_aten(gm, example_inputs, options=None):
     """Compile the supported regions of an ATen-level inference graph."""
     opts = options if isinstance(options, Options) else Options.from_dict(options)
@@ -111,18 +144,21 @@ def compile_aten(gm, example_inputs, options=None):
     fxpasses.rotate_half_as_roll(gm)
     fxpasses.sink_transposes(gm)
     fxpasses.cse_views(gm)
-    if opts.matmul:
+    matmul, why_not = decide_matmul(gm, opts)
+    if matmul:
         fxpasses.sink_matmul_views(gm)
         fxpasses.hoist_matmul_views(gm)
     mutated = mutated_inputs(gm)  # before partitioning hides the updates in regions
     log = partition.FallbackLog()
-    fused, names = partition.partition(gm, log, opts.enabled())
+    fused, names = partition.partition(gm, log, opts.enabled(matmul))
+    if why_not:
+        log.fallbacks = [(n, op, why_not if r == optable.MATMUL else r) for n, op, r in log.fallbacks]
     fxpasses.linears_as_calls(fused)
     translations, single = [], {}
     for name in names:
         sub = getattr(fused, name)
         try:
-            tr = translate.translate(sub, name.replace("fused_", "region_"), opts.enabled())
+            tr = translate.translate(sub, name.replace("fused_", "region_"), opts.enabled(matmul))
         except Unsupported as e:
             log.fallbacks.append((name, "region", "not translated, runs in PyTorch: %s" % e))
             continue

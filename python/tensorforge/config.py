@@ -3,6 +3,12 @@
 import os
 
 TARGETS = ("cpu", "h100", "h200")
+
+# matmul="auto": the most rows (static) a graph's matmuls may have for TensorForge to
+# compile them. Measured: 1 and 32 rows (decode) at or above cuBLAS on the Llama, Qwen,
+# Mistral and Gemma-2 projections; 4096 rows (prefill) at 0.84-0.97x (docs/pytorch.md).
+AUTO_MATMUL_ROWS = 32
+MATMUL_MODES = (True, False, "auto")
 EMITTERS_FOR = {"cpu": ("cpu",), "h100": ("triton", "ptx"), "h200": ("triton", "ptx")}
 
 
@@ -18,7 +24,11 @@ class Options:
     flags:       extra tfc flags, e.g. ["-O2"]
     matmul:      compile mm / bmm / addmm too, with the element-wise work around them fused
                  as prologues and epilogues (gate/up + SwiGLU in one kernel, a residual add
-                 in the down projection's); default False: matmuls stay in PyTorch (cuBLAS)
+                 in the down projection's): True, False (matmuls stay in PyTorch, cuBLAS), or
+                 "auto" (the default): compiled in a graph whose matmuls all have at most
+                 AUTO_MATMUL_ROWS rows of static extent (decode), with the triton emitter,
+                 where TensorForge's skinny kernels are measured at or above cuBLAS; left to
+                 cuBLAS elsewhere (prefill, run-time row counts, ptx, cpu)
     tune_cache:  a tuning cache written by `tfc --tune` (matmul launch configurations measured
                  on the GPU), passed to tfc as --tune-cache; emitter triton only
     """
@@ -26,7 +36,7 @@ class Options:
     KEYS = ("target", "emitter", "cudagraphs", "cache_dir", "tfc", "log", "flags", "matmul", "tune_cache")
 
     def __init__(self, target=None, emitter=None, cudagraphs=False, cache_dir=None, tfc=None, log=None, flags=(),
-                 matmul=False, tune_cache=None):
+                 matmul="auto", tune_cache=None):
         if target is None:
             import torch
 
@@ -48,7 +58,9 @@ class Options:
         self.tfc = tfc
         self.log = bool(log) if log is not None else os.environ.get("TENSORFORGE_LOG", "") not in ("", "0")
         self.flags = tuple(flags)
-        self.matmul = bool(matmul)
+        if matmul not in MATMUL_MODES or isinstance(matmul, int) and not isinstance(matmul, bool):
+            raise ValueError("tensorforge: matmul must be True, False or \"auto\", not %r" % (matmul,))
+        self.matmul = matmul
         if tune_cache is not None:
             if emitter != "triton":
                 raise ValueError("tensorforge: tune_cache chooses Triton matmul configurations; emitter %r has none"
@@ -59,9 +71,18 @@ class Options:
             tune_cache = os.path.abspath(tune_cache)
         self.tune_cache = tune_cache
 
-    def enabled(self):
-        """The options that turn on optional declarations of the op table."""
-        return ("matmul",) if self.matmul else ()
+    def enabled(self, matmul=None):
+        """The options that turn on optional declarations of the op table.
+
+        matmul: whether this graph's matmuls are compiled (what "auto" decided for
+        it); by default, whether the option is True."""
+        if matmul is None:
+            matmul = self.matmul is True
+        return ("matmul",) if matmul else ()
+
+    def auto_matmul_applies(self):
+        """Whether matmul="auto" may compile matmuls for this target and emitter."""
+        return self.matmul == "auto" and self.emitter == "triton"
 
     @classmethod
     def from_dict(cls, d):

@@ -680,8 +680,9 @@ CAST, IDENTITY, REDUCE, NORM = Cast(), Identity(), Reduce(), Norm()
 RESHAPE, TRANSPOSE, EXPAND, SLICE, CAT = Reshape(), Transpose(), Expand(), Slice(), Cat()
 STAYS = Stays()
 
-MATMUL = ("matmul stays in PyTorch (cuBLAS) by default; options={\"matmul\": True} compiles mm, bmm and "
-          "addmm with the element-wise work around them (bench/results: 0.9-1.1x cuBLAS alone)")
+MATMUL = ("matmul stays in PyTorch (cuBLAS) with matmul=False; options={\"matmul\": True} compiles mm, bmm "
+          "and addmm with the element-wise work around them, and \"auto\" (the default) does so in decode graphs "
+          "on the triton emitter")
 ATTENTION = "attention (scaled_dot_product_attention) stays in PyTorch"
 
 DECLS = [
@@ -769,7 +770,7 @@ DECLS = [
     OpDecl("aten.cat.default", CAT, view=True),
     OpDecl("aten.roll.default", Roll()),
     # left to PyTorch on purpose
-    # matmul: compiled with options={"matmul": True}, else left to PyTorch
+    # matmul: compiled with options={"matmul": True} (or "auto" where it applies), else left to PyTorch
     OpDecl("aten.mm.default", MatMul(), option="matmul", reason=MATMUL),
     OpDecl("aten.addmm.default", MatMul(), option="matmul", reason=MATMUL, bias=True),
     OpDecl("aten.bmm.default", MatMul(), option="matmul", reason=MATMUL),

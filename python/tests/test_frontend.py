@@ -580,6 +580,39 @@ class FrontendTest(unittest.TestCase):
         reasons = {op: r for _, op, r in c.log.fallbacks}
         self.assertIn('options={"matmul": True}', reasons["aten.mm.default"])
 
+    def test_matmul_auto_compiles_decode_graphs_only(self):
+        # matmul="auto" (the default): a graph's matmuls are TensorForge's when
+        # every one has at most AUTO_MATMUL_ROWS static rows and the emitter is
+        # Triton; otherwise cuBLAS keeps them, and the log says why
+        from tensorforge import backend, config
+        from tensorforge.config import Options
+
+        gpu = Options(target="h200", tfc=self.tfc, cache_dir=self.cache)
+        self.assertEqual(gpu.matmul, "auto")
+        rows = config.AUTO_MATMUL_ROWS
+        decode = backend.trace(SwiGLU(16, 32), torch.randn(1, rows, 16))
+        self.assertEqual(backend.decide_matmul(decode, gpu), (True, None))
+        prefill = backend.trace(SwiGLU(16, 32), torch.randn(1, rows + 1, 16))
+        on, why = backend.decide_matmul(prefill, gpu)
+        self.assertFalse(on)
+        self.assertIn("has %d rows" % (rows + 1), why)
+        # explicit settings win; ptx and cpu leave matmuls to PyTorch under "auto"
+        self.assertEqual(backend.decide_matmul(prefill, Options(target="h200", matmul=True)), (True, None))
+        self.assertEqual(backend.decide_matmul(decode, Options(target="h200", matmul=False)), (False, None))
+        on, why = backend.decide_matmul(decode, Options(target="h200", emitter="ptx"))
+        self.assertFalse(on)
+        self.assertIn("only with the triton emitter (this is ptx)", why)
+        # a graph without matmuls has none to compile
+        self.assertEqual(backend.decide_matmul(backend.trace(RMSNorm(16), torch.randn(2, 16)), gpu), (False, None))
+        # on the cpu target the reason reaches the fallback log
+        c = self.run_case(SwiGLU(16, 32), (torch.randn(2, 3, 16),), atol=1e-5, rtol=1e-5, regions=1)
+        reasons = {op: r for _, op, r in c.log.fallbacks}
+        self.assertIn('matmul="auto" compiles matmuls only with the triton emitter (this is cpu)',
+                      reasons["aten.mm.default"])
+        with self.assertRaisesRegex(ValueError, 'matmul must be True, False or "auto"'):
+            Options(target="cpu", matmul="yes")
+        with self.assertRaisesRegex(ValueError, 'matmul must be True, False or "auto"'):
+            Options(target="cpu", matmul=1)
     def test_attention_scores_softmax(self):
         q, k = torch.randn(1, 2, 8, 16).to(BF), torch.randn(1, 2, 8, 16).to(BF)
         mask = torch.triu(torch.full((8, 8), float("-inf")), 1).to(BF)
