@@ -304,6 +304,24 @@ func TestPlans(t *testing.T) {
 	assert.Equal(t, 64, p.phases[0].group)
 	assert.Equal(t, 4, p.phases[0].rows)
 	assert.True(t, p.phases[0].nested)
+	// rotate_half: the row's two halves are two loops of 8 instances per
+	// tile; the second runs in the first's tiles (one sweep), so that a
+	// row is read from DRAM once, not once per half
+	p = planOf(t, `func.func @f(%q: tensor<64x128xbf16>, %c: tensor<128xbf16>) -> tensor<64x128xbf16> {
+  %a = graph.slice %q {offsets = [0, 0], sizes = [64, 64]} : (tensor<64x128xbf16>) -> tensor<64x64xbf16>
+  %b = graph.slice %q {offsets = [0, 64], sizes = [64, 64]} : (tensor<64x128xbf16>) -> tensor<64x64xbf16>
+  %n = graph.neg %b : tensor<64x64xbf16>
+  %r = graph.concat %n, %a {axis = 1} : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x128xbf16>
+  %y = graph.mul %r, %c : (tensor<64x128xbf16>, tensor<128xbf16>) -> tensor<64x128xbf16>
+  return %y : tensor<64x128xbf16>
+}`)
+	assert.True(t, p.flat)
+	require.Len(t, p.phases, 2, "one loop per half")
+	assert.Equal(t, p.phases[0].rows, p.phases[1].rows)
+	assert.Greater(t, p.phases[0].rows, 1)
+	assert.False(t, p.phases[0].join)
+	assert.True(t, p.phases[1].join)
+	assert.Len(t, p.sweeps(), 1)
 }
 
 // TestPlanShapes: groups that divide the row, copies that divide a flat

@@ -447,8 +447,9 @@ func (ke *kernelEmitter) emitGroups() {
 }
 
 // emitFlat emits the grid in flat form: one grid-stride loop over tiles
-// per loop that carries nothing, then one over the instances for the rest
-// of the grid body (per-row stores), when there is any.
+// per sweep (a loop that carries nothing, with the loops after it that
+// join its tiles), then one over the instances for the rest of the grid
+// body (per-row stores), when there is any.
 func (ke *kernelEmitter) emitFlat() {
 	a := ke.a
 	pl := ke.plan
@@ -456,8 +457,8 @@ func (ke *kernelEmitter) emitFlat() {
 	ctaid := ke.specialReg("%ctaid.x")
 	nctaid := ke.specialReg("%nctaid.x")
 	gb := ke.grid.Body().Entry()
-	for _, ph := range pl.phases {
-		ke.emitFlatPhase(ph, lb, step, n, ctaid, nctaid, gb)
+	for _, sweep := range pl.sweeps() {
+		ke.emitFlatSweep(sweep, lb, step, n, ctaid, nctaid, gb)
 	}
 	if !pl.rowWork {
 		return
@@ -492,14 +493,23 @@ func (ke *kernelEmitter) emitFlat() {
 	a.label(done)
 }
 
-// emitFlatPhase emits the tiles of one loop that carries nothing: a tile
+// emitFlatSweep emits the tiles of one loop that carries nothing: a tile
 // is R instances times G iterations, or one instance times U*G
-// consecutive iterations (the chunk) of a long loop.
-func (ke *kernelEmitter) emitFlatPhase(ph *flatPhase, lb, step, n ixv, ctaid, nctaid opnd, gb *ir.Block) {
+// consecutive iterations (the chunk) of a long loop. The loops that join
+// it (sweep[1:], of R instances too) run in the same tiles, each after
+// the one before, so that an instance's loops read its data while it is
+// in cache (RoPE's two halves of a row read both halves each) rather
+// than in a sweep of the whole grid each.
+func (ke *kernelEmitter) emitFlatSweep(sweep []*flatPhase, lb, step, n ixv, ctaid, nctaid opnd, gb *ir.Block) {
 	a := ke.a
-	f := loop.ForOp{Operation: ph.loop}
-	flb, fub, fstep := ke.ix(f.Lower()), ke.ix(f.Upper()), ke.ix(f.Step())
-	nd := ke.tripCount(flb, fub, fstep)
+	ph := sweep[0]
+	// the loops' trip counts, computed once, before the tiles
+	nds := make([]ixv, len(sweep))
+	for i, p := range sweep {
+		f := loop.ForOp{Operation: p.loop}
+		nds[i] = ke.tripCount(ke.ix(f.Lower()), ke.ix(f.Upper()), ke.ix(f.Step()))
+	}
+	nd := nds[0]
 	chunk := int64(ph.group * ph.unroll)
 	var nchunks ixv
 	if ph.rows > 1 {
@@ -510,6 +520,9 @@ func (ke *kernelEmitter) emitFlatPhase(ph *flatPhase, lb, step, n ixv, ctaid, nc
 	ntiles := ke.ixMul(ke.ixDiv(ke.ixAdd(n, constIx(int64(ph.rows-1))), constIx(int64(ph.rows))), nchunks)
 	ntReg := ke.ixReg(ntiles)
 	a.comment("tiles of %s: %d instance(s) x %d iteration(s) of %d thread(s)", ph.loop.Name(), ph.rows, ph.group*ph.unroll, ph.group)
+	if len(sweep) > 1 {
+		a.comment("and in the same tiles, after it: %d loop(s) more", len(sweep)-1)
+	}
 	q := a.reg(rB64)
 	a.ins("mov.b64", q, ctaid)
 	loopL, next, done := a.newLabel(), a.newLabel(), a.newLabel()
@@ -556,12 +569,29 @@ func (ke *kernelEmitter) emitFlatPhase(ph *flatPhase, lb, step, n ixv, ctaid, nc
 	}
 	ke.bindGridIV(inst, lb, step)
 	ke.ldPred, ke.stPred = nil, nil
-	// the grid body's values this loop reads
-	for op := gb.First(); op != nil && op != ph.loop; op = op.Next() {
+	// the grid body's values these loops read
+	last := sweep[len(sweep)-1].loop
+	for op := gb.First(); op != nil && op != last; op = op.Next() {
 		if isRowValueOp(op) {
 			ke.emitOp(op)
 		}
 	}
+	for i, ph := range sweep {
+		ke.emitFlatTile(ph, nds[i], jbase)
+	}
+	a.label(next)
+	ke.popScope()
+	a.ins("add.s64", q, q, nctaid)
+	a.bra(nil, false, loopL)
+	a.label(done)
+}
+
+// emitFlatTile emits one loop's part of a tile: its U copies of G
+// iterations from jbase, of the nd the loop has.
+func (ke *kernelEmitter) emitFlatTile(ph *flatPhase, nd, jbase ixv) {
+	a := ke.a
+	f := loop.ForOp{Operation: ph.loop}
+	flb, fstep := ke.ix(f.Lower()), ke.ix(f.Step())
 	body := f.Body().Entry()
 	iv := body.Args[0]
 	ke.hoistAddresses(ph.loop)
@@ -603,11 +633,6 @@ func (ke *kernelEmitter) emitFlatPhase(ph *flatPhase, lb, step, n ixv, ctaid, nc
 		ke.emitBody(body, nil)
 	}
 	ke.ldPred, ke.stPred = nil, nil
-	a.label(next)
-	ke.popScope()
-	a.ins("add.s64", q, q, nctaid)
-	a.bra(nil, false, loopL)
-	a.label(done)
 }
 
 // isRowValueOp reports whether a grid-body op computes a value without

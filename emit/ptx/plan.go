@@ -96,6 +96,23 @@ type flatPhase struct {
 	trip                int64
 	guard               bool // some lanes of some copies run past the end
 	nested              bool // the body has loops of its own
+	// join: the loop runs in the tiles of the loop before it (both of R
+	// instances per tile), after it, not in a grid sweep of its own
+	join bool
+}
+
+// sweeps groups the flat kernel's loops into grid-stride loops: a loop
+// with the loops that join it.
+func (pl *plan) sweeps() [][]*flatPhase {
+	var out [][]*flatPhase
+	for _, ph := range pl.phases {
+		if ph.join && len(out) > 0 {
+			out[len(out)-1] = append(out[len(out)-1], ph)
+			continue
+		}
+		out = append(out, []*flatPhase{ph})
+	}
+	return out
 }
 
 func makePlan(ke *kernelEmitter) *plan {
@@ -334,6 +351,9 @@ func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
 				ph.unroll = flatUnroll(ph.trip)
 			}
 			ph.guard = !(ph.trip >= 0 && ph.trip%int64(ph.group*ph.unroll) == 0)
+		}
+		if k := len(pl.phases); k > 0 && ph.rows > 1 && pl.phases[k-1].rows == ph.rows {
+			ph.join = true
 		}
 		pl.phases = append(pl.phases, ph)
 		if ph.unroll > 1 && !ph.nested {
@@ -847,7 +867,9 @@ func (pl *plan) describeLoops() []string {
 		var out []string
 		out = append(out, fmt.Sprintf("Flat: CTAs of %d threads take tiles in a grid-stride loop.", pl.block))
 		for i, ph := range pl.phases {
-			if ph.rows > 1 {
+			if ph.join {
+				out = append(out, fmt.Sprintf("Loop %d: in loop %d's tiles, after it.", i, i-1))
+			} else if ph.rows > 1 {
 				out = append(out, fmt.Sprintf("Loop %d: a tile is %d instances x %d iterations, a thread each.", i, ph.rows, ph.group))
 			} else {
 				out = append(out, fmt.Sprintf("Loop %d: a tile is %d consecutive iterations of one instance, %d per thread.", i, ph.group*ph.unroll, ph.unroll))
