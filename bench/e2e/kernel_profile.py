@@ -1,6 +1,8 @@
 """Where the time of one decoder layer goes: CUDA kernel times per kernel, TensorForge beside Inductor.
 
     TENSORFORGE_TFC=.bin/tfc python3 bench/e2e/kernel_profile.py [MODEL] [BATCH] [TOKENS]
+
+$MODES (a comma list of the labels below) runs some of the modes only.
 """
 import os
 import sys
@@ -19,8 +21,14 @@ x = torch.randn(b, s, cfg.hidden_size, device="cuda", dtype=torch.bfloat16)
 pos = torch.arange(s, device="cuda").unsqueeze(0).expand(b, s)
 pe = rope(x, pos)
 with torch.no_grad():
-    for label, kw in (("inductor", {}), ("tensorforge triton", dict(backend="tensorforge", options=dict(target="h200"))),
-                      ("tensorforge ptx", dict(backend="tensorforge", options=dict(target="h200", emitter="ptx")))):
+    modes = [("inductor", {}), ("tensorforge triton", dict(backend="tensorforge", options=dict(target="h200"))),
+             ("tensorforge ptx", dict(backend="tensorforge", options=dict(target="h200", emitter="ptx"))),
+             # op-by-op rounding keeps the residual add after the down projection a kernel of its own
+             # (fxpasses.residual_adds_into_matmuls is off): the control for that rewrite
+             ("tensorforge triton --exact-rounding", dict(backend="tensorforge",
+                                                          options=dict(target="h200", flags=["--exact-rounding"])))]
+    only = os.environ.get("MODES")
+    for label, kw in [m for m in modes if not only or m[0] in only.split(",")]:
         torch._dynamo.reset()
         c = torch.compile(layer, dynamic=False, **kw)
         for _ in range(3):

@@ -148,12 +148,15 @@ def compile_aten(gm, example_inputs, options=None):
     if matmul:
         fxpasses.sink_matmul_views(gm)
         fxpasses.hoist_matmul_views(gm)
+    elif "--exact-rounding" not in opts.flags:
+        fxpasses.residual_adds_into_matmuls(gm)
     mutated = mutated_inputs(gm)  # before partitioning hides the updates in regions
     log = partition.FallbackLog()
     fused, names = partition.partition(gm, log, opts.enabled(matmul))
     if why_not:
         log.fallbacks = [(n, op, why_not if r == optable.MATMUL else r) for n, op, r in log.fallbacks]
     fxpasses.linears_as_calls(fused)
+    fxpasses.region_input_meta(fused, names)
     translations, single = [], {}
     for name in names:
         sub = getattr(fused, name)

@@ -777,6 +777,8 @@ DECLS = [
     OpDecl("aten.baddbmm.default", STAYS, reason=MATMUL),
     OpDecl("aten.matmul.default", STAYS, reason=MATMUL),
     OpDecl("aten.linear.default", STAYS, reason=MATMUL),
+    OpDecl("aten.addmm_.default", STAYS, reason="a residual add the cuBLAS matmul before it does as its epilogue "
+           "(addmm_, in place on the residual: fxpasses.residual_adds_into_matmuls)"),
     OpDecl("aten.scaled_dot_product_attention.default", STAYS, reason=ATTENTION),
     OpDecl("aten._scaled_dot_product_flash_attention.default", STAYS, reason=ATTENTION),
     OpDecl("aten._scaled_dot_product_efficient_attention.default", STAYS, reason=ATTENTION),

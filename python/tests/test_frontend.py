@@ -52,6 +52,21 @@ class AddNorm(torch.nn.Module):
         return h, self.norm(h)
 
 
+class MLPHalf(torch.nn.Module):
+    """The second half of a decoder layer: residual add, norm, SwiGLU MLP, residual add."""
+
+    def __init__(self, d, f, keep_h=False):
+        super().__init__()
+        self.norm = RMSNorm(d)
+        self.mlp = SwiGLU(d, f)
+        self.keep_h = keep_h
+
+    def forward(self, x, attn):
+        h = x + attn
+        y = h + self.mlp(self.norm(h))
+        return (y, h) if self.keep_h else y
+
+
 def rotate_half(x):
     x1 = x[..., : x.shape[-1] // 2]
     x2 = x[..., x.shape[-1] // 2:]
@@ -129,6 +144,11 @@ class SwiGLU(torch.nn.Module):
 
     def forward(self, x):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class SwiGLUResidual(SwiGLU):
+    def forward(self, x):
+        return x + super().forward(x)
 
 
 class ScoresSoftmax(torch.nn.Module):
@@ -613,6 +633,32 @@ class FrontendTest(unittest.TestCase):
             Options(target="cpu", matmul="yes")
         with self.assertRaisesRegex(ValueError, 'matmul must be True, False or "auto"'):
             Options(target="cpu", matmul=1)
+    def test_residual_add_becomes_the_matmuls_epilogue(self):
+        # h + down_proj(...) with h the graph's own value, read by nothing
+        # after the add: addmm_ in place on h (cuBLAS adds it), no add kernel
+        ins = (torch.randn(2, 3, 16), torch.randn(2, 3, 16))
+        c = self.run_case(MLPHalf(16, 32), ins, atol=1e-5, rtol=1e-5, regions=2, matmul=False)
+        targets = [n.target for n in c.gm.graph.nodes if n.op == "call_function"]
+        self.assertIn(torch.ops.aten.addmm_.default, targets, c.gm.code)
+        reasons = {op: r for _, op, r in c.log.fallbacks}
+        self.assertIn("epilogue", reasons["aten.addmm_.default"])
+        adds = [ln for ln in c.tir.splitlines() if "graph.add" in ln and ln.endswith(": tensor<2x3x16xf32>")]
+        self.assertEqual(len(adds), 1, c.tir)  # the first residual add only
+        # bf16: one rounding of the sum instead of two, within a bf16 ULP of eager
+        m = MLPHalf(16, 32).to(BF)
+        self.run_case(m, tuple(t.to(BF) for t in ins), atol=3e-2, rtol=2e-2, regions=2, matmul=False)
+        # h read after the add (a result of the graph): the add stays, compiled
+        c = self.run_case(MLPHalf(16, 32, keep_h=True), ins, atol=1e-5, rtol=1e-5, regions=3, matmul=False)
+        self.assertNotIn("addmm_", c.gm.code)
+        # the residual a graph input: it is not the graph's to write
+        c = self.run_case(SwiGLUResidual(16, 32), (ins[0],), atol=1e-5, rtol=1e-5, matmul=False)
+        self.assertNotIn("addmm_", c.gm.code)
+        # exact rounding keeps eager's two roundings
+        c = self.run_case(MLPHalf(16, 32), ins, atol=1e-5, rtol=1e-5, regions=3, matmul=False,
+                          flags=["--exact-rounding"])
+        self.assertEqual([f for f in c.log.fallbacks if f[1] == "region"], [], c.log.format())
+        self.assertNotIn("addmm_", c.gm.code)
+
     def test_attention_scores_softmax(self):
         q, k = torch.randn(1, 2, 8, 16).to(BF), torch.randn(1, 2, 8, 16).to(BF)
         mask = torch.triu(torch.full((8, 8), float("-inf")), 1).to(BF)
