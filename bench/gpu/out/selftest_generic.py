@@ -115,8 +115,11 @@ def _silu(x):
 
 
 @triton.jit
-def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr):
+def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per output row, BLOCK elements at a time
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, y_d1, BLOCK):
@@ -127,8 +130,11 @@ def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
+def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
     # matmul: 1 dot product(s) over K = 32 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(c_d0, BM)
@@ -186,8 +192,11 @@ def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.cons
 
 
 @triton.jit
-def colsum_k0(x, y, x_d1, y_d0, BLOCK: tl.constexpr):
+def colsum_k0(x, y, x_d1, y_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per output row, BLOCK elements at a time
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     for c0 in range(0, y_d0, BLOCK):
         j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
         cmask = j < y_d0
@@ -200,8 +209,11 @@ def colsum_k0(x, y, x_d1, y_d0, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def concat_k0(a, b, c, BLOCK: tl.constexpr):
+def concat_k0(a, b, c, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per output row, BLOCK elements at a time
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 8, BLOCK):
@@ -218,8 +230,11 @@ def concat_k0(a, b, c, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def slice_bcast_k0(x, s, BLOCK: tl.constexpr):
+def slice_bcast_k0(x, s, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per output row, BLOCK elements at a time
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 5, BLOCK):
@@ -232,8 +247,11 @@ def slice_bcast_k0(x, s, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def slice_bcast_k1(v, b, BLOCK: tl.constexpr):
+def slice_bcast_k1(v, b, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per output row, BLOCK elements at a time
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 5, BLOCK):
@@ -244,8 +262,11 @@ def slice_bcast_k1(v, b, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def reshape_k0(x, y, BLOCK: tl.constexpr):
+def reshape_k0(x, y, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per output row, BLOCK elements at a time
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 12, BLOCK):
@@ -260,8 +281,11 @@ def reshape_k0(x, y, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def dense_const_k0(c, BLOCK: tl.constexpr):
+def dense_const_k0(c, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per grid iteration, scalar code
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     tl.store(c, 1.0)
     tl.store(c + 1, 2.0)
     tl.store(c + 2, 3.0)
@@ -269,8 +293,11 @@ def dense_const_k0(c, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def dense_const_k1(x, c, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def dense_const_k1(x, c, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -284,8 +311,11 @@ def dense_const_k1(x, c, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.con
 
 
 @triton.jit
-def scalars_k0(x, y, z, BLOCK: tl.constexpr):
+def scalars_k0(x, y, z, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # elementwise: one program per grid iteration, scalar code
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     x_1 = tl.load(x)
     y_1 = tl.load(y)
     t0 = x_1 * y_1
@@ -293,8 +323,11 @@ def scalars_k0(x, y, z, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def twice_k0_p0(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def twice_k0_p0(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -305,8 +338,11 @@ def twice_k0_p0(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.conste
 
 
 @triton.jit
-def twice_k0_p1(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def twice_k0_p1(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -317,8 +353,11 @@ def twice_k0_p1(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.conste
 
 
 @triton.jit
-def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
+def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
     # matmul: 1 dot product(s) over K = 12300 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(e_d0, BM)
@@ -380,8 +419,11 @@ def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl
 
 
 @triton.jit
-def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
+def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
     # matmul: 1 dot product(s) over K = 7000 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(c_d1, BM)
@@ -441,8 +483,11 @@ def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.c
 
 
 @triton.jit
-def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
+def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
     # matmul: 2 dot product(s) over K = 6500 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(y_d0, BM)
@@ -511,8 +556,11 @@ def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, mm_lock, BM: tl.constexpr, 
 
 
 @triton.jit
-def one_row_k0(x, w, r, z, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
+def one_row_k0(x, w, r, z, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
     # matmul: 1 dot product(s) over K = 4096 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(1, BM)
@@ -572,8 +620,11 @@ def one_row_k0(x, w, r, z, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, B
 
 
 @triton.jit
-def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
+def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
     # matmul: 1 dot product(s) over K = 8000 with tl.dot, BM x BN tiles, then the epilogue on each tile
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(z_d0, BM)
@@ -634,8 +685,11 @@ def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: 
 
 
 @triton.jit
-def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -656,8 +710,11 @@ def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl
 
 
 @triton.jit
-def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -675,8 +732,11 @@ def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.
 
 
 @triton.jit
-def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr):
+def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     # generic: one program per output row, BLOCK elements at a time
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     t1 = r % pos_d0
@@ -693,8 +753,11 @@ def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def kv_fused_k0(k, c, pos, kc, k_d2, c_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
+def kv_fused_k0(k, c, pos, kc, k_d2, c_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
+    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -752,9 +815,32 @@ except (ImportError, ValueError):
     _knobs, _fast_launch = None, False
 _compiled = {}
 
+# Programmatic dependent launch (sm_90): a kernel launched with launch_pdl may
+# be scheduled while the kernel before it on the stream still runs, skipping
+# the gap between the two. Each kernel here takes PDL: it then waits for the
+# kernel before it to finish and its writes to be visible (gdc_wait) before
+# it reads or writes any memory, and lets the next one be scheduled
+# (gdc_launch_dependents). Off with TENSORFORGE_PDL=0, on Triton other than
+# 3.6 and before sm_90.
+_pdl = None
+
+
+def _use_pdl():
+    global _pdl
+    if _pdl is None:
+        try:
+            v = tuple(int(p) for p in triton.__version__.split(".")[:2])
+        except ValueError:
+            v = (0, 0)
+        _pdl = bool(v == (3, 6) and os.environ.get("TENSORFORGE_PDL", "1") != "0"
+                    and torch.cuda.get_device_capability()[0] >= 9)
+    return _pdl
+
 
 def _launch(kern, grid, args, **meta):
     global _fast_launch
+    if _use_pdl():
+        meta["PDL"] = meta["launch_pdl"] = True
     if not _fast_launch:
         kern[grid](*args, **meta)
         return
