@@ -106,7 +106,7 @@ func TestRowKernelOneBlock(t *testing.T) {
 	k := function(t, text, "rms_silu_mul_k0")
 	// a 2-D block [ROWS, BLOCK] over rows of 8192: no column mask
 	inOrder(t, k,
-		"def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):",
+		"def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):",
 		"pid = tl.program_id(0)",
 		"r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]",
 		"rmask = r < y_d0",
@@ -157,7 +157,7 @@ func TestFlatKernel(t *testing.T) {
 	text := emitO2(t, flatPrograms)
 	k := function(t, text, "lae_k0")
 	inOrder(t, k,
-		"def lae_k0(a, b, y, a_d0, b_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):",
+		"def lae_k0(a, b, y, a_d0, b_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):",
 		"pid = tl.program_id(0)",
 		"if WIDE:", "pid = pid.to(tl.int64)",
 		"offs = pid * BLOCK + tl.arange(0, BLOCK)",
@@ -446,7 +446,7 @@ func TestPersistentRows(t *testing.T) {
 	text := emitO2(t, rmsChain)
 	k := function(t, text, "rms_silu_mul_k0")
 	inOrder(t, k,
-		"def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr = False):",
+		"def rms_silu_mul_k0(x, w, z, y, x_d0, z_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, STAGES: tl.constexpr):",
 		"pid = tl.program_id(0)",
 		"cols = tl.arange(0, BLOCK)[None, :]",
 		`w_1 = tl.load(w + cols)`,

@@ -147,7 +147,7 @@ func (me *moduleEmitter) emitParts(k loop.KernelOp, name string, pp *partsPlan) 
 		sb.WriteString(t + "\n\n")
 	}
 	sb.WriteString("@triton.jit\n")
-	fmt.Fprintf(&sb, "def %s(%s):\n", name, strings.Join(append(append(append(params, starts[1:]...), decl...), pdlParam), ", "))
+	fmt.Fprintf(&sb, "def %s(%s):\n", name, strings.Join(append(append(params, starts[1:]...), decl...), ", "))
 	var runs []string
 	for i, pname := range pp.names {
 		switch {
@@ -160,7 +160,6 @@ func (me *moduleEmitter) emitParts(k loop.KernelOp, name string, pp *partsPlan) 
 		}
 	}
 	fmt.Fprintf(&sb, "    # %d parts in one launch: %s\n", len(pp.names), strings.Join(runs, ", "))
-	writePDLPrologue(&sb)
 	sb.WriteString(w.render(1))
 	return sb.String(), nil
 }

@@ -185,14 +185,9 @@ func (k *kernelEmitter) emit() (string, error) {
 	params := slices.Clone(k.params)
 	if k.part {
 		params = append(params, k.pid)
-	} else {
-		consts = append(consts, pdlParam)
 	}
 	fmt.Fprintf(&sb, "def %s(%s):\n", k.name, strings.Join(append(params, consts...), ", "))
 	fmt.Fprintf(&sb, "    # %s\n", k.describe())
-	if !k.part {
-		writePDLPrologue(&sb)
-	}
 	sb.WriteString(k.w.render(1))
 	return sb.String(), nil
 }

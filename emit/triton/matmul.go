@@ -368,10 +368,9 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 	var sb strings.Builder
 	sb.WriteString("@triton.jit\n")
 	consts := []string{"mm_ws", "mm_lock", "BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr", "GROUP_M: tl.constexpr",
-		"SPLIT_K: tl.constexpr", "EPI: tl.constexpr", "SERIAL: tl.constexpr", pdlParam}
+		"SPLIT_K: tl.constexpr", "EPI: tl.constexpr", "SERIAL: tl.constexpr"}
 	fmt.Fprintf(&sb, "def %s(%s):\n", k.name, strings.Join(append(append([]string(nil), k.params...), consts...), ", "))
 	fmt.Fprintf(&sb, "    # matmul: %d dot product(s) over K = %d with tl.dot, BM x BN tiles, then the epilogue on each tile\n", len(mm.Dots), K)
-	writePDLPrologue(&sb)
 	sb.WriteString(w.render(1))
 	return sb.String(), nil
 }

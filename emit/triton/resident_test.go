@@ -29,7 +29,7 @@ func TestResidentSoftmaxKernel(t *testing.T) {
 	requirePython(t, text)
 	k := function(t, text, "softmax_k0")
 	inOrder(t, k,
-		"def softmax_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):",
+		"def softmax_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):",
 		"# row, resident:",
 		"t0 = split_max_d0 * 16",
 		// the instance's number: a ticket, the counter zeroed by the last

@@ -34,11 +34,8 @@ def _min_nan(a, b):
 
 
 @triton.jit
-def quantize_k0(x, q, x_d0, q_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def quantize_k0(x, q, x_d0, q_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -92,32 +89,9 @@ except (ImportError, ValueError):
     _knobs, _fast_launch = None, False
 _compiled = {}
 
-# Programmatic dependent launch (sm_90): a kernel launched with launch_pdl may
-# be scheduled while the kernel before it on the stream still runs, skipping
-# the gap between the two. Each kernel here takes PDL: it then waits for the
-# kernel before it to finish and its writes to be visible (gdc_wait) before
-# it reads or writes any memory, and lets the next one be scheduled
-# (gdc_launch_dependents). Off with TENSORFORGE_PDL=0, on Triton other than
-# 3.6 and before sm_90.
-_pdl = None
-
-
-def _use_pdl():
-    global _pdl
-    if _pdl is None:
-        try:
-            v = tuple(int(p) for p in triton.__version__.split(".")[:2])
-        except ValueError:
-            v = (0, 0)
-        _pdl = bool(v == (3, 6) and os.environ.get("TENSORFORGE_PDL", "1") != "0"
-                    and torch.cuda.get_device_capability()[0] >= 9)
-    return _pdl
-
 
 def _launch(kern, grid, args, **meta):
     global _fast_launch
-    if _use_pdl():
-        meta["PDL"] = meta["launch_pdl"] = True
     if not _fast_launch:
         kern[grid](*args, **meta)
         return

@@ -54,11 +54,8 @@ def _gelu_tanh(x):
 
 
 @triton.jit
-def dyn_bcast_k0(x, b, c, y, x_d0, x_d1, b_d0, c_d0, y_d0, y_d1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def dyn_bcast_k0(x, b, c, y, x_d0, x_d1, b_d0, c_d0, y_d0, y_d1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -75,11 +72,8 @@ def dyn_bcast_k0(x, b, c, y, x_d0, x_d1, b_d0, c_d0, y_d0, y_d1, total, BLOCK: t
 
 
 @triton.jit
-def rank3_k0(x, s, y, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def rank3_k0(x, s, y, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -94,11 +88,8 @@ def rank3_k0(x, s, y, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.co
 
 
 @triton.jit
-def ints_k0(a, b, r, q, c, a_d0, b_d0, r_d0, q_d0, c_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def ints_k0(a, b, r, q, c, a_d0, b_d0, r_d0, q_d0, c_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -118,11 +109,8 @@ def ints_k0(a, b, r, q, c, a_d0, b_d0, r_d0, q_d0, c_d0, total, BLOCK: tl.conste
 
 
 @triton.jit
-def f64_k0(x, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def f64_k0(x, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -136,11 +124,8 @@ def f64_k0(x, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL
 
 
 @triton.jit
-def unary_k0(x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, a_d0, exp_d0, log_d0, l1p_d0, em1_d0, sq_d0, rs_d0, th_d0, sg_d0, ge_d0, gt_d0, sn_d0, rd_d0, fl_d0, pw_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def unary_k0(x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, a_d0, exp_d0, log_d0, l1p_d0, em1_d0, sq_d0, rs_d0, th_d0, sg_d0, ge_d0, gt_d0, sn_d0, rd_d0, fl_d0, pw_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -180,11 +165,8 @@ def unary_k0(x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x
 
 
 @triton.jit
-def rope_odd_k0(q, cos, sin, y, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def rope_odd_k0(q, cos, sin, y, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # elementwise: rows of 48 cut into stretches [0, 24), [24, 48), ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < 24
@@ -225,11 +207,8 @@ def rope_odd_k0(q, cos, sin, y, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl
 
 
 @triton.jit
-def concat3_k0(a, b, c, y, a_d0, b_d0, c_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def concat3_k0(a, b, c, y, a_d0, b_d0, c_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # elementwise: rows of 32 cut into stretches [0, 5), [5, 21), [21, 32), ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < y_d0
@@ -253,11 +232,8 @@ def concat3_k0(a, b, c, y, a_d0, b_d0, c_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl
 
 
 @triton.jit
-def rope_roll_k0(q, cos, sign, sin, y, q_d0, cos_d0, sin_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def rope_roll_k0(q, cos, sign, sin, y, q_d0, cos_d0, sin_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # elementwise: rows of 64 cut into stretches [0, 32), [32, 64), ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = y_d0 * 4
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
@@ -298,11 +274,8 @@ def rope_roll_k0(q, cos, sign, sin, y, q_d0, cos_d0, sin_d0, y_d0, BLOCK: tl.con
 
 
 @triton.jit
-def roll5_k0(x, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def roll5_k0(x, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # elementwise: rows of 48 cut into stretches [0, 5), [5, 48), ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < y_d0
@@ -360,32 +333,9 @@ except (ImportError, ValueError):
     _knobs, _fast_launch = None, False
 _compiled = {}
 
-# Programmatic dependent launch (sm_90): a kernel launched with launch_pdl may
-# be scheduled while the kernel before it on the stream still runs, skipping
-# the gap between the two. Each kernel here takes PDL: it then waits for the
-# kernel before it to finish and its writes to be visible (gdc_wait) before
-# it reads or writes any memory, and lets the next one be scheduled
-# (gdc_launch_dependents). Off with TENSORFORGE_PDL=0, on Triton other than
-# 3.6 and before sm_90.
-_pdl = None
-
-
-def _use_pdl():
-    global _pdl
-    if _pdl is None:
-        try:
-            v = tuple(int(p) for p in triton.__version__.split(".")[:2])
-        except ValueError:
-            v = (0, 0)
-        _pdl = bool(v == (3, 6) and os.environ.get("TENSORFORGE_PDL", "1") != "0"
-                    and torch.cuda.get_device_capability()[0] >= 9)
-    return _pdl
-
 
 def _launch(kern, grid, args, **meta):
     global _fast_launch
-    if _use_pdl():
-        meta["PDL"] = meta["launch_pdl"] = True
     if not _fast_launch:
         kern[grid](*args, **meta)
         return

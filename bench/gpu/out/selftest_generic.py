@@ -115,11 +115,8 @@ def _silu(x):
 
 
 @triton.jit
-def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, y_d1, BLOCK):
@@ -130,11 +127,8 @@ def transpose_k0(x, y, x_d0, y_d1, BLOCK: tl.constexpr, PDL: tl.constexpr = Fals
 
 
 @triton.jit
-def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
+def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 32 with tl.dot, BM x BN tiles, then the epilogue on each tile
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(c_d0, BM)
@@ -192,11 +186,8 @@ def matmul_k0(a, b, c, a_d0, c_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.cons
 
 
 @triton.jit
-def colsum_k0(x, y, x_d1, y_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def colsum_k0(x, y, x_d1, y_d0, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     for c0 in range(0, y_d0, BLOCK):
         j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
         cmask = j < y_d0
@@ -209,11 +200,8 @@ def colsum_k0(x, y, x_d1, y_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
 
 
 @triton.jit
-def concat_k0(a, b, c, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def concat_k0(a, b, c, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 8, BLOCK):
@@ -230,11 +218,8 @@ def concat_k0(a, b, c, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
 
 
 @triton.jit
-def slice_bcast_k0(x, s, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def slice_bcast_k0(x, s, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 5, BLOCK):
@@ -247,11 +232,8 @@ def slice_bcast_k0(x, s, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
 
 
 @triton.jit
-def slice_bcast_k1(v, b, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def slice_bcast_k1(v, b, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 5, BLOCK):
@@ -262,11 +244,8 @@ def slice_bcast_k1(v, b, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
 
 
 @triton.jit
-def reshape_k0(x, y, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def reshape_k0(x, y, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     for c0 in range(0, 12, BLOCK):
@@ -281,11 +260,8 @@ def reshape_k0(x, y, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
 
 
 @triton.jit
-def dense_const_k0(c, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def dense_const_k0(c, BLOCK: tl.constexpr):
     # generic: one program per grid iteration, scalar code
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     tl.store(c, 1.0)
     tl.store(c + 1, 2.0)
     tl.store(c + 2, 3.0)
@@ -293,11 +269,8 @@ def dense_const_k0(c, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
 
 
 @triton.jit
-def dense_const_k1(x, c, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def dense_const_k1(x, c, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -311,11 +284,8 @@ def dense_const_k1(x, c, y, x_d0, y_d0, total, BLOCK: tl.constexpr, WIDE: tl.con
 
 
 @triton.jit
-def scalars_k0(x, y, z, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def scalars_k0(x, y, z, BLOCK: tl.constexpr):
     # elementwise: one program per grid iteration, scalar code
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     x_1 = tl.load(x)
     y_1 = tl.load(y)
     t0 = x_1 * y_1
@@ -323,11 +293,8 @@ def scalars_k0(x, y, z, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
 
 
 @triton.jit
-def twice_k0_p0(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def twice_k0_p0(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -338,11 +305,8 @@ def twice_k0_p0(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.conste
 
 
 @triton.jit
-def twice_k0_p1(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def twice_k0_p1(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -353,11 +317,8 @@ def twice_k0_p1(x, result0, result1, total, BLOCK: tl.constexpr, WIDE: tl.conste
 
 
 @triton.jit
-def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
+def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 12300 with tl.dot, BM x BN tiles, then the epilogue on each tile
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(e_d0, BM)
@@ -419,11 +380,8 @@ def mm_split_k0(a, w, b, e, a_d0, e_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl
 
 
 @triton.jit
-def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
+def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 7000 with tl.dot, BM x BN tiles, then the epilogue on each tile
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(c_d1, BM)
@@ -483,11 +441,8 @@ def bmm_split_k0(a, b, c, a_d1, c_d1, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.c
 
 
 @triton.jit
-def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
+def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 2 dot product(s) over K = 6500 with tl.dot, BM x BN tiles, then the epilogue on each tile
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(y_d0, BM)
@@ -556,11 +511,8 @@ def gateup_split_k0(x, wg, wu, y, x_d0, y_d0, mm_ws, mm_lock, BM: tl.constexpr, 
 
 
 @triton.jit
-def one_row_k0(x, w, r, z, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
+def one_row_k0(x, w, r, z, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 4096 with tl.dot, BM x BN tiles, then the epilogue on each tile
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(1, BM)
@@ -620,11 +572,8 @@ def one_row_k0(x, w, r, z, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, B
 
 
 @triton.jit
-def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr, PDL: tl.constexpr = False):
+def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, EPI: tl.constexpr, SERIAL: tl.constexpr):
     # matmul: 1 dot product(s) over K = 8000 with tl.dot, BM x BN tiles, then the epilogue on each tile
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     npm = tl.cdiv(z_d0, BM)
@@ -685,11 +634,8 @@ def w8a8_split_k0(x, q, s, z, x_d0, z_d0, mm_ws, mm_lock, BM: tl.constexpr, BN: 
 
 
 @triton.jit
-def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -710,11 +656,8 @@ def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl
 
 
 @triton.jit
-def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -732,11 +675,8 @@ def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.
 
 
 @triton.jit
-def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr):
     # generic: one program per output row, BLOCK elements at a time
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     t1 = r % pos_d0
@@ -753,11 +693,8 @@ def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr, PDL: tl.constexp
 
 
 @triton.jit
-def kv_fused_k0(k, c, pos, kc, k_d2, c_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr, PDL: tl.constexpr = False):
+def kv_fused_k0(k, c, pos, kc, k_d2, c_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # elementwise: a 1-D grid over every element, BLOCK elements per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if WIDE:
         pid = pid.to(tl.int64)
@@ -815,32 +752,9 @@ except (ImportError, ValueError):
     _knobs, _fast_launch = None, False
 _compiled = {}
 
-# Programmatic dependent launch (sm_90): a kernel launched with launch_pdl may
-# be scheduled while the kernel before it on the stream still runs, skipping
-# the gap between the two. Each kernel here takes PDL: it then waits for the
-# kernel before it to finish and its writes to be visible (gdc_wait) before
-# it reads or writes any memory, and lets the next one be scheduled
-# (gdc_launch_dependents). Off with TENSORFORGE_PDL=0, on Triton other than
-# 3.6 and before sm_90.
-_pdl = None
-
-
-def _use_pdl():
-    global _pdl
-    if _pdl is None:
-        try:
-            v = tuple(int(p) for p in triton.__version__.split(".")[:2])
-        except ValueError:
-            v = (0, 0)
-        _pdl = bool(v == (3, 6) and os.environ.get("TENSORFORGE_PDL", "1") != "0"
-                    and torch.cuda.get_device_capability()[0] >= 9)
-    return _pdl
-
 
 def _launch(kern, grid, args, **meta):
     global _fast_launch
-    if _use_pdl():
-        meta["PDL"] = meta["launch_pdl"] = True
     if not _fast_launch:
         kern[grid](*args, **meta)
         return

@@ -28,11 +28,8 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def softmax_256000_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def softmax_256000_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
     # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = split_max_d0 * 32
     ticket = tl.atomic_add(tickets, 1)
     if ticket == t0 - 1:
@@ -121,11 +118,8 @@ def softmax_256000_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
 
 
 @triton.jit
-def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
     # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = split_max_d0 * 8
     ticket = tl.atomic_add(tickets, 1)
     if ticket == t0 - 1:
@@ -213,11 +207,8 @@ def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0
 
 
 @triton.jit
-def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
     # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = split_max_d0 * 8
     ticket = tl.atomic_add(tickets, 1)
     if ticket == t0 - 1:
@@ -300,11 +291,8 @@ def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, sp
 
 
 @triton.jit
-def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_max_d0, split_sum_d0, groups_d0, BLOCK: tl.constexpr):
     # row, resident: a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = split_max_d0 * 64
     ticket = tl.atomic_add(tickets, 1)
     if ticket == t0 - 1:
@@ -424,32 +412,9 @@ except (ImportError, ValueError):
     _knobs, _fast_launch = None, False
 _compiled = {}
 
-# Programmatic dependent launch (sm_90): a kernel launched with launch_pdl may
-# be scheduled while the kernel before it on the stream still runs, skipping
-# the gap between the two. Each kernel here takes PDL: it then waits for the
-# kernel before it to finish and its writes to be visible (gdc_wait) before
-# it reads or writes any memory, and lets the next one be scheduled
-# (gdc_launch_dependents). Off with TENSORFORGE_PDL=0, on Triton other than
-# 3.6 and before sm_90.
-_pdl = None
-
-
-def _use_pdl():
-    global _pdl
-    if _pdl is None:
-        try:
-            v = tuple(int(p) for p in triton.__version__.split(".")[:2])
-        except ValueError:
-            v = (0, 0)
-        _pdl = bool(v == (3, 6) and os.environ.get("TENSORFORGE_PDL", "1") != "0"
-                    and torch.cuda.get_device_capability()[0] >= 9)
-    return _pdl
-
 
 def _launch(kern, grid, args, **meta):
     global _fast_launch
-    if _use_pdl():
-        meta["PDL"] = meta["launch_pdl"] = True
     if not _fast_launch:
         kern[grid](*args, **meta)
         return

@@ -38,11 +38,8 @@ def _min_nan(a, b):
 
 
 @triton.jit
-def short_rows_k0(x, w, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def short_rows_k0(x, w, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, one-pass: rows of 64 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < y_d0
@@ -62,11 +59,8 @@ def short_rows_k0(x, w, y, x_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, 
 
 
 @triton.jit
-def masked_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def masked_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, one-pass: rows of 3000 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < p_d0
@@ -90,11 +84,8 @@ def masked_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PD
 
 
 @triton.jit
-def long_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def long_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
     # row, one-pass: one program per row, loops over BLOCK-element chunks
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
@@ -127,11 +118,8 @@ def long_rows_k0(x, p, x_d0, p_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = Fals
 
 
 @triton.jit
-def two_pass_k0(x, p, split_max, split_sum, x_d0, p_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def two_pass_k0(x, p, split_max, split_sum, x_d0, p_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr):
     # row, online: one program per row, loops over BLOCK-element chunks
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     split = r % 16
@@ -166,11 +154,8 @@ def two_pass_k0(x, p, split_max, split_sum, x_d0, p_d0, split_max_d0, split_sum_
 
 
 @triton.jit
-def two_pass_k1(x, split_max, split_sum, p, row_max, row_sum, x_d0, split_max_d0, split_sum_d0, p_d0, row_max_d0, row_sum_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def two_pass_k1(x, split_max, split_sum, p, row_max, row_sum, x_d0, split_max_d0, split_sum_d0, p_d0, row_max_d0, row_sum_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, one-pass: rows of 16 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < split_max_d0
@@ -205,11 +190,8 @@ def two_pass_k1(x, split_max, split_sum, p, row_max, row_sum, x_d0, split_max_d0
 
 
 @triton.jit
-def two_pass_k2(x, row_max, row_sum, p, x_d0, row_max_d0, row_sum_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def two_pass_k2(x, row_max, row_sum, p, x_d0, row_max_d0, row_sum_d0, p_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, two-pass: rows of 4096 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = row_max_d0 * 16
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
@@ -230,11 +212,8 @@ def two_pass_k2(x, row_max, row_sum, p, x_d0, row_max_d0, row_sum_d0, p_d0, BLOC
 
 
 @triton.jit
-def two_pass_k3(x, p, x_d0, p_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def two_pass_k3(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
     # row, online: one program per row, loops over BLOCK-element chunks
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     acc = tl.full([], (-float("inf")), tl.float32)
@@ -283,11 +262,8 @@ def two_pass_k3(x, p, x_d0, p_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False
 
 
 @triton.jit
-def row_min_k0(x, m, x_d0, m_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def row_min_k0(x, m, x_d0, m_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, one-pass: rows of 100 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < m_d0
@@ -302,11 +278,8 @@ def row_min_k0(x, m, x_d0, m_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: t
 
 
 @triton.jit
-def norm_rope_k0(x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, o_d1, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def norm_rope_k0(x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, o_d1, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, one-pass: rows of 128 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = o_d1 * 4
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
@@ -392,32 +365,9 @@ except (ImportError, ValueError):
     _knobs, _fast_launch = None, False
 _compiled = {}
 
-# Programmatic dependent launch (sm_90): a kernel launched with launch_pdl may
-# be scheduled while the kernel before it on the stream still runs, skipping
-# the gap between the two. Each kernel here takes PDL: it then waits for the
-# kernel before it to finish and its writes to be visible (gdc_wait) before
-# it reads or writes any memory, and lets the next one be scheduled
-# (gdc_launch_dependents). Off with TENSORFORGE_PDL=0, on Triton other than
-# 3.6 and before sm_90.
-_pdl = None
-
-
-def _use_pdl():
-    global _pdl
-    if _pdl is None:
-        try:
-            v = tuple(int(p) for p in triton.__version__.split(".")[:2])
-        except ValueError:
-            v = (0, 0)
-        _pdl = bool(v == (3, 6) and os.environ.get("TENSORFORGE_PDL", "1") != "0"
-                    and torch.cuda.get_device_capability()[0] >= 9)
-    return _pdl
-
 
 def _launch(kern, grid, args, **meta):
     global _fast_launch
-    if _use_pdl():
-        meta["PDL"] = meta["launch_pdl"] = True
     if not _fast_launch:
         kern[grid](*args, **meta)
         return

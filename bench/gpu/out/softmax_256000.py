@@ -28,11 +28,8 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d0, BLOCK: tl.constexpr):
     # row, online: one program per row, loops over BLOCK-element chunks
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     split = r % 32
@@ -97,11 +94,8 @@ def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d
 
 
 @triton.jit
-def softmax_k1(s, split_max, split_sum, y, row_max, row_sum, s_d0, split_max_d0, split_sum_d0, y_d0, row_max_d0, row_sum_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def softmax_k1(s, split_max, split_sum, y, row_max, row_sum, s_d0, split_max_d0, split_sum_d0, y_d0, row_max_d0, row_sum_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, one-pass: rows of 32 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
     rmask = r < split_max_d0
@@ -136,11 +130,8 @@ def softmax_k1(s, split_max, split_sum, y, row_max, row_sum, s_d0, split_max_d0,
 
 
 @triton.jit
-def softmax_k2(s, row_max, row_sum, y, s_d0, row_max_d0, row_sum_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr, PDL: tl.constexpr = False):
+def softmax_k2(s, row_max, row_sum, y, s_d0, row_max_d0, row_sum_d0, y_d0, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     # row, two-pass: rows of 8000 in one block, ROWS rows per program
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     t0 = row_max_d0 * 32
     pid = tl.program_id(0)
     r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
@@ -165,11 +156,8 @@ def softmax_k2(s, row_max, row_sum, y, s_d0, row_max_d0, row_sum_d0, y_d0, BLOCK
 
 
 @triton.jit
-def softmax_k3(s, y, s_d0, y_d0, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+def softmax_k3(s, y, s_d0, y_d0, BLOCK: tl.constexpr):
     # row, online: one program per row, loops over BLOCK-element chunks
-    if PDL:  # launched with programmatic dependent launch: the kernel before it may still run
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     r = pid.to(tl.int64)
     acc = tl.full([], (-float("inf")), tl.float32)
@@ -284,32 +272,9 @@ except (ImportError, ValueError):
     _knobs, _fast_launch = None, False
 _compiled = {}
 
-# Programmatic dependent launch (sm_90): a kernel launched with launch_pdl may
-# be scheduled while the kernel before it on the stream still runs, skipping
-# the gap between the two. Each kernel here takes PDL: it then waits for the
-# kernel before it to finish and its writes to be visible (gdc_wait) before
-# it reads or writes any memory, and lets the next one be scheduled
-# (gdc_launch_dependents). Off with TENSORFORGE_PDL=0, on Triton other than
-# 3.6 and before sm_90.
-_pdl = None
-
-
-def _use_pdl():
-    global _pdl
-    if _pdl is None:
-        try:
-            v = tuple(int(p) for p in triton.__version__.split(".")[:2])
-        except ValueError:
-            v = (0, 0)
-        _pdl = bool(v == (3, 6) and os.environ.get("TENSORFORGE_PDL", "1") != "0"
-                    and torch.cuda.get_device_capability()[0] >= 9)
-    return _pdl
-
 
 def _launch(kern, grid, args, **meta):
     global _fast_launch
-    if _use_pdl():
-        meta["PDL"] = meta["launch_pdl"] = True
     if not _fast_launch:
         kern[grid](*args, **meta)
         return
