@@ -101,8 +101,9 @@ func Emit(m ir.Module) (files []File, err error) {
 	if graphOp != nil {
 		return nil, ir.OpError(graphOp, "cannot be translated to PTX: the module is not lowered (run lower-to-loops)")
 	}
-	// one launch grid per kernel: parts become kernels of their own
-	if err := loop.SplitParts(m, nil); err != nil {
+	// a kernel's parts are one launch when they plan alike (parts.go), else
+	// kernels of their own
+	if err := loop.SplitParts(m, sharesLaunch); err != nil {
 		return nil, err
 	}
 	kernels := map[string]loop.KernelOp{}

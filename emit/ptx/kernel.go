@@ -48,6 +48,11 @@ type kernelInfo struct {
 	// perInstance: the instances meet at a loop.group_sync, and the grid
 	// must give each its own CTA (sync.go)
 	perInstance bool
+	// parts: a kernel of several parts in one launch (parts.go); gridPy
+	// then defines `_parts_<entry>(sm, e0, ...)`, which gives the grid and
+	// the first CTA of each part after the first, passed after the
+	// kernel's arguments
+	parts int
 }
 
 // ixv is an index value: a register plus a constant, or a constant alone
@@ -70,6 +75,13 @@ type kernelEmitter struct {
 	entry string
 	a     *asm
 	plan  *plan
+	// gridName names the kernel's _grid_ function (entry, or the part's
+	// name within a kernel of several parts)
+	gridName string
+	// cta, when set, is the part's own range of the launch's CTAs (a
+	// kernel of several parts in one launch, parts.go): %ctaid.x and
+	// %nctaid.x as the part sees them
+	cta *ctaRange
 
 	body *ir.Block // the kernel's block
 	grid loop.ParallelOp
@@ -137,8 +149,20 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 			info, text, err = nil, "", ir.OpError(k.Operation, "internal error in the PTX emitter: %v", r)
 		}
 	}()
+	if len(loop.Parts(k)) > 1 {
+		return emitPartsKernel(k, entry)
+	}
+	ke := newKernelEmitter(k, entry, newAsm("$L_"+entry))
+	ke.plan = makePlan(ke)
+	ke.emit()
+	return ke.info(), ke.text(), nil
+}
+
+// newKernelEmitter starts the translation of k (one part: one grid) into
+// entry, with asm a.
+func newKernelEmitter(k loop.KernelOp, entry string, a *asm) *kernelEmitter {
 	ke := &kernelEmitter{
-		k: k, entry: entry, a: newAsm("$L_" + entry),
+		k: k, entry: entry, gridName: entry, a: a,
 		vals: map[*ir.Value][]opnd{}, ixs: map[*ir.Value]ixv{}, mults: map[*ir.Value]int64{},
 		bufs: map[*ir.Value]*buffer{}, preReduced: map[*ir.Operation][]opnd{}, hoisted: map[*ir.Operation]addr{},
 		prefetched: map[prefetchKey][]opnd{}, halves: map[string]halfSrc{},
@@ -159,9 +183,7 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 	if found != 1 {
 		ke.fail(k.Operation, "expects exactly one 'loop.parallel' (the launch grid), but found %d", found)
 	}
-	ke.plan = makePlan(ke)
-	ke.emit()
-	return ke.info(), ke.text(), nil
+	return ke
 }
 
 // fail stops the translation with an error at op.
@@ -345,6 +367,14 @@ func (ke *kernelEmitter) threadCoordinates() {
 
 // specialReg reads a special register (%ctaid.x, %nctaid.x) as a b64.
 func (ke *kernelEmitter) specialReg(name string) opnd {
+	if ke.cta != nil {
+		switch name {
+		case "%ctaid.x":
+			return ke.cta.ctaid
+		case "%nctaid.x":
+			return ke.cta.nctaid
+		}
+	}
 	r := ke.a.reg(rB32)
 	ke.a.raw(nil, false, "mov.u32", r.s, name)
 	d := ke.a.reg(rB64)

@@ -358,6 +358,11 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 				line("_launch_mm(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s), device, sm, %d, %d)", info.entry, info.entry,
 					prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)), mm.steps, mm.wsTile)
 				hasMM = true
+			} else if info.parts > 1 {
+				// the parts' CTAs end to end, and where each starts
+				line("grid, starts = _parts_%s(sm%s)", info.entry, prefixAll(", ", extents))
+				line("_launch(fns, %q, grid, %d, %d, stream, (%s) + starts)", info.entry,
+					info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)))
 			} else {
 				line("_launch(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s))", info.entry, info.entry,
 					prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)))
@@ -474,7 +479,7 @@ func (ke *kernelEmitter) gridPython() string {
 		params = append(params, fmt.Sprintf("e%d", i))
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "def _grid_%s(sm%s):\n", ke.entry, prefixAll(", ", params))
+	fmt.Fprintf(&sb, "def _grid_%s(sm%s):\n", ke.gridName, prefixAll(", ", params))
 	g := ke.grid
 	fmt.Fprintf(&sb, "    n = _trip(%s, %s, %s)\n", ke.pyExpr(g.Lower()), ke.pyExpr(g.Upper()), ke.pyExpr(g.Step()))
 	pl := ke.plan

@@ -307,6 +307,13 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 				params = append(params, uint64(split), ws, cnt)
 			}
 			grid := simGrid
+			if info.parts > 1 {
+				// simGrid CTAs per part, end to end (_parts_<entry>)
+				for i := 1; i < info.parts; i++ {
+					params = append(params, uint64(i*simGrid))
+				}
+				grid = simGrid * info.parts
+			}
 			if info.perInstance {
 				// a CTA per instance, as _grid_<entry> gives
 				n, err := simInstances(k, ext)

@@ -98,8 +98,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rope.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("rope_k0_p0", 256, 0),
-    ("rope_k0_p1", 256, 0),
+    ("rope_k0", 256, 0),
 )
 
 _modules = {}
@@ -162,6 +161,11 @@ def _grid_rope_k0_p1(sm):
     return min(max(_cdiv(n, 32) * min(_trip(0, 64, 8), 1), _cdiv(n, 32) * min(_trip(64, 128, 8), 1)), sm * 64)
 
 
+def _parts_rope_k0(sm):
+    g0 = _grid_rope_k0_p0(sm)
+    g1 = _grid_rope_k0_p1(sm)
+    return g0 + g1, (g0,)
+
 def rope(*args):
     """qe, ke = rope(q, k, cos, sin)"""
     if len(args) != 4:
@@ -179,6 +183,6 @@ def rope(*args):
     sm = _sm_count(device)
     qe = torch.empty((1, 32, 4096, 128), dtype=torch.bfloat16, device=device)
     ke = torch.empty((1, 8, 4096, 128), dtype=torch.bfloat16, device=device)
-    _launch(fns, "rope_k0_p0", _grid_rope_k0_p0(sm), 256, 0, stream, (cos, sin, q, k, qe, ke))
-    _launch(fns, "rope_k0_p1", _grid_rope_k0_p1(sm), 256, 0, stream, (cos, sin, q, k, qe, ke))
+    grid, starts = _parts_rope_k0(sm)
+    _launch(fns, "rope_k0", grid, 256, 0, stream, (cos, sin, q, k, qe, ke) + starts)
     return (qe, ke)
