@@ -138,17 +138,7 @@ type prefetchKey struct {
 
 // emitKernel translates k into the text of a PTX entry called entry.
 func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(emitError); ok {
-				info, text, err = nil, "", e.err
-				return
-			}
-			// A malformed module that slipped past the verifier must not
-			// crash the driver.
-			info, text, err = nil, "", ir.OpError(k.Operation, "internal error in the PTX emitter: %v", r)
-		}
-	}()
+	defer catchEmit(k, &err)
 	if len(loop.Parts(k)) > 1 {
 		return emitPartsKernel(k, entry)
 	}
@@ -156,6 +146,20 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 	ke.plan = makePlan(ke)
 	ke.emit()
 	return ke.info(), ke.text(), nil
+}
+
+// catchEmit, deferred, turns the panic that stops the translation of k
+// (ke.fail) into its error in *err.
+func catchEmit(k loop.KernelOp, err *error) {
+	if r := recover(); r != nil {
+		if e, ok := r.(emitError); ok {
+			*err = e.err
+			return
+		}
+		// A malformed module that slipped past the verifier must not
+		// crash the driver.
+		*err = ir.OpError(k.Operation, "internal error in the PTX emitter: %v", r)
+	}
 }
 
 // newKernelEmitter starts the translation of k (one part: one grid) into

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
-	"github.com/tensorforge/tensorforge/ir"
 )
 
 // A kernel of several parts (loop.Parts: independent grids over the same
@@ -31,15 +30,7 @@ var errSeparateParts = errors.New("the parts do not share a launch")
 // emitPartsKernel translates the kernel of several parts k into one
 // entry; errSeparateParts when its parts plan differently.
 func emitPartsKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(emitError); ok {
-				info, text, err = nil, "", e.err
-				return
-			}
-			info, text, err = nil, "", ir.OpError(k.Operation, "internal error in the PTX emitter: %v", r)
-		}
-	}()
+	defer catchEmit(k, &err)
 	n := len(loop.Parts(k))
 	a := newAsm("$L_" + entry)
 	nargs := len(k.Body().Entry().Args)
