@@ -622,6 +622,11 @@ class FrontendTest(unittest.TestCase):
         on, why = backend.decide_matmul(decode, Options(target="h200", emitter="ptx"))
         self.assertFalse(on)
         self.assertIn("only with the triton emitter (this is ptx)", why)
+        # rows of run-time extent (symbolic tracing) stay with cuBLAS
+        dyn = backend.trace(lambda x, w: torch.mm(x, w.t()), torch.randn(5, 16), torch.randn(32, 16), dynamic=True)
+        on, why = backend.decide_matmul(dyn, gpu)
+        self.assertFalse(on)
+        self.assertIn("has run-time rows", why)
         # a graph without matmuls has none to compile
         self.assertEqual(backend.decide_matmul(backend.trace(RMSNorm(16), torch.randn(2, 16)), gpu), (False, None))
         # on the cpu target the reason reaches the fallback log
