@@ -13,8 +13,10 @@ import (
 )
 
 // RunFiles hands the program file regions: mapped when their offset is a
-// multiple of 64, read and written through a buffer otherwise. Both ways
-// leave the bytes around the regions alone and give the same results.
+// multiple of 64 and the call is not timed, read and written through a
+// buffer otherwise (a timed call's buffers are the program's own memory).
+// Every way leaves the bytes around the regions alone and gives the same
+// results.
 func TestRunFilesRegions(t *testing.T) {
 	if _, err := cpurt.FindToolchain(); err != nil {
 		t.Skip(err)
@@ -29,7 +31,8 @@ func TestRunFilesRegions(t *testing.T) {
 	defer p.Close()
 	const n = 1000
 	dir := t.TempDir()
-	for _, off := range []int64{0, 64, 3, 130} {
+	for _, c := range []struct{ off, runs int64 }{{0, 1}, {64, 1}, {3, 1}, {130, 1}, {0, 3}, {64, 3}, {3, 3}} {
+		off := c.off
 		data := make([]byte, off+4*n+7)
 		for i := range data {
 			data[i] = 0xEE
@@ -42,9 +45,10 @@ func TestRunFilesRegions(t *testing.T) {
 		out := filepath.Join(dir, "out.bin")
 		outOff := off + 9
 		require.NoError(t, os.WriteFile(out, make([]byte, outOff), 0o644))
-		_, err := p.RunFiles([]cpurt.Region{{Path: in, Offset: off, Size: 4 * n}}, [][]int64{{n}},
-			[]cpurt.Region{{Path: out, Offset: outOff, Size: 4 * n}}, [][]int64{{n}}, 2)
+		times, err := p.RunFiles([]cpurt.Region{{Path: in, Offset: off, Size: 4 * n}}, [][]int64{{n}},
+			[]cpurt.Region{{Path: out, Offset: outOff, Size: 4 * n}}, [][]int64{{n}}, int(c.runs))
 		require.NoError(t, err, "offset %d", off)
+		require.Len(t, times, int(c.runs-1), "every call after the first is timed")
 		got, err := os.ReadFile(out)
 		require.NoError(t, err)
 		require.Len(t, got, int(outOff)+4*n)
