@@ -7,6 +7,7 @@ import (
 
 	lir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
@@ -131,6 +132,8 @@ type moduleEmitter struct {
 	// funcNames maps each function's IR name to its LLVM name
 	funcNames map[string]string
 	globals   globalNames
+	// ntNode is the !nontemporal node, once a store needs it (stream.go)
+	ntNode *metadata.Tuple
 }
 
 // declare returns the external function name, declaring it on first use.

@@ -30,6 +30,10 @@ type fnEmitter struct {
 	scratchBytes int64
 	scratchArr   value.Value
 	blockIDs     map[string]int
+	// streamed: the results this kernel writes with non-temporal stores
+	// (stream.go); ntStores: whether it wrote one
+	streamed map[*ir.Value]bool
+	ntStores bool
 }
 
 func newFnEmitter(me *moduleEmitter, fn *lir.Func) *fnEmitter {

@@ -6,6 +6,7 @@ import (
 	lir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -42,8 +43,13 @@ import (
 
 // kernel is the LLVM side of one loop.kernel.
 type kernel struct {
-	op       loop.KernelOp
-	fn       *lir.Func // the row-range body
+	op loop.KernelOp
+	fn *lir.Func // the row-range body
+	// fnNT is the row-range body with the results of streamed written by
+	// non-temporal stores, its buffer pointers declared 64-byte aligned:
+	// the task calls it when they are (stream.go); nil when none streams
+	fnNT     *lir.Func
+	streamed map[*ir.Value]bool
 	grid     *lir.Func // the iteration count
 	task     *lir.Func // the tf_parallel_for callback
 	args     types.Type
@@ -112,7 +118,7 @@ func (me *moduleEmitter) declareKernel(k loop.KernelOp) error {
 	}
 	kn := &kernel{op: k}
 	irName := name
-	name = me.globals.claim(name, ".grid", ".args", ".task")
+	name = me.globals.claim(name, ".grid", ".args", ".task", ".nt")
 	for _, p := range params {
 		kn.argTypes = append(kn.argTypes, p.Typ)
 	}
@@ -120,6 +126,17 @@ func (me *moduleEmitter) declareKernel(k loop.KernelOp) error {
 		lir.NewParam("row_begin", types.I64), lir.NewParam("row_end", types.I64))
 	kn.fn = me.out.NewFunc(name, types.Void, all...)
 	nounwind(kn.fn)
+	if kn.streamed = streamedBuffers(k); kn.streamed != nil {
+		ntParams, _ := kernelParams(body.Args)
+		for _, p := range ntParams {
+			if _, ok := p.Typ.(*types.PointerType); ok {
+				p.Attrs = append(p.Attrs, lir.Align(64))
+			}
+		}
+		ntParams = append(ntParams, lir.NewParam("row_begin", types.I64), lir.NewParam("row_end", types.I64))
+		kn.fnNT = me.out.NewFunc(name+".nt", types.Void, ntParams...)
+		nounwind(kn.fnNT)
+	}
 
 	gparams, _ := kernelParams(body.Args)
 	kn.grid = me.out.NewFunc(name+".grid", types.I64, gparams...)
@@ -146,42 +163,14 @@ func (me *moduleEmitter) defineKernel(k loop.KernelOp) error {
 	// those of [row_begin - off_p, row_end - off_p) within its own count
 	// n_p, off_p the counts of the parts before it.
 	nbuf := int(k.NumInputs() + k.NumOutputs())
-	fe := newFnEmitter(me, kn.fn)
-	if s, ok := k.SramBytes(); ok {
-		fe.scratchBytes = s
-	}
-	if err := fe.bindArgs(body.Args, kn.fn.Params, nbuf); err != nil {
-		return ir.OpError(k.Operation, "%v", err)
-	}
-	if err := fe.prologue(body); err != nil {
+	if err := me.defineRowRange(k, kn.fn, nil); err != nil {
 		return err
 	}
-	begin, end := kn.fn.Params[len(kn.fn.Params)-2], kn.fn.Params[len(kn.fn.Params)-1]
-	if p := planMatMul(k); p != nil {
-		if err := fe.emitMatMulGrid(p, begin, end); err != nil {
+	if kn.fnNT != nil {
+		if err := me.defineRowRange(k, kn.fnNT, kn.streamed); err != nil {
 			return err
-		}
-	} else if len(parts) == 1 {
-		if err := fe.emitGrid(parts[0], begin, end); err != nil {
-			return err
-		}
-	} else {
-		var off value.Value = constant.NewInt(types.I64, 0)
-		for _, p := range parts {
-			n, err := fe.gridCount(p)
-			if err != nil {
-				return err
-			}
-			lo := fe.clampRange(fe.cur.NewSub(begin, off), n)
-			hi := fe.clampRange(fe.cur.NewSub(end, off), n)
-			if err := fe.emitGrid(p, lo, hi); err != nil {
-				return err
-			}
-			off = fe.cur.NewAdd(off, n)
 		}
 	}
-	fe.cur.NewRet(nil)
-	fe.finish()
 
 	// The iteration count: the sum over the parts of ceil((upper - lower) / step), at least 0.
 	ge := newFnEmitter(me, kn.grid)
@@ -206,17 +195,85 @@ func (me *moduleEmitter) defineKernel(k loop.KernelOp) error {
 	ge.cur.NewRet(total)
 	ge.finish()
 
-	// The task: unpack the record, call the body.
+	// The task: unpack the record, call the body (the streaming one when
+	// every buffer is 64-byte aligned).
 	tb := kn.task.NewBlock("entry")
 	rec := tb.NewBitCast(kn.task.Params[0], types.NewPointer(kn.args))
 	var args []value.Value
+	var bits value.Value = constant.NewInt(types.I64, 0)
 	for i, t := range kn.argTypes {
 		p := tb.NewGetElementPtr(kn.args, rec, constant.NewInt(types.I32, 0), constant.NewInt(types.I32, int64(i)))
-		args = append(args, tb.NewLoad(t, p))
+		a := tb.NewLoad(t, p)
+		args = append(args, a)
+		if _, ok := t.(*types.PointerType); ok && kn.fnNT != nil {
+			bits = tb.NewOr(bits, tb.NewPtrToInt(a, types.I64))
+		}
 	}
 	args = append(args, kn.task.Params[1], kn.task.Params[2])
-	tb.NewCall(kn.fn, args...)
-	tb.NewRet(nil)
+	if kn.fnNT == nil {
+		tb.NewCall(kn.fn, args...)
+		tb.NewRet(nil)
+		return nil
+	}
+	aligned := tb.NewICmp(enum.IPredEQ, tb.NewAnd(bits, constant.NewInt(types.I64, 63)), constant.NewInt(types.I64, 0))
+	nt, plain := kn.task.NewBlock("streamed"), kn.task.NewBlock("plain")
+	tb.NewCondBr(aligned, nt, plain)
+	nt.NewCall(kn.fnNT, args...)
+	nt.NewRet(nil)
+	plain.NewCall(kn.fn, args...)
+	plain.NewRet(nil)
+	return nil
+}
+
+// defineRowRange emits the row-range body of kernel k into fn: its grids
+// over the rows [row_begin, row_end) (the last two parameters), the
+// results of streamed written with non-temporal stores.
+func (me *moduleEmitter) defineRowRange(k loop.KernelOp, fn *lir.Func, streamed map[*ir.Value]bool) error {
+	body := k.Body().Entry()
+	parts := loop.Parts(k)
+	nbuf := int(k.NumInputs() + k.NumOutputs())
+	fe := newFnEmitter(me, fn)
+	if s, ok := k.SramBytes(); ok {
+		fe.scratchBytes = s
+	}
+	fe.streamed = streamed
+	if err := fe.bindArgs(body.Args, fn.Params, nbuf); err != nil {
+		return ir.OpError(k.Operation, "%v", err)
+	}
+	if err := fe.prologue(body); err != nil {
+		return err
+	}
+	begin, end := fn.Params[len(fn.Params)-2], fn.Params[len(fn.Params)-1]
+	if p := planMatMul(k); p != nil {
+		if err := fe.emitMatMulGrid(p, begin, end); err != nil {
+			return err
+		}
+	} else if len(parts) == 1 {
+		if err := fe.emitGrid(parts[0], begin, end); err != nil {
+			return err
+		}
+	} else {
+		var off value.Value = constant.NewInt(types.I64, 0)
+		for _, p := range parts {
+			n, err := fe.gridCount(p)
+			if err != nil {
+				return err
+			}
+			lo := fe.clampRange(fe.cur.NewSub(begin, off), n)
+			hi := fe.clampRange(fe.cur.NewSub(end, off), n)
+			if err := fe.emitGrid(p, lo, hi); err != nil {
+				return err
+			}
+			off = fe.cur.NewAdd(off, n)
+		}
+	}
+	if fe.ntStores {
+		// non-temporal stores are weakly ordered: done before the rows
+		// are reported finished
+		fe.cur.NewFence(enum.AtomicOrderingSequentiallyConsistent)
+	}
+	fe.cur.NewRet(nil)
+	fe.finish()
 	return nil
 }
 
@@ -513,6 +570,10 @@ func (fe *fnEmitter) emitStore(op *ir.Operation) error {
 	}
 	st := fe.cur.NewStore(v, p)
 	st.Align = lir.Align(k.ByteSize())
+	if fe.streamed[s.Memref()] && lanes(vt) > 1 {
+		st.Metadata = append(st.Metadata, &metadata.Attachment{Name: "nontemporal", Node: fe.me.nontemporal()})
+		fe.ntStores = true
+	}
 	return nil
 }
 
