@@ -63,20 +63,11 @@ def mutated_inputs(gm):
             v = n.args[j] if j < len(n.args) else n.kwargs.get(a.name)
             # through views of an input (kc[:, :] in torch 1.x traces): ops
             # whose result aliases their first argument
-            while isinstance(v, torch.fx.Node) and v.op == "call_function" and v.args and _aliases_first(v):
+            while isinstance(v, torch.fx.Node) and fxpasses.aliases_first(v):
                 v = v.args[0]
             if isinstance(v, torch.fx.Node) and v in index:
                 out.add(index[v])
     return sorted(out)
-
-
-def _aliases_first(n):
-    """Whether node n's result is a view of its first argument (its schema says so)."""
-    schema = getattr(n.target, "_schema", None)
-    if schema is None or not schema.returns or not schema.arguments:
-        return False
-    ret, first = schema.returns[0].alias_info, schema.arguments[0].alias_info
-    return ret is not None and first is not None and not ret.is_write and set(ret.before_set) & set(first.before_set)
 
 
 class CompiledGraph:

@@ -894,11 +894,19 @@ def linears_as_calls(gm):
     return changed
 
 
-# ops whose result may share storage with their first argument
-_ALIASING = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten._reshape_alias.default,
-             aten.slice.Tensor, aten.select.int, aten.permute.default, aten.transpose.int, aten.t.default,
-             aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.default,
-             aten.alias.default, aten.as_strided.default, aten.unflatten.int, aten.flatten.using_ints)
+def aliases_first(n):
+    """Whether node n's result may share storage with its first argument: its
+    schema says so (view, reshape, slice, permute, expand, ...), or it is
+    ``_unsafe_view``, a view whose schema does not say so."""
+    if n.op != "call_function" or not n.args:
+        return False
+    if n.target == aten._unsafe_view.default:
+        return True
+    schema = getattr(n.target, "_schema", None)
+    if schema is None or not schema.returns or not schema.arguments:
+        return False
+    ret, first = schema.returns[0].alias_info, schema.arguments[0].alias_info
+    return ret is not None and first is not None and not ret.is_write and bool(set(ret.before_set) & set(first.before_set))
 
 
 def _ancestors(nodes):
@@ -920,7 +928,7 @@ def _residual_of(add, mm_view):
     the add: every other reader of h, or of a view of h, is an ancestor of the
     matmul, so that any order of the graph runs it before the matmul writes h."""
     h = add.args[1] if add.args[0] is mm_view else add.args[0]
-    if not isinstance(h, torch.fx.Node) or h is mm_view or h.op != "call_function" or h.target in _ALIASING:
+    if not isinstance(h, torch.fx.Node) or h is mm_view or h.op != "call_function" or aliases_first(h):
         return None
     mh, ma, mv = _meta(h), _meta(add), _meta(mm_view)
     if mh is None or ma is None or mv is None or mh.dtype != ma.dtype or mv.dtype != ma.dtype:
@@ -942,7 +950,7 @@ def _residual_of(add, mm_view):
                 continue
             if u.op == "output":
                 return None
-            if u.op == "call_function" and u.target in _ALIASING and u.args and u.args[0] is n:
+            if aliases_first(u) and u.args[0] is n:
                 stack.append(u)
             elif u not in before:
                 return None

@@ -67,6 +67,17 @@ class MLPHalf(torch.nn.Module):
         return (y, h) if self.keep_h else y
 
 
+class ViewReadAfter(MLPHalf):
+    """h read through a view after the add: the view also feeds the MLP, so
+    it is an ancestor of the down projection, but a slice of it is not."""
+
+    def forward(self, x, attn):
+        h = x + attn
+        hf = h.flatten(0, 1)
+        y = h + self.mlp(self.norm(hf)).view(h.shape)
+        return y * hf[..., :1].exp().view(h.shape[0], h.shape[1], 1)
+
+
 def rotate_half(x):
     x1 = x[..., : x.shape[-1] // 2]
     x2 = x[..., x.shape[-1] // 2:]
@@ -654,6 +665,9 @@ class FrontendTest(unittest.TestCase):
         self.run_case(m, tuple(t.to(BF) for t in ins), atol=3e-2, rtol=2e-2, regions=2, matmul=False)
         # h read after the add (a result of the graph): the add stays, compiled
         c = self.run_case(MLPHalf(16, 32, keep_h=True), ins, atol=1e-5, rtol=1e-5, regions=3, matmul=False)
+        self.assertNotIn("addmm_", c.gm.code)
+        # a view of h read after the add: h is not the matmul's to write
+        c = self.run_case(ViewReadAfter(16, 32), ins, atol=1e-5, rtol=1e-5, matmul=False)
         self.assertNotIn("addmm_", c.gm.code)
         # the residual a graph input: it is not the graph's to write
         c = self.run_case(SwiGLUResidual(16, 32), (ins[0],), atol=1e-5, rtol=1e-5, matmul=False)
