@@ -215,32 +215,38 @@ func (ke *kernelEmitter) text() string {
 	for _, line := range ke.plan.describe() {
 		sb.WriteString("// " + line + "\n")
 	}
-	fmt.Fprintf(&sb, ".visible .entry %s(\n", ke.entry)
-	extra := ke.extraParams()
-	for i, a := range ke.body.Args {
+	writeEntry(&sb, ke.entry, ke.body.Args, ke.extraParams(), ke.plan.block, ke.a)
+	return sb.String()
+}
+
+// writeEntry writes entry's signature (a .u64 parameter per argument,
+// then one per line of extra, which says what it is), its CTA size, and
+// the registers and body of a.
+func writeEntry(sb *strings.Builder, entry string, args []*ir.Value, extra []string, block int, a *asm) {
+	fmt.Fprintf(sb, ".visible .entry %s(\n", entry)
+	n := len(args) + len(extra)
+	for i := range n {
 		sep := ","
-		if i == len(ke.body.Args)-1 && len(extra) == 0 {
+		if i == n-1 {
 			sep = ""
 		}
-		fmt.Fprintf(&sb, "\t.param .u64 %s%s\t// %%%s: %s\n", ke.paramName(i), sep, argName(a, i), a.Type())
-	}
-	for j, what := range extra {
-		sep := ","
-		if j == len(extra)-1 {
-			sep = ""
+		what := ""
+		if i < len(args) {
+			what = fmt.Sprintf("%%%s: %s", argName(args[i], i), args[i].Type())
+		} else {
+			what = extra[i-len(args)]
 		}
-		fmt.Fprintf(&sb, "\t.param .u64 %s%s\t// %s\n", ke.paramName(len(ke.body.Args)+j), sep, what)
+		fmt.Fprintf(sb, "\t.param .u64 %s_param_%d%s\t// %s\n", entry, i, sep, what)
 	}
-	fmt.Fprintf(&sb, ")\n.reqntid %d, 1, 1\n{\n", ke.plan.block)
-	for _, d := range ke.a.decls() {
+	fmt.Fprintf(sb, ")\n.reqntid %d, 1, 1\n{\n", block)
+	for _, d := range a.decls() {
 		sb.WriteString(d + "\n")
 	}
 	sb.WriteString("\n")
-	for _, l := range ke.a.lines {
+	for _, l := range a.lines {
 		sb.WriteString(l + "\n")
 	}
 	sb.WriteString("}\n")
-	return sb.String()
 }
 
 // argName is the name of a block argument for comments.

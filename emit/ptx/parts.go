@@ -112,26 +112,11 @@ func emitPartsKernel(k loop.KernelOp, entry string) (info *kernelInfo, text stri
 	for _, l := range comments {
 		sb.WriteString("// " + l + "\n")
 	}
-	fmt.Fprintf(&sb, ".visible .entry %s(\n", entry)
-	for i, arg := range k.Body().Entry().Args {
-		fmt.Fprintf(&sb, "\t.param .u64 %s,\t// %%%s: %s\n", param(i), argName(arg, i), arg.Type())
-	}
+	var startParams []string
 	for i := 1; i < n; i++ {
-		sep := ","
-		if i == n-1 {
-			sep = ""
-		}
-		fmt.Fprintf(&sb, "\t.param .u64 %s%s\t// the first CTA of part %d\n", param(nargs+i-1), sep, i)
+		startParams = append(startParams, fmt.Sprintf("the first CTA of part %d", i))
 	}
-	fmt.Fprintf(&sb, ")\n.reqntid %d, 1, 1\n{\n", block)
-	for _, d := range a.decls() {
-		sb.WriteString(d + "\n")
-	}
-	sb.WriteString("\n")
-	for _, l := range a.lines {
-		sb.WriteString(l + "\n")
-	}
-	sb.WriteString("}\n")
+	writeEntry(&sb, entry, k.Body().Entry().Args, startParams, block, a)
 	nbuf := int(k.NumInputs() + k.NumOutputs())
 	return &kernelInfo{
 		entry: entry, block: block, shared: shared, nargs: nargs, nextents: nargs - nbuf,
