@@ -64,10 +64,16 @@ func streamedBuffers(k loop.KernelOp) map[*ir.Value]bool {
 		return nil
 	}
 	heavy := false
+	vectorStored := map[*ir.Value]bool{}
 	k.Operation.Walk(func(op *ir.Operation) bool {
 		if heavyOps[op.Name()] && op.NumResults() == 1 {
 			if _, vec := op.Result(0).Type().(ir.VectorType); vec {
 				heavy = true
+			}
+		}
+		if op.Name() == loop.OpStore {
+			if _, vec := op.Operand(0).Type().(ir.VectorType); vec {
+				vectorStored[op.Operand(1)] = true
 			}
 		}
 		for i, v := range op.Operands() {
@@ -78,6 +84,13 @@ func streamedBuffers(k loop.KernelOp) map[*ir.Value]bool {
 		}
 		return true
 	})
+	// only vector stores stream (emitStore): a result stored element by
+	// element (a matmul's epilogue) has nothing to gain from a second body
+	for v := range out {
+		if !vectorStored[v] {
+			delete(out, v)
+		}
+	}
 	if heavy || len(out) == 0 {
 		return nil
 	}
