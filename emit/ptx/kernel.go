@@ -215,14 +215,14 @@ func (ke *kernelEmitter) text() string {
 	for _, line := range ke.plan.describe() {
 		sb.WriteString("// " + line + "\n")
 	}
-	writeEntry(&sb, ke.entry, ke.body.Args, ke.extraParams(), ke.plan.block, ke.a)
+	writeEntry(&sb, ke.entry, ke.body.Args, ke.extraParams(), ke.plan.block, ke.plan.cluster, ke.a)
 	return sb.String()
 }
 
 // writeEntry writes entry's signature (a .u64 parameter per argument,
-// then one per line of extra, which says what it is), its CTA size, and
-// the registers and body of a.
-func writeEntry(sb *strings.Builder, entry string, args []*ir.Value, extra []string, block int, a *asm) {
+// then one per line of extra, which says what it is), its CTA size, its
+// cluster size (when not 0), and the registers and body of a.
+func writeEntry(sb *strings.Builder, entry string, args []*ir.Value, extra []string, block, cluster int, a *asm) {
 	fmt.Fprintf(sb, ".visible .entry %s(\n", entry)
 	n := len(args) + len(extra)
 	for i := range n {
@@ -238,7 +238,11 @@ func writeEntry(sb *strings.Builder, entry string, args []*ir.Value, extra []str
 		}
 		fmt.Fprintf(sb, "\t.param .u64 %s_param_%d%s\t// %s\n", entry, i, sep, what)
 	}
-	fmt.Fprintf(sb, ")\n.reqntid %d, 1, 1\n{\n", block)
+	sb.WriteString(")\n")
+	if cluster > 0 {
+		fmt.Fprintf(sb, ".reqnctapercluster %d, 1, 1\n", cluster)
+	}
+	fmt.Fprintf(sb, ".reqntid %d, 1, 1\n{\n", block)
 	for _, d := range a.decls() {
 		sb.WriteString(d + "\n")
 	}

@@ -116,7 +116,7 @@ func emitPartsKernel(k loop.KernelOp, entry string) (info *kernelInfo, text stri
 	for i := 1; i < n; i++ {
 		startParams = append(startParams, fmt.Sprintf("the first CTA of part %d", i))
 	}
-	writeEntry(&sb, entry, k.Body().Entry().Args, startParams, block, a)
+	writeEntry(&sb, entry, k.Body().Entry().Args, startParams, block, 0, a)
 	nbuf := int(k.NumInputs() + k.NumOutputs())
 	return &kernelInfo{
 		entry: entry, block: block, shared: shared, nargs: nargs, nextents: nargs - nbuf,

@@ -75,6 +75,9 @@ type plan struct {
 	// thread 0 to the CTA
 	tickets, syncs []*ir.Operation
 	syncOff        int64
+	// cluster, when not 0, is the size of the thread-block clusters that
+	// are the groups of the resident split (clusterSize)
+	cluster int
 
 	// tensor-core form (tc.go) of a matmul kernel; tcWhy says why a
 	// matmul kernel keeps the scalar loops
@@ -128,6 +131,7 @@ func makePlan(ke *kernelEmitter) *plan {
 	pl.tickets, pl.syncs = syncOps(ke)
 	if len(pl.tickets)+len(pl.syncs) > 0 {
 		// one instance per CTA, in the groups form
+		pl.cluster = clusterSize(ke, pl.tickets, pl.syncs)
 		pl.planGroups(ke, gb)
 		return pl
 	}
@@ -543,7 +547,7 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 			op := append(pl.syncs, pl.tickets...)[0]
 			ke.fail(op, "is in a kernel whose plan puts %d instances in a CTA (groups of %d threads); tickets and group syncs need one instance per CTA", pl.rows, pl.group)
 		}
-		if len(pl.tickets) > 0 {
+		if len(pl.tickets) > 0 && pl.cluster == 0 {
 			pl.syncOff = alignUp(pl.shared, 16)
 			pl.shared = pl.syncOff + 16
 		}
@@ -881,7 +885,10 @@ func (pl *plan) describeLoops() []string {
 		return out
 	}
 	out := []string{fmt.Sprintf("Groups: %d thread(s) per instance, %d instance(s) per CTA of %d threads.", pl.group, pl.rows, pl.block)}
-	if len(pl.syncs) > 0 {
+	switch {
+	case pl.cluster > 0:
+		out = append(out, fmt.Sprintf("Resident split: one instance per CTA, a group of %d a thread-block cluster (the instance is the CTA's place in the grid, the group sync a cluster barrier), the buffers they exchange read with ld.global.cg.", pl.cluster))
+	case len(pl.syncs) > 0:
 		out = append(out, "Resident split: one instance per CTA, numbered by tickets; the instances of a group meet at a group sync (atomics on zeroed counters), the buffers they exchange read with ld.global.cg.")
 	}
 	var regs, shared []string

@@ -92,10 +92,12 @@ func residentRows(kinds ...string) func([]*geval.Tensor) {
 // log_softmax in the simulator against the loop interpreter: 1 to 3 rows
 // of extreme values, the CTAs started first to last and last to first
 // (and their threads), all at once or at most S or S+1 at a time (the
-// tickets keep that from deadlocking); every launch must leave its ticket
-// and group counters at zero (simRunFunc checks). The simulator runs a
-// CTA until it spins at the sync, so that one that did not wait would
-// read the partial results of instances that have not stored them.
+// tickets keep that from deadlocking; a cluster's CTAs start together);
+// every launch must leave its ticket and group counters at zero
+// (simRunFunc checks). The simulator runs a CTA until it spins at the
+// sync, so that one that did not wait would read the partial results of
+// instances that have not stored them. Groups of S = 4 run both as
+// thread-block clusters (the default) and with the counters.
 func TestSimulatedResident(t *testing.T) {
 	m := lower(t, residentSrc, residentPipeline, "h200")
 	text := ir.Print(m.Operation, ir.PrintOptions{})
@@ -103,7 +105,18 @@ func TestSimulatedResident(t *testing.T) {
 	require.Equal(t, 3, strings.Count(text, "loop.group_sync"))
 	require.Contains(t, text, "memref<?x4xf32, dram>")  // S = 4
 	require.Contains(t, text, "memref<?x16xf32, dram>") // S = 16
-	defer func() { simResident, simReverseCTAs, simReverseThreads = 0, false, false }()
+	files, err := emitted(m)
+	require.NoError(t, err)
+	var ptx strings.Builder
+	for _, f := range files {
+		ptx.WriteString(f.Text)
+	}
+	// the two groups of 4 are clusters; the group of 16 meets on counters
+	require.Equal(t, 2, strings.Count(ptx.String(), ".reqnctapercluster 4, 1, 1"))
+	require.Equal(t, 2, strings.Count(ptx.String(), "barrier.cluster.wait.acquire.aligned"))
+	require.Equal(t, 1, strings.Count(ptx.String(), "red.release.gpu.global.add.u32"))
+	counters := lower(t, residentSrc, residentPipeline, "h200")
+	defer func() { simResident, simReverseCTAs, simReverseThreads, clusterGroups = 0, false, false, true }()
 	rows := []struct {
 		n     int64
 		kinds []string
@@ -124,33 +137,41 @@ func TestSimulatedResident(t *testing.T) {
 			runSimCase(t, m, c, r.kinds[0] == "random")
 		})
 	}
-	for _, fn := range []string{"softmax", "log_softmax"} {
-		for ri, r := range rows {
-			for _, sched := range []struct {
-				resident int
-				reverse  bool
-			}{{0, false}, {0, true}, {4, false}, {5, true}} {
-				name := fmt.Sprintf("%s/rows%d_%s/resident=%d/reverse=%v", fn, r.n, strings.Join(r.kinds, "_"), sched.resident, sched.reverse)
-				if testing.Short() && (ri > 1 || sched.resident > 0) {
-					continue
+	for _, form := range []struct {
+		name string
+		m    ir.Module
+	}{{"clusters", m}, {"counters", counters}} {
+		for _, fn := range []string{"softmax", "log_softmax"} {
+			for ri, r := range rows {
+				for _, sched := range []struct {
+					resident int
+					reverse  bool
+				}{{0, false}, {0, true}, {4, false}, {5, true}} {
+					name := fmt.Sprintf("%s/%s/rows%d_%s/resident=%d/reverse=%v", form.name, fn, r.n, strings.Join(r.kinds, "_"), sched.resident, sched.reverse)
+					if testing.Short() && (ri > 1 || sched.resident > 0) {
+						continue
+					}
+					t.Run(name, func(t *testing.T) {
+						simResident, simReverseCTAs, simReverseThreads = sched.resident, sched.reverse, sched.reverse
+						clusterGroups = form.name == "clusters"
+						defer func() { simResident, simReverseCTAs, simReverseThreads, clusterGroups = 0, false, false, true }()
+						c := simCase{fn: fn, shapes: [][]int64{{r.n, 61440}}, ulps: 1, prepare: residentRows(r.kinds...)}
+						runSimCase(t, form.m, c, r.kinds[0] == "random")
+					})
 				}
-				t.Run(name, func(t *testing.T) {
-					simResident, simReverseCTAs, simReverseThreads = sched.resident, sched.reverse, sched.reverse
-					defer func() { simResident, simReverseCTAs, simReverseThreads = 0, false, false }()
-					c := simCase{fn: fn, shapes: [][]int64{{r.n, 61440}}, ulps: 1, prepare: residentRows(r.kinds...)}
-					runSimCase(t, m, c, r.kinds[0] == "random")
-				})
 			}
 		}
 	}
 }
 
-// With fewer CTAs at once than a group's instances, the first group never
-// completes: the simulator reports the deadlock rather than hanging.
+// With fewer CTAs at once than a group's instances meeting on counters,
+// the first group never completes: the simulator reports the deadlock
+// rather than hanging. (A cluster's CTAs start together.)
 func TestSimulatedResidentDeadlock(t *testing.T) {
+	clusterGroups = false
 	m := lower(t, residentSrc, residentPipeline, "h200")
 	simResident = 3
-	defer func() { simResident = 0 }()
+	defer func() { simResident, clusterGroups = 0, true }()
 	x := geval.NewTensor(ir.BF16, []int64{2, 61440})
 	_, err := simRunFunc(m, "softmax", []*geval.Tensor{x})
 	require.Error(t, err)

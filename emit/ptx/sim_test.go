@@ -55,13 +55,14 @@ type simInstr struct {
 	args   []simOpnd
 	text   string
 	target int // branch target
-	sync   int // 1: shfl, 2: bar
+	sync   int // 1: shfl, 2: bar, 3: barrier.cluster.arrive, 4: barrier.cluster.wait
 }
 
 type simEntry struct {
 	name    string
 	params  []string
 	reqntid int
+	cluster int // .reqnctapercluster (0: none)
 	code    []simInstr
 	nregs   int
 }
@@ -100,6 +101,17 @@ func parseSim(text string) (*simModule, error) {
 			continue
 		case inParams && line == ")":
 			inParams = false
+			continue
+		case strings.HasPrefix(line, ".reqnctapercluster"):
+			f := strings.Fields(strings.ReplaceAll(strings.TrimPrefix(line, ".reqnctapercluster"), ",", " "))
+			v, err := strconv.Atoi(f[0])
+			if err != nil {
+				return nil, err
+			}
+			if len(f) != 3 || f[1] != "1" || f[2] != "1" || v < 1 || v > 16 {
+				return nil, fmt.Errorf("line %d: the simulator runs clusters of 1 to 16 CTAs along x: %s", n+1, line)
+			}
+			cur.cluster = v
 			continue
 		case strings.HasPrefix(line, ".reqntid"):
 			f := strings.Fields(strings.ReplaceAll(strings.TrimPrefix(line, ".reqntid"), ",", " "))
@@ -173,6 +185,17 @@ func parseSim(text string) (*simModule, error) {
 			in.sync = 1
 		case "bar":
 			in.sync = 2
+		case "barrier":
+			// barrier.cluster.{arrive.release | wait.acquire}.aligned: the
+			// CTA's threads together, then the cluster's CTAs
+			switch strings.Join(in.parts[1:], ".") {
+			case "cluster.arrive.release.aligned":
+				in.sync = 3
+			case "cluster.wait.acquire.aligned":
+				in.sync = 4
+			default:
+				return nil, fmt.Errorf("line %d: %s: the simulator runs barrier.cluster.arrive.release.aligned and barrier.cluster.wait.acquire.aligned", n+1, opText)
+			}
 		}
 		if in.parts[0] == "bra" {
 			pending = append(pending, len(cur.code))
@@ -357,6 +380,9 @@ type simMemory struct {
 	// writes counts the stores and atomics to global memory (the
 	// scheduler's sign of progress)
 	writes int64
+	// arrivals counts, per cluster of the launch running, the CTAs'
+	// arrivals at its barrier
+	arrivals map[int]int
 }
 
 func newSimMemory() *simMemory { return &simMemory{base: 1 << 20} }
@@ -447,6 +473,14 @@ func (mod *simModule) launch(name string, grid int, shared int, params []uint64,
 	if limit <= 0 || limit > grid {
 		limit = grid
 	}
+	if e.cluster > 0 {
+		// a cluster's CTAs start together, or the launch fails
+		if grid%e.cluster != 0 {
+			return fmt.Errorf("%s: a grid of %d CTAs is not whole clusters of %d", name, grid, e.cluster)
+		}
+		limit = min(grid, (limit+e.cluster-1)/e.cluster*e.cluster)
+	}
+	mem.arrivals = map[int]int{}
 	start := func(cta int) *simCTA {
 		r := &simCTA{cta: cta, resume: make(chan bool), back: make(chan simMsg)}
 		go func() {
@@ -476,13 +510,17 @@ func (mod *simModule) launch(name string, grid int, shared int, params []uint64,
 	next, quiet := 0, 0
 	for {
 		progress := false
-		for len(live) < limit && next < grid {
-			cta := next
-			if simReverseCTAs {
-				cta = grid - 1 - next
+		// CTAs start in launch order as others finish, a cluster's
+		// together
+		for size := max(e.cluster, 1); len(live)+size <= limit && next < grid; {
+			for range size {
+				cta := next
+				if simReverseCTAs {
+					cta = grid - 1 - next
+				}
+				next++
+				live = append(live, start(cta))
 			}
-			next++
-			live = append(live, start(cta))
 			progress = true
 		}
 		if len(live) == 0 {
@@ -625,11 +663,12 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 		if progress {
 			continue
 		}
-		atBar, live := 0, 0
+		atBar, live, kind := 0, 0, 0
 		for _, t := range threads {
 			if !t.done {
 				live++
-				if t.blocked == 2 {
+				if t.blocked >= 2 && (kind == 0 || t.blocked == kind) {
+					kind = t.blocked
 					atBar++
 				}
 			}
@@ -639,7 +678,17 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 		}
 		if atBar == live {
 			if live != n {
-				panic("bar.sync with exited threads")
+				panic(fmt.Sprintf("%s with exited threads", e.code[threads[0].pc].op))
+			}
+			switch kind {
+			case 3: // the CTA arrives at its cluster's barrier
+				mem.arrivals[cta/max(e.cluster, 1)]++
+				mem.writes++
+			case 4: // it waits for the cluster's other CTAs
+				ctx.waits++
+				for mem.arrivals[cta/max(e.cluster, 1)] < ctx.waits*max(e.cluster, 1) {
+					ctx.yield(threads[0].pc)
+				}
 			}
 			for _, t := range threads {
 				t.blocked = 0
@@ -653,6 +702,7 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 
 type simCtx struct {
 	yield  func(pc int) // gives the turn back to the scheduler
+	waits  int          // the cluster barriers the CTA has waited at
 	e      *simEntry
 	cta    int
 	grid   int

@@ -42,11 +42,59 @@ import (
 // results the instances exchange) are ld.global.cg: from L2, never a line
 // of L1 read before another SM's store.
 //
+// Where a group is at most maxCluster instances, numbered as the lowering
+// numbers them (group = ticket / S, the grid 0, 1, ... its instances), the
+// group is a thread-block cluster instead (sm_90): the entry declares
+// `.reqnctapercluster S, 1, 1`, the instance is the CTA's place in the
+// grid (the hardware starts a cluster's S consecutive CTAs together, so
+// no ticket is needed to keep a group's instances running), and the
+// group sync is the cluster's barrier, whose release and acquire order the
+// instances' stores before the others' loads, with no counters:
+//
+//	barrier.cluster.arrive.release.aligned;
+//	barrier.cluster.wait.acquire.aligned;
+//
 // One instance per CTA: tickets number the CTAs that run the instances,
 // and the group's instances wait for each other, so a CTA must not hold
 // two of them (the plan fails where it would). The launcher gives every
 // instance its own CTA: in a grid-stride loop a CTA's second instance
 // could be the one its first waits for.
+
+// maxCluster is the largest portable cluster size of sm_90: groups of more
+// instances meet through the atomic counters.
+const maxCluster = 8
+
+// clusterGroups makes groups of at most maxCluster instances clusters
+// (tests turn it off to run the counters' form on small groups).
+var clusterGroups = true
+
+// clusterSize is the cluster size of a resident split whose groups can be
+// thread-block clusters (0: they cannot): one ticket numbering the
+// instances of a grid from 0 by 1, and one group sync whose group is the
+// ticket divided by its size S, a constant from 2 to maxCluster.
+func clusterSize(ke *kernelEmitter, tickets, syncs []*ir.Operation) int {
+	if !clusterGroups || len(tickets) != 1 || len(syncs) != 1 {
+		return 0
+	}
+	lb, ok1 := staticIndex(ke.grid.Lower())
+	step, ok2 := staticIndex(ke.grid.Step())
+	if !ok1 || !ok2 || lb != 0 || step != 1 {
+		return 0
+	}
+	g := loop.GroupSyncOp{Operation: syncs[0]}
+	size, ok := staticIndex(g.Size())
+	if !ok || size < 2 || size > maxCluster {
+		return 0
+	}
+	div, ok := loop.AsDivi(g.Group().DefiningOp())
+	if !ok || div.Operand(0) != tickets[0].Result(0) {
+		return 0
+	}
+	if d, ok := staticIndex(div.Operand(1)); !ok || d != size {
+		return 0
+	}
+	return int(size)
+}
 
 // syncOps lists the loop.ticket and loop.group_sync ops of a kernel,
 // failing on any outside the top level of the grid's body.
@@ -102,6 +150,14 @@ func (ke *kernelEmitter) ticket(op *ir.Operation) {
 	a := ke.a
 	t := loop.TicketOp{Operation: op}
 	b := ke.counterBuffer(op, t.Counter())
+	if ke.plan.cluster > 0 {
+		// the instance of the grid (clusterSize: from 0 by 1)
+		iv := ke.grid.Body().Entry().Args[0]
+		a.comment("loop.ticket: the instance is the CTA's place in the grid (its cluster's CTAs run together)")
+		ke.ixs[op.Result(0)] = ke.ix(iv)
+		ke.mults[op.Result(0)] = 1
+		return
+	}
 	count := ke.ix(t.Count())
 	last := ke.u32Of(ke.ixAdd(count, constIx(-1)))
 	t0 := ke.threadZero()
@@ -125,6 +181,12 @@ func (ke *kernelEmitter) groupSync(op *ir.Operation) {
 	a := ke.a
 	g := loop.GroupSyncOp{Operation: op}
 	b := ke.counterBuffer(op, g.Counters())
+	if ke.plan.cluster > 0 {
+		a.comment("loop.group_sync: the group is the CTA's cluster; its barrier orders every thread's stores before the loads after it")
+		a.raw(nil, false, "barrier.cluster.arrive.release.aligned")
+		a.raw(nil, false, "barrier.cluster.wait.acquire.aligned")
+		return
+	}
 	// everything thread 0 uses is computed before it branches off alone
 	// (addresses computed here may be reused by every thread later)
 	group := ke.ixReg(ke.ix(g.Group()))

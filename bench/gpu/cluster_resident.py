@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""A resident split whose group is a thread-block cluster (an experiment).
+
+    python3 bench/gpu/cluster_resident.py DIR[:S] ...
+
+DIR is `tfc --emit=ptx` of bench/gpu/workloads/softmax_256000.tir lowered with
+lower-to-loops{resident=true,resident-bytes=N}, so that its last kernel
+(softmax_k3) is a resident split of S programs per row (S = 8: N = 131072;
+S = 16: N = 65536). The script rewrites that kernel's PTX so that the S CTAs
+of a row are one cluster (sm_90):
+
+  - `.reqnctapercluster S, 1, 1` (S > 8 is a non-portable size, allowed
+    with cuFuncSetAttribute);
+  - the instance is the CTA's place in the grid, not a loop.ticket (a
+    cluster's CTAs are consecutive and run together);
+  - loop.group_sync is `barrier.cluster.arrive.release` and
+    `barrier.cluster.wait.acquire` instead of the atomic counters;
+
+and times it beside a copy of the same bytes and the tfc modules as emitted,
+4096 rows of 256000 bf16, with the error against torch.softmax in f32.
+"""
+import importlib.util
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+import torch
+from triton.testing import do_bench
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def clusterize(ptx, s):
+    """The PTX with softmax_k3 a cluster of s CTAs per row."""
+    start = ptx.index(".visible .entry softmax_k3(")
+    head, k = ptx[:start], ptx[start:]
+    k = k.replace(".reqntid", ".reqnctapercluster %d, 1, 1\n.reqntid" % s, 1)
+    # the ticket: the instance is the round's grid index (%rd31, one
+    # instance per CTA)
+    k, n = re.subn(r"\t// loop\.ticket:.*?ld\.shared\.b32 \t(%r\d+), \[%rd\d+\+\d+\];\n",
+                   lambda m: "\t// the instance: the CTA's place in the grid\n\tcvt.u32.u64 \t%s, %%rd31;\n" % m.group(1),
+                   k, count=1, flags=re.S)
+    assert n == 1, "no loop.ticket in softmax_k3"
+    # the group sync: a cluster barrier
+    k, n = re.subn(r"\t// loop\.group_sync:.*?\$L_softmax_k3_2:\n\t// the group's stores are visible to every thread of the CTA\n\tbar\.sync \t0;\n",
+                   "\t// the row's CTAs: a cluster barrier (release, acquire)\n"
+                   "\tbarrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n",
+                   k, count=1, flags=re.S)
+    assert n == 1, "no loop.group_sync in softmax_k3"
+    # the departure counters are not used
+    k, n = re.subn(r"\t// loop\.group_sync's departure:.*?st\.global\.b32 \t\[%rd\d+\+4\], 0;\n", "", k, count=1, flags=re.S)
+    assert n == 1, "no departure in softmax_k3"
+    return head + k
+
+
+def load(folder, name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "softmax.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    rows, cols = 4096, 256000
+    torch.manual_seed(0)
+    x = (torch.randn(rows, cols, device="cuda") * 3).to(torch.bfloat16)
+    ref = torch.softmax(x.float(), -1)
+    moved = 2 * x.numel() * x.element_size()
+    out = torch.empty_like(x)
+    ms_copy = do_bench(lambda: out.copy_(x), warmup=25, rep=200, return_mode="median")
+    print(f"{torch.cuda.get_device_name()}: softmax over {rows} x {cols} bf16, {moved / 1e9:.2f} GB moved")
+    print(f"{'form':40s} {'ms':>8s} {'TB/s':>6s} {'/copy':>6s} {'max err':>9s}")
+    print(f"{'copy':40s} {ms_copy:8.3f} {moved / ms_copy / 1e9:6.2f} {1.0:6.2f}")
+    forms = []
+    for i, arg in enumerate(sys.argv[1:]):
+        folder, _, s = arg.partition(":")
+        forms.append(("tfc %s" % os.path.basename(folder.rstrip("/")), load(folder, "tfc%d" % i)))
+        if s:
+            tmp = tempfile.mkdtemp()
+            shutil.copy(os.path.join(folder, "softmax.py"), tmp)
+            with open(os.path.join(folder, "softmax.ptx")) as f:
+                ptx = clusterize(f.read(), int(s))
+            with open(os.path.join(tmp, "softmax.ptx"), "w") as f:
+                f.write(ptx)
+            mod = load(tmp, "cluster%d" % i)
+            if int(s) > 8:
+                orig = mod._functions
+
+                def functions(device, orig=orig, mod=mod):
+                    fns = orig(device)
+                    # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+                    mod._check(mod._libcuda().cuFuncSetAttribute(fns["softmax_k3"], 14, 1), "non-portable cluster")
+                    return fns
+                mod._functions = functions
+            forms.append(("cluster of %s, %s" % (s, os.path.basename(folder.rstrip("/"))), mod))
+    for name, mod in forms:
+        try:
+            got = mod.softmax(x)
+            torch.cuda.synchronize()
+            err = (got.float() - ref).abs().max().item()
+            ms = do_bench(lambda: mod.softmax(x), warmup=25, rep=200, return_mode="median")
+            print(f"{name:40s} {ms:8.3f} {moved / ms / 1e9:6.2f} {ms_copy / ms:6.2f} {err:9.2e}", flush=True)
+        except Exception as e:  # a form that fails is a finding, not a stop
+            print(f"{name:40s} failed: {type(e).__name__}: {str(e)[:400]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
