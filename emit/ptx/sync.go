@@ -70,20 +70,22 @@ var clusterGroups = true
 
 // clusterSize is the cluster size of a resident split whose groups can be
 // thread-block clusters (0: they cannot): one ticket numbering the
-// instances of a grid from 0 by 1, and one group sync whose group is the
-// ticket divided by its size S, a constant from 2 to maxCluster.
+// instances of a grid from 0 by 1 (its count the grid's upper bound), and
+// one group sync whose group is the ticket divided by its size S, a
+// constant from 2 to maxCluster of which the instance count is a multiple
+// (a product with S), so that the grid is whole clusters.
 func clusterSize(ke *kernelEmitter, tickets, syncs []*ir.Operation) int {
 	if !clusterGroups || len(tickets) != 1 || len(syncs) != 1 {
 		return 0
 	}
 	lb, ok1 := staticIndex(ke.grid.Lower())
 	step, ok2 := staticIndex(ke.grid.Step())
-	if !ok1 || !ok2 || lb != 0 || step != 1 {
+	if !ok1 || !ok2 || lb != 0 || step != 1 || (loop.TicketOp{Operation: tickets[0]}).Count() != ke.grid.Upper() {
 		return 0
 	}
 	g := loop.GroupSyncOp{Operation: syncs[0]}
 	size, ok := staticIndex(g.Size())
-	if !ok || size < 2 || size > maxCluster {
+	if !ok || size < 2 || size > maxCluster || !productWith(ke.grid.Upper(), size) {
 		return 0
 	}
 	div, ok := loop.AsDivi(g.Group().DefiningOp())
@@ -94,6 +96,21 @@ func clusterSize(ke *kernelEmitter, tickets, syncs []*ir.Operation) int {
 		return 0
 	}
 	return int(size)
+}
+
+// productWith reports whether index v is a loop.muli with the constant c
+// as one of its operands.
+func productWith(v *ir.Value, c int64) bool {
+	mul := v.DefiningOp()
+	if mul == nil || mul.Name() != loop.OpMuli {
+		return false
+	}
+	for _, o := range mul.Operands() {
+		if n, ok := staticIndex(o); ok && n == c {
+			return true
+		}
+	}
+	return false
 }
 
 // syncOps lists the loop.ticket and loop.group_sync ops of a kernel,
