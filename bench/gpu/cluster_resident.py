@@ -3,21 +3,25 @@
 
     python3 bench/gpu/cluster_resident.py DIR[:S] ...
 
-DIR is `tfc --emit=ptx` of bench/gpu/workloads/softmax_256000.tir lowered with
-lower-to-loops{resident=true,resident-bytes=N}, so that its last kernel
-(softmax_k3) is a resident split of S programs per row (S = 8: N = 131072;
-S = 16: N = 65536). The script rewrites that kernel's PTX so that the S CTAs
-of a row are one cluster (sm_90):
+Times the softmax(s) of each DIR/softmax.py (a tfc module of
+bench/gpu/workloads/softmax_256000.tir: PTX or Triton) beside a copy of the
+same bytes, 4096 rows of 256000 bf16, with the error against torch.softmax
+in f32. Built where Go is, e.g. (PIPE the -O2 pipeline with
+lower-to-loops{resident=true,resident-bytes=N}):
 
-  - `.reqnctapercluster S, 1, 1` (S > 8 is a non-portable size, allowed
-    with cuFuncSetAttribute);
-  - the instance is the CTA's place in the grid, not a loop.ticket (a
-    cluster's CTAs are consecutive and run together);
+    tfc --emit=ptx --target=h200 --pass-pipeline=PIPE -o .bin/cl8 W.tir     # N = 131072: S = 8, clusters
+    tfc --emit=ptx --target=h200 --pass-pipeline=PIPE -o .bin/res16 W.tir   # N = 65536: S = 16, counters
+    tfc --emit=triton --target=h200 --pass-pipeline=PIPE -o .bin/tri8/softmax.py W.tir
+
+tfc makes a group of at most 8 a cluster itself (emit/ptx/sync.go). DIR:S
+also times a copy of DIR's PTX whose resident kernel (softmax_k3) is
+rewritten here into clusters of S, for sizes tfc leaves on counters (S = 16,
+a non-portable size, allowed with cuFuncSetAttribute):
+
+  - `.reqnctapercluster S, 1, 1`;
+  - the instance is the CTA's place in the grid, not a loop.ticket;
   - loop.group_sync is `barrier.cluster.arrive.release` and
-    `barrier.cluster.wait.acquire` instead of the atomic counters;
-
-and times it beside a copy of the same bytes and the tfc modules as emitted,
-4096 rows of 256000 bf16, with the error against torch.softmax in f32.
+    `barrier.cluster.wait.acquire` instead of the atomic counters.
 """
 import importlib.util
 import os
