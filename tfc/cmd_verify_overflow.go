@@ -30,6 +30,16 @@ const (
 	naivePipeline     = "canonicalize,cse,decompose,fuse,canonicalize,cse,dce"
 )
 
+// buildNative compiles src through pipeline (compileForCPU) into a native
+// module built with toolchain tc.
+func buildNative(tc *cpurt.Toolchain, file, src, pipeline string) (*cpurt.Module, error) {
+	m, err := compileForCPU(file, src, pipeline)
+	if err != nil {
+		return nil, err
+	}
+	return cpurt.CompileModule(m, cpurt.Options{Toolchain: tc})
+}
+
 // compileForCPU parses src and runs pipeline and the CPU lowering on it,
 // with exact rounding: the verify commands show what a formula does in its
 // element type, op by op, as eager evaluation computes it (the default
@@ -271,11 +281,7 @@ func verifyOverflowCommand(args []string, sio *stdio) int {
 		return exitFailure
 	}
 	build := func(src, pipeline string) (*cpurt.Module, error) {
-		m, err := compileForCPU("verify-overflow.tir", src, pipeline)
-		if err != nil {
-			return nil, err
-		}
-		return cpurt.CompileModule(m, cpurt.Options{Toolchain: tc})
+		return buildNative(tc, "verify-overflow.tir", src, pipeline)
 	}
 	naiveBin, err := build(naiveSrc.String(), naivePipeline)
 	if err != nil {

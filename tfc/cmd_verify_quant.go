@@ -157,11 +157,7 @@ func verifyQuantCommand(args []string, sio *stdio) int {
 		legalSrc.WriteString(quantFuncText(fmt.Sprintf("q%d", i), legal, c, n))
 	}
 	build := func(src, pipeline string) (*cpurt.Module, error) {
-		m, err := compileForCPU("verify-quant.tir", src, pipeline)
-		if err != nil {
-			return nil, err
-		}
-		return cpurt.CompileModule(m, cpurt.Options{Toolchain: tc})
+		return buildNative(tc, "verify-quant.tir", src, pipeline)
 	}
 	naiveBin, err := build(naiveSrc.String(), naivePipeline)
 	if err != nil {
