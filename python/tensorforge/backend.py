@@ -125,17 +125,130 @@ def decide_matmul(gm, opts):
     return bool(rows), None
 
 
+def _symbolic(d):
+    """The sympy expression of a symbolic extent, else None: a SymInt's
+    (torch 2), a SymIntNode's Python object's (torch 1.13)."""
+    expr = getattr(getattr(d, "node", None), "expr", None)
+    if expr is None and hasattr(d, "get_pyobj"):
+        expr = getattr(d.get_pyobj(), "expr", None)
+    return expr
+
+
+def row_counter(gm, limit=None):
+    """Where the graph's mm, addmm and bmm have rows of run-time extent: a
+    function of the graph's inputs (in placeholder order) that gives the
+    largest row count of its matmuls, or None where some row count is not a
+    function of the inputs' extents (a symbol no input's size or SymInt
+    argument binds) or, with limit, where a static row count exceeds it (the
+    count could never be within it).
+
+    Dynamo records a SymInt for a dynamic extent, whose expression (sympy)
+    is in symbols that the placeholders bind: a SymInt argument, or an
+    extent of an input tensor."""
+    rows, dynamic = [], False
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or optable._key(n.target) not in _MATMULS:
+            continue
+        val = n.meta.get("val")
+        shape = getattr(val, "shape", None)
+        if shape is None or len(shape) < 2:
+            return None
+        m = shape[-2]
+        if isinstance(m, int):
+            if limit is not None and m > limit:
+                return None
+            rows.append(int(m))
+            continue
+        expr = _symbolic(m)
+        if expr is None:
+            return None
+        rows.append(expr)
+        dynamic = True
+    if not dynamic:
+        return None
+    binds = {}  # symbol -> (placeholder index, dim or None for a SymInt argument)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, p in enumerate(placeholders):
+        val = p.meta.get("val")
+        expr = _symbolic(val)
+        if expr is not None:
+            if getattr(expr, "is_Symbol", False):
+                binds.setdefault(expr, (i, None))
+            continue
+        for d, ext in enumerate(getattr(val, "shape", ())):
+            e = _symbolic(ext)
+            if e is not None and getattr(e, "is_Symbol", False):
+                binds.setdefault(e, (i, d))
+    for r in rows:
+        if not isinstance(r, int) and not set(r.free_symbols) <= set(binds):
+            return None
+
+    def count(args):
+        env = {}
+        for sym, (i, d) in binds.items():
+            env[sym] = int(args[i]) if d is None else int(args[i].shape[d])
+        return max(r if isinstance(r, int) else int(r.xreplace(env)) for r in rows)
+    return count
+
+
+class RowDispatch:
+    """Two compilations of one graph whose matmuls' row count is known only at
+    run time (matmul="auto"): ``small`` with TensorForge's matmuls, for at
+    most ``limit`` rows (decode batches), ``large`` with cuBLAS's. Both
+    compute the same function; the choice, made per call from the inputs'
+    extents (``rows``), only decides which is faster."""
+
+    def __init__(self, rows, limit, small, large):
+        self.rows, self.limit = rows, limit
+        self.small, self.large = small, large
+
+    def __call__(self, *args):
+        if self.rows(args) <= self.limit:
+            return self.small(*args)
+        return self.large(*args)
+
+    @property
+    def log(self):
+        return self.large.log
+
+    @property
+    def tir(self):
+        return self.large.tir
+
+
+def _copy_graph(gm):
+    """A GraphModule of a copy of gm's graph (node metadata shared), owned by gm's root."""
+    g = torch.fx.Graph()
+    out = g.graph_copy(gm.graph, {})
+    g.output(out)
+    return torch.fx.GraphModule(gm, g)
+
+
 def compile_aten(gm, example_inputs, options=None):
     """Compile the supported regions of an ATen-level inference graph."""
     opts = options if isinstance(options, Options) else Options.from_dict(options)
     _ensure_meta(gm, example_inputs)
+    limit = config.AUTO_MATMUL_ROWS
+    rows = row_counter(gm, limit) if opts.auto_matmul_applies() else None
+    if rows is not None:
+        small = _compile_aten(_copy_graph(gm), example_inputs, opts, matmul=(True, None))
+        why = ("matmul stays in PyTorch (cuBLAS) for calls of more than %d rows: the matmuls' rows are known "
+               "only at run time, so matmul=\"auto\" compiles the graph twice, with TensorForge's matmuls for "
+               "at most %d rows (decode) and without them beyond" % (limit, limit))
+        large = _compile_aten(gm, example_inputs, opts, matmul=(False, why))
+        return RowDispatch(rows, limit, small, large)
+    return _compile_aten(gm, example_inputs, opts)
+
+
+def _compile_aten(gm, example_inputs, opts, matmul=None):
+    """compile_aten of one graph; matmul, when given, is decide_matmul's answer."""
     fxpasses.reinplace_input_updates(gm)
     fxpasses.splits_as_slices(gm)
     fxpasses.fills_as_cat(gm)
     fxpasses.rotate_half_as_roll(gm)
     fxpasses.sink_transposes(gm)
     fxpasses.cse_views(gm)
-    matmul, why_not = decide_matmul(gm, opts)
+    matmul, why_not = matmul if matmul is not None else decide_matmul(gm, opts)
     if matmul:
         fxpasses.sink_matmul_views(gm)
         fxpasses.hoist_matmul_views(gm)

@@ -28,7 +28,8 @@ class Options:
                  "auto" (the default): compiled in a graph whose matmuls all have at most
                  AUTO_MATMUL_ROWS rows of static extent (decode), with the triton emitter,
                  where TensorForge's skinny kernels are measured at or above cuBLAS; left to
-                 cuBLAS elsewhere (prefill, run-time row counts, ptx, cpu)
+                 cuBLAS elsewhere (prefill, ptx, cpu); a graph whose rows are known only at
+                 run time is compiled both ways, each call taking one by its row count
     tune_cache:  a tuning cache written by `tfc --tune` (matmul launch configurations measured
                  on the GPU), passed to tfc as --tune-cache; emitter triton only
     """

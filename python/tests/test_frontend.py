@@ -649,6 +649,61 @@ class FrontendTest(unittest.TestCase):
             Options(target="cpu", matmul="yes")
         with self.assertRaisesRegex(ValueError, 'matmul must be True, False or "auto"'):
             Options(target="cpu", matmul=1)
+    def test_matmul_auto_dispatches_on_run_time_rows(self):
+        # matmul="auto" on a graph whose matmuls' rows are known only at run
+        # time (a decode batch that varies): two compilations, TensorForge's
+        # matmuls for at most AUTO_MATMUL_ROWS rows and cuBLAS's beyond,
+        # chosen per call from the inputs' extents
+        from unittest import mock
+
+        from tensorforge import backend, config
+        from tensorforge.config import Options
+
+        mm = lambda x, w: torch.mm(x, w.t())  # noqa: E731
+        dyn = backend.trace(mm, torch.randn(5, 16), torch.randn(32, 16), dynamic=True)
+        count = backend.row_counter(dyn)
+        self.assertIsNotNone(count)
+        self.assertEqual(count((torch.randn(7, 16), torch.randn(32, 16))), 7)
+        self.assertEqual(count((torch.randn(300, 16), torch.randn(32, 16))), 300)
+        # static rows need no counter
+        self.assertIsNone(backend.row_counter(backend.trace(mm, torch.randn(5, 16), torch.randn(32, 16))))
+        # two matmuls: the larger row count
+        both = backend.trace(lambda x, y, w: (torch.mm(x, w.t()), torch.mm(y, w.t())),
+                             torch.randn(5, 16), torch.randn(40, 16), torch.randn(32, 16), dynamic=True)
+        self.assertEqual(backend.row_counter(both)((torch.randn(3, 16), torch.randn(9, 16), torch.randn(32, 16))), 9)
+        # a static row count beyond the limit: the count could never be within it
+        mm2 = [n for n in both.graph.nodes if n.op == "call_function" and "mm" in str(n.target)][1]
+        mm2.meta["val"] = torch.empty(40, 32)
+        self.assertIsNone(backend.row_counter(both, 32))
+        self.assertEqual(backend.row_counter(both, 64)((torch.randn(3, 16), torch.randn(9, 16), torch.randn(32, 16))), 40)
+        # the two compilations and the choice, on the cpu target (where "auto"
+        # does not apply: forced here, the row count given by the test)
+        rows = {"n": 0}
+        ins = (torch.randn(1, 4, 16),)
+        mod = SwiGLU(16, 32).eval()
+        with torch.no_grad():
+            want = mod(*ins)
+        gm = backend.trace(mod, *ins)
+        with mock.patch.object(Options, "auto_matmul_applies", lambda self: True), \
+                mock.patch.object(backend, "row_counter", lambda gm, limit=None: lambda args: rows["n"]):
+            compiled = backend.compile_aten(gm, ins, Options(**self.opts()))
+        self.assertIsInstance(compiled, backend.RowDispatch)
+        self.assertEqual(compiled.limit, config.AUTO_MATMUL_ROWS)
+        self.assertIn("graph.matmul", compiled.small.tir)
+        self.assertNotIn("graph.matmul", compiled.large.tir)
+        reasons = {op: r for _, op, r in compiled.log.fallbacks}
+        self.assertIn("for calls of more than %d rows" % config.AUTO_MATMUL_ROWS, reasons["aten.mm.default"])
+        calls = []
+        small, large = compiled.small, compiled.large
+        compiled.small = lambda *a: calls.append("small") or small(*a)
+        compiled.large = lambda *a: calls.append("large") or large(*a)
+        for n in (1, config.AUTO_MATMUL_ROWS, config.AUTO_MATMUL_ROWS + 1):
+            rows["n"] = n
+            with torch.no_grad():
+                got = compiled(*ins)
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+        self.assertEqual(calls, ["small", "small", "large"])
+
     def test_residual_add_becomes_the_matmuls_epilogue(self):
         # h + down_proj(...) with h the graph's own value, read by nothing
         # after the add: addmm_ in place on h (cuBLAS adds it), no add kernel
