@@ -154,12 +154,14 @@ def row_counter(gm, limit=None):
         if shape is None or len(shape) < 2:
             return None
         m = shape[-2]
+        expr = _symbolic(m)
+        if expr is not None and getattr(expr, "is_number", False):
+            m = int(expr)  # an extent a guard fixed
         if isinstance(m, int):
             if limit is not None and m > limit:
                 return None
             rows.append(int(m))
             continue
-        expr = _symbolic(m)
         if expr is None:
             return None
         rows.append(expr)
@@ -203,9 +205,11 @@ class RowDispatch:
         self.small, self.large = small, large
 
     def __call__(self, *args):
-        if self.rows(args) <= self.limit:
-            return self.small(*args)
-        return self.large(*args)
+        try:
+            small = self.rows(args) <= self.limit
+        except (TypeError, ValueError, IndexError, AttributeError):
+            small = False  # inputs the counter cannot read: the graph that suits any size
+        return self.small(*args) if small else self.large(*args)
 
     @property
     def log(self):
