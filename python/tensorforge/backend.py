@@ -229,7 +229,9 @@ def _copy_graph(gm):
 
 
 def compile_aten(gm, example_inputs, options=None):
-    """Compile the supported regions of an ATen-level inference graph."""
+    """Compile the supported regions of an ATen-level inference graph: once, or,
+    under matmul="auto" where the matmuls' rows are known only at run time,
+    twice (with and without TensorForge's matmuls, RowDispatch)."""
     opts = options if isinstance(options, Options) else Options.from_dict(options)
     _ensure_meta(gm, example_inputs)
     limit = config.AUTO_MATMUL_ROWS
