@@ -38,6 +38,20 @@ for f in bench/gpu/workloads/*.tir; do
   fi
   echo "$out/$name.py"
 done
+
+# softmax over rows of 256000 as a resident split (lower-to-loops{resident=true},
+# not the default): Triton's groups of 32 meet on counters, PTX's of 8 (splits
+# of 32000) are thread-block clusters
+resident='canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true%s},sram-alloc'
+"$tfc" --pass-pipeline="$(printf "$resident" "")" --emit=triton --target=h200 \
+  bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_resident.py"
+check "$out/softmax_256000_resident.py"
+if [ "$ptx" = yes ]; then
+  rm -rf "$out/softmax_256000_resident.ptx"
+  "$tfc" --pass-pipeline="$(printf "$resident" ",resident-bytes=131072")" --emit=ptx --target=h200 \
+    bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_resident.ptx"
+fi
+echo "$out/softmax_256000_resident.py"
 # the programs of selftest.py
 for f in bench/gpu/selftest/*.tir; do
   name=selftest_$(basename "$f" .tir)
@@ -51,7 +65,8 @@ for f in bench/gpu/selftest/*.tir; do
   echo "$out/$name.py"
 done
 
-# workload (as run.py names it), file, extent of its '?' dimension
+# workload (as run.py names it), file, extent of its '?' dimension (and
+# "resident" for the resident split's pipeline)
 shapes="
 add_rmsnorm_4096x8192 add_rmsnorm_8192 4096
 add_rmsnorm_16384x8192 add_rmsnorm_8192 16384
@@ -78,6 +93,7 @@ decode_${op}_${t}x$d ${op}_$d $t"
   done
 done
 shapes="$shapes
+softmax_resident_4096x256000 softmax_256000 4096 resident
 cross_entropy_4096x151936 cross_entropy_151936 4096
 decode_cross_entropy_1x151936 cross_entropy_151936 1
 decode_cross_entropy_16x151936 cross_entropy_151936 16
@@ -94,9 +110,13 @@ done
 {
   echo "{"
   sep=""
-  while read -r name file extent; do
+  while read -r name file extent pipe; do
     [ -n "$name" ] || continue
-    bytes=$("$tfc" memory-traffic "bench/gpu/workloads/$file.tir" --target=h200 --dynamic-extent="$extent" |
+    args=()
+    if [ "$pipe" = resident ]; then
+      args=(--pass-pipeline="$(printf "$resident" "")")
+    fi
+    bytes=$("$tfc" memory-traffic "bench/gpu/workloads/$file.tir" --target=h200 --dynamic-extent="$extent" "${args[@]}" |
       sed -n 's/^total: [0-9]* B before fusion, \([0-9]*\) B after.*/\1/p')
     [ -n "$bytes" ] || { echo "build.sh: no prediction for $name" >&2; exit 1; }
     printf '%s  "%s": %s' "$sep" "$name" "$bytes"

@@ -300,6 +300,11 @@ for D in (32000, 256000):
         for T in (1, 4, 16):
             WORKLOADS.append(Workload(f"decode_{op}_{T}x{D}", f"{op}_{D}", op, (lambda T=T, D=D: (randn(T, D, scale=50.0),)),
                                       eager, ref, decode=True))
+# the same softmax as a resident split (not the default; build.sh): a row of
+# 256000 across a group of programs that each keep their split on chip
+WORKLOADS.append(Workload("softmax_resident_4096x256000", "softmax_256000_resident", "softmax",
+                          lambda: (randn(4096, 256000, scale=50.0),), eager_softmax, ref_softmax,
+                          extremes=lambda: extreme_rows(256000)))
 # cross-entropy over Qwen's vocabulary: per-row losses
 for T in (4096, 1, 16):
     WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"cross_entropy_{T}x151936", "cross_entropy_151936",
