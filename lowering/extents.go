@@ -101,6 +101,11 @@ func (e *extentEnv) resultDim(op *ir.Operation, r *ir.Value, d int) *ir.Value {
 	switch op.Name() {
 	case graph.OpRoll:
 		return e.dim(op.Operand(0), d) // the operand's shape
+	case graph.OpSlice:
+		// a size of -1: the operand's whole dimension
+		if sizes := (graph.SliceOp{Operation: op}).Sizes(); d < len(sizes) && sizes[d] == -1 {
+			return e.dim(op.Operand(0), d)
+		}
 	case graph.OpGather:
 		return e.dim(op.Operand(1), d) // the index tensor's shape
 	case graph.OpTranspose:

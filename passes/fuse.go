@@ -1055,7 +1055,7 @@ func tileAligned(op *ir.Operation) bool {
 			if len(strides) == n && strides[d] != 1 {
 				return false
 			}
-			if d < n-1 && (off[d] != 0 || sizes[d] != in[d]) {
+			if d < n-1 && (off[d] != 0 || (sizes[d] != in[d] && sizes[d] != -1)) {
 				return false
 			}
 		}

@@ -4220,7 +4220,7 @@ func (op SliceOp) Offsets() []int64 {
 	return v
 }
 
-// Sizes returns attribute sizes: the extent in each dimension.
+// Sizes returns attribute sizes: the extent in each dimension; -1: the whole dimension (offset 0, stride 1), static or `?`.
 func (op SliceOp) Sizes() []int64 {
 	v, _ := ods.GetIntArray(op.Operation, "sizes")
 	return v

@@ -91,8 +91,12 @@ func verifyBroadcastTo(op *ir.Operation) error {
 // inferSlice: `%y = graph.slice %x {offsets = [0, 2], sizes = [4, 4]} : (tensor<4x8xf32>) -> tensor<4x4xf32>`.
 //
 //	attribute 'offsets' must have one entry per dimension (2), but has 1
-//	attribute 'sizes' has negative entry -1 for dimension 0
+//	attribute 'sizes' has negative entry -2 for dimension 0
 //	slice of dimension 1 (offset 6, size 4) exceeds its extent 8
+//	a size of -1 takes all of dimension 0 from offset 0 with stride 1, but its offset is 2
+//
+// A size of -1 takes the whole dimension: the result has the operand's
+// extent there, static or `?`.
 func inferSlice(op *ir.Operation) ([]ir.Type, error) {
 	in, s := operandType(op, 0), SliceOp{op}
 	offsets, sizes := s.Offsets(), s.Sizes()
@@ -104,7 +108,7 @@ func inferSlice(op *ir.Operation) ([]ir.Type, error) {
 			return nil, ir.OpError(op, "attribute '%s' must have one entry per dimension (%d), but has %d", attr.name, in.Rank(), len(attr.values))
 		}
 		for d, v := range attr.values {
-			if v < 0 {
+			if v < 0 && (attr.name != "sizes" || v != -1) {
 				return nil, ir.OpError(op, "attribute '%s' has negative entry %d for dimension %d", attr.name, v, d)
 			}
 		}
@@ -118,7 +122,15 @@ func inferSlice(op *ir.Operation) ([]ir.Type, error) {
 			return nil, ir.OpError(op, "attribute 'strides' has entry %d for dimension %d; strides are positive", st, d)
 		}
 	}
+	shape := append([]int64(nil), sizes...)
 	for d, extent := range in.Shape {
+		if sizes[d] == -1 {
+			if offsets[d] != 0 || strides[d] != 1 {
+				return nil, ir.OpError(op, "a size of -1 takes all of dimension %d from offset 0 with stride 1, but its offset is %d and its stride %d", d, offsets[d], strides[d])
+			}
+			shape[d] = extent
+			continue
+		}
 		if extent == ir.Dynamic {
 			continue
 		}
@@ -130,7 +142,7 @@ func inferSlice(op *ir.Operation) ([]ir.Type, error) {
 			return nil, ir.OpError(op, "slice of dimension %d (offset %d, size %d%s) exceeds its extent %d", d, offsets[d], sizes[d], stride, extent)
 		}
 	}
-	return []ir.Type{ir.TensorType{Shape: append([]int64(nil), sizes...), Elem: in.Elem}}, nil
+	return []ir.Type{ir.TensorType{Shape: shape, Elem: in.Elem}}, nil
 }
 
 // SliceStrides is a graph.slice's strides: its `strides`, or 1 in every

@@ -400,7 +400,8 @@ class Expand(Kind):
 
 
 class Slice(Kind):
-    """slice.Tensor(x, dim, start, end, step): ``graph.slice`` (static sizes; ``strides`` for a step)."""
+    """slice.Tensor(x, dim, start, end, step): ``graph.slice`` (``strides`` for a step): the sliced
+    dimension static, every other kept whole (a size of -1 where it is a run-time extent)."""
 
     def check(self, decl, node):
         _need_tensor(node, node.args[0], "the operand")
@@ -408,8 +409,9 @@ class Slice(Kind):
         step = _arg(node, 4, "step", 1)
         if not isinstance(step, int) or step < 1:
             raise Unsupported("a step that is not a positive constant")
-        if DYNAMIC in inp.shape:
-            raise Unsupported("graph.slice needs static sizes and this tensor has a run-time extent")
+        dim = _norm_axes([_arg(node, 1, "dim", 0)], inp.rank)[0]
+        if inp.shape[dim] is DYNAMIC:
+            raise Unsupported("a slice along a dimension of run-time extent (graph.slice keeps such a dimension whole)")
         start = _arg(node, 2, "start", 0)
         if start is not None and not isinstance(start, int):
             raise Unsupported("the start is not a constant")
@@ -428,7 +430,9 @@ class Slice(Kind):
             return x
         offsets = [0] * inp.rank
         offsets[dim] = start
-        attrs = {"offsets": offsets, "sizes": list(out.shape)}
+        # a run-time extent, kept whole: -1
+        sizes = [-1 if n is DYNAMIC else n for n in out.shape]
+        attrs = {"offsets": offsets, "sizes": sizes}
         if step != 1:
             strides = [1] * inp.rank
             strides[dim] = step

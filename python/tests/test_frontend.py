@@ -704,6 +704,54 @@ class FrontendTest(unittest.TestCase):
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
         self.assertEqual(calls, ["small", "small", "large"])
 
+    def test_slices_keep_run_time_dimensions_whole(self):
+        # a slice along a static dimension of a tensor whose token dimension is
+        # a run-time extent (Dynamo's dynamic shapes; simulated here, where
+        # torch 1.13's symbolic tracing makes every extent symbolic) is a
+        # graph.slice that keeps that dimension whole (a size of -1), fused:
+        # one module serves every token count
+        from unittest import mock
+
+        from tensorforge import backend, fxpasses, types
+        from tensorforge.config import Options
+        from tensorforge.types import Unsupported
+
+        real = types.info_of
+
+        def tokens_dynamic(node):
+            i = real(node)
+            if i is not None and i.rank >= 2 and i.shape[0] == 5:
+                return types.TensorInfo((types.DYNAMIC,) + i.shape[1:], i.dtype, ("s0",) + i.symbols[1:])
+            return i
+
+        def halves(q, w):
+            return (q[..., :32] * w + q[..., 32:]).sum(-1)
+
+        q, w = torch.randn(5, 4, 64), torch.randn(32)
+        gm = backend.trace(halves, q, w)
+        patches = [mock.patch.object(m, "info_of", tokens_dynamic)
+                   for m in (optable, translate, fxpasses, backend)]
+        for p in patches:
+            p.start()
+        try:
+            c = backend.compile_aten(gm, (q, w), Options(**self.opts()))
+        finally:
+            for p in patches:
+                p.stop()
+        self.assertEqual(len(c.kernels), 1, c.log.format())
+        self.assertIn("sizes = [-1, 4, 32]", c.tir)
+        self.assertIn("-> tensor<?x4xf32>", c.tir)
+        for n in (5, 9, 1):
+            x = torch.randn(n, 4, 64)
+            torch.testing.assert_close(c(x, w), halves(x, w), atol=1e-5, rtol=1e-5)
+        # along the run-time dimension itself: PyTorch keeps the slice
+        with mock.patch.object(optable, "info_of", tokens_dynamic):
+            node = [n for n in backend.trace(halves, q, w).graph.nodes if n.op == "call_function"
+                    and n.target == torch.ops.aten.slice.Tensor][0]
+            node.args = (node.args[0], 0, 0, 2) + tuple(node.args[4:])
+            with self.assertRaisesRegex(Unsupported, "a slice along a dimension of run-time extent"):
+                optable.Slice().check(None, node)
+
     def test_residual_add_becomes_the_matmuls_epilogue(self):
         # h + down_proj(...) with h the graph's own value, read by nothing
         # after the add: addmm_ in place on h (cuBLAS adds it), no add kernel

@@ -55,8 +55,10 @@ The weight (and bias) are 1-D tensors of that dimension's extent, with the input
 	{Name: "BroadcastTo", Doc: `The result has the operand's element type, and the operand's shape broadcasts
 to the result shape (as ` + "`BinaryBroadcast`" + ` combines them, giving the result shape).`},
 	{Name: "Slice", Infers: true, Doc: `` + "`offsets`" + ` and ` + "`sizes`" + ` (and ` + "`strides`" + `, when given) have one entry per
-dimension, none negative (strides positive), and each slice lies inside its static dimension: its last
-index, ` + "`offsets[d] + (sizes[d] - 1) * strides[d]`" + `, is below the extent. The result shape is ` + "`sizes`" + `.`},
+dimension, none negative (strides positive) but a size of -1, which takes the whole dimension (offset 0,
+stride 1; the one way to keep a ` + "`?`" + ` dimension), and each slice lies inside its static dimension: its
+last index, ` + "`offsets[d] + (sizes[d] - 1) * strides[d]`" + `, is below the extent. The result shape is
+` + "`sizes`" + `, with the operand's extent where a size is -1.`},
 	{Name: "Roll", Infers: true, Doc: `The operand has rank 1 or more and a static last dimension n. The result has the
 operand's type.`},
 	{Name: "IndexCopy", Doc: `The destination is an argument of the enclosing function (or of the ` + "`graph.fused`" + ` body it is in)
@@ -424,7 +426,7 @@ var ops = []ods.OpDecl{
 	},
 	{
 		Name: "slice", Summary: "a rectangular part of a tensor",
-		Description: "Takes `sizes[i]` elements from `offsets[i]` on in every dimension i.",
+		Description: "Takes `sizes[i]` elements from `offsets[i]` on in every dimension i; a size of -1 takes all of dimension i (static or `?`).",
 		Example:     "%y = graph.slice %x {offsets = [0, 2], sizes = [4, 4]} : (tensor<4x8xf32>) -> tensor<4x4xf32>",
 		Class:       "Slice",
 		Traits:      ir.Pure,
@@ -432,7 +434,7 @@ var ops = []ods.OpDecl{
 		Results:     output(ods.AnyTensor),
 		Attrs: []ods.AttrDecl{
 			{Name: "offsets", Kind: ods.IntArrayKind, Doc: "the first index in each dimension"},
-			{Name: "sizes", Kind: ods.IntArrayKind, Doc: "the extent in each dimension"},
+			{Name: "sizes", Kind: ods.IntArrayKind, Doc: "the extent in each dimension; -1: the whole dimension (offset 0, stride 1), static or `?`"},
 			{Name: "strides", Kind: ods.IntArrayKind, Optional: true,
 				Doc: "the step between taken indices in each dimension (default 1): element i of dimension d is `offsets[d] + i * strides[d]`, as `x[..., o::s]`"},
 		},
