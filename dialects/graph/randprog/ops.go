@@ -573,14 +573,21 @@ func genIndexCopy(g *gen) error {
 	return nil
 }
 
+// genSlice takes a part of a tensor: a random window of each static
+// dimension, or (always for a `?` one, sometimes for a static one) the whole
+// dimension, a size of -1.
 func genSlice(g *gen) error {
-	x := g.pick(func(v *ir.Value) bool { s := g.shapeOf(v); return len(s) > 0 && isStatic(s) })
+	x := g.pick(func(v *ir.Value) bool { return len(g.shapeOf(v)) > 0 })
 	if x == nil {
 		return errNotApplicable
 	}
 	s := g.shapeOf(x)
 	offsets, sizes := make([]int64, len(s)), make([]int64, len(s))
 	for i, d := range s {
+		if d == ir.Dynamic || d < 1 || g.r.IntN(6) == 0 {
+			sizes[i] = -1
+			continue
+		}
 		sizes[i] = 1 + g.r.Int64N(d)
 		offsets[i] = g.r.Int64N(d - sizes[i] + 1)
 	}
