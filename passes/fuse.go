@@ -1059,7 +1059,11 @@ func tileAligned(op *ir.Operation) bool {
 				return false
 			}
 		}
-		return whole(in[n-1]) && off[n-1]%tileColumns == 0 && whole(sizes[n-1])
+		last := sizes[n-1]
+		if last == -1 { // the whole last dimension
+			last = in[n-1]
+		}
+		return whole(in[n-1]) && off[n-1]%tileColumns == 0 && whole(last)
 	case graph.OpConcat:
 		c, _ := graph.AsConcat(op)
 		out := shapeOf(c.Output())

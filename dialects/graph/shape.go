@@ -93,7 +93,7 @@ func verifyBroadcastTo(op *ir.Operation) error {
 //	attribute 'offsets' must have one entry per dimension (2), but has 1
 //	attribute 'sizes' has negative entry -2 for dimension 0
 //	slice of dimension 1 (offset 6, size 4) exceeds its extent 8
-//	a size of -1 takes all of dimension 0 from offset 0 with stride 1, but its offset is 2
+//	a size of -1 takes all of dimension 0 from offset 0 with stride 1, but its offset is 2 and its stride 1
 //
 // A size of -1 takes the whole dimension: the result has the operand's
 // extent there, static or `?`.
