@@ -136,6 +136,26 @@ var identityTranspose = ir.PatternFunc("TransposeIdentity", "graph.transpose", f
 	return ok && isIdentityPerm(p) && forwardIfSameType(op, op.Operand(0), rw)
 })
 
+// identitySlice: `slice %x` that takes every dimension whole (offsets 0,
+// strides 1, each size -1 or the static extent) -> `%x`.
+var identitySlice = ir.PatternFunc("SliceIdentity", "graph.slice", func(op *ir.Operation, rw *ir.Rewriter) bool {
+	sl := graph.SliceOp{Operation: op}
+	in, ok := op.Operand(0).Type().(ir.TensorType)
+	if !ok {
+		return false
+	}
+	offsets, sizes, strides := sl.Offsets(), sl.Sizes(), graph.SliceStrides(sl)
+	if len(offsets) != len(in.Shape) || len(sizes) != len(in.Shape) || len(strides) != len(in.Shape) {
+		return false
+	}
+	for d, n := range in.Shape {
+		if offsets[d] != 0 || strides[d] != 1 || (sizes[d] != -1 && sizes[d] != n) {
+			return false
+		}
+	}
+	return forwardIfSameType(op, op.Operand(0), rw)
+})
+
 // matmulOfTranspose: `matmul %a, (transpose %b, [..., n-1, n-2])` ->
 // `matmul %a, %b` with transpose_b flipped: the matmul reads %b in the
 // other order instead of a copy being made (`x @ w.T` of a linear layer).
@@ -194,6 +214,7 @@ func CanonicalizationPatterns() []ir.Pattern {
 		reshapeOfReshape,
 		identityTranspose,
 		transposeOfTranspose,
+		identitySlice,
 		matmulOfTranspose,
 		constantFold,
 	}
