@@ -30,10 +30,7 @@ import shutil
 import sys
 import tempfile
 
-import torch
-from triton.testing import do_bench
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from resident_variants import time_forms  # this folder: the timing and the check
 
 
 def clusterize(ptx, s):
@@ -67,21 +64,14 @@ def load(folder, name):
 
 
 def main():
-    rows, cols = 4096, 256000
-    torch.manual_seed(0)
-    x = (torch.randn(rows, cols, device="cuda") * 3).to(torch.bfloat16)
-    ref = torch.softmax(x.float(), -1)
-    moved = 2 * x.numel() * x.element_size()
-    out = torch.empty_like(x)
-    ms_copy = do_bench(lambda: out.copy_(x), warmup=25, rep=200, return_mode="median")
-    print(f"{torch.cuda.get_device_name()}: softmax over {rows} x {cols} bf16, {moved / 1e9:.2f} GB moved")
-    print(f"{'form':40s} {'ms':>8s} {'TB/s':>6s} {'/copy':>6s} {'max err':>9s}")
-    print(f"{'copy':40s} {ms_copy:8.3f} {moved / ms_copy / 1e9:6.2f} {1.0:6.2f}")
-    forms = []
-    for i, arg in enumerate(sys.argv[1:]):
-        folder, _, s = arg.partition(":")
-        forms.append(("tfc %s" % os.path.basename(folder.rstrip("/")), load(folder, "tfc%d" % i)))
-        if s:
+    def forms(x):
+        out = []
+        for i, arg in enumerate(sys.argv[1:]):
+            folder, _, s = arg.partition(":")
+            mod = load(folder, "tfc%d" % i)
+            out.append(("tfc %s" % os.path.basename(folder.rstrip("/")), lambda mod=mod: mod.softmax(x)))
+            if not s:
+                continue
             tmp = tempfile.mkdtemp()
             shutil.copy(os.path.join(folder, "softmax.py"), tmp)
             with open(os.path.join(folder, "softmax.ptx")) as f:
@@ -98,16 +88,9 @@ def main():
                     mod._check(mod._libcuda().cuFuncSetAttribute(fns["softmax_k3"], 14, 1), "non-portable cluster")
                     return fns
                 mod._functions = functions
-            forms.append(("cluster of %s, %s" % (s, os.path.basename(folder.rstrip("/"))), mod))
-    for name, mod in forms:
-        try:
-            got = mod.softmax(x)
-            torch.cuda.synchronize()
-            err = (got.float() - ref).abs().max().item()
-            ms = do_bench(lambda: mod.softmax(x), warmup=25, rep=200, return_mode="median")
-            print(f"{name:40s} {ms:8.3f} {moved / ms / 1e9:6.2f} {ms_copy / ms:6.2f} {err:9.2e}", flush=True)
-        except Exception as e:  # a form that fails is a finding, not a stop
-            print(f"{name:40s} failed: {type(e).__name__}: {str(e)[:400]}", flush=True)
+            out.append(("cluster of %s, %s" % (s, os.path.basename(folder.rstrip("/"))), lambda mod=mod: mod.softmax(x)))
+        return out
+    time_forms(4096, 256000, forms, width=40)
 
 
 if __name__ == "__main__":

@@ -195,6 +195,31 @@ def load(path):
     return mod
 
 
+def time_forms(rows, cols, make_forms, width=28):
+    """Times softmax forms over rows x cols bf16 logits beside a copy of the
+    same bytes: make_forms(x) gives (name, fn) pairs, fn() the softmax of x.
+    Prints each form's median time, bandwidth, ratio to the copy and max
+    error against torch.softmax in f32; a form that fails is reported."""
+    torch.manual_seed(0)
+    x = (torch.randn(rows, cols, device="cuda") * 3).to(torch.bfloat16)
+    ref = torch.softmax(x.float(), -1)
+    moved = 2 * x.numel() * x.element_size()
+    out = torch.empty_like(x)
+    ms_copy = do_bench(lambda: out.copy_(x), warmup=25, rep=200, return_mode="median")
+    print(f"{torch.cuda.get_device_name()}: softmax over {rows} x {cols} bf16, {moved / 1e9:.2f} GB moved")
+    print(f"{'form':{width}s} {'ms':>8s} {'TB/s':>6s} {'/copy':>6s} {'max err':>9s}")
+    print(f"{'copy':{width}s} {ms_copy:8.3f} {moved / ms_copy / 1e9:6.2f} {1.0:6.2f}")
+    for name, fn in make_forms(x):
+        try:
+            got = fn()
+            torch.cuda.synchronize()
+            err = (got.float() - ref).abs().max().item()
+            ms = do_bench(fn, warmup=25, rep=200, return_mode="median")
+            print(f"{name:{width}s} {ms:8.3f} {moved / ms / 1e9:6.2f} {ms_copy / ms:6.2f} {err:9.2e}", flush=True)
+        except Exception as e:  # a form that fails is a finding, not a stop
+            print(f"{name:{width}s} failed: {type(e).__name__}: {str(e)[:400]}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=4096)
@@ -204,39 +229,24 @@ def main():
                     "32/bf16/volatile/8,32/none/volatile/4,32/none/volatile/8,16/bf16/volatile/8,"
                     "16/none/volatile/8,64/bf16/volatile/4,64/none/volatile/4,rev/16/1,fwd/16/1,rev/8/2,rev/8/1,rev/4/4,cta/8/32,cta/16/16")
     a = ap.parse_args()
-    torch.manual_seed(0)
-    x = (torch.randn(a.rows, a.cols, device="cuda") * 3).to(torch.bfloat16)
-    ref = torch.softmax(x.float(), -1)
-    moved = 2 * x.numel() * x.element_size()
-    out = torch.empty_like(x)
-    ms_copy = do_bench(lambda: out.copy_(x), warmup=25, rep=200, return_mode="median")
-    print(f"{torch.cuda.get_device_name()}: softmax over {a.rows} x {a.cols} bf16, {moved / 1e9:.2f} GB moved")
-    print(f"{'form':28s} {'ms':>8s} {'TB/s':>6s} {'/copy':>6s} {'max err':>9s}")
-    print(f"{'copy':28s} {ms_copy:8.3f} {moved / ms_copy / 1e9:6.2f} {1.0:6.2f}")
 
-    forms = [("tfc", load(os.path.join(HERE, "out", "softmax_256000.py")).softmax)]
-    if a.resident:
-        forms.append(("tfc-resident", load(a.resident).softmax))
-    for v in a.variants.split(","):
-        f = v.split("/")
-        if f[0] in ("rev", "fwd"):
-            forms.append((v, run_online(x, f[0] == "rev", int(f[1]), int(f[2]))))
-            continue
-        if f[0] in ("cta", "cta2d"):
-            forms.append((v, run_cluster(x, int(f[1]), int(f[2]), f[0] == "cta2d")))
-            continue
-        S, keep, poll, warps = f
-        forms.append((v, run_variant(x, int(S), keep, poll, int(warps))))
-    for name, fn in forms:
-        try:
-            fn_x = (lambda f=fn: f(x)) if name.startswith("tfc") else fn
-            got = fn_x()
-            torch.cuda.synchronize()
-            err = (got.float() - ref).abs().max().item()
-            ms = do_bench(fn_x, warmup=25, rep=200, return_mode="median")
-            print(f"{name:28s} {ms:8.3f} {moved / ms / 1e9:6.2f} {ms_copy / ms:6.2f} {err:9.2e}", flush=True)
-        except Exception as e:  # a form that does not compile is a finding, not a stop
-            print(f"{name:28s} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+    def forms(x):
+        tfc = load(os.path.join(HERE, "out", "softmax_256000.py")).softmax
+        out = [("tfc", lambda: tfc(x))]
+        if a.resident:
+            res = load(a.resident).softmax
+            out.append(("tfc-resident", lambda: res(x)))
+        for v in a.variants.split(","):
+            f = v.split("/")
+            if f[0] in ("rev", "fwd"):
+                out.append((v, run_online(x, f[0] == "rev", int(f[1]), int(f[2]))))
+            elif f[0] in ("cta", "cta2d"):
+                out.append((v, run_cluster(x, int(f[1]), int(f[2]), f[0] == "cta2d")))
+            else:
+                S, keep, poll, warps = f
+                out.append((v, run_variant(x, int(S), keep, poll, int(warps))))
+        return out
+    time_forms(a.rows, a.cols, forms)
 
 
 if __name__ == "__main__":
