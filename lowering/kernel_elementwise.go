@@ -125,6 +125,11 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	n := len(info.Shape)
 	c := info.RowLen
 	width := viewWidth(rollWidth(k.vectorWidth(c, ev.alongRow()), info.Ops), info.Views)
+	if len(info.MatMuls) > 0 {
+		// a row of dot products (passes.matmulRows): each is a serial loop
+		// over K, whose right operand is read along K, not along the row
+		width = 1
+	}
 	schedule := info.Schedule
 	var online *onlinePair
 	switch schedule {

@@ -348,7 +348,8 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	case op != nil && op.Name() == graph.OpConstant:
 		c := graph.ConstantOp{Operation: op}
 		x = ev.k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
-	case op != nil && op.Name() == graph.OpMatMul:
+	case op != nil && op.Name() == graph.OpMatMul && (ev.cached[v] == nil || ev.keptFrom[v] >= ev.phase || s.parent == nil || s.point):
+		// (a row of dot products kept on chip is read back below)
 		x = s.dot(op)
 	case op != nil && op.Name() == graph.OpRoll && !op.Operand(0).IsBlockArg():
 		x = s.get(op.Operand(0)) // a splat constant, which rotation leaves as it is

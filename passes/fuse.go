@@ -601,6 +601,17 @@ func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string)
 		}
 		return nil, "incompatible iteration space: " + describeError(err)
 	}
+	if info.Kind == KernelRow && len(info.MatMuls) > 0 {
+		// a row of dot products is computed once only when the row kernel
+		// does not read its row again
+		// (with exact rounding, lower-to-loops runs an online schedule as
+		// two-pass)
+		exact := f.ctx != nil && f.ctx.ExactRounding
+		if sched := info.PlanSchedule(f.target); sched != ScheduleOnePass && (sched != ScheduleOnline || !info.OnlyPerRowAfterOnline() || exact) {
+			return nil, fmt.Sprintf("a row kernel over the matmul's rows would be %s on %s (%s of %d f32, %d bytes, against a scratchpad of %d), computing each dot product again for each read of the row",
+				sched, f.target.Name, countOf(info.RowBuffers, "row buffer"), info.RowLen, info.RowBufferBytes(), f.target.ScratchpadBytes)
+		}
+	}
 	return info, ""
 }
 

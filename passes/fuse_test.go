@@ -211,7 +211,7 @@ var fuseCases = []fuseCase{
 		},
 	},
 	{
-		name: "a matmul epilogue does not reduce rows",
+		name: "a matmul of several rows per matrix does not join a row kernel",
 		src: `func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4xf32> {
   %a = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %s = graph.reduce_sum %a {axes = [1]} : (tensor<4x8xf32>) -> tensor<4xf32>
@@ -219,7 +219,62 @@ var fuseCases = []fuseCase{
 }`,
 		top: []string{"graph.matmul", "graph.reduce_sum"},
 		remarks: []string{
-			"did not fuse 'graph.reduce_sum' with its producer 'graph.matmul' at 2:3: 'graph.reduce_sum' op reduces a row, which a matmul kernel's epilogue does not do yet (the matmul at 2:3) (at 3:3)",
+			"did not fuse 'graph.reduce_sum' with its producer 'graph.matmul' at 2:3: 'graph.reduce_sum' op reduces the rows of the matmul at 2:3, which has 4 rows per matrix; a matmul joins a row kernel only with one row per matrix (a decode step's scores), where a program reads the right operand once instead of once per row (at 3:3)",
+		},
+	},
+	{
+		name: "a decode step's scores join the row kernel that reduces them",
+		src: `func.func @f(%q: tensor<4x1x8xf32>, %k: tensor<4x16x8xf32>) -> tensor<4x1x16xf32> {
+  %s = graph.matmul %q, %k {transpose_b = true} : (tensor<4x1x8xf32>, tensor<4x16x8xf32>) -> tensor<4x1x16xf32>
+  %e = graph.exp %s : tensor<4x1x16xf32>
+  %t = graph.reduce_sum %e {axes = [2], keepdim = true} : (tensor<4x1x16xf32>) -> tensor<4x1x1xf32>
+  %p = graph.div %e, %t : (tensor<4x1x16xf32>, tensor<4x1x1xf32>) -> tensor<4x1x16xf32>
+  return %p : tensor<4x1x16xf32>
+}`,
+		top: []string{"graph.fused"},
+		remarks: []string{
+			"fused 'graph.exp' with its producer 'graph.matmul' at 2:3",
+			"formed a row kernel of 4 ops over [4, 1, 16]: reads 2 tensors, writes 1 tensor",
+		},
+	},
+	{
+		name: "a row of dot products too long to keep on chip is not read twice",
+		src: `func.func @f(%q: tensor<2x1x8xf32>, %k: tensor<2x65536x8xf32>) -> tensor<2x1x65536xf32> {
+  %s = graph.matmul %q, %k {transpose_b = true} : (tensor<2x1x8xf32>, tensor<2x65536x8xf32>) -> tensor<2x1x65536xf32>
+  %e = graph.exp %s : tensor<2x1x65536xf32>
+  %t = graph.reduce_sum %e {axes = [2], keepdim = true} : (tensor<2x1x65536xf32>) -> tensor<2x1x1xf32>
+  %p = graph.div %e, %t : (tensor<2x1x65536xf32>, tensor<2x1x1xf32>) -> tensor<2x1x65536xf32>
+  return %p : tensor<2x1x65536xf32>
+}`,
+		target: "h200",
+		top:    []string{"graph.fused", "graph.div"},
+		remarks: []string{
+			"formed a row kernel of 3 ops over [2, 1, 65536]: reads 2 tensors, writes 2 tensors",
+			"did not fuse 'graph.div' with its producer 'graph.reduce_sum' at 4:3: a row kernel over the matmul's rows would be two-pass on h200 (1 row buffer of 65536 f32, 262144 bytes, against a scratchpad of 232448), computing each dot product again for each read of the row",
+		},
+	},
+	{
+		name: "a matmul of one weight for every row does not join a row kernel",
+		src: `func.func @f(%x: tensor<1x64xf32>, %w: tensor<32x64xf32>) -> tensor<1xf32> {
+  %a = graph.matmul %x, %w {transpose_b = true} : (tensor<1x64xf32>, tensor<32x64xf32>) -> tensor<1x32xf32>
+  %s = graph.reduce_sum %a {axes = [1]} : (tensor<1x32xf32>) -> tensor<1xf32>
+  return %s : tensor<1xf32>
+}`,
+		top: []string{"graph.matmul", "graph.reduce_sum"},
+		remarks: []string{
+			"did not fuse 'graph.reduce_sum' with its producer 'graph.matmul' at 2:3: 'graph.reduce_sum' op reduces the rows of the matmul at 2:3, whose right operand is one matrix for every row; a row kernel would compute a row's dot products in one program reading the whole matrix, where a matmul kernel spreads them over many (at 3:3)",
+		},
+	},
+	{
+		name: "a matmul reads an operand of run-time batch extent from memory",
+		src: `func.func @f(%x: tensor<?x4x2xf32>, %w: tensor<2x2xf32>) -> tensor<?x1x2xf32> {
+  %s = graph.slice %x {offsets = [0, 1, 0], sizes = [-1, 1, 2]} : (tensor<?x4x2xf32>) -> tensor<?x1x2xf32>
+  %m = graph.matmul %s, %w : (tensor<?x1x2xf32>, tensor<2x2xf32>) -> tensor<?x1x2xf32>
+  return %m : tensor<?x1x2xf32>
+}`,
+		top: []string{"graph.slice", "graph.matmul"},
+		remarks: []string{
+			"did not fuse 'graph.matmul' with its producer 'graph.slice' at 2:3: 'graph.matmul' op reads operand #0 through 'graph.slice' at 2:3, whose batch extents [?] are not all static; a matmul kernel reads an operand with a run-time batch extent from memory (at 3:3)",
 		},
 	},
 	{

@@ -204,9 +204,10 @@ func (k *KernelInfo) PlanSchedule(t *target.Target) string {
 			// (a Tensix core's L1 keeps rows of 256K f32 one-pass)
 			k.Schedule = ScheduleOnline
 		}
-	case k.RowBuffers > 0 && t != nil && t.Family == target.CPU && !online && k.RowReadBytes() <= t.ScratchpadBytes/cachedRowShare:
+	case k.RowBuffers > 0 && t != nil && t.Family == target.CPU && !online && len(k.MatMuls) == 0 && k.RowReadBytes() <= t.ScratchpadBytes/cachedRowShare:
 		// (not softmax-like kernels, whose later phase would compute
-		// exp(x - max) again where one-pass keeps it: 0.85x in bf16)
+		// exp(x - max) again where one-pass keeps it: 0.85x in bf16; nor
+		// rows of dot products, which a re-read would compute again)
 		k.Schedule = ScheduleCached
 	case online && t != nil && t.Family == target.CUDA && k.RowLen > onlineRowGPU && k.OnlyPerRowAfterOnline():
 		// the online pass is then the only read of the row, as one-pass,

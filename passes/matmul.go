@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/tensorforge/tensorforge/dialects/graph"
@@ -57,6 +58,14 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 				return nil, refuse(op, "reads its operands from memory, through views of them or converting them as it loads them (a kernel input seen through views and casts that only matmuls read), but operand #%d is computed in the kernel", i)
 			}
 			for _, p := range chain {
+				if sh := shapeOf(p.Result(0)); slices.Contains(sh[:max(len(sh)-2, 0)], ir.Dynamic) {
+					// (its batch index is taken modulo the extent, which
+					// only a buffer gives at run time)
+					return nil, refuse(op, "reads operand #%d through '%s' at %s, whose batch extents %s are not all static; a matmul kernel reads an operand with a run-time batch extent from memory",
+						i, p.Name(), locString(p.Loc), graph.FormatShape(sh[:len(sh)-2]))
+				}
+			}
+			for _, p := range chain {
 				if !slices.Contains(prologue, p) {
 					prologue = append(prologue, p)
 				}
@@ -74,13 +83,10 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 			return nil, refuse(op, "shares a kernel only with matmuls of the same result type, unlike the matmul at %s", locString(first.Loc))
 		}
 	}
-	if len(reductions) > 0 {
-		return nil, refuse(reductions[0], "reduces a row, which a matmul kernel's epilogue does not do yet (the matmul at %s)", locString(first.Loc))
-	}
 	var epilogue []*ir.Operation
 	for _, op := range c.ops {
 		switch {
-		case op.Name() == graph.OpMatMul || slices.Contains(prologue, op):
+		case op.Name() == graph.OpMatMul || slices.Contains(prologue, op) || slices.Contains(reductions, op):
 			continue
 		case IsView(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
 			return nil, refuse(op, "is an index map, which a matmul kernel's epilogue does not read through yet (the matmul at %s)", locString(first.Loc))
@@ -102,6 +108,9 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 		sources = append(sources, op.Result(0))
 	}
 	ec := &classifier{ops: epilogue, inputs: sources, outputs: c.outputs, cands: map[*ir.Value]accessSet{}}
+	if len(reductions) > 0 {
+		return c.matmulRows(ec, matmuls, prologue, reductions, skip)
+	}
 	info, err := ec.elementwise()
 	if err != nil {
 		return nil, err
@@ -119,10 +128,19 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 	}
 	info.Kind = KernelMatMul
 	info.Op = first.Operation
+	info.Phases = make([]int, len(c.ops))
+	c.withMatMuls(info, matmuls, skip)
+	return info, nil
+}
+
+// withMatMuls makes info, the classification of the ops of c other than
+// matmuls and their prologue (skip), that of all of c's ops: the
+// matmuls' results are full values of the iteration space, and what only
+// the matmuls and their prologue read is read whole, as they address it.
+func (c *classifier) withMatMuls(info *KernelInfo, matmuls, skip []*ir.Operation) {
 	info.MatMuls = matmuls
 	info.Ops = c.ops
-	info.Phases = make([]int, len(c.ops))
-	for _, op := range append(slices.Clone(matmuls), prologue...) {
+	for _, op := range skip {
 		if op.Name() == graph.OpMatMul {
 			info.access[op.Result(0)] = AccessFull
 		}
@@ -140,6 +158,79 @@ func (c *classifier) matmul(matmuls, reductions []*ir.Operation) (*KernelInfo, e
 		}
 		info.Operands = append(info.Operands, a)
 	}
+}
+
+// matmulRows classifies matmuls whose results are reduced over their last
+// axis (the columns n) as a row kernel: ec, the ops after the matmuls,
+// classified as a row kernel over the matmuls' results, each row
+// computed as its dot products in the loop over the row. Each matmul
+// must have one row per matrix ([..., 1, K] x [..., K, N]: the scores of
+// one query against the keys of a decode step), so that a program reads
+// its right operand once; with more rows per matrix every row would read
+// the whole right operand again, where a tiled matmul reads it once per
+// tile. The row kernel keeps the row of results on chip (fuse accepts it
+// only when its schedule does not read the row again), so each dot
+// product is computed once.
+// maxRowDotMACs bounds the multiply-adds of one row of dot products in a
+// row kernel (the keys of a decode step over a cache of 8192 positions of
+// head dimension 128), where one program computes the row.
+const maxRowDotMACs = 1 << 20
+
+func (c *classifier) matmulRows(ec *classifier, matmuls, prologue, reductions, skip []*ir.Operation) (*KernelInfo, error) {
+	first := matmuls[0]
+	for _, op := range matmuls {
+		if m := shapeOf(op.Operand(0)); len(m) < 2 || m[len(m)-2] != 1 {
+			rows := "a run-time number of"
+			if len(m) >= 2 && m[len(m)-2] != ir.Dynamic {
+				rows = fmt.Sprint(m[len(m)-2])
+			}
+			return nil, refuse(reductions[0], "reduces the rows of the matmul at %s, which has %s rows per matrix; a matmul joins a row kernel only with one row per matrix (a decode step's scores), where a program reads the right operand once instead of once per row",
+				locString(op.Loc), rows)
+		}
+	}
+	for _, op := range matmuls {
+		rs := shapeOf(op.Operand(1))
+		n := len(rs)
+		batches := int64(1)
+		for _, e := range rs[:n-2] {
+			batches *= e // (a run-time extent is -1: not 1)
+		}
+		switch {
+		case batches == 1:
+			return nil, refuse(reductions[0], "reduces the rows of the matmul at %s, whose right operand is one matrix for every row; a row kernel would compute a row's dot products in one program reading the whole matrix, where a matmul kernel spreads them over many",
+				locString(op.Loc))
+		case rs[n-1]*rs[n-2] > maxRowDotMACs || rs[n-1] < 0 || rs[n-2] < 0:
+			return nil, refuse(reductions[0], "reduces the rows of the matmul at %s, whose rows are dot products over a %s matrix each; a program of a row kernel computes at most %d multiply-adds per row",
+				locString(op.Loc), graph.FormatShape(rs[n-2:]), maxRowDotMACs)
+		}
+	}
+	ec.ops = append(ec.ops, reductions...)
+	slices.SortStableFunc(ec.ops, func(a, b *ir.Operation) int {
+		return slices.Index(c.ops, a) - slices.Index(c.ops, b)
+	})
+	info, err := ec.row(reductions)
+	if err != nil {
+		return nil, err
+	}
+	shape := shapeOf(first.Result(0))
+	if !slices.Equal(info.Shape, shape) {
+		return nil, refuse(reductions[0], "reduces rows of %s, but the matmul at %s computes %s; a matmul joins a row kernel over its own result's rows",
+			graph.FormatShape(info.Shape), locString(first.Loc), graph.FormatShape(shape))
+	}
+	for _, op := range matmuls {
+		if info.AccessOf(op.Result(0)) != AccessFull {
+			return nil, refuse(op, "is read as %s in the row kernel; its result joins a row kernel as full rows", info.AccessOf(op.Result(0)))
+		}
+	}
+	phase := map[*ir.Operation]int{}
+	for i, op := range info.Ops {
+		phase[op] = info.Phases[i]
+	}
+	info.Phases = make([]int, len(c.ops))
+	for i, op := range c.ops {
+		info.Phases[i] = phase[op] // the matmuls and their prologue: 0
+	}
+	c.withMatMuls(info, matmuls, skip)
 	return info, nil
 }
 

@@ -158,6 +158,27 @@ def make_rope(t):
     return make
 
 
+def gqa_keys(k):
+    # the 8 key heads broadcast over the 4 query heads of each, as repeat_kv
+    return k.expand(8, 4, 2048, 128).reshape(32, 2048, 128)
+
+
+def eager_gqa_scores(q, k, m):
+    s = torch.matmul(q, gqa_keys(k).transpose(-1, -2)) + m
+    return torch.softmax(s.float(), -1).to(BF)
+
+
+def ref_gqa_scores(q, k, m):
+    s = torch.matmul(q, gqa_keys(k).transpose(-1, -2)) + m
+    return (torch.softmax(s, -1),)
+
+
+def make_gqa_scores():
+    m = torch.zeros(1, 2048, device=DEV)
+    m[:, 2000:] = -float("inf")  # a cache not yet full
+    return randn(32, 1, 128, scale=128**-0.5), randn(8, 1, 2048, 128), m.to(BF)
+
+
 def eager_logaddexp(a, b):
     return torch.logaddexp(a, b)
 
@@ -317,6 +338,10 @@ for T in (4096, 1, 16):
 for T in (4096, 32):
     WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"rope_{T}", f"rope_{T}", "rope", make_rope(T),
                               eager_rope, ref_rope, decode=T < 4096))
+# the scores of grouped-query attention at a decode step: q.k^T over keys
+# broadcast to the query heads, masked, softmax (one row kernel)
+WORKLOADS.append(Workload("decode_gqa_scores_32x2048", "gqa_scores", "gqa_scores", make_gqa_scores,
+                          eager_gqa_scores, ref_gqa_scores, decode=True))
 for T in (1, 32):
     for D in (8192, 5120, 14336):
         WORKLOADS.append(Workload(f"decode_add_rmsnorm_{T}x{D}", f"add_rmsnorm_{D}", "add_rmsnorm",

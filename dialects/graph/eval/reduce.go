@@ -72,7 +72,8 @@ func reducedShape(shape []int64, axes []int) (dropped, kept []int64) {
 //
 // Elements are combined in row-major order of the input. A float sum
 // accumulates in float64 under Options.F64 (or for f64 data) and otherwise
-// in float32, rounding after every addition; mean is that sum divided by
+// in float32, rounding after every addition (in reverse order under
+// Options.ReverseSums); mean is that sum divided by
 // the element count in the same precision. max and min propagate NaN.
 // Integer sums use integer arithmetic wrapped to the result type, and an
 // integer mean is the sum divided by the count, truncated toward zero.
@@ -127,7 +128,18 @@ func evalReduce(m *machine, op *ir.Operation, args []*Tensor) ([]*Tensor, error)
 	for i := range acc {
 		acc[i] = init
 	}
-	bc.each(func(o int, offs []int) {
+	visit := bc.each
+	if m.opts.ReverseSums && (kind == "sum" || kind == "mean") && !intMode {
+		// the same walk backwards (Options.ReverseSums)
+		visit = func(fn func(o int, offs []int)) {
+			var os, js []int
+			bc.each(func(o int, offs []int) { os, js = append(os, o), append(js, offs[0]) })
+			for i := len(os) - 1; i >= 0; i-- {
+				fn(os[i], js[i:i+1])
+			}
+		}
+	}
+	visit(func(o int, offs []int) {
 		v := x.Data[o]
 		j := offs[0]
 		switch {

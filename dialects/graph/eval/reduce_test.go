@@ -212,3 +212,16 @@ func TestNormWeightBroadcast(t *testing.T) {
 	_, err = evalOp("graph.layernorm", nil, tt(ir.F32, 2, 4), defOpt, x, w, vec(t, ir.F32, 1, 2, 3))
 	assert.ErrorContains(t, err, "operand #2: shape 3 does not broadcast to 2x4")
 }
+
+// TestReverseSums: Options.ReverseSums adds a sum's elements backwards, a
+// second order the differential tests compare against (1e30 - 1e30 + 5 is
+// 5 forwards and 0 backwards); max is the same either way.
+func TestReverseSums(t *testing.T) {
+	x := mk(t, ir.F32, []int64{2, 3}, 1e30, -1e30, 5, 1, 2, 3)
+	axes := ir.Attrs("axes", ir.IntArray(1))
+	rev := Options{ReverseSums: true}
+	checkValues(t, "forwards", []float64{5, 6}, mustOp(t, "graph.reduce_sum", axes, tt(ir.F32, 2), defOpt, x), exact)
+	checkValues(t, "backwards", []float64{0, 6}, mustOp(t, "graph.reduce_sum", axes, tt(ir.F32, 2), rev, x), exact)
+	checkValues(t, "mean backwards", []float64{0, 2}, mustOp(t, "graph.reduce_mean", axes, tt(ir.F32, 2), rev, x), exact)
+	checkValues(t, "max backwards", []float64{float64(float32(1e30)), 3}, mustOp(t, "graph.reduce_max", axes, tt(ir.F32, 2), rev, x), exact)
+}

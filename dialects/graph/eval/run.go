@@ -28,6 +28,12 @@ type Options struct {
 	// against, a float64 evaluation with only inputs, outputs (rounded by
 	// the caller) and explicit casts rounded.
 	RoundCasts bool
+	// ReverseSums adds the elements of every float reduce_sum and
+	// reduce_mean in reverse order: a second order of the same arithmetic,
+	// against which the differential tests measure how much a result
+	// depends on the order of its sums (3e38 + x - 3e38 keeps nothing of x
+	// in one order and all of it in another).
+	ReverseSums bool
 }
 
 // handler evaluates one op on its operand tensors.

@@ -41,6 +41,7 @@ func generators(cfg Config) []generator {
 		{"concat", 2, genConcat},
 		{"matmul", 3, genMatMul},
 		{"quant-matmul", 2, genQuantMatMul},
+		{"decode-scores", 1, genDecodeScores},
 		{"broadcast_to", 2, genBroadcastTo},
 		{"constant-expr", 2, genConstantExpr},
 		{"naive-logaddexp", 2, genNaiveLogAddExp},
@@ -670,6 +671,54 @@ func genMatMul(g *gen) error {
 		return err
 	}
 	_, err = g.push(val(graph.BuildMatMul(g.b, loc, x, b, transposeB)))
+	return err
+}
+
+// genDecodeScores is a decode step's attention scores: a batched matmul
+// with one row per matrix ([B, 1, K] against keys [B, N, K] or [B, K, N])
+// reduced over its rows by a softmax, a log_softmax or a logsumexp, which
+// fusion makes one row kernel computing the dot products in its loop over
+// the row (passes.matmulRows).
+func genDecodeScores(g *gen) error {
+	x := g.pickFloat(func(s []int64) bool { return len(s) == 3 && s[1] == 1 && s[0] > 1 && s[2] != ir.Dynamic })
+	k := ir.F32
+	var err error
+	if x == nil {
+		if x0 := g.pickFloat(nil); x0 != nil {
+			k = g.elemOf(x0)
+		}
+		shape := []int64{1 + g.r.Int64N(4), 1, 1 + g.r.Int64N(g.cfg.MaxExtent)}
+		if x, err = g.input(shape, k); err != nil {
+			return err
+		}
+	}
+	k = g.elemOf(x)
+	s := g.shapeOf(x)
+	n := 1 + g.r.Int64N(g.cfg.MaxExtent)
+	transposeB := g.r.IntN(3) != 0
+	bs := []int64{s[0], s[2], n}
+	if transposeB {
+		bs = []int64{s[0], n, s[2]}
+	}
+	if !g.fits(bs) || !g.fits([]int64{s[0], 1, n}) {
+		return errNotApplicable
+	}
+	keys, err := g.input(bs, k)
+	if err != nil {
+		return err
+	}
+	scores, err := val(graph.BuildMatMul(g.b, loc, x, keys, transposeB))
+	if err != nil {
+		return err
+	}
+	switch g.r.IntN(3) {
+	case 0:
+		_, err = g.push(val(graph.BuildSoftmax(g.b, loc, scores, -1)))
+	case 1:
+		_, err = g.push(val(graph.BuildLogSoftmax(g.b, loc, scores, -1)))
+	default:
+		_, err = g.push(val(graph.BuildLogSumExp(g.b, loc, scores, -1, g.r.IntN(2) == 0)))
+	}
 	return err
 }
 
