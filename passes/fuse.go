@@ -602,6 +602,9 @@ func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string)
 		return nil, "incompatible iteration space: " + describeError(err)
 	}
 	if info.Kind == KernelRow && len(info.MatMuls) > 0 {
+		if f.target.Family != target.CPU {
+			return nil, fmt.Sprintf("a matmul joins the row kernel over its rows on CPU targets only: on %s a program would compute a row's dot products alone, which ran slower than a matmul kernel and a row kernel (docs/fusion.md)", f.target.Name)
+		}
 		// a row of dot products is computed once only when the row kernel
 		// does not read its row again
 		// (with exact rounding, lower-to-loops runs an online schedule as

@@ -239,18 +239,18 @@ var fuseCases = []fuseCase{
 	},
 	{
 		name: "a row of dot products too long to keep on chip is not read twice",
-		src: `func.func @f(%q: tensor<2x1x8xf32>, %k: tensor<2x65536x8xf32>) -> tensor<2x1x65536xf32> {
-  %s = graph.matmul %q, %k {transpose_b = true} : (tensor<2x1x8xf32>, tensor<2x65536x8xf32>) -> tensor<2x1x65536xf32>
-  %e = graph.exp %s : tensor<2x1x65536xf32>
-  %t = graph.reduce_sum %e {axes = [2], keepdim = true} : (tensor<2x1x65536xf32>) -> tensor<2x1x1xf32>
-  %p = graph.div %e, %t : (tensor<2x1x65536xf32>, tensor<2x1x1xf32>) -> tensor<2x1x65536xf32>
-  return %p : tensor<2x1x65536xf32>
+		src: `func.func @f(%q: tensor<2x1x2xf32>, %k: tensor<2x524288x2xf32>) -> tensor<2x1x524288xf32> {
+  %s = graph.matmul %q, %k {transpose_b = true} : (tensor<2x1x2xf32>, tensor<2x524288x2xf32>) -> tensor<2x1x524288xf32>
+  %e = graph.exp %s : tensor<2x1x524288xf32>
+  %t = graph.reduce_sum %e {axes = [2], keepdim = true} : (tensor<2x1x524288xf32>) -> tensor<2x1x1xf32>
+  %p = graph.div %e, %t : (tensor<2x1x524288xf32>, tensor<2x1x1xf32>) -> tensor<2x1x524288xf32>
+  return %p : tensor<2x1x524288xf32>
 }`,
-		target: "h200",
+		target: "cpu",
 		top:    []string{"graph.fused", "graph.div"},
 		remarks: []string{
-			"formed a row kernel of 3 ops over [2, 1, 65536]: reads 2 tensors, writes 2 tensors",
-			"did not fuse 'graph.div' with its producer 'graph.reduce_sum' at 4:3: a row kernel over the matmul's rows would be two-pass on h200 (1 row buffer of 65536 f32, 262144 bytes, against a scratchpad of 232448), computing each dot product again for each read of the row",
+			"formed a row kernel of 3 ops over [2, 1, 524288]: reads 2 tensors, writes 2 tensors",
+			"did not fuse 'graph.div' with its producer 'graph.reduce_sum' at 4:3: a row kernel over the matmul's rows would be two-pass on cpu (1 row buffer of 524288 f32, 2097152 bytes, against a scratchpad of 1048576), computing each dot product again for each read of the row",
 		},
 	},
 	{
@@ -275,6 +275,19 @@ var fuseCases = []fuseCase{
 		top: []string{"graph.slice", "graph.matmul"},
 		remarks: []string{
 			"did not fuse 'graph.matmul' with its producer 'graph.slice' at 2:3: 'graph.matmul' op reads operand #0 through 'graph.slice' at 2:3, whose batch extents [?] are not all static; a matmul kernel reads an operand with a run-time batch extent from memory (at 3:3)",
+		},
+	},
+	{
+		name: "on a GPU a decode step's scores stay a matmul kernel",
+		src: `func.func @f(%q: tensor<4x1x8xf32>, %k: tensor<4x16x8xf32>) -> tensor<4x1xf32> {
+  %s = graph.matmul %q, %k {transpose_b = true} : (tensor<4x1x8xf32>, tensor<4x16x8xf32>) -> tensor<4x1x16xf32>
+  %t = graph.reduce_sum %s {axes = [2]} : (tensor<4x1x16xf32>) -> tensor<4x1xf32>
+  return %t : tensor<4x1xf32>
+}`,
+		target: "h200",
+		top:    []string{"graph.matmul", "graph.reduce_sum"},
+		remarks: []string{
+			"did not fuse 'graph.reduce_sum' with its producer 'graph.matmul' at 2:3: a matmul joins the row kernel over its rows on CPU targets only: on h200 a program would compute a row's dot products alone, which ran slower than a matmul kernel and a row kernel (docs/fusion.md)",
 		},
 	},
 	{

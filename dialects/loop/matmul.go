@@ -108,12 +108,6 @@ func MatchMatMul(k KernelOp) (*MatMul, error) {
 	return mm, nil
 }
 
-// MatchDot matches o as the loop over K of one dot product at column j
-// (the iteration variable of the loop over a row that holds it): a row of
-// dot products in a row kernel (passes.matmulRows) has the form of a
-// matmul kernel's loop over the columns.
-func MatchDot(o *ir.Operation, j *ir.Value) (Dot, error) { return matchDot(o, j) }
-
 // matchDot matches the loop over K of one dot product at column j.
 func matchDot(o *ir.Operation, j *ir.Value) (Dot, error) {
 	bad := func(why string) (Dot, error) {

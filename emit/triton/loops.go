@@ -74,8 +74,6 @@ func (k *kernelEmitter) emitFor(op *ir.Operation) error {
 		return k.emitLooped(f, true)
 	case k.plan.vectorized[op]:
 		return k.emitLooped(f, false)
-	case k.plan.dots[op] > 0:
-		return k.emitDot(f, k.plan.dots[op])
 	}
 	return k.emitSerial(f)
 }

@@ -151,10 +151,6 @@ type kernelPlan struct {
 	// looping once.
 	persist          bool
 	persistN, stages int64
-	// dots are the serial loops of dot products in a row (a row kernel
-	// over a matmul's results, dots.go), each with the number of values of
-	// k it takes per step (BK).
-	dots map[*ir.Operation]int64
 }
 
 // configDict is the CONFIGS entry of the plan: the launch parameters a
@@ -185,8 +181,7 @@ func plan(k loop.KernelOp) (*kernelPlan, error) { return planForm(k, false) }
 // sibling parts it shares a launch with.
 func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 	body := k.Body().Entry()
-	p := &kernelPlan{tails: map[*ir.Operation]bool{}, spans: map[*ir.Operation][2]int64{}, vectorized: map[*ir.Operation]bool{}, chunks: map[*ir.Operation]bool{},
-		dots: map[*ir.Operation]int64{}}
+	p := &kernelPlan{tails: map[*ir.Operation]bool{}, spans: map[*ir.Operation][2]int64{}, vectorized: map[*ir.Operation]bool{}, chunks: map[*ir.Operation]bool{}}
 	sched, _ := k.Schedule()
 	online := sched == "online"
 	p.resident = sched == "resident"
@@ -236,11 +231,6 @@ func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 				if b == gridBody && len(f.Inits()) == 0 && storesFollow(f) {
 					p.vectorized[op] = true
 				}
-				if t, ok := loop.AsFor(b.ParentOp()); ok && inThreads && t.Dist() == "threads" && k.Kind() == "row" {
-					if bk := planDot(op, t); bk > 0 {
-						p.dots[op] = bk
-					}
-				}
 				serialInGrid = true
 				if err := check(f.Body().Entry(), inThreads); err != nil {
 					return err
@@ -284,12 +274,6 @@ func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 			p.rows = min(rowsTarget/p.block, maxRows)
 		}
 		p.warps = rowWarps(p.rows * p.block)
-		if bk := maxDot(p.dots); bk > 0 {
-			// a row of dot products: a step of BK values of k over the
-			// row is BK blocks of the row at once
-			p.rows = 1
-			p.warps = rowWarps(p.block * bk)
-		}
 		return p, nil
 	}
 	p.block = loopedBlock
@@ -640,13 +624,4 @@ func touchesSram(f loop.ForOp) bool {
 		return !found
 	})
 	return found
-}
-
-// maxDot is the largest BK of dots, 0 when there are none.
-func maxDot(dots map[*ir.Operation]int64) int64 {
-	var bk int64
-	for _, n := range dots {
-		bk = max(bk, n)
-	}
-	return bk
 }

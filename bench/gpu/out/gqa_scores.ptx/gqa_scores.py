@@ -98,7 +98,8 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gqa_scores.ptx"
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("gqa_scores_k0", 512, 8256),
+    ("gqa_scores_k0", 128, 110592),
+    ("gqa_scores_k1", 128, 16),
 )
 
 _modules = {}
@@ -151,7 +152,58 @@ def _launch(fns, name, grid, block, shared, stream, args):
            "cuLaunchKernel(%s)" % name)
 
 
+# Split-K of the matmuls on tensor cores: a decode shape of a few rows has
+# ceil(M/128) * N/128 tiles, too few for the GPU, so K is cut into parts;
+# the last part of each tile to finish adds them up in order and runs the
+# epilogue.
+_MM_SPLIT_K = True
+_MM_MIN_STEPS = 4
+# TENSORFORGE_PTX_SPLIT_K=n launches n parts (1: none), for measurements
+_MM_FORCE_SPLIT = int(os.environ.get("TENSORFORGE_PTX_SPLIT_K", "0") or 0)
+_MM_COUNTERS = {}
+
+
+def _mm_split(tiles, sm, steps):
+    """The parts of K: 1, unless the tiles fill at most half the
+    multiprocessors; each doubling keeps the CTAs within one per
+    multiprocessor and at least _MM_MIN_STEPS steps of K in a part."""
+    if _MM_FORCE_SPLIT > 0:
+        return min(_MM_FORCE_SPLIT, max(steps, 1))
+    split = 1
+    while _MM_SPLIT_K and tiles > 0 and 2 * tiles * split <= sm and steps // (2 * split) >= _MM_MIN_STEPS:
+        split *= 2
+    return split
+
+
+def _mm_counters(device, stream, n):
+    """At least n int32 counters at zero, one per tile, kept per device and
+    stream: each part of a tile adds 1, the last one resets it to 0."""
+    key = (device, stream)
+    t = _MM_COUNTERS.get(key)
+    if t is None or t.numel() < n:
+        t = _MM_COUNTERS[key] = torch.zeros((max(n, 1024),), dtype=torch.int32, device=device)
+    return t
+
+
+def _launch_mm(fns, name, tiles, block, shared, stream, args, device, sm, steps, ws_tile):
+    """Launches a matmul on tensor cores over tiles tiles, split-K chosen
+    from them: (tile, part) pairs, a workspace of ws_tile f32 per pair."""
+    if tiles <= 0:
+        return
+    split = _mm_split(tiles, sm, steps)
+    extra = (1, 0, 0)
+    if split > 1:
+        ws = torch.empty((split * tiles * ws_tile,), dtype=torch.float32, device=device)
+        extra = (split, ws, _mm_counters(device, stream, tiles))
+    _launch(fns, name, min(tiles * split, 2147483647), block, shared, stream, tuple(args) + extra)
+
+
 def _grid_gqa_scores_k0(sm):
+    n = _trip(0, 32, 1)
+    return min(1 * 32 * _cdiv(1, 128) * 16, 2147483647)
+
+
+def _grid_gqa_scores_k1(sm):
     n = _trip(0, 32, 1)
     return min(_cdiv(n, 1), 2147483647)
 
@@ -170,5 +222,7 @@ def gqa_scores(*args):
     stream = torch.cuda.current_stream(device).cuda_stream
     sm = _sm_count(device)
     p = torch.empty((32, 1, 2048), dtype=torch.bfloat16, device=device)
-    _launch(fns, "gqa_scores_k0", _grid_gqa_scores_k0(sm), 512, 8256, stream, (k, q, mask, p))
+    v_ = torch.empty((32, 1, 2048), dtype=torch.float32, device=device)
+    _launch_mm(fns, "gqa_scores_k0", _grid_gqa_scores_k0(sm), 128, 110592, stream, (k, q, mask, v_), device, sm, 2, 16384)
+    _launch(fns, "gqa_scores_k1", _grid_gqa_scores_k1(sm), 128, 16, stream, (v_, p))
     return p
