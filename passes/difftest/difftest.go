@@ -54,7 +54,9 @@
 //     value as the original could be. dist(before, ref) is one sample of
 //     that and may be lucky; spread measures it, as the largest distance
 //     from ref of the float64 evaluations of PerturbRounding's copies
-//     (every rounding step moved by one ULP up, down, or alternately).
+//     (every rounding step moved by one ULP up, down, or alternately) and
+//     PerturbElements' (alternately along each value's last axis, so that
+//     the terms of a sum that cancels move apart).
 //     Integer results use |after - ref| and the like.
 //  3. before is inf or NaN but ref, rounded to the result type, is
 //     finite: the original overflowed (or hit inf - inf) in its own
@@ -423,6 +425,9 @@ const (
 	perturbUp   // PerturbRounding, every step up
 	perturbDown // every step down
 	perturbAlt  // alternately up and down
+	// perturbElems: up and down alternately along each value's last axis
+	// (PerturbElements)
+	perturbElems
 )
 
 // The markers that stand for a fragile value in the marked copies: an
@@ -446,6 +451,8 @@ func (c *checker) marked(f ir.Func, marker Marker, kind markKind) (ir.Func, erro
 		mf, err = MarkOverflow(f, marker)
 	case markDiscontinuities:
 		mf, err = MarkDiscontinuities(f, marker)
+	case perturbElems:
+		mf, err = PerturbElements(f)
 	default:
 		mf, err = PerturbRounding(f, func(i int) float64 {
 			if kind == perturbDown || kind == perturbAlt && i%2 == 1 {
@@ -702,7 +709,7 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 	overflowAfter := c.taint(g, set.args, eval.Options{ExactRounding: true}, base(after), markOverflows)
 	discontinuous := c.taint(f, set.args, eval.Options{ExactRounding: true}, base(before), markDiscontinuities)
 	var perturbed []*lazy
-	for _, kind := range []markKind{perturbUp, perturbDown, perturbAlt} {
+	for _, kind := range []markKind{perturbUp, perturbDown, perturbAlt, perturbElems} {
 		perturbed = append(perturbed, &lazy{run: func() ([]*eval.Tensor, error) {
 			pf, err := c.marked(f, Marker{}, kind)
 			if err != nil {

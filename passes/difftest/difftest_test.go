@@ -344,6 +344,32 @@ func TestPerturbRounding(t *testing.T) {
 	assert.InDelta(t, (-math.Exp(u)*u-u)*u, out[0].Data[1], 1e-12)
 }
 
+// TestPerturbElements: the factors alternate along the last axis, so the
+// terms of a sum that cancels move apart.
+func TestPerturbElements(t *testing.T) {
+	m := parse(t, `func.func @f(%x: tensor<2x4xbf16>) -> tensor<2xbf16> {
+  %s = graph.reduce_sum %x {axes = [1]} : (tensor<2x4xbf16>) -> tensor<2xbf16>
+  return %s : tensor<2xbf16>
+}
+`)
+	f, _ := m.Lookup("f")
+	p, err := PerturbElements(f)
+	require.NoError(t, err)
+	require.NoError(t, ir.Verify(p.Operation))
+	text := ir.Print(p.Operation, ir.PrintOptions{})
+	assert.Contains(t, text, "dense<[1.0078125, 0.9921875, 1.0078125, 0.9921875]> : tensor<4xbf16>", text)
+	x, err := eval.TensorOf(ir.BF16, []int64{2, 4}, []float64{100, -100, 100, -100, 1, 1, 1, 1})
+	require.NoError(t, err)
+	out, err := eval.Run(p, []*eval.Tensor{x}, eval.Options{F64: true})
+	require.NoError(t, err)
+	// 100 - 100 + 100 - 100 is 0 exactly; the perturbed terms sum to
+	// 4 * 100 * u (u = 2^-7), and the sum, value 1, is scaled by 1 - u at
+	// element 0
+	u := 0x1p-7
+	assert.InDelta(t, 400*u*(1-u), out[0].Data[0], 1e-9)
+	assert.InDelta(t, 4*(1+u), out[0].Data[1], 1e-9)
+}
+
 func TestPrecision(t *testing.T) {
 	m := parse(t, `func.func @f(%x: tensor<4xf32>, %h: tensor<4xbf16>, %d: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf32>, tensor<4xf32>, tensor<4xi8>) {
   %e = graph.exp %x : tensor<4xf32>

@@ -481,6 +481,39 @@ var exactOps = map[string]bool{
 // within a few ULP of the result, but one is exact for inputs within an
 // ULP.
 func PerturbRounding(f ir.Func, sign func(i int) float64) (ir.Func, error) {
+	return perturb(f, func(m *marking, i int, _ *ir.Value, k ir.ElemKind, ulp float64) *ir.Value {
+		return m.scalar(k, 1+sign(i)*ulp)
+	})
+}
+
+// PerturbElements is PerturbRounding with the sign alternating along the
+// last axis of each value (1 + ulp, 1 - ulp, ..., starting with the sign
+// of value number i's parity), where that extent is static: the terms of
+// a sum then move apart instead of together, which shows how much a sum
+// that cancels depends on its terms' rounding (bf16 terms near 100
+// summing to -1.6 each round by up to 0.25, where moving them all by the
+// same factor moves the sum by 2^-8 of -1.6).
+func PerturbElements(f ir.Func) (ir.Func, error) {
+	return perturb(f, func(m *marking, i int, v *ir.Value, k ir.ElemKind, ulp float64) *ir.Value {
+		sign := 1.0 - 2*float64(i%2)
+		s, _ := ir.ShapeOf(v.Type())
+		if len(s) == 0 || s[len(s)-1] < 2 {
+			return m.scalar(k, 1+sign*ulp)
+		}
+		n := s[len(s)-1]
+		vals := make([]float64, n)
+		for j := range vals {
+			vals[j] = 1 + sign*ulp
+			sign = -sign
+		}
+		return m.val(func() (*ir.Value, error) {
+			return firstResult(graph.BuildConstant(m.b, m.loc, ir.DenseAttr{Type: ir.Tensor(ir.ElemType{Kind: k}, n), Values: vals}))
+		})
+	})
+}
+
+// perturb multiplies every site of PerturbRounding by factor's value.
+func perturb(f ir.Func, factor func(m *marking, i int, v *ir.Value, k ir.ElemKind, ulp float64) *ir.Value) (ir.Func, error) {
 	c := ir.Func{Operation: f.Operation.Clone(ir.Mapping{})}
 	// The inputs and constants first, as rounded once on their way in:
 	// a rewrite whose result is exact for inputs one ULP away (backward
@@ -512,7 +545,7 @@ func PerturbRounding(f ir.Func, sign func(i int) float64) (ir.Func, error) {
 		if bits, ok := mantissaBits[k]; ok {
 			ulp = math.Ldexp(1, -bits)
 		}
-		scaled := m.mul(s.v, m.scalar(k, 1+sign(i)*ulp))
+		scaled := m.mul(s.v, factor(m, i, s.v, k, ulp))
 		if m.err != nil {
 			return ir.Func{}, fmt.Errorf("difftest: perturbing %s: %w", s.v, m.err)
 		}
