@@ -55,8 +55,8 @@
 //     that and may be lucky; spread measures it, as the largest distance
 //     from ref of the float64 evaluations of PerturbRounding's copies
 //     (every rounding step moved by one ULP up, down, or alternately) and
-//     PerturbElements' (alternately along each value's last axis, so that
-//     the terms of a sum that cancels move apart).
+//     PerturbElements' (a sign per element along each value's last axis,
+//     in two patterns, so that the terms of a sum that cancels move apart).
 //     Integer results use |after - ref| and the like.
 //  3. before is inf or NaN but ref, rounded to the result type, is
 //     finite: the original overflowed (or hit inf - inf) in its own
@@ -425,9 +425,10 @@ const (
 	perturbUp   // PerturbRounding, every step up
 	perturbDown // every step down
 	perturbAlt  // alternately up and down
-	// perturbElems: up and down alternately along each value's last axis
-	// (PerturbElements)
+	// perturbElems, perturbElems2: up or down element by element along
+	// each value's last axis (PerturbElements' patterns 0 and 1)
 	perturbElems
+	perturbElems2
 )
 
 // The markers that stand for a fragile value in the marked copies: an
@@ -451,8 +452,8 @@ func (c *checker) marked(f ir.Func, marker Marker, kind markKind) (ir.Func, erro
 		mf, err = MarkOverflow(f, marker)
 	case markDiscontinuities:
 		mf, err = MarkDiscontinuities(f, marker)
-	case perturbElems:
-		mf, err = PerturbElements(f)
+	case perturbElems, perturbElems2:
+		mf, err = PerturbElements(f, int(kind-perturbElems))
 	default:
 		mf, err = PerturbRounding(f, func(i int) float64 {
 			if kind == perturbDown || kind == perturbAlt && i%2 == 1 {
@@ -709,7 +710,7 @@ func (c *checker) checkRun(f, g ir.Func, set inputSet, prec []ir.ElemKind) {
 	overflowAfter := c.taint(g, set.args, eval.Options{ExactRounding: true}, base(after), markOverflows)
 	discontinuous := c.taint(f, set.args, eval.Options{ExactRounding: true}, base(before), markDiscontinuities)
 	var perturbed []*lazy
-	for _, kind := range []markKind{perturbUp, perturbDown, perturbAlt, perturbElems} {
+	for _, kind := range []markKind{perturbUp, perturbDown, perturbAlt, perturbElems, perturbElems2} {
 		perturbed = append(perturbed, &lazy{run: func() ([]*eval.Tensor, error) {
 			pf, err := c.marked(f, Marker{}, kind)
 			if err != nil {

@@ -486,30 +486,40 @@ func PerturbRounding(f ir.Func, sign func(i int) float64) (ir.Func, error) {
 	})
 }
 
-// PerturbElements is PerturbRounding with the sign alternating along the
-// last axis of each value (1 + ulp, 1 - ulp, ..., starting with the sign
-// of value number i's parity), where that extent is static: the terms of
-// a sum then move apart instead of together, which shows how much a sum
-// that cancels depends on its terms' rounding (bf16 terms near 100
-// summing to -1.6 each round by up to 0.25, where moving them all by the
-// same factor moves the sum by 2^-8 of -1.6).
-func PerturbElements(f ir.Func) (ir.Func, error) {
+// PerturbElements is PerturbRounding with a sign of its own for each
+// element along the last axis of each value, where that extent is static:
+// the terms of a sum then move apart instead of together, which shows how
+// much a sum that cancels depends on its terms' rounding (bf16 terms near
+// 100 summing to -1.6 each round by up to 0.25, where moving them all by
+// the same factor moves the sum by 2^-8 of -1.6). The signs are a hash of
+// the value's number, the element's index and pattern, so that two
+// patterns move most pairs of terms apart in one of them (alternation
+// alone moves terms 0 and 2 together).
+func PerturbElements(f ir.Func, pattern int) (ir.Func, error) {
 	return perturb(f, func(m *marking, i int, v *ir.Value, k ir.ElemKind, ulp float64) *ir.Value {
-		sign := 1.0 - 2*float64(i%2)
 		s, _ := ir.ShapeOf(v.Type())
 		if len(s) == 0 || s[len(s)-1] < 2 {
-			return m.scalar(k, 1+sign*ulp)
+			return m.scalar(k, 1+elementSign(i, 0, pattern)*ulp)
 		}
 		n := s[len(s)-1]
 		vals := make([]float64, n)
 		for j := range vals {
-			vals[j] = 1 + sign*ulp
-			sign = -sign
+			vals[j] = 1 + elementSign(i, j, pattern)*ulp
 		}
 		return m.val(func() (*ir.Value, error) {
 			return firstResult(graph.BuildConstant(m.b, m.loc, ir.DenseAttr{Type: ir.Tensor(ir.ElemType{Kind: k}, n), Values: vals}))
 		})
 	})
+}
+
+// elementSign is the sign PerturbElements gives element j of value i in
+// pattern p: a bit of a multiplicative hash.
+func elementSign(i, j, p int) float64 {
+	h := (uint32(i)*0x9e3779b1 ^ uint32(j)*0x85ebca6b ^ uint32(p)*0xc2b2ae35) * 0x27d4eb2f
+	if h>>31 == 0 {
+		return 1
+	}
+	return -1
 }
 
 // perturb multiplies every site of PerturbRounding by factor's value.
