@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -905,4 +906,72 @@ func expectsFailure(m ir.Module, pipeline string) bool {
 		return true
 	}
 	return (&ir.PassManager{Pipeline: p, VerifyEach: true}).Run(m, &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg}) != nil
+}
+
+// Results stored through views of a row kernel's rows (passes/outviews.go):
+// a transpose that keeps the last axis (vectors), one that moves it (one
+// lane at a time), reshapes that split and merge the row, a chain of both,
+// a run-time number of rows taken from a viewed result, a softmax kept
+// one-pass on the GPU target, and a row stored both as it is and viewed.
+func TestDiffStoredViews(t *testing.T) {
+	cases := map[string]string{
+		"transpose-rows": `
+func.func @f(%x: tensor<6x4x16xbf16>, %w: tensor<16xbf16>) -> tensor<4x6x16xbf16> {
+  %n = graph.rmsnorm %x, %w {eps = 1.0e-05} : (tensor<6x4x16xbf16>, tensor<16xbf16>) -> tensor<6x4x16xbf16>
+  %t = graph.transpose %n {perm = [1, 0, 2]} : (tensor<6x4x16xbf16>) -> tensor<4x6x16xbf16>
+  return %t : tensor<4x6x16xbf16>
+}`,
+		"transpose-last-axis": `
+func.func @f(%x: tensor<5x12xf32>) -> tensor<12x5xf32> {
+  %p = graph.softmax %x : tensor<5x12xf32>
+  %t = graph.transpose %p {perm = [1, 0]} : (tensor<5x12xf32>) -> tensor<12x5xf32>
+  return %t : tensor<12x5xf32>
+}`,
+		"reshape-split": `
+func.func @f(%x: tensor<?x64xf16>, %w: tensor<64xf16>) -> tensor<?x4x16xf16> {
+  %n = graph.rmsnorm %x, %w {eps = 1.0e-05} : (tensor<?x64xf16>, tensor<64xf16>) -> tensor<?x64xf16>
+  %t = graph.reshape %n : (tensor<?x64xf16>) -> tensor<?x4x16xf16>
+  return %t : tensor<?x4x16xf16>
+}`,
+		"reshape-merge-then-transpose": `
+func.func @f(%x: tensor<2x3x4x8xf32>) -> (tensor<3x2x32xf32>, tensor<2x3x4xf32>) {
+  %s = graph.reduce_max %x {axes = [-1]} : (tensor<2x3x4x8xf32>) -> tensor<2x3x4xf32>
+  %e = graph.exp %x : tensor<2x3x4x8xf32>
+  %z = graph.reduce_sum %e {axes = [-1], keepdim = true} : (tensor<2x3x4x8xf32>) -> tensor<2x3x4x1xf32>
+  %p = graph.div %e, %z : (tensor<2x3x4x8xf32>, tensor<2x3x4x1xf32>) -> tensor<2x3x4x8xf32>
+  %r = graph.reshape %p : (tensor<2x3x4x8xf32>) -> tensor<2x3x32xf32>
+  %t = graph.transpose %r {perm = [1, 0, 2]} : (tensor<2x3x32xf32>) -> tensor<3x2x32xf32>
+  return %t, %s : tensor<3x2x32xf32>, tensor<2x3x4xf32>
+}`,
+		"heads-dynamic": `
+func.func @f(%k: tensor<1x?x32xbf16>, %w: tensor<8xbf16>) -> tensor<1x4x?x8xbf16> {
+  %kh = graph.reshape %k : (tensor<1x?x32xbf16>) -> tensor<1x?x4x8xbf16>
+  %n = graph.rmsnorm %kh, %w {eps = 1.0e-06} : (tensor<1x?x4x8xbf16>, tensor<8xbf16>) -> tensor<1x?x4x8xbf16>
+  %t = graph.transpose %n {perm = [0, 2, 1, 3]} : (tensor<1x?x4x8xbf16>) -> tensor<1x4x?x8xbf16>
+  return %t : tensor<1x4x?x8xbf16>
+}`,
+		"stored-twice": `
+func.func @f(%x: tensor<4x3x16xf32>) -> (tensor<4x3x16xf32>, tensor<3x4x16xf32>) {
+  %p = graph.log_softmax %x : tensor<4x3x16xf32>
+  %t = graph.transpose %p {perm = [1, 0, 2]} : (tensor<4x3x16xf32>) -> tensor<3x4x16xf32>
+  return %p, %t : tensor<4x3x16xf32>, tensor<3x4x16xf32>
+}`,
+	}
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, tg := range []string{"cpu", "h200"} {
+			t.Run(name+"/"+tg, func(t *testing.T) {
+				m, err := parser.Parse("input.tir", cases[name])
+				require.NoError(t, err)
+				runPipeline(t, m, "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce", tg)
+				text := ir.Print(m.Operation, ir.PrintOptions{})
+				require.Equal(t, 1, strings.Count(text, "graph.fused"), "one kernel:\n%s", text)
+				runDiff(t, diffCase{name: name, src: text, target: tg})
+			})
+		}
+	}
 }

@@ -95,7 +95,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 			}
 		}
 		for i, y := range outs {
-			if !ev.plans[k.outs[i]].varies() {
+			if !ev.plans[k.outs[i]].varies() && info.OutViews[y] == nil {
 				row.store(row.get(y), k.outs[i])
 			}
 		}
@@ -125,6 +125,9 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	n := len(info.Shape)
 	c := info.RowLen
 	width := viewWidth(rollWidth(k.vectorWidth(c, ev.alongRow()), info.Ops), info.Views)
+	if len(info.OutViews) > 0 {
+		width = outViewWidth(width, info.OutViews)
+	}
 	if len(info.MatMuls) > 0 {
 		// a row of dot products (passes.matmulRows): each is a serial loop
 		// over K, whose right operand is read along K, not along the row
@@ -158,13 +161,13 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 
 	// the leading extents come from output 0: full rows [R..., C] or
 	// per-row values [R..., 1] / [R...], all led by R
+	outs := yielded(fused)
 	leadExt := make([]*ir.Value, n-1)
 	for d := range leadExt {
-		leadExt[d] = k.dim(k.outs[0], d)
+		leadExt[d] = k.rowExtent(info, d, outs)
 	}
 	rows := k.product(k.kb, leadExt)
 
-	outs := yielded(fused)
 	// what each phase's loop must do
 	reductions := make([][]*ir.Operation, info.NumPhases)
 	stores := make([][]int, info.NumPhases)
@@ -175,6 +178,12 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 		}
 	}
 	for i, y := range outs {
+		if chain := info.OutViews[y]; chain != nil {
+			// stored through views, in the phase of the row they read
+			p := ev.valPhase[chain[0].Operand(0)]
+			stores[p] = append(stores[p], i)
+			continue
+		}
 		if ev.plans[k.outs[i]].varies() {
 			p := ev.valPhase[y]
 			stores[p] = append(stores[p], i)
@@ -238,6 +247,10 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 					next[j] = s.op(combineOp(combine[j]), []*ir.Value{carried[j], x}, carried[j].Type(), nil)
 				}
 				for _, i := range stores[p] {
+					if chain := info.OutViews[outs[i]]; chain != nil {
+						s.storeViewed(chain, k.outs[i])
+						continue
+					}
 					s.store(s.get(outs[i]), k.outs[i])
 				}
 				// every read of a kept row comes before the first store, so
@@ -262,7 +275,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 			}
 		}
 		for i, y := range outs {
-			if !ev.plans[k.outs[i]].varies() {
+			if !ev.plans[k.outs[i]].varies() && info.OutViews[y] == nil {
 				row.store(row.get(y), k.outs[i])
 			}
 		}

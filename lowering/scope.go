@@ -137,6 +137,9 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 		ev.varying[a] = p.varies()
 	}
 	for i, y := range yielded(fused) {
+		if info.OutViews[y] != nil {
+			continue // stored through its views (storeViewed), not planned
+		}
 		ev.plans[k.outs[i]] = ev.plan(y)
 	}
 	for i, op := range info.Ops {
@@ -146,6 +149,10 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 		r := op.Result(0)
 		ev.valPhase[r] = info.Phases[i]
 		if info.AccessOf(r) == passes.AccessView {
+			continue
+		}
+		if info.AccessOf(r) == passes.AccessStoredView {
+			ev.varying[r] = true // a view of a full row, of another shape
 			continue
 		}
 		if isRowReduction(op) {

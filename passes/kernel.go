@@ -174,6 +174,11 @@ type KernelInfo struct {
 	// operand (Op is the first); the other ops are their element-wise
 	// epilogue over the result shape (Shape).
 	MatMuls []*ir.Operation
+	// OutViews maps each result of a row kernel written through views of
+	// one of its full rows (AccessStoredView) to the chain of views, from
+	// the op reading the row to the one computing the result
+	// (outviews.go).
+	OutViews map[*ir.Value][]*ir.Operation
 
 	access map[*ir.Value]Access
 }
@@ -526,7 +531,7 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 			return nil, err
 		}
 	}
-	return c.row(reductions)
+	return c.rowWithOutViews(reductions)
 }
 
 // checkRollOperand: a graph.roll in a kernel is an index map on a load, so

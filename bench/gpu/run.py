@@ -158,6 +158,17 @@ def make_rope(t):
     return make
 
 
+def eager_k_norm(k, w):
+    # Qwen3's k_norm as transformers writes it, then the attention layout
+    x = k.view(1, -1, 8, 128).float()
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (w * x.to(k.dtype)).transpose(1, 2).contiguous()
+
+
+def ref_k_norm(k, w):
+    return (rmsnorm64(k.view(1, -1, 8, 128), w, 1e-6).transpose(1, 2),)
+
+
 def gqa_keys(k):
     # the 8 key heads broadcast over the 4 query heads of each, as repeat_kv
     return k.expand(8, 4, 2048, 128).reshape(32, 2048, 128)
@@ -338,6 +349,12 @@ for T in (4096, 1, 16):
 for T in (4096, 32):
     WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"rope_{T}", f"rope_{T}", "rope", make_rope(T),
                               eager_rope, ref_rope, decode=T < 4096))
+# Qwen3's per-head key norm, stored transposed to [1, heads, T, 128]: a
+# prefill and a decode step of 32 sequences
+for T in (4096, 32):
+    WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"k_norm_{T}", "k_norm", "k_norm",
+                              (lambda T=T: (randn(1, T, 1024), randn(128))), eager_k_norm, ref_k_norm,
+                              decode=T < 4096))
 # the scores of grouped-query attention at a decode step: q.k^T over keys
 # broadcast to the query heads, masked, softmax (one row kernel)
 WORKLOADS.append(Workload("decode_gqa_scores_32x2048", "gqa_scores", "gqa_scores", make_gqa_scores,

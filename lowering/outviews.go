@@ -1,0 +1,176 @@
+package lowering
+
+import (
+	"slices"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+// This file stores the results of a row kernel that are views of its full
+// rows (passes.KernelInfo.OutViews): the row's value at the kernel's point
+// p, stored at the point of the view's result that reads p, computed by
+// the inverse of each view's index map in turn:
+//
+//	transpose perm   result[r] = p[perm[r]]
+//	reshape          each group of dimensions linearised row-major in p's
+//	                 shape and split into the result's
+//
+// A reshape keeps the buffer's row-major order, so a vector of columns
+// stays contiguous where its lanes do not cross a row of the result
+// (outViewWidth); a transpose that moves the last axis stores one lane at
+// a time.
+
+// storeViewed stores the value the views of chain read, at s's point,
+// into buf, the buffer of the chain's result.
+func (s *scope) storeViewed(chain []*ir.Operation, buf *ir.Value) {
+	k := s.ev.k
+	x := s.cast(s.get(chain[0].Operand(0)), buf.Type().(ir.MemRefType).Elem)
+	p := append(slices.Clone(s.ev.rowIdx), s.col)
+	for _, op := range chain {
+		p = s.viewedPoint(op, p)
+	}
+	must(loop.BuildStore(s.b, k.loc, x, buf, p))
+}
+
+// viewedPoint maps point p of view op's operand to the point of its result
+// that reads it.
+func (s *scope) viewedPoint(op *ir.Operation, p []*ir.Value) []*ir.Value {
+	k := s.ev.k
+	b := s.b
+	res, opd := shapeOf(op.Result(0)), shapeOf(op.Operand(0))
+	q := make([]*ir.Value, len(res))
+	switch op.Name() {
+	case graph.OpTranspose:
+		for r, d := range passes.TransposePerm(graph.TransposeOp{Operation: op}) {
+			q[r] = p[d]
+		}
+	case graph.OpReshape:
+		groups, _ := passes.ReshapeGroups(graph.ReshapeOp{Operation: op})
+		for _, g := range groups {
+			if len(g.In) == 1 && len(g.Out) == 1 {
+				q[g.Out[0]] = p[g.In[0]]
+				continue
+			}
+			lin := p[g.In[0]]
+			for _, d := range g.In[1:] {
+				lin = must(loop.BuildMuli(b, k.loc, lin, k.index(opd[d]))).Output()
+				lin = must(loop.BuildAddi(b, k.loc, lin, p[d])).Output()
+			}
+			stride := int64(1)
+			for n := len(g.Out) - 1; n >= 0; n-- {
+				j := g.Out[n]
+				x := lin
+				if stride != 1 {
+					x = must(loop.BuildDivi(b, k.loc, x, k.index(stride))).Output()
+				}
+				if n > 0 {
+					x = must(loop.BuildRemi(b, k.loc, x, k.index(res[j]))).Output()
+				}
+				q[j] = x
+				stride *= res[j]
+			}
+		}
+		for j := range q {
+			if q[j] == nil { // the result's dimensions of extent 1
+				q[j] = k.index(0)
+			}
+		}
+	default:
+		fail(op, "is not a view a row kernel stores through (internal error in lower-to-loops)")
+	}
+	return q
+}
+
+// outViewWidth narrows vector width w so that each chain of views stores
+// whole vectors: the column must stay the last index of every view's
+// result, and a vector must not cross a row of a reshape's result (its
+// static last extent a multiple of the width).
+func outViewWidth(w int64, chains map[*ir.Value][]*ir.Operation) int64 {
+	for _, chain := range chains {
+		for _, op := range chain {
+			res := shapeOf(op.Result(0))
+			switch op.Name() {
+			case graph.OpTranspose:
+				perm := passes.TransposePerm(graph.TransposeOp{Operation: op})
+				if n := len(perm); n > 0 && perm[n-1] != int64(n-1) {
+					return 1
+				}
+			case graph.OpReshape:
+				last := res[len(res)-1]
+				if last == ir.Dynamic {
+					continue // a `?` alone in its group: the column itself
+				}
+				for w > 1 && last%w != 0 {
+					w /= 2
+				}
+			}
+		}
+	}
+	return w
+}
+
+// rowExtent is extent d of the rows of row kernel info, whose body yields
+// yields: output 0's, or where results are stored through views (whose
+// buffers have the views' shapes), the static extent, that of a result or
+// input of full rows, or that of the dimension of a viewed result that d
+// becomes.
+func (k *kernelBuilder) rowExtent(info *passes.KernelInfo, d int, yields []*ir.Value) *ir.Value {
+	if len(info.OutViews) == 0 {
+		return k.dim(k.outs[0], d)
+	}
+	if e := info.Shape[d]; e != ir.Dynamic {
+		return k.index(e)
+	}
+	for i, a := range info.Results {
+		if a == passes.AccessFull || a == passes.AccessPerRow {
+			return k.dim(k.outs[i], d)
+		}
+	}
+	for i, a := range info.Operands {
+		if a == passes.AccessFull && len(k.ins[i].Type().(ir.MemRefType).Shape) == len(info.Shape) {
+			return k.dim(k.ins[i], d)
+		}
+	}
+	// the result's dimension that d becomes through its views
+	for i, y := range yields {
+		chain := info.OutViews[y]
+		if chain == nil {
+			continue
+		}
+		e, ok := d, true
+		for _, op := range chain {
+			if e, ok = viewedDim(op, e); !ok {
+				break
+			}
+		}
+		if ok {
+			return k.dim(k.outs[i], e)
+		}
+	}
+	panic(lowerError{ir.Errorf(k.loc, "a row kernel whose results are all stored through views and whose rows have a run-time extent reads no full row to take it from (internal error in lower-to-loops)")})
+}
+
+// viewedDim is the dimension of view op's result that dimension d of its
+// operand becomes, when it becomes one alone (a transpose's, or a
+// dimension a reshape keeps whole).
+func viewedDim(op *ir.Operation, d int) (int, bool) {
+	switch op.Name() {
+	case graph.OpTranspose:
+		for r, p := range passes.TransposePerm(graph.TransposeOp{Operation: op}) {
+			if int(p) == d {
+				return r, true
+			}
+		}
+	case graph.OpReshape:
+		groups, _ := passes.ReshapeGroups(graph.ReshapeOp{Operation: op})
+		for _, g := range groups {
+			if len(g.In) == 1 && len(g.Out) == 1 && g.In[0] == d {
+				return g.Out[0], true
+			}
+		}
+	}
+	return 0, false
+}
