@@ -41,9 +41,8 @@ func (c *classifier) outputViewChains() map[*ir.Value][]*ir.Operation {
 			if op == nil || !in[op] || !storedView(op) {
 				break
 			}
-			// nothing else of the kernel reads what the chain computes
-			// (the result itself may be read: it is still the operand's
-			// view, computed where it is read)
+			// nothing but the next view reads a value inside the chain
+			// (the result's own readers are checked below)
 			if v != y && (len(v.Users()) != 1 || slices.Contains(c.outputs, v)) {
 				break
 			}
