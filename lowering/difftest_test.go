@@ -950,6 +950,23 @@ func.func @f(%k: tensor<1x?x32xbf16>, %w: tensor<8xbf16>) -> tensor<1x4x?x8xbf16
   %t = graph.transpose %n {perm = [0, 2, 1, 3]} : (tensor<1x?x4x8xbf16>) -> tensor<1x4x?x8xbf16>
   return %t : tensor<1x4x?x8xbf16>
 }`,
+		// online on the GPU (rows longer than 8192): h is stored,
+		// transposed, in the pass that takes the max and the sum
+		"online-phase-0": `
+func.func @f(%x: tensor<2x9000xf32>, %r: tensor<2x9000xf32>) -> (tensor<9000x2xf32>, tensor<2xf32>) {
+  %h = graph.add %x, %r : tensor<2x9000xf32>
+  %t = graph.transpose %h {perm = [1, 0]} : (tensor<2x9000xf32>) -> tensor<9000x2xf32>
+  %l = graph.logsumexp %h {axis = -1} : (tensor<2x9000xf32>) -> tensor<2xf32>
+  return %t, %l : tensor<9000x2xf32>, tensor<2xf32>
+}`,
+		// few long rows, which the GPU would split across programs: one
+		// program per row instead
+		"few-rows": `
+func.func @f(%x: tensor<2x4096xbf16>) -> tensor<2x64x64xbf16> {
+  %p = graph.softmax %x : tensor<2x4096xbf16>
+  %t = graph.reshape %p : (tensor<2x4096xbf16>) -> tensor<2x64x64xbf16>
+  return %t : tensor<2x64x64xbf16>
+}`,
 		"stored-twice": `
 func.func @f(%x: tensor<4x3x16xf32>) -> (tensor<4x3x16xf32>, tensor<3x4x16xf32>) {
   %p = graph.log_softmax %x : tensor<4x3x16xf32>

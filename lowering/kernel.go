@@ -236,8 +236,9 @@ func (l *funcLowering) lowerKernel(fused *ir.Operation, inputs, outputs []*ir.Va
 			info.PlanSchedule(l.target)
 		}
 		// few rows split (both forms, guarded, for a `?` count), then
-		// a resident split, where asked for, for many
-		if l.lowerSplit(fused, &info, inputs, outputs) || l.lowerResident(fused, &info, inputs, outputs) {
+		// a resident split, where asked for, for many; a kernel storing
+		// results through views (outviews.go) keeps one program per row
+		if len(info.OutViews) == 0 && (l.lowerSplit(fused, &info, inputs, outputs) || l.lowerResident(fused, &info, inputs, outputs)) {
 			return
 		}
 		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {

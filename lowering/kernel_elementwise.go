@@ -247,11 +247,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 					next[j] = s.op(combineOp(combine[j]), []*ir.Value{carried[j], x}, carried[j].Type(), nil)
 				}
 				for _, i := range stores[p] {
-					if chain := info.OutViews[outs[i]]; chain != nil {
-						s.storeViewed(chain, k.outs[i])
-						continue
-					}
-					s.store(s.get(outs[i]), k.outs[i])
+					s.storeResult(outs[i], k.outs[i])
 				}
 				// every read of a kept row comes before the first store, so
 				// a row may take the place of one read here for the last time

@@ -133,7 +133,7 @@ func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs
 				v := ls.get(x)
 				must(loop.BuildStore(ls.b, loc, ls.cast(v, ev.heldElem(x)), buf, []*ir.Value{ls.col}))
 				for _, i := range stores {
-					ls.store(ls.get(outs[i]), k.outs[i])
+					ls.storeResult(outs[i], k.outs[i])
 				}
 				return []*ir.Value{ls.op(loop.OpMax, []*ir.Value{carried[0], ls.compute(v, f32)}, carried[0].Type(), nil)}
 			})[0]

@@ -28,11 +28,21 @@ import (
 func (s *scope) storeViewed(chain []*ir.Operation, buf *ir.Value) {
 	k := s.ev.k
 	x := s.cast(s.get(chain[0].Operand(0)), buf.Type().(ir.MemRefType).Elem)
-	p := append(slices.Clone(s.ev.rowIdx), s.col)
+	p := append(slices.Clone(s.ev.rowIdx), s.column())
 	for _, op := range chain {
 		p = s.viewedPoint(op, p)
 	}
 	must(loop.BuildStore(s.b, k.loc, x, buf, p))
+}
+
+// storeResult stores result y of the kernel into its buffer buf at s's
+// point: through its views where it has them.
+func (s *scope) storeResult(y, buf *ir.Value) {
+	if chain := s.ev.info.OutViews[y]; chain != nil {
+		s.storeViewed(chain, buf)
+		return
+	}
+	s.store(s.get(y), buf)
 }
 
 // viewedPoint maps point p of view op's operand to the point of its result
