@@ -23,6 +23,8 @@ CONFIGS = {
     "two_pass_k3": {"BLOCK": 4096, "num_warps": 4},
     "row_min_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
     "norm_rope_k0": {"BLOCK": 128, "ROWS": 32, "num_warps": 4},
+    "stored_online_k0": {"BLOCK": 4096, "num_warps": 4},
+    "stored_transposed_k0": {"BLOCK": 64, "ROWS": 64, "num_warps": 4},
 }
 
 
@@ -329,6 +331,108 @@ def norm_rope_k0(x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, o_d1, BLOCK: tl.
     tl.store(o + (((t2 * 4) + t3) * 128) + cols, t33, mask=rmask)
 
 
+@triton.jit
+def stored_online_k0(x, r, t, l, x_d0, r_d0, t_d1, l_d0, BLOCK: tl.constexpr):
+    # row, online: one program per row, loops over BLOCK-element chunks
+    pid = tl.program_id(0)
+    r_1 = pid.to(tl.int64)
+    acc = tl.full([], (-float("inf")), tl.float32)
+    acc_1 = tl.full([], 0.0, tl.float32)
+    for c in range(0, 8192, 4096):
+        acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+        i = tl.arange(0, BLOCK)
+        t0 = c + i
+        x_1 = tl.load(x + (r_1 * 9000) + t0)
+        r_2 = tl.load(r + (r_1 * 9000) + t0)
+        t1 = x_1 + r_2
+        tl.store(t + (t0 * t_d1) + r_1, t1)
+        t2 = _max_nan(acc_2, t1)
+        t3 = tl.reduce(t2, 0, _max_nan)
+        t4 = _max_nan(acc, t3)
+        t5 = tl.abs(t4)
+        t6 = t5 == float("inf")
+        t7 = tl.where(t6, tl.full([], 0.0, tl.float32), t4)
+        acc_3 = tl.full((BLOCK,), 0.0, tl.float32)
+        t8 = t1 - t7
+        t9 = tl.exp(t8)
+        t10 = acc_3 + t9
+        t11 = tl.sum(t10, axis=0)
+        t12 = acc == (-float("inf"))
+        t13 = tl.abs(acc)
+        t14 = t13 == float("inf")
+        t15 = tl.where(t14, tl.full([], 0.0, tl.float32), acc)
+        t16 = t15 - t7
+        t17 = tl.exp(t16)
+        t18 = tl.where(t12, tl.full([], 0.0, tl.float32), t17)
+        t19 = acc_1 * t18
+        t20 = t19 + t11
+        acc, acc_1 = t4, t20
+    acc_4 = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i_2 = tl.arange(0, BLOCK)
+    cmask = i_2 < 808
+    t21 = 8192 + i_2
+    x_2 = tl.load(x + (r_1 * 9000) + t21, mask=cmask)
+    r_3 = tl.load(r + (r_1 * 9000) + t21, mask=cmask)
+    t22 = x_2 + r_3
+    tl.store(t + (t21 * t_d1) + r_1, t22, mask=cmask)
+    t23 = _max_nan(acc_4, t22)
+    t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)
+    t25 = _max_nan(acc, t24)
+    t26 = tl.abs(t25)
+    t27 = t26 == float("inf")
+    t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
+    acc_5 = tl.full((BLOCK,), 0.0, tl.float32)
+    i_3 = tl.arange(0, BLOCK)
+    cmask_1 = i_3 < 808
+    t29 = t22 - t28
+    t30 = tl.exp(t29)
+    t31 = acc_5 + t30
+    t32 = tl.sum(tl.where(cmask_1, t31, acc_5), axis=0)
+    t33 = acc == (-float("inf"))
+    t34 = tl.abs(acc)
+    t35 = t34 == float("inf")
+    t36 = tl.where(t35, tl.full([], 0.0, tl.float32), acc)
+    t37 = t36 - t28
+    t38 = tl.exp(t37)
+    t39 = tl.where(t33, tl.full([], 0.0, tl.float32), t38)
+    t40 = acc_1 * t39
+    t41 = t40 + t32
+    t42 = tl.abs(t25)
+    t43 = t42 == float("inf")
+    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t25)
+    t45 = tl.abs(t25)
+    t46 = t45 == float("inf")
+    t47 = tl.where(t46, tl.full([], 0.0, tl.float32), t25)
+    t48 = t47 - t44
+    t49 = tl.exp(t48)
+    t50 = t41 * t49
+    t51 = tl.log(t50)
+    t52 = t44 + t51
+    t53 = _max_nan(tl.full([], (-float("inf")), tl.float32), t52)
+    tl.store(l + r_1, t53)
+
+
+@triton.jit
+def stored_transposed_k0(x, t, x_d0, t_d1, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    # row, one-pass: rows of 64 in one block, ROWS rows per program
+    pid = tl.program_id(0)
+    r = (pid * ROWS).to(tl.int64) + tl.arange(0, ROWS)[:, None]
+    rmask = r < x_d0
+    cols = tl.arange(0, BLOCK)[None, :]
+    x_1 = tl.load(x + (r * 64) + cols, mask=rmask)
+    acc = tl.full((ROWS, BLOCK), (-float("inf")), tl.float32)
+    t0 = _max_nan(acc, x_1)
+    acc_1 = tl.reduce(t0, 1, _max_nan, keep_dims=True)
+    acc_2 = tl.full((ROWS, BLOCK), 0.0, tl.float32)
+    t1 = x_1 - acc_1
+    t2 = tl.exp(t1)
+    t3 = acc_2 + t2
+    acc_3 = tl.sum(t3, axis=1, keep_dims=True)
+    t4 = 1.0 / acc_3
+    t5 = t2 * t4
+    tl.store(t + (cols * t_d1) + r, t5, mask=rmask)
+
+
 def _tensor(fn, name, t, dtype, shape):
     # t as a contiguous CUDA tensor of dtype and shape (None: any extent)
     if isinstance(t, torch.Tensor) and t.dtype == dtype and t.shape == shape and t.is_cuda:
@@ -538,3 +642,34 @@ def norm_rope(x, w, cos, sin, sign):
     if grid[0] > 0:
         _launch(norm_rope_k0, grid, (x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, x_d1), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return o
+
+
+def stored_online(x, r):
+    """stored_online(x: f32[?, 9000], r: f32[?, 9000]) -> (f32[9000, ?], f32[?])"""
+    x = _tensor("stored_online", "x", x, torch.float32, (None, 9000))
+    r = _tensor("stored_online", "r", r, torch.float32, (None, 9000))
+    if x.shape[0] != r.shape[0]:
+        raise ValueError("stored_online: x has %d in dimension 0 but r has %d in dimension 0: two '?' extents that broadcast together must be equal" % (x.shape[0], r.shape[0]))
+    dev = x.device
+    x_d0 = x.shape[0]
+    r_d0 = r.shape[0]
+    t = torch.empty((9000, x_d0), dtype=torch.float32, device=dev)
+    l = torch.empty((x_d0,), dtype=torch.float32, device=dev)
+    cfg = CONFIGS["stored_online_k0"]
+    grid = (x_d0,)
+    if grid[0] > 0:
+        _launch(stored_online_k0, grid, (x, r, t, l, x_d0, r_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return (t, l)
+
+
+def stored_transposed(x):
+    """stored_transposed(x: f32[?, 64]) -> f32[64, ?]"""
+    x = _tensor("stored_transposed", "x", x, torch.float32, (None, 64))
+    dev = x.device
+    x_d0 = x.shape[0]
+    t = torch.empty((64, x_d0), dtype=torch.float32, device=dev)
+    cfg = _fit_rows(CONFIGS["stored_transposed_k0"], x_d0)
+    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    if grid[0] > 0:
+        _launch(stored_transposed_k0, grid, (x, t, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
+    return t
