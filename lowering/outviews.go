@@ -49,7 +49,6 @@ func (s *scope) storeResult(y, buf *ir.Value) {
 // that reads it.
 func (s *scope) viewedPoint(op *ir.Operation, p []*ir.Value) []*ir.Value {
 	k := s.ev.k
-	b := s.b
 	res, opd := shapeOf(op.Result(0)), shapeOf(op.Operand(0))
 	q := make([]*ir.Value, len(res))
 	switch op.Name() {
@@ -60,34 +59,9 @@ func (s *scope) viewedPoint(op *ir.Operation, p []*ir.Value) []*ir.Value {
 	case graph.OpReshape:
 		groups, _ := passes.ReshapeGroups(graph.ReshapeOp{Operation: op})
 		for _, g := range groups {
-			if len(g.In) == 1 && len(g.Out) == 1 {
-				q[g.Out[0]] = p[g.In[0]]
-				continue
-			}
-			lin := p[g.In[0]]
-			for _, d := range g.In[1:] {
-				lin = must(loop.BuildMuli(b, k.loc, lin, k.index(opd[d]))).Output()
-				lin = must(loop.BuildAddi(b, k.loc, lin, p[d])).Output()
-			}
-			stride := int64(1)
-			for n := len(g.Out) - 1; n >= 0; n-- {
-				j := g.Out[n]
-				x := lin
-				if stride != 1 {
-					x = must(loop.BuildDivi(b, k.loc, x, k.index(stride))).Output()
-				}
-				if n > 0 {
-					x = must(loop.BuildRemi(b, k.loc, x, k.index(res[j]))).Output()
-				}
-				q[j] = x
-				stride *= res[j]
-			}
+			k.regroup(s.b, p, opd, g.In, q, res, g.Out)
 		}
-		for j := range q {
-			if q[j] == nil { // the result's dimensions of extent 1
-				q[j] = k.index(0)
-			}
-		}
+		k.zeroUnset(q) // the result's dimensions of extent 1
 	default:
 		fail(op, "is not a view a row kernel stores through (internal error in lower-to-loops)")
 	}

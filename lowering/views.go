@@ -165,36 +165,9 @@ func (s *scope) mapPointAt(b *ir.Builder, op *ir.Operation, i int, p []*ir.Value
 	case graph.OpReshape:
 		groups, _ := passes.ReshapeGroups(graph.ReshapeOp{Operation: op})
 		for _, g := range groups {
-			if len(g.In) == 1 && len(g.Out) == 1 {
-				q[g.In[0]] = p[g.Out[0]]
-				continue
-			}
-			// the row-major position in the group, regrouped
-			lin := p[g.Out[0]]
-			for _, d := range g.Out[1:] {
-				lin = must(loop.BuildMuli(b, k.loc, lin, k.index(res[d]))).Output()
-				lin = must(loop.BuildAddi(b, k.loc, lin, p[d])).Output()
-			}
-			stride := int64(1)
-			for n := len(g.In) - 1; n >= 0; n-- {
-				j := g.In[n]
-				x := lin
-				if stride != 1 {
-					x = must(loop.BuildDivi(b, k.loc, x, k.index(stride))).Output()
-				}
-				if n > 0 {
-					x = must(loop.BuildRemi(b, k.loc, x, k.index(opd[j]))).Output()
-				}
-				q[j] = x
-				stride *= opd[j]
-			}
+			k.regroup(b, p, res, g.Out, q, opd, g.In)
 		}
-		// the operand's dimensions of extent 1
-		for j := range q {
-			if q[j] == nil {
-				q[j] = k.index(0)
-			}
-		}
+		k.zeroUnset(q) // the operand's dimensions of extent 1
 	default:
 		fail(op, "is not a view (internal error in lower-to-loops)")
 	}
@@ -341,4 +314,44 @@ func viewWidth(w int64, plan *passes.ViewPlan) int64 {
 		}
 	}
 	return w
+}
+
+// regroup sets the dimensions toDims of point q (of shape to) from the
+// dimensions fromDims of point p (of shape from), a group of a reshape
+// (passes.ReshapeGroups): the row-major position of p in the group,
+// split into the group's dimensions of to. A group of one dimension on
+// each side (a `?` among them) is copied.
+func (k *kernelBuilder) regroup(b *ir.Builder, p []*ir.Value, from []int64, fromDims []int, q []*ir.Value, to []int64, toDims []int) {
+	if len(fromDims) == 1 && len(toDims) == 1 {
+		q[toDims[0]] = p[fromDims[0]]
+		return
+	}
+	lin := p[fromDims[0]]
+	for _, d := range fromDims[1:] {
+		lin = must(loop.BuildMuli(b, k.loc, lin, k.index(from[d]))).Output()
+		lin = must(loop.BuildAddi(b, k.loc, lin, p[d])).Output()
+	}
+	stride := int64(1)
+	for n := len(toDims) - 1; n >= 0; n-- {
+		j := toDims[n]
+		x := lin
+		if stride != 1 {
+			x = must(loop.BuildDivi(b, k.loc, x, k.index(stride))).Output()
+		}
+		if n > 0 {
+			x = must(loop.BuildRemi(b, k.loc, x, k.index(to[j]))).Output()
+		}
+		q[j] = x
+		stride *= to[j]
+	}
+}
+
+// zeroUnset sets the dimensions of point q that no group of a reshape
+// set (its dimensions of extent 1) to index 0.
+func (k *kernelBuilder) zeroUnset(q []*ir.Value) {
+	for j := range q {
+		if q[j] == nil {
+			q[j] = k.index(0)
+		}
+	}
 }
