@@ -9,7 +9,11 @@ partitioner, then trimmed:
   where a view costs nothing (inside a region a view is an index map of
   the kernel reading it; at its edge the region reads or writes the
   tensor as it lies), except a strided view at its start, which the region
-  would have to copy to be contiguous; a cat is a copy, and stays;
+  would have to copy to be contiguous, and a copy at its end that makes a
+  strided view of the region's result contiguous (`.transpose(1, 2)
+  .contiguous()` of a per-head norm), which the region writes in that
+  layout through the view's index map where PyTorch would copy it again;
+  a cat is a copy, and stays;
 - a region with nothing left to compute is dropped.
 """
 
@@ -88,13 +92,25 @@ def _contiguous(n):
     return True
 
 
+def _materializes(n, nodes):
+    """Whether node n copies a strided view computed in the region (nodes)
+    into a contiguous tensor: a clone or contiguous of a transpose."""
+    decl = optable.lookup(n)
+    if decl is None or decl.kind is not optable.IDENTITY or not n.args or not isinstance(n.args[0], torch.fx.Node):
+        return False
+    src = n.args[0]
+    return src in nodes and _contiguous(n) and not _contiguous(src)
+
+
 def _trim(nodes):
     """Peel free nodes (views, copies) off the edges of a region until none is left there.
 
     A view at the start of a region is peeled only when it is contiguous:
     a strided one (a transpose, a slice, an expand) would be copied to be
     contiguous where the region reads it, while inside the region it is an
-    index map of the kernel that reads it.
+    index map of the kernel that reads it. A copy at its end that makes a
+    strided view of the region's work contiguous stays too (_materializes):
+    the region's kernel stores through the view.
     """
     nodes = set(nodes)
     peeled = []
@@ -106,7 +122,7 @@ def _trim(nodes):
                 continue
             ins = [a for a in n.all_input_nodes]
             leading = all(a not in nodes for a in ins) and _contiguous(n)
-            trailing = all(u not in nodes for u in n.users)
+            trailing = all(u not in nodes for u in n.users) and not _materializes(n, nodes)
             if leading or trailing:
                 nodes.discard(n)
                 peeled.append(n)

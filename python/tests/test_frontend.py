@@ -122,6 +122,20 @@ class NormedRope(torch.nn.Module):
         return torch.matmul(q, q.transpose(-1, -2))
 
 
+class NormedHeads(torch.nn.Module):
+    """Qwen3's k: a projection viewed as heads, each head RMSNormed (k_norm), and transposed to the
+    attention layout, returned as a contiguous tensor."""
+
+    def __init__(self, heads, dim):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+        self.norm = RMSNorm(dim)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        return self.norm(x.view(b, s, self.heads, self.dim)).transpose(1, 2).contiguous()
+
+
 class CacheUpdate(torch.nn.Module):
     """A decode step's KV-cache update as transformers' StaticCache writes it:
     q and k rotated, then k and v copied into the caches at the new positions."""
@@ -264,7 +278,10 @@ class FrontendTest(unittest.TestCase):
         c = self.run_case(ProjectedRope(4, 16), (x, cos, sin), atol=1e-5, rtol=1e-5, regions=1)
         self.assertIn("tensor<2x8x4x16xf32>", c.tir.split("\n")[0])
         self.assertIn("tensor<2x8x1x16xf32>", c.tir.split("\n")[0])
-        self.assertNotIn("graph.transpose", c.tir)
+        self.assertNotIn("graph.transpose %view", c.tir)
+        # the copies matmul makes of q and q^T to be contiguous stay in the region, which writes
+        # those layouts through the transposes' index maps instead of [b, s, h, d]
+        self.assertIn("-> (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>)", c.tir.split("\n")[0])
 
     def test_head_norm_then_rope_is_one_row_kernel(self):
         # the roll of the normalised heads sinks to rolls of x and the weight (fuse), so
@@ -273,6 +290,23 @@ class FrontendTest(unittest.TestCase):
         x, cos, sin = torch.randn(2, 8, 4 * 16), torch.randn(2, 8, 16), torch.randn(2, 8, 16)
         c = self.run_case(NormedRope(4, 16), (x, cos, sin), atol=1e-5, rtol=1e-5, regions=1)
         self.assertIn("graph.roll", c.tir)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "region.tir")
+            with open(path, "w") as f:
+                f.write(c.tir)
+            lowered = subprocess.run([self.tfc, "-O2", path], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(lowered.count("loop.kernel {"), 1, lowered)
+        self.assertIn('loop.kernel {kind = "row"', lowered)
+
+    def test_head_norm_stored_transposed_is_one_row_kernel(self):
+        # .transpose(1, 2).contiguous() of the norm stays in the region, which writes [b, h, s, d]
+        # through the transpose's index map (PyTorch would copy it again); one row kernel
+        torch.manual_seed(2)
+        x = torch.randn(2, 8, 4 * 16)
+        c = self.run_case(NormedHeads(4, 16), (x,), atol=1e-5, rtol=1e-5, regions=1)
+        self.assertIn("graph.transpose", c.tir)
+        self.assertIn("-> tensor<2x4x8x16xf32>", c.tir.split("\n")[0])
+        self.assertNotIn("clone", [f[1].split(".")[1] for f in c.log.fallbacks])
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "region.tir")
             with open(path, "w") as f:
