@@ -967,6 +967,23 @@ func.func @f(%x: tensor<2x4096xbf16>) -> tensor<2x64x64xbf16> {
   %t = graph.reshape %p : (tensor<2x4096xbf16>) -> tensor<2x64x64xbf16>
   return %t : tensor<2x64x64xbf16>
 }`,
+		// an element-wise kernel writing a value and its transpose: over
+		// the value's shape, the transpose stored through its view
+		"elementwise-and-transpose": `
+func.func @f(%x: tensor<3x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<5x3x8xf32>) {
+  %e = graph.exp %x : tensor<3x5x8xf32>
+  %t = graph.transpose %e {perm = [1, 0, 2]} : (tensor<3x5x8xf32>) -> tensor<5x3x8xf32>
+  return %e, %t : tensor<3x5x8xf32>, tensor<5x3x8xf32>
+}`,
+		// q rotated, then the two layouts matmul copies it to: [b, h, s, d]
+		// and [b, h, d, s], both from one kernel
+		"elementwise-two-layouts": `
+func.func @f(%v: tensor<2x?x4x16xbf16>, %c: tensor<2x?x1x16xbf16>) -> (tensor<2x4x?x16xbf16>, tensor<2x4x16x?xbf16>) {
+  %m = graph.mul %v, %c : (tensor<2x?x4x16xbf16>, tensor<2x?x1x16xbf16>) -> tensor<2x?x4x16xbf16>
+  %p = graph.transpose %m {perm = [0, 2, 1, 3]} : (tensor<2x?x4x16xbf16>) -> tensor<2x4x?x16xbf16>
+  %t = graph.transpose %p {perm = [0, 1, 3, 2]} : (tensor<2x4x?x16xbf16>) -> tensor<2x4x16x?xbf16>
+  return %p, %t : tensor<2x4x?x16xbf16>, tensor<2x4x16x?xbf16>
+}`,
 		"stored-twice": `
 func.func @f(%x: tensor<4x3x16xf32>) -> (tensor<4x3x16xf32>, tensor<3x4x16xf32>) {
   %p = graph.log_softmax %x : tensor<4x3x16xf32>

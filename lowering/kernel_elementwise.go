@@ -30,10 +30,10 @@ import (
 func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo) error {
 	ev := newEvaluator(k, fused, info)
 	n := len(info.Shape)
-	out0 := k.outs[0]
+	outs := yielded(fused)
 	ext := make([]*ir.Value, n)
 	for d := range ext {
-		ext[d] = k.dim(out0, d)
+		ext[d] = k.rowExtent(info, d, outs)
 	}
 	var leadExt []*ir.Value
 	var cols *ir.Value
@@ -41,6 +41,9 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	if n > 0 {
 		leadExt, cols = ext[:n-1], ext[n-1]
 		width = viewWidth(rollWidth(k.vectorWidth(info.Shape[n-1], ev.alongRow()), info.Ops), info.Views)
+		if len(info.OutViews) > 0 {
+			width = outViewWidth(width, info.OutViews)
+		}
 	}
 	k.setAttr("vector_width", intAttr(width))
 	rows := k.product(k.kb, leadExt)
@@ -74,13 +77,12 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		spans = []span{{k.index(0), main, k.index(width), width}, {main, cols, k.index(1), 0}}
 	}
 
-	outs := yielded(fused)
 	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
 		ev.rowIdx = k.splitRow(b, r, leadExt)
 		row := ev.rowScope(b)
 		var alongRow []int
-		for i := range outs {
-			if ev.plans[k.outs[i]].varies() {
+		for i, y := range outs {
+			if ev.plans[k.outs[i]].varies() || info.OutViews[y] != nil {
 				alongRow = append(alongRow, i)
 			}
 		}
@@ -88,7 +90,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 			for _, sp := range spans {
 				row.loop(sp.lower, sp.upper, sp.step, sp.width, nil, nil, func(s *scope, _ []*ir.Value) []*ir.Value {
 					for _, i := range alongRow {
-						s.store(s.get(outs[i]), k.outs[i])
+						s.storeResult(outs[i], k.outs[i])
 					}
 					return nil
 				})

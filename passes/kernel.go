@@ -524,7 +524,7 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 		}
 		// a roll reads its operand as the operand's own access says (a
 		// broadcast too), at rotated columns; a rotated extent of 1 is itself
-		return c.elementwise()
+		return c.elementwiseWithOutViews()
 	}
 	for _, op := range body {
 		if err := checkRowGather(op); err != nil {

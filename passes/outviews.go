@@ -144,3 +144,61 @@ func (c *classifier) rowWithOutViews(reductions []*ir.Operation) (*KernelInfo, e
 	info.OutViews = chains
 	return info, nil
 }
+
+// elementwiseWithOutViews classifies an element-wise kernel whose results
+// have different shapes because some are views of others (a value and its
+// transpose): the kernel without those views, over the shape of the
+// values viewed, the views as stores. A kernel whose results share a
+// shape iterates over them, reading through every view, as it is.
+func (c *classifier) elementwiseWithOutViews() (*KernelInfo, error) {
+	info, err := c.elementwise()
+	if err == nil {
+		return info, nil
+	}
+	chains := c.outputViewChains()
+	if len(chains) == 0 {
+		return nil, err
+	}
+	var peeled []*ir.Operation
+	outs := slices.Clone(c.outputs)
+	for i, y := range c.outputs {
+		if ch := chains[y]; ch != nil {
+			outs[i] = ch[0].Operand(0)
+			for _, op := range ch {
+				if !slices.Contains(peeled, op) {
+					peeled = append(peeled, op)
+				}
+			}
+		}
+	}
+	var ops []*ir.Operation
+	for _, op := range c.ops {
+		if !slices.Contains(peeled, op) {
+			ops = append(ops, op)
+		}
+	}
+	ec := &classifier{ops: ops, inputs: c.inputs, outputs: outs, cands: map[*ir.Value]accessSet{}}
+	pinfo, perr := ec.elementwise()
+	if perr != nil || pinfo.Views != nil {
+		// (the views of the kernel's operands and of its results are
+		// not planned together yet)
+		return nil, err
+	}
+	for i, y := range c.outputs {
+		ch := chains[y]
+		if ch == nil {
+			continue
+		}
+		if !slices.Equal(shapeOf(outs[i]), pinfo.Shape) {
+			return nil, err
+		}
+		pinfo.Results[i] = AccessStoredView
+		for _, op := range ch {
+			pinfo.access[op.Result(0)] = AccessStoredView
+		}
+	}
+	pinfo.Ops = c.ops
+	pinfo.Phases = make([]int, len(c.ops))
+	pinfo.OutViews = chains
+	return pinfo, nil
+}
