@@ -33,7 +33,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	outs := yielded(fused)
 	ext := make([]*ir.Value, n)
 	for d := range ext {
-		ext[d] = k.rowExtent(info, d, outs)
+		ext[d] = k.spaceExtent(info, d, outs)
 	}
 	var leadExt []*ir.Value
 	var cols *ir.Value
@@ -166,7 +166,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	outs := yielded(fused)
 	leadExt := make([]*ir.Value, n-1)
 	for d := range leadExt {
-		leadExt[d] = k.rowExtent(info, d, outs)
+		leadExt[d] = k.spaceExtent(info, d, outs)
 	}
 	rows := k.product(k.kb, leadExt)
 

@@ -96,12 +96,12 @@ func outViewWidth(w int64, chains map[*ir.Value][]*ir.Operation) int64 {
 	return w
 }
 
-// rowExtent is extent d of the rows of row kernel info, whose body yields
-// yields: output 0's, or where results are stored through views (whose
-// buffers have the views' shapes), the static extent, that of a result or
-// input of full rows, or that of the dimension of a viewed result that d
-// becomes.
-func (k *kernelBuilder) rowExtent(info *passes.KernelInfo, d int, yields []*ir.Value) *ir.Value {
+// spaceExtent is extent d of the iteration space of an element-wise or
+// row kernel info, whose body yields yields: output 0's, or where results
+// are stored through views (whose buffers have the views' shapes), the
+// static extent, that of a result or input of the space's shape, or that
+// of the dimension of a viewed result that d becomes.
+func (k *kernelBuilder) spaceExtent(info *passes.KernelInfo, d int, yields []*ir.Value) *ir.Value {
 	if len(info.OutViews) == 0 {
 		return k.dim(k.outs[0], d)
 	}
@@ -134,7 +134,7 @@ func (k *kernelBuilder) rowExtent(info *passes.KernelInfo, d int, yields []*ir.V
 			return k.dim(k.outs[i], e)
 		}
 	}
-	panic(lowerError{ir.Errorf(k.loc, "a row kernel whose results are all stored through views and whose rows have a run-time extent reads no full row to take it from (internal error in lower-to-loops)")})
+	panic(lowerError{ir.Errorf(k.loc, "a kernel whose results are all stored through views and whose iteration space has a run-time extent reads no value of that space to take it from (internal error in lower-to-loops)")})
 }
 
 // viewedDim is the dimension of view op's result that dimension d of its

@@ -355,7 +355,7 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	case op != nil && op.Name() == graph.OpConstant:
 		c := graph.ConstantOp{Operation: op}
 		x = ev.k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
-	case op != nil && op.Name() == graph.OpMatMul && (ev.cached[v] == nil || ev.keptFrom[v] >= ev.phase || s.parent == nil || s.point):
+	case op != nil && op.Name() == graph.OpMatMul && !s.readsKept(v):
 		// (a row of dot products kept on chip is read back below)
 		x = s.dot(op)
 	case op != nil && op.Name() == graph.OpRoll && !op.Operand(0).IsBlockArg():
@@ -373,7 +373,7 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 		x = s.broadcast(root.get(v))
 	case op != nil && op.Name() == graph.OpGather:
 		x = s.gathered(graph.GatherOp{Operation: op})
-	case ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil && !s.point:
+	case s.readsKept(v):
 		x = must(loop.BuildLoad(s.b, ev.k.loc, ev.cached[v], []*ir.Value{s.col}, s.typeOf(ev.heldElem(v)))).Output()
 	case ev.storedRow[v] != nil && ev.valPhase[v] < ev.phase && s.parent != nil && !s.point && s.space == nil:
 		buf := ev.storedRow[v]
@@ -399,6 +399,13 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	}
 	s.vals[v] = x
 	return x
+}
+
+// readsKept reports whether scope s reads v from the row an earlier phase
+// kept on chip (a one-pass schedule's row buffer).
+func (s *scope) readsKept(v *ir.Value) bool {
+	ev := s.ev
+	return ev.cached[v] != nil && ev.keptFrom[v] < ev.phase && s.parent != nil && !s.point
 }
 
 // broadcast turns a row-scope scalar into this scope's shape.

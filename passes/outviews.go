@@ -86,63 +86,17 @@ func (c *classifier) rowWithOutViews(reductions []*ir.Operation) (*KernelInfo, e
 	if len(chains) == 0 {
 		return c.row(reductions)
 	}
-	var peeled []*ir.Operation
-	outs := slices.Clone(c.outputs)
-	for i, y := range c.outputs {
-		if ch := chains[y]; ch != nil {
-			outs[i] = ch[0].Operand(0)
-			for _, op := range ch {
-				if !slices.Contains(peeled, op) {
-					peeled = append(peeled, op)
-				}
-			}
-		}
-	}
-	var ops []*ir.Operation
-	for _, op := range c.ops {
-		if !slices.Contains(peeled, op) {
-			ops = append(ops, op)
-		}
-	}
-	rc := &classifier{ops: ops, inputs: c.inputs, outputs: outs, cands: map[*ir.Value]accessSet{}}
-	info, err := rc.row(reductions)
+	info, err := c.peelOutViews(chains).row(reductions)
 	if err != nil {
 		return nil, err
 	}
-	for i, y := range c.outputs {
-		ch := chains[y]
-		if ch == nil {
-			continue
-		}
+	err = c.storeThroughViews(info, chains, func(i int, ch []*ir.Operation) error {
 		if info.Results[i] != AccessFull {
-			return nil, refuse(ch[0], "is a view of %s, where a row kernel stores only its full rows through views", article(info.Results[i]))
+			return refuse(ch[0], "is a view of %s, where a row kernel stores only its full rows through views", article(info.Results[i]))
 		}
-		info.Results[i] = AccessStoredView
-		for _, op := range ch {
-			info.access[op.Result(0)] = AccessStoredView
-		}
-	}
-	// the views run in the phase of the row they store
-	phase := map[*ir.Operation]int{}
-	for i, op := range info.Ops {
-		phase[op] = info.Phases[i]
-	}
-	info.Phases = make([]int, len(c.ops))
-	for i, op := range c.ops {
-		p, ok := phase[op]
-		if !ok { // a view: the phase of its operand's op
-			for d := op.Operand(0).DefiningOp(); d != nil; d = d.Operand(0).DefiningOp() {
-				if q, ok := phase[d]; ok {
-					p = q
-					break
-				}
-			}
-		}
-		info.Phases[i] = p
-	}
-	info.Ops = c.ops
-	info.OutViews = chains
-	return info, nil
+		return nil
+	})
+	return info, err
 }
 
 // elementwiseWithOutViews classifies an element-wise kernel whose results
@@ -159,46 +113,81 @@ func (c *classifier) elementwiseWithOutViews() (*KernelInfo, error) {
 	if len(chains) == 0 {
 		return nil, err
 	}
-	var peeled []*ir.Operation
-	outs := slices.Clone(c.outputs)
-	for i, y := range c.outputs {
-		if ch := chains[y]; ch != nil {
-			outs[i] = ch[0].Operand(0)
-			for _, op := range ch {
-				if !slices.Contains(peeled, op) {
-					peeled = append(peeled, op)
-				}
-			}
-		}
-	}
-	var ops []*ir.Operation
-	for _, op := range c.ops {
-		if !slices.Contains(peeled, op) {
-			ops = append(ops, op)
-		}
-	}
-	ec := &classifier{ops: ops, inputs: c.inputs, outputs: outs, cands: map[*ir.Value]accessSet{}}
-	pinfo, perr := ec.elementwise()
+	pinfo, perr := c.peelOutViews(chains).elementwise()
 	if perr != nil || pinfo.Views != nil {
 		// (the views of the kernel's operands and of its results are
 		// not planned together yet)
 		return nil, err
 	}
+	if c.storeThroughViews(pinfo, chains, func(_ int, ch []*ir.Operation) error {
+		if !slices.Equal(shapeOf(ch[0].Operand(0)), pinfo.Shape) {
+			return err
+		}
+		return nil
+	}) != nil {
+		return nil, err
+	}
+	return pinfo, nil
+}
+
+// peelOutViews returns c without the views of chains, its results the
+// values they view.
+func (c *classifier) peelOutViews(chains map[*ir.Value][]*ir.Operation) *classifier {
+	peeled := map[*ir.Operation]bool{}
+	outs := slices.Clone(c.outputs)
+	for i, y := range c.outputs {
+		if ch := chains[y]; ch != nil {
+			outs[i] = ch[0].Operand(0)
+			for _, op := range ch {
+				peeled[op] = true
+			}
+		}
+	}
+	var ops []*ir.Operation
+	for _, op := range c.ops {
+		if !peeled[op] {
+			ops = append(ops, op)
+		}
+	}
+	return &classifier{ops: ops, inputs: c.inputs, outputs: outs, cands: map[*ir.Value]accessSet{}}
+}
+
+// storeThroughViews makes info, the classification of c without the views
+// of chains (peelOutViews), that of c: each result in chains, once check
+// accepts it, is AccessStoredView, and each view runs in the phase of the
+// value it reads.
+func (c *classifier) storeThroughViews(info *KernelInfo, chains map[*ir.Value][]*ir.Operation, check func(i int, chain []*ir.Operation) error) error {
 	for i, y := range c.outputs {
 		ch := chains[y]
 		if ch == nil {
 			continue
 		}
-		if !slices.Equal(shapeOf(outs[i]), pinfo.Shape) {
-			return nil, err
+		if err := check(i, ch); err != nil {
+			return err
 		}
-		pinfo.Results[i] = AccessStoredView
+		info.Results[i] = AccessStoredView
 		for _, op := range ch {
-			pinfo.access[op.Result(0)] = AccessStoredView
+			info.access[op.Result(0)] = AccessStoredView
 		}
 	}
-	pinfo.Ops = c.ops
-	pinfo.Phases = make([]int, len(c.ops))
-	pinfo.OutViews = chains
-	return pinfo, nil
+	phase := map[*ir.Operation]int{}
+	for i, op := range info.Ops {
+		phase[op] = info.Phases[i]
+	}
+	info.Phases = make([]int, len(c.ops))
+	for i, op := range c.ops {
+		p, ok := phase[op]
+		if !ok { // a view: the phase of the op computing what it reads
+			for d := op.Operand(0).DefiningOp(); d != nil; d = d.Operand(0).DefiningOp() {
+				if q, ok := phase[d]; ok {
+					p = q
+					break
+				}
+			}
+		}
+		info.Phases[i] = p
+	}
+	info.Ops = c.ops
+	info.OutViews = chains
+	return nil
 }
