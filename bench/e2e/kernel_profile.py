@@ -2,7 +2,11 @@
 
     TENSORFORGE_TFC=.bin/tfc python3 bench/e2e/kernel_profile.py [MODEL] [BATCH] [TOKENS]
 
-$MODES (a comma list of the labels below) runs some of the modes only.
+$MODES (a comma list of the labels below) runs some of the modes only. After
+each table one line sets the layer's wall time beside its kernels' busy time:
+the sum of CUDA kernel times per call, triton's do_bench median (L2 flushed
+before each call) and the mean of 20 calls queued back to back. Wall time
+well above busy time means the GPU waited between kernels.
 """
 import os
 import sys
@@ -40,3 +44,15 @@ with torch.no_grad():
             torch.cuda.synchronize()
         print("=== %s, %s %dx%d, 5 calls" % (label, name, b, s))
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+        # CPU-side rows carry no self device time: the sum is the table's "Self CUDA time total"
+        busy = sum(e.self_device_time_total for e in prof.key_averages()) / 5 / 1000
+        fn = lambda: e2e.layer_call(c, x, pe)  # noqa: E731
+        med = e2e.do_bench(fn, warmup=10, rep=100, return_mode="median")
+        t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0.record()
+        for _ in range(20):
+            fn()
+        t1.record()
+        torch.cuda.synchronize()
+        print("=== %s, %s %dx%d: kernels busy %.3f ms/call, do_bench median %.3f ms, 20 queued calls %.3f ms/call" % (
+            label, name, b, s, busy, med, t0.elapsed_time(t1) / 20))
