@@ -8,7 +8,9 @@ inputs: eager, torch.compile (default, max-autotune-no-cudagraphs,
 reduce-overhead) and TensorForge (Triton and PTX, with and without CUDA
 graphs), for prefill (1 x 4096 and 8 x 512 tokens) and decode (batch 1 and
 32, one token against a static KV cache of 2048). It reports ms per layer,
-ratios to Inductor, kernels launched per layer, compile time cold and warm,
+ratios to Inductor, kernels launched per layer and their summed GPU time
+("busy": steadier than the wall time between modes on a shared machine),
+compile time cold and warm,
 the max error of each against an fp32 eager run, and writes the .tir of
 every compiled graph and its fallback log into OUTDIR. With --rounds N the
 whole sequence of modes is timed N times, round after round (each mode
@@ -110,20 +112,26 @@ def layer_call(layer, x, pos_emb, cache=None, cache_position=None):
     return out[0] if isinstance(out, tuple) else out
 
 
-def count_kernels(fn):
+def profile_kernels(fn, calls=3):
+    """Kernels launched per call of fn (memcpy and memset left out) and
+    their summed GPU time per call in ms: the busy time, which does not
+    move with launch gaps or with how the machine's clocks drift between
+    modes as the wall time does."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
+        for _ in range(calls):
+            fn()
         torch.cuda.synchronize()
-    n = 0
+    n, us = 0, 0.0
     for e in prof.events():
-        if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA and "memcpy" not in e.name.lower() \
-                and "memset" not in e.name.lower():
-            n += 1
-    return n
+        if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA:
+            us += e.time_range.end - e.time_range.start
+            if "memcpy" not in e.name.lower() and "memset" not in e.name.lower():
+                n += 1
+    return n // calls, us / calls / 1000
 
 
 def max_err(out, ref):
@@ -263,8 +271,10 @@ def run_model(name, args, out, results):
                         print("%-40s %-42s %8.3f ms  (round %d; median of %d: %.3f ms)" % (
                             key, mname, ms, rnd + 1, len(row[mname]["ms_rounds"]), row[mname]["ms"]), flush=True)
                         continue
-                    nk = count_kernels(fn) if "cudagraphs" not in mname and "reduce-overhead" not in mname else None
-                    entry = dict(ms=ms, ms_rounds=[ms], err=err, kernels=nk, compile_cold_s=t_cold)
+                    nk, busy = profile_kernels(fn)
+                    if "cudagraphs" in mname or "reduce-overhead" in mname:
+                        nk = None  # a graph replay: the kernels of the modes without graphs
+                    entry = dict(ms=ms, ms_rounds=[ms], err=err, kernels=nk, busy_ms=busy, compile_cold_s=t_cold)
                     if spec is not None and spec.get("backend") == "tensorforge":
                         graphs = list(tfbackend.compiled_graphs)
                         entry["tfc_calls_cold"] = sum(g.compiler.tfc_calls for g in graphs[:1])
@@ -290,8 +300,8 @@ def run_model(name, args, out, results):
                             entry["fallback_ops"] = {op: sum(v.values()) for g in graphs
                                                      for op, v in g.log.summary().items()}
                     row[mname] = entry
-                    print("%-40s %-42s %8.3f ms  err %.3g  kernels %s  compile %.1fs" % (
-                        key, mname, ms, err["rel"], nk, t_cold), flush=True)
+                    print("%-40s %-42s %8.3f ms  busy %.3f  err %.3g  kernels %s  compile %.1fs" % (
+                        key, mname, ms, busy, err["rel"], nk, t_cold), flush=True)
                 except Exception as e:  # noqa: BLE001
                     if rnd > 0:
                         row[mname]["error_round_%d" % (rnd + 1)] = "%s: %s" % (type(e).__name__, e)
@@ -405,6 +415,30 @@ def dynamic_rows(args, out, results):
     results["dynamic rows llama3-8b"] = row
 
 
+def summary(results):
+    """Lines of ratios per model and shape: TensorForge's best mode against
+    Inductor's best (each without and with CUDA graphs), by wall time and by
+    busy time. Below 1.00 TensorForge is faster."""
+    lines = []
+    for key, row in results.items():
+        if " | " not in key:
+            continue
+        ok = {m: e for m, e in row.items() if isinstance(e, dict) and "ms" in e}
+        for graphs in (False, True):
+            def pick(prefix):
+                c = [(e["ms"], m) for m, e in ok.items() if m.startswith(prefix)
+                     and (("cudagraphs" in m or "reduce-overhead" in m) == graphs)]
+                return min(c) if c else None
+            ind, tf = pick("inductor"), pick("tensorforge")
+            if not ind or not tf:
+                continue
+            bi, bt = ok[ind[1]].get("busy_ms"), ok[tf[1]].get("busy_ms")
+            busy = "busy %.3f / %.3f = %.2f" % (bt, bi, bt / bi) if bi and bt else ""
+            lines.append("%-40s %-10s %-32s %7.3f ms / %-26s %7.3f ms = %.2f  %s" % (
+                key, "graphs" if graphs else "no graphs", tf[1], tf[0], ind[1], ind[0], tf[0] / ind[0], busy))
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -446,6 +480,7 @@ def main():
             results["greedy 2-layer llama"] = dict(error="%s: %s" % (type(e).__name__, e))
             traceback.print_exc()
     json.dump(results, open(os.path.join(args.out, "e2e.json"), "w"), indent=1)
+    print("\n".join(["", "# TensorForge's best mode / Inductor's best, wall time, then busy time"] + summary(results)))
 
 
 if __name__ == "__main__":
