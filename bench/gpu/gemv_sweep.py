@@ -46,7 +46,9 @@ def main():
             torch.manual_seed(0)
             x, ws = mm.inputs(name, m)
             rows = torch.arange(m, device=mm.DEV)
-            res = [("cuBLAS", graph_us(lambda: F.linear(x, ws[0])), 0.0)]
+            # cuBLAS: one linear per weight (gate and up: two)
+            res = [("cuBLAS" if len(ws) == 1 else "cuBLAS x%d" % len(ws),
+                    graph_us(lambda: [F.linear(x, w) for w in ws]), 0.0)]
             for label, cfgs in [("default", own)] + [(str(c), [mm.config_dict(c)]) for c in mm.DECODE]:
                 mod.CONFIGS[kname] = cfgs
                 try:
@@ -57,7 +59,7 @@ def main():
                 except Exception as ex:  # noqa: BLE001
                     res.append((label + " " + repr(ex)[:80], None, float("nan")))
             mod.CONFIGS[kname] = own
-            wbytes = K * N * 2
+            wbytes = sum(w.numel() * w.element_size() for w in ws if w.dim() == 2)
             print(f"{name} {m} rows (K {K}, N {N}, weights {wbytes / 1e6:.1f} MB): GPU us per call, CUDA-graph replay")
             for label, us, e in sorted(res, key=lambda r: (r[1] is None, r[1] or 0)):
                 if us is None:
