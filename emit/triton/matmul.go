@@ -137,6 +137,19 @@ const narrowN = 1024
 // projection, H200 2026-12-02; bench/results/gpu-h200-2026-12-02-matmul-w8a8.json).
 var int8Prefill = matmulConfig{maxM: 0, bm: 128, bn: 128, bk: 128, groupM: 8, warps: 8, stages: 3}
 
+// narrowRows replaces the configuration of 17 to 64 rows for one dot
+// product of float operands: 32 x 32 tiles over BK = 256 give the grid
+// twice the programs of 32 x 64 (128 for N = 4096), so that split-K is
+// not needed there. At 32 rows, CUDA-graph replay on an H100
+// (2026-12-06, bench/gpu/gemv_sweep.py --rows 32,
+// bench/results/gpu-h100-2026-12-06-gemv-sweep-32.txt): the down
+// projection (K = 14336, N = 4096) 42.78 us against 44.73 with 32 x 64 x
+// 128 and cuBLAS's 44.52; q and o 11.20 against 12.61; k and v 6.74
+// against 7.68. `--tune` on the H200 chose the same tiles for the down
+// projection at 32 rows (lit-tests/tfc/Inputs/tune-h200.json). Gate and
+// up (two dot products) keep 32 x 64 x 128: 80.0 us against 89.6.
+var narrowRows = matmulConfig{maxM: 64, bm: 32, bn: 32, bk: 256, groupM: 1, warps: 4, stages: 4}
+
 // matmulConfigText is the CONFIGS entry of a tiled matmul kernel of dots
 // dot products (of int8 operands when int8) with n columns (ir.Dynamic
 // when not static): a list of configurations by rows.
@@ -148,6 +161,9 @@ func matmulConfigText(dots int, int8 bool, n int64) string {
 		}
 		if c.maxM == narrowDecode.maxM && n != ir.Dynamic && n <= narrowN {
 			c = narrowDecode
+		}
+		if c.maxM == narrowRows.maxM && dots == 1 && !int8 {
+			c = narrowRows
 		}
 		// several accumulators share the registers of one tile
 		for t := dots; t > 1 && c.bm*c.bn > 128*128; t /= 2 {

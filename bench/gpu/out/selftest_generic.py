@@ -15,7 +15,7 @@ import triton.language as tl
 # and must stay at least the row length.
 CONFIGS = {
     "transpose_k0": {"BLOCK": 256, "num_warps": 4},
-    "matmul_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "matmul_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "colsum_k0": {"BLOCK": 256, "num_warps": 4},
     "concat_k0": {"BLOCK": 256, "num_warps": 4},
     "slice_bcast_k0": {"BLOCK": 256, "num_warps": 4},
@@ -26,10 +26,10 @@ CONFIGS = {
     "scalars_k0": {"BLOCK": 4096, "num_warps": 4},
     "twice_k0_p0": {"BLOCK": 1024, "num_warps": 4},
     "twice_k0_p1": {"BLOCK": 1024, "num_warps": 4},
-    "mm_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
-    "bmm_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "mm_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "bmm_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "gateup_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
-    "one_row_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "one_row_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "w8a8_split_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 64, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 128, "BK": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}],
     "kv_update_k0": {"BLOCK": 1024, "num_warps": 4},
     "kv_update_k1": {"BLOCK": 1024, "num_warps": 4},
