@@ -546,21 +546,58 @@ func (f *fuser) fuseSiblings() {
 		if len(users) < 2 {
 			continue
 		}
-		for _, u := range users[1:] {
-			base, g := f.group[users[0]], f.group[u]
-			if base == g {
-				continue
+		for i, u := range users[1:] {
+			// the kernel of the first earlier user that can take u's: the
+			// q, k and v projections of a decode step read the same x, and
+			// k's and v's matmuls (of one shape) join where q's cannot
+			earlier := users[:i+1]
+			if len(earlier) > maxSiblingTries {
+				earlier = earlier[:1]
 			}
-			info, reason := f.canMerge(base, g, true)
-			if reason != "" || info.AccessOf(v) != AccessFull {
-				continue
+			for _, e := range earlier {
+				base, g := f.group[e], f.group[u]
+				if base == g {
+					break
+				}
+				info, reason := f.canMerge(base, g, true)
+				if reason != "" || !sharedRead(info, v) {
+					continue
+				}
+				f.merge(base, g, info)
+				f.remark(u.Loc, "fused '%s' with '%s' at %s, which reads the same %s", u.Name(),
+					e.Name(), locString(e.Loc), describeValue(v))
+				break
 			}
-			f.merge(base, g, info)
-			f.remark(u.Loc, "fused '%s' with '%s' at %s, which reads the same %s", u.Name(),
-				users[0].Name(), locString(users[0].Loc), describeValue(v))
 		}
 	}
 }
+
+// sharedRead reports whether the kernel classified info reads v so that
+// its parts share the read: in full (each element once), or whole as the
+// left operand of all its matmuls (one launch whose tiles read x for every
+// dot product: k's and v's projections).
+func sharedRead(info *KernelInfo, v *ir.Value) bool {
+	switch info.AccessOf(v) {
+	case AccessFull:
+		return true
+	case AccessWhole:
+		if info.Kind != KernelMatMul || len(info.MatMuls) < 2 {
+			return false
+		}
+		for _, m := range info.MatMuls {
+			if m.Operand(0) != v {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// maxSiblingTries bounds the earlier readers of a value whose kernels a
+// later reader's kernel tries to join (each try classifies a union); past
+// it, only the first reader's.
+const maxSiblingTries = 4
 
 // describeValue names a value for a remark: "%x", or its type.
 func describeValue(v *ir.Value) string {

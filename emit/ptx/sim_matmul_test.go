@@ -67,6 +67,11 @@ func.func @deep_swiglu(%x: tensor<?x320xbf16>, %wg: tensor<40x320xbf16>, %wu: te
   %y = graph.mul %s, %u : tensor<?x40xbf16>
   return %y : tensor<?x40xbf16>
 }
+func.func @kv(%x: tensor<?x64xbf16>, %wk: tensor<40x64xbf16>, %wv: tensor<40x64xbf16>) -> (tensor<?x40xbf16>, tensor<?x40xbf16>) {
+  %k = graph.matmul %x, %wk {transpose_b = true} : (tensor<?x64xbf16>, tensor<40x64xbf16>) -> tensor<?x40xbf16>
+  %v = graph.matmul %x, %wv {transpose_b = true} : (tensor<?x64xbf16>, tensor<40x64xbf16>) -> tensor<?x40xbf16>
+  return %k, %v : tensor<?x40xbf16>, tensor<?x40xbf16>
+}
 func.func @w8(%x: tensor<?x64xbf16>, %q: tensor<40x64xi8>) -> tensor<?x40xbf16> {
   %w = graph.cast %q : (tensor<40x64xi8>) -> tensor<40x64xbf16>
   %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x64xbf16>, tensor<40x64xbf16>) -> tensor<?x40xbf16>
@@ -156,6 +161,8 @@ func TestSimulatedMatMul(t *testing.T) {
 		{"bmm_bias", 19, 24, true},
 		{"silu_res", 1, 48, false}, {"silu_res", 67, 48, false},
 		{"swiglu", 5, 40, false},
+		// sibling matmuls (one kernel of two dot products, two results)
+		{"kv", 3, 64, true}, {"kv", 130, 64, true},
 		{"w8", 3, 64, true},
 		// K a multiple of 64 with aligned rows: the chunk addresses set
 		// once per tile, several turns of the stages (3 for one dot
