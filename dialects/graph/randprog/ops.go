@@ -670,7 +670,16 @@ func genMatMul(g *gen) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.push(val(graph.BuildMatMul(g.b, loc, x, b, transposeB)))
+	if _, err = g.push(val(graph.BuildMatMul(g.b, loc, x, b, transposeB))); err != nil || g.r.IntN(2) != 0 {
+		return err
+	}
+	// a sibling: another weight of the same shape against the same x (k's
+	// and v's projections), which fusion makes one kernel with the first
+	b2, err := g.input(bs, k)
+	if err != nil {
+		return err
+	}
+	_, err = g.push(val(graph.BuildMatMul(g.b, loc, x, b2, transposeB)))
 	return err
 }
 
