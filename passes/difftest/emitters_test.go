@@ -1,12 +1,14 @@
 package difftest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -120,11 +122,21 @@ func FuzzEmitters(f *testing.F) {
 
 func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
 
+// toolTimeout bounds one run of a tool: a tool that hangs on an emitted
+// program fails the test with that program, where the fuzzer would only
+// see its worker stop answering.
+const toolTimeout = 5 * time.Minute
+
 // run runs a tool and fails the test with its output (and the input
-// programs under dir) when it fails.
+// programs under dir) when it fails or runs past toolTimeout.
 func run(t *testing.T, dir string, name string, args ...string) {
 	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("no result after %v: %w", toolTimeout, ctx.Err())
+	}
 	if err != nil {
 		var inputs strings.Builder
 		ps, _ := filepath.Glob(filepath.Join(dir, "*", "input.tir"))
