@@ -581,7 +581,7 @@ func sharedRead(info *KernelInfo, v *ir.Value) bool {
 	case AccessFull:
 		return true
 	case AccessWhole:
-		if info.Kind != KernelMatMul || len(info.MatMuls) < 2 {
+		if info.Kind != KernelMatMul || len(info.MatMuls) < 2 || len(info.MatMuls) > maxSiblingDots {
 			return false
 		}
 		for _, m := range info.MatMuls {
@@ -593,6 +593,13 @@ func sharedRead(info *KernelInfo, v *ir.Value) bool {
 	}
 	return false
 }
+
+// maxSiblingDots bounds the matmuls that sibling fusion puts in one
+// kernel: the accumulators of two dot products fit the registers of a
+// tensor-core tile (the PTX emitter's form takes two; a third would send
+// the kernel to scalar loops), so an attention layer whose q, k and v
+// have one shape gets q and k in one kernel and v in another.
+const maxSiblingDots = 2
 
 // maxSiblingTries bounds the earlier readers of a value whose kernels a
 // later reader's kernel tries to join (each try classifies a union); past
