@@ -44,9 +44,8 @@ with torch.no_grad():
             torch.cuda.synchronize()
         print("=== %s, %s %dx%d, 5 calls" % (label, name, b, s))
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
-        # CPU-side rows carry no self device time: the sum is the table's "Self CUDA time total"
-        busy = sum(e.self_device_time_total for e in prof.key_averages()) / 5 / 1000
         fn = lambda: e2e.layer_call(c, x, pe)  # noqa: E731
+        _, busy = e2e.profile_kernels(fn, calls=5)
         med = e2e.do_bench(fn, warmup=10, rep=100, return_mode="median")
         t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         t0.record()
