@@ -31,6 +31,21 @@ import matmul as mm  # noqa: E402
 import run  # noqa: E402
 
 
+# Wider and deeper tiles than matmul.py's DECODE, for rows of 1 to 4:
+# more bytes in flight per program where the grid is a few hundred.
+EXTRA = [
+    (16, 32, 512, 1, 4, 3),
+    (16, 64, 512, 1, 4, 3),
+    (16, 64, 256, 1, 8, 4),
+    (16, 128, 256, 1, 8, 3),
+    (16, 256, 128, 1, 8, 3),
+    (16, 32, 256, 1, 2, 6),
+    (16, 16, 512, 1, 2, 4),
+    (16, 32, 512, 1, 4, 3, 2),
+    (16, 64, 256, 1, 8, 4, 2),
+]
+
+
 def graph_us(fn):
     """Microseconds of GPU time of one call, replayed from a CUDA graph (run.bench_graph)."""
     ms = run.bench_graph(fn)
@@ -62,10 +77,18 @@ def main():
             def turns(f):
                 nxt = itertools.cycle(sets).__next__
                 return lambda: f(nxt())
-            # cuBLAS: one linear per weight (gate and up: two)
-            res = [("cuBLAS" if len(ws) == 1 else "cuBLAS x%d" % len(ws),
-                    graph_us(turns(lambda w: [F.linear(x, t) for t in w])), 0.0)]
-            for label, cfgs in [("default", own)] + [(str(c), [mm.config_dict(c)]) for c in mm.DECODE]:
+            # cuBLAS: one linear per weight (gate and up: two); an int8
+            # weight's baseline is the bf16 GEMV of its shape, cold too
+            fw = [w for w in ws if w.dim() == 2]
+            if not all(w.is_floating_point() for w in fw):
+                fw = [w.to(x.dtype) for w in fw]
+            fsets = [fw] + [[w.clone() for w in fw] for _ in range(max(1, -(-int(args.cold_mb * 1e6) // sum(
+                w.numel() * w.element_size() for w in fw))) - 1)]
+            nxt_f = itertools.cycle(fsets).__next__
+            res = [("cuBLAS" + ("" if len(fw) == 1 else " x%d" % len(fw)) + ("" if fw[0].dtype == ws[0].dtype else " (bf16 weights)"),
+                    graph_us(lambda: [F.linear(x, t) for t in nxt_f()]), 0.0)]
+            del fsets
+            for label, cfgs in [("default", own)] + [(str(c), [mm.config_dict(c)]) for c in mm.DECODE + EXTRA]:
                 mod.CONFIGS[kname] = cfgs
                 try:
                     o = fn(x, *ws)

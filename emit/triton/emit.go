@@ -113,7 +113,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 				configs = append(configs, fmt.Sprintf("    %q: %s,  # tuned\n", name, e.configText()))
 				continue
 			}
-			configs = append(configs, fmt.Sprintf("    %q: %s,\n", name, matmulConfigText(len(mp.match.Dots), mp.acc == ir.I32, resultColumns(mp))))
+			configs = append(configs, fmt.Sprintf("    %q: %s,\n", name, matmulConfigText(mp)))
 			continue
 		}
 		var p *kernelPlan

@@ -110,26 +110,21 @@ type matmulConfig struct {
 // matmulConfigs are the launch choices by rows, first match wins, from
 // bench/gpu/matmul.py --sweep on the H200 (2026-12-02, Llama-3-8B's
 // projections; bench/results/gpu-h200-2026-12-02-matmul-sweep.json):
-// 16 x 128 tiles were the fastest at 1 row, 32 x 64 at 32 rows, and
-// 128 x 256 with 4 stages at 4096 rows (several dot products halve BN:
-// matmulConfigText).
+// 32 x 64 tiles at 32 rows and 128 x 256 with 4 stages at 4096 rows
+// (several dot products halve BN: matmulConfigText). Up to 16 rows,
+// 16 x 64 tiles over BK = 256 at 3 stages: with the weights read from
+// DRAM, as a decode step reads them (bench/gpu/gemv_sweep.py, H100,
+// 2026-12-06, bench/results/gpu-h100-2026-12-06-gemv-sweep-cold.txt),
+// at 1 row the gate/up kernel took 78.4 us against 80.9 with the
+// 16 x 128 x 128 tiles chosen before (cuBLAS, two calls: 80.2), the
+// down projection 41.9 against 42.8 (cuBLAS 42.8), q and o 15.2 against
+// 15.5 (cuBLAS 15.4), k and v 7.2 (cuBLAS 8.4).
 var matmulConfigs = []matmulConfig{
-	{maxM: 16, bm: 16, bn: 128, bk: 128, groupM: 1, warps: 4, stages: 4, comment: "decode"},
+	{maxM: 16, bm: 16, bn: 64, bk: 256, groupM: 1, warps: 4, stages: 3, comment: "decode"},
 	{maxM: 64, bm: 32, bn: 64, bk: 128, groupM: 1, warps: 4, stages: 4},
 	{maxM: 512, bm: 128, bn: 128, bk: 64, groupM: 8, warps: 4, stages: 4},
 	{maxM: 0, bm: 128, bn: 256, bk: 64, groupM: 8, warps: 8, stages: 4, comment: "prefill"},
 }
-
-// narrowDecode replaces the decode configuration for a result of at most
-// narrowN columns: 16 x 64 tiles over BK = 256 at 3 stages took 5.56 us
-// on Llama-3-8B's k projection at 1 row (K = 4096, N = 1024, H200,
-// 2026-12-03, CUDA-graph replay) against 8.62 us with 16 x 128 x 128 and
-// cuBLAS's 5.85; on the q projection (N = 4096) the same tiles took 11.75
-// against 10.03 (bench/gpu/gemv_sweep.py,
-// bench/results/gpu-h200-2026-12-03-gemv-sweep.txt).
-var narrowDecode = matmulConfig{maxM: 16, bm: 16, bn: 64, bk: 256, groupM: 1, warps: 4, stages: 3}
-
-const narrowN = 1024
 
 // int8Prefill replaces the widest configuration for int8 operands: 128 x
 // 128 x 128 tiles at 3 stages were the fastest of the sweep at 4096 rows
@@ -150,17 +145,36 @@ var int8Prefill = matmulConfig{maxM: 0, bm: 128, bn: 128, bk: 128, groupM: 8, wa
 // up (two dot products) keep 32 x 64 x 128: 80.0 us against 89.6.
 var narrowRows = matmulConfig{maxM: 64, bm: 32, bn: 32, bk: 256, groupM: 1, warps: 4, stages: 4}
 
-// matmulConfigText is the CONFIGS entry of a tiled matmul kernel of dots
-// dot products (of int8 operands when int8) with n columns (ir.Dynamic
-// when not static): a list of configurations by rows.
-func matmulConfigText(dots int, int8 bool, n int64) string {
+// dequantDecode keeps the decode configuration of before for a kernel
+// whose right operand is converted as it is loaded (an int8 or f8 weight
+// of a bf16 matmul): 16 x 128 x 128 at 4 stages took 27.8 us on the
+// int8-weight up projection at 1 row (K = 4096, N = 14336, weights read
+// from DRAM) against 31.9 with the float decode tiles (H100, 2026-12-06,
+// bench/results/gpu-h100-2026-12-06-gemv-sweep-cold.txt).
+var dequantDecode = matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 128, groupM: 1, warps: 4, stages: 4}
+
+// dequantizes reports whether some dot product of the plan converts its
+// right operand from a narrower type as it loads it.
+func (mp *matmulPlan) dequantizes() bool {
+	for _, d := range mp.match.Dots {
+		if elemKind(d.Rhs.Output().Type()) != mp.elem {
+			return true
+		}
+	}
+	return false
+}
+
+// matmulConfigText is the CONFIGS entry of the tiled matmul kernel of
+// plan mp: a list of configurations by rows.
+func matmulConfigText(mp *matmulPlan) string {
+	dots, int8 := len(mp.match.Dots), mp.acc == ir.I32
 	var parts []string
 	for _, c := range matmulConfigs {
 		if int8 && c.maxM == 0 {
 			c = int8Prefill
 		}
-		if c.maxM == narrowDecode.maxM && n != ir.Dynamic && n <= narrowN {
-			c = narrowDecode
+		if c.maxM == dequantDecode.maxM && mp.dequantizes() {
+			c = dequantDecode
 		}
 		if c.maxM == narrowRows.maxM && dots == 1 && !int8 {
 			c = narrowRows
@@ -625,14 +639,4 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 	w.close()
 	w.close()
 	return nil
-}
-
-// resultColumns is the static last extent of a matmul kernel's result
-// (ir.Dynamic when it is not static).
-func resultColumns(mp *matmulPlan) int64 {
-	m, ok := mp.out.Type().(ir.MemRefType)
-	if !ok || len(m.Shape) == 0 {
-		return ir.Dynamic
-	}
-	return m.Shape[len(m.Shape)-1]
 }

@@ -14,7 +14,7 @@ import triton.language as tl
 # kernel that keeps its rows in one block is next_power_of_2(row length)
 # and must stay at least the row length.
 CONFIGS = {
-    "gqa_scores_k0": [{"max_m": 16, "BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 64, "BM": 32, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
+    "gqa_scores_k0": [{"max_m": 16, "BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 3}, {"max_m": 64, "BM": 32, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}, {"max_m": 512, "BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}, {"max_m": 0, "BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 4}],
     "gqa_scores_k1": {"BLOCK": 2048, "ROWS": 2, "num_warps": 4},
 }
 
