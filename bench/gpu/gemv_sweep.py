@@ -45,6 +45,19 @@ EXTRA = [
     (16, 64, 256, 1, 8, 4, 2),
 ]
 
+# For an int8 weight converted as it loads (w8up): a tile of int8 holds
+# half the bytes of a bf16 one, so wider tiles and more warps.
+EXTRA_INT8 = [
+    (16, 256, 128, 1, 8, 3),
+    (16, 256, 128, 1, 8, 4),
+    (16, 256, 256, 1, 8, 3),
+    (16, 128, 256, 1, 8, 4),
+    (16, 128, 512, 1, 8, 3),
+    (16, 512, 128, 1, 8, 3),
+    (16, 256, 256, 1, 8, 2),
+    (16, 128, 256, 1, 4, 4),
+]
+
 
 def graph_us(fn):
     """Microseconds of GPU time of one call, replayed from a CUDA graph (run.bench_graph)."""
@@ -59,6 +72,8 @@ def main():
     ap.add_argument("--rows", default="1,32")
     ap.add_argument("--cold-mb", type=float, default=256,
                     help="weight copies the replayed calls take turns over, at least this many MB in all")
+    ap.add_argument("--default-only", action="store_true",
+                    help="time the emitted configuration and cuBLAS only")
     args = ap.parse_args()
     for name in args.only.split(","):
         mod = mm.load(os.path.join(args.modules, "mm_%s.py" % name))
@@ -88,7 +103,8 @@ def main():
             res = [("cuBLAS" + ("" if len(fw) == 1 else " x%d" % len(fw)) + ("" if fw[0].dtype == ws[0].dtype else " (bf16 weights)"),
                     graph_us(lambda: [F.linear(x, t) for t in nxt_f()]), 0.0)]
             del fsets
-            for label, cfgs in [("default", own)] + [(str(c), [mm.config_dict(c)]) for c in mm.DECODE + EXTRA]:
+            sweep = [] if args.default_only else mm.DECODE + EXTRA + (EXTRA_INT8 if name.startswith("w8") else [])
+            for label, cfgs in [("default", own)] + [(str(c), [mm.config_dict(c)]) for c in sweep]:
                 mod.CONFIGS[kname] = cfgs
                 try:
                     o = fn(x, *ws)

@@ -145,13 +145,29 @@ var int8Prefill = matmulConfig{maxM: 0, bm: 128, bn: 128, bk: 128, groupM: 8, wa
 // up (two dot products) keep 32 x 64 x 128: 80.0 us against 89.6.
 var narrowRows = matmulConfig{maxM: 64, bm: 32, bn: 32, bk: 256, groupM: 1, warps: 4, stages: 4}
 
-// dequantDecode keeps the decode configuration of before for a kernel
-// whose right operand is converted as it is loaded (an int8 or f8 weight
-// of a bf16 matmul): 16 x 128 x 128 at 4 stages took 27.8 us on the
-// int8-weight up projection at 1 row (K = 4096, N = 14336, weights read
-// from DRAM) against 31.9 with the float decode tiles (H100, 2026-12-06,
-// bench/results/gpu-h100-2026-12-06-gemv-sweep-cold.txt).
-var dequantDecode = matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 128, groupM: 1, warps: 4, stages: 4}
+// wideDecode replaces the decode configuration of one dot product over
+// wideDecodeCols columns or more: the 16 x 64 tiles would make a grid of
+// more than a wave of programs there. At 1 row, weights read from DRAM
+// (H100, 2026-12-06, bench/results/gpu-h100-2026-12-06-gemv-sweep-cold.txt),
+// Llama-3-8B's up projection alone (N = 14336) took 42.0 us with 16 x 128
+// x 128 tiles against 45.2 with 16 x 64 x 256 (cuBLAS 43.2), while q and o
+// (N = 4096) took 15.4 and 15.2. Gate and up as one kernel of two dot
+// products keep 16 x 64 x 256 (78.4 us against 80.9 with 16 x 128 x 128,
+// 83.6 with 16 x 64 x 128): the threshold is between 4096 and 14336.
+var wideDecode = matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 128, groupM: 1, warps: 4, stages: 4}
+
+const wideDecodeCols = 8192
+
+// dequantDecode replaces the decode configuration of a kernel whose right
+// operand is converted as it is loaded (an int8 or f8 weight of a bf16
+// matmul): a tile of int8 weights holds half the bytes of a bf16 one, so
+// it is wider and has more warps. On the int8-weight up projection
+// (K = 4096, N = 14336, weights read from DRAM, H100, 2026-12-06,
+// bench/results/gpu-h100-2026-12-06-gemv-sweep-cold.txt) 16 x 128 x 256 at
+// 8 warps and 4 stages took 26.1 us at 1 row and 24.2 at 16 rows against
+// 28.1 and 25.6 with 16 x 128 x 128 at 4 warps and 31.9 at 1 row with the
+// float decode tiles; cuBLAS's bf16 GEMV of the shape took 42.3 and 43.8.
+var dequantDecode = matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 256, groupM: 1, warps: 8, stages: 4}
 
 // dequantizes reports whether some dot product of the plan converts its
 // right operand from a narrower type as it loads it.
@@ -164,14 +180,28 @@ func (mp *matmulPlan) dequantizes() bool {
 	return false
 }
 
+// columns is the static last extent of the plan's result (ir.Dynamic when
+// it is not static).
+func (mp *matmulPlan) columns() int64 {
+	m, ok := mp.out.Type().(ir.MemRefType)
+	if !ok || len(m.Shape) == 0 {
+		return ir.Dynamic
+	}
+	return m.Shape[len(m.Shape)-1]
+}
+
 // matmulConfigText is the CONFIGS entry of the tiled matmul kernel of
 // plan mp: a list of configurations by rows.
 func matmulConfigText(mp *matmulPlan) string {
 	dots, int8 := len(mp.match.Dots), mp.acc == ir.I32
+	n := mp.columns()
 	var parts []string
 	for _, c := range matmulConfigs {
 		if int8 && c.maxM == 0 {
 			c = int8Prefill
+		}
+		if c.maxM == wideDecode.maxM && dots == 1 && n != ir.Dynamic && n >= wideDecodeCols {
+			c = wideDecode
 		}
 		if c.maxM == dequantDecode.maxM && mp.dequantizes() {
 			c = dequantDecode
