@@ -185,10 +185,10 @@ func verifyLaunch(op *ir.Operation) error {
 	if !ok {
 		return ir.OpError(op, "refers to kernel '%s', which is not a '%s' of the module", l.Kernel(), OpKernel)
 	}
-	body := k.Body().Entry()
-	if body == nil {
+	if k.NumRegions() == 0 || k.Body().Entry() == nil {
 		return nil // the kernel's own verifier reports it
 	}
+	body := k.Body().Entry()
 	if len(body.Args) != op.NumOperands() {
 		return ir.OpError(op, "passes %d operands, but kernel '%s' takes %d arguments", op.NumOperands(), l.Kernel(), len(body.Args))
 	}
