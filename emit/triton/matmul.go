@@ -190,6 +190,29 @@ func (mp *matmulPlan) columns() int64 {
 	return m.Shape[len(m.Shape)-1]
 }
 
+// maxPipelineBytes is the shared memory a block may hold on sm_90 (227
+// KiB), which Triton's OutOfResources reports against.
+const maxPipelineBytes = 232448
+
+// fitShared returns c with its pipeline within maxPipelineBytes: Triton
+// keeps num_stages - 1 tiles of the left operand and of each dot
+// product's right operand in shared memory (16 x 64 x 512 at 3 stages
+// over two dot products of bf16 asked 294912 bytes, 2 x (16 * 512 * 2 +
+// 2 * 64 * 512 * 2)), so stages drop to 2, then BN halves.
+func (mp *matmulPlan) fitShared(c matmulConfig) matmulConfig {
+	a := mp.elem.ByteSize()
+	b := elemKind(mp.match.Dots[0].Rhs.Output().Type()).ByteSize()
+	dots := int64(len(mp.match.Dots))
+	bytes := func() int64 { return (c.stages - 1) * (c.bm*c.bk*a + dots*c.bn*c.bk*b) }
+	for bytes() > maxPipelineBytes && c.stages > 2 {
+		c.stages--
+	}
+	for bytes() > maxPipelineBytes && c.bn > 16 {
+		c.bn /= 2
+	}
+	return c
+}
+
 // matmulConfigText is the CONFIGS entry of the tiled matmul kernel of
 // plan mp: a list of configurations by rows.
 func matmulConfigText(mp *matmulPlan) string {
@@ -213,6 +236,7 @@ func matmulConfigText(mp *matmulPlan) string {
 		for t := dots; t > 1 && c.bm*c.bn > 128*128; t /= 2 {
 			c.bn /= 2
 		}
+		c = mp.fitShared(c)
 		parts = append(parts, fmt.Sprintf(`{"max_m": %d, "BM": %d, "BN": %d, "BK": %d, "GROUP_M": %d, "num_warps": %d, "num_stages": %d}`,
 			c.maxM, c.bm, c.bn, c.bk, c.groupM, c.warps, c.stages))
 	}
