@@ -1,0 +1,67 @@
+package triton
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+)
+
+// matmulPlanOf lowers src with -O2 for the h200 and returns the plan of
+// its one tiled matmul kernel.
+func matmulPlanOf(t *testing.T, src string) *matmulPlan {
+	t.Helper()
+	m := lower(t, src, o2)
+	var plans []*matmulPlan
+	for op := m.Body().First(); op != nil; op = op.Next() {
+		if k, ok := loop.AsKernel(op); ok {
+			mp, err := tileMatMul(k)
+			require.NoError(t, err)
+			if mp != nil {
+				plans = append(plans, mp)
+			}
+		}
+	}
+	require.Len(t, plans, 1)
+	return plans[0]
+}
+
+// pipelineBytes is the shared memory Triton asks for c: num_stages - 1
+// tiles of the left operand and of each right operand.
+func pipelineBytes(mp *matmulPlan, c matmulConfig) int64 {
+	b := elemKind(mp.match.Dots[0].Rhs.Output().Type()).ByteSize()
+	return (c.stages - 1) * (c.bm*c.bk*mp.elem.ByteSize() + int64(len(mp.match.Dots))*c.bn*c.bk*b)
+}
+
+func TestFitShared(t *testing.T) {
+	f32 := matmulPlanOf(t, `func.func @swiglu(%x: tensor<?x256xf32>, %wg: tensor<512x256xf32>, %wu: tensor<512x256xf32>) -> tensor<?x512xf32> {
+  %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x256xf32>, tensor<512x256xf32>) -> tensor<?x512xf32>
+  %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x256xf32>, tensor<512x256xf32>) -> tensor<?x512xf32>
+  %s = graph.silu %g : tensor<?x512xf32>
+  %y = graph.mul %s, %u : tensor<?x512xf32>
+  return %y : tensor<?x512xf32>
+}`)
+	require.Len(t, f32.match.Dots, 2)
+	// 16 x 128 x 512 over two f32 dot products: 557056 bytes a stage, so
+	// 2 stages, then BN 128 -> 64 -> 32 (163840 bytes)
+	c := f32.fitShared(matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 512, groupM: 1, warps: 4, stages: 4})
+	assert.Equal(t, int64(2), c.stages)
+	assert.Equal(t, int64(32), c.bn)
+	assert.LessOrEqual(t, pipelineBytes(f32, c), int64(maxPipelineBytes))
+	// a configuration that fits is kept as it is
+	fits := matmulConfig{maxM: 64, bm: 16, bn: 32, bk: 128, groupM: 1, warps: 4, stages: 4}
+	assert.Equal(t, fits, f32.fitShared(fits))
+
+	bf16 := matmulPlanOf(t, `func.func @down(%x: tensor<?x14336xbf16>, %w: tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x14336xbf16>, tensor<4096x14336xbf16>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}`)
+	// the sweep's measured configurations are unchanged: 128 x 256 x 64
+	// at 4 stages of bf16 asks 147456 bytes
+	for _, c := range matmulConfigs {
+		assert.Equal(t, c, bf16.fitShared(c))
+		assert.LessOrEqual(t, pipelineBytes(bf16, c), int64(maxPipelineBytes))
+	}
+}
