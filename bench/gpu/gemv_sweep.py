@@ -2,7 +2,7 @@
 """Decode GEMV configurations by GPU time, as a decode step replays them.
 
     bash bench/gpu/build_matmul.sh .bin/mm
-    python3 bench/gpu/gemv_sweep.py --modules .bin/mm [--only kv,qo,down] [--rows 1,32]
+    python3 bench/gpu/gemv_sweep.py --modules .bin/mm [--only kv,qo,down] [--rows 1,32] [--default-only]
 
 matmul.py's --sweep times each configuration with do_bench, which at a
 decode GEMV's 5 to 30 us measures mostly the host's launch. This times
@@ -16,7 +16,10 @@ A decode step reads each weight once, from DRAM: the other layers'
 weights have pushed it out of L2 since. Replaying one call over the same
 weights would read the smaller ones (up to ~50 MB) from L2, so the
 replayed calls take turns over copies of the weights, enough copies to
-pass --cold-mb (256 MB by default; 0 replays one set).
+pass --cold-mb (256 MB by default; 0 replays one set). An int8 weight's
+cuBLAS baseline is the bf16 GEMV of its shape (the weight converted once,
+outside the timing). --default-only times the emitted configuration and
+cuBLAS alone; otherwise matmul.py's DECODE and the lists below are swept.
 """
 import argparse
 import itertools
