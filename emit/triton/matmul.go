@@ -151,7 +151,8 @@ var narrowRows = matmulConfig{maxM: 64, bm: 32, bn: 32, bk: 256, groupM: 1, warp
 // (H100, 2026-12-06, bench/results/gpu-h100-2026-12-06-gemv-sweep-cold.txt),
 // Llama-3-8B's up projection alone (N = 14336) took 42.0 us with 16 x 128
 // x 128 tiles against 45.2 with 16 x 64 x 256 (cuBLAS 43.2), while q and o
-// (N = 4096) took 15.4 and 15.2. Gate and up as one kernel of two dot
+// (N = 4096) took 15.4 with 16 x 128 x 128 and 15.2 with 16 x 64 x 256.
+// Gate and up as one kernel of two dot
 // products keep 16 x 64 x 256 (78.4 us against 80.9 with 16 x 128 x 128,
 // 83.6 with 16 x 64 x 128): the threshold is between 4096 and 14336.
 var wideDecode = matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 128, groupM: 1, warps: 4, stages: 4}
