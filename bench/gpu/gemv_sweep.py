@@ -62,6 +62,15 @@ EXTRA_INT8 = [
 ]
 
 
+def taking_turns(ws, cold_mb):
+    """The number of sets of weights (ws and copies of it) whose matrices
+    pass cold_mb MB in all, and a function returning the next set in turn."""
+    wbytes = sum(w.numel() * w.element_size() for w in ws if w.dim() == 2)
+    n = max(1, -(-int(cold_mb * 1e6) // wbytes))
+    sets = [ws] + [[w.clone() for w in ws] for _ in range(n - 1)]
+    return n, itertools.cycle(sets).__next__
+
+
 def graph_us(fn):
     """Microseconds of GPU time of one call, replayed from a CUDA graph (run.bench_graph)."""
     ms = run.bench_graph(fn)
@@ -88,24 +97,16 @@ def main():
             torch.manual_seed(0)
             x, ws = mm.inputs(name, m)
             rows = torch.arange(m, device=mm.DEV)
-            wbytes = sum(w.numel() * w.element_size() for w in ws if w.dim() == 2)
-            ncopies = max(1, -(-int(args.cold_mb * 1e6) // wbytes))
-            sets = [ws] + [[w.clone() for w in ws] for _ in range(ncopies - 1)]
-
-            def turns(f):
-                nxt = itertools.cycle(sets).__next__
-                return lambda: f(nxt())
+            mats = [w for w in ws if w.dim() == 2]
+            wbytes = sum(w.numel() * w.element_size() for w in mats)
+            ncopies, nxt = taking_turns(ws, args.cold_mb)
             # cuBLAS: one linear per weight (gate and up: two); an int8
             # weight's baseline is the bf16 GEMV of its shape, cold too
-            fw = [w for w in ws if w.dim() == 2]
-            if not all(w.is_floating_point() for w in fw):
-                fw = [w.to(x.dtype) for w in fw]
-            fsets = [fw] + [[w.clone() for w in fw] for _ in range(max(1, -(-int(args.cold_mb * 1e6) // sum(
-                w.numel() * w.element_size() for w in fw))) - 1)]
-            nxt_f = itertools.cycle(fsets).__next__
-            res = [("cuBLAS" + ("" if len(fw) == 1 else " x%d" % len(fw)) + ("" if fw[0].dtype == ws[0].dtype else " (bf16 weights)"),
-                    graph_us(lambda: [F.linear(x, t) for t in nxt_f()]), 0.0)]
-            del fsets
+            blas, nxt_blas = "cuBLAS" + ("" if len(mats) == 1 else " x%d" % len(mats)), nxt
+            if not all(w.is_floating_point() for w in mats):
+                blas += " (bf16 weights)"
+                _, nxt_blas = taking_turns([w.to(x.dtype) for w in mats], args.cold_mb)
+            res = [(blas, graph_us(lambda: [F.linear(x, t) for t in nxt_blas() if t.dim() == 2]), 0.0)]
             sweep = [] if args.default_only else mm.DECODE + EXTRA + (EXTRA_INT8 if name.startswith("w8") else [])
             for label, cfgs in [("default", own)] + [(str(c), [mm.config_dict(c)]) for c in sweep]:
                 mod.CONFIGS[kname] = cfgs
@@ -113,11 +114,11 @@ def main():
                     o = fn(x, *ws)
                     torch.cuda.synchronize()
                     e = mm.check(name, o, x, ws, rows)
-                    res.append((label, graph_us(turns(lambda w: fn(x, *w))) if e <= 1 else None, e))
+                    res.append((label, graph_us(lambda: fn(x, *nxt())) if e <= 1 else None, e))
                 except Exception as ex:  # noqa: BLE001
                     res.append((label + " " + repr(ex)[:80], None, float("nan")))
             mod.CONFIGS[kname] = own
-            del sets
+            del nxt, nxt_blas
             print(f"{name} {m} rows (K {K}, N {N}, weights {wbytes / 1e6:.1f} MB, {ncopies} copies taking turns): "
                   "GPU us per call, CUDA-graph replay")
             for label, us, e in sorted(res, key=lambda r: (r[1] is None, r[1] or 0)):

@@ -201,17 +201,23 @@ const maxPipelineBytes = 232448
 // over two dot products of bf16 asked 294912 bytes, 2 x (16 * 512 * 2 +
 // 2 * 64 * 512 * 2)), so stages drop to 2, then BN halves.
 func (mp *matmulPlan) fitShared(c matmulConfig) matmulConfig {
-	a := mp.elem.ByteSize()
-	b := elemKind(mp.match.Dots[0].Rhs.Output().Type()).ByteSize()
-	dots := int64(len(mp.match.Dots))
-	bytes := func() int64 { return (c.stages - 1) * (c.bm*c.bk*a + dots*c.bn*c.bk*b) }
-	for bytes() > maxPipelineBytes && c.stages > 2 {
+	for mp.pipelineBytes(c) > maxPipelineBytes && c.stages > 2 {
 		c.stages--
 	}
-	for bytes() > maxPipelineBytes && c.bn > 16 {
+	for mp.pipelineBytes(c) > maxPipelineBytes && c.bn > 16 {
 		c.bn /= 2
 	}
 	return c
+}
+
+// pipelineBytes is the shared memory Triton asks for c: num_stages - 1
+// tiles of the left operand and of each dot product's right operand.
+func (mp *matmulPlan) pipelineBytes(c matmulConfig) int64 {
+	stage := c.bm * c.bk * mp.elem.ByteSize()
+	for _, d := range mp.match.Dots {
+		stage += c.bn * c.bk * elemKind(d.Rhs.Output().Type()).ByteSize()
+	}
+	return (c.stages - 1) * stage
 }
 
 // matmulConfigText is the CONFIGS entry of the tiled matmul kernel of

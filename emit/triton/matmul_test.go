@@ -28,13 +28,6 @@ func matmulPlanOf(t *testing.T, src string) *matmulPlan {
 	return plans[0]
 }
 
-// pipelineBytes is the shared memory Triton asks for c: num_stages - 1
-// tiles of the left operand and of each right operand.
-func pipelineBytes(mp *matmulPlan, c matmulConfig) int64 {
-	b := elemKind(mp.match.Dots[0].Rhs.Output().Type()).ByteSize()
-	return (c.stages - 1) * (c.bm*c.bk*mp.elem.ByteSize() + int64(len(mp.match.Dots))*c.bn*c.bk*b)
-}
-
 func TestFitShared(t *testing.T) {
 	f32 := matmulPlanOf(t, `func.func @swiglu(%x: tensor<?x256xf32>, %wg: tensor<512x256xf32>, %wu: tensor<512x256xf32>) -> tensor<?x512xf32> {
   %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x256xf32>, tensor<512x256xf32>) -> tensor<?x512xf32>
@@ -49,7 +42,7 @@ func TestFitShared(t *testing.T) {
 	c := f32.fitShared(matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 512, groupM: 1, warps: 4, stages: 4})
 	assert.Equal(t, int64(2), c.stages)
 	assert.Equal(t, int64(32), c.bn)
-	assert.LessOrEqual(t, pipelineBytes(f32, c), int64(maxPipelineBytes))
+	assert.Equal(t, int64(163840), f32.pipelineBytes(c))
 	// a configuration that fits is kept as it is
 	fits := matmulConfig{maxM: 64, bm: 16, bn: 32, bk: 128, groupM: 1, warps: 4, stages: 4}
 	assert.Equal(t, fits, f32.fitShared(fits))
@@ -60,8 +53,9 @@ func TestFitShared(t *testing.T) {
 }`)
 	// the sweep's measured configurations are unchanged: 128 x 256 x 64
 	// at 4 stages of bf16 asks 147456 bytes
+	assert.Equal(t, int64(147456), bf16.pipelineBytes(matmulConfigs[3]))
 	for _, c := range matmulConfigs {
 		assert.Equal(t, c, bf16.fitShared(c))
-		assert.LessOrEqual(t, pipelineBytes(bf16, c), int64(maxPipelineBytes))
+		assert.LessOrEqual(t, bf16.pipelineBytes(c), int64(maxPipelineBytes))
 	}
 }
