@@ -72,6 +72,12 @@ def ptx_source(cols, S, T, pieces=4, bulkstore=False):
         n = min(step, CB - off)
         copies.append((off, n))
         off += n
+    def bulk_copies(gbase, instr):
+        # instr over each piece: %r7 its shared address, %rd7 its global one (from gbase), %r8 its bytes
+        for off, n in copies:
+            a("\tadd.u32 %r7, %r4, {};\n\tadd.u64 %rd7, {}, {};\n\tmov.u32 %r8, {};".format(off, gbase, off, n))
+            a("\t" + instr)
+
     L = f32hex(LOG2E)
     NINF = "0fFF800000"
     p = []
@@ -98,9 +104,7 @@ def ptx_source(cols, S, T, pieces=4, bulkstore=False):
     a("\tfence.proxy.async.shared::cta;")
     a("\tmov.u32 %r6, {};".format(CB))
     a("\tmbarrier.arrive.expect_tx.shared::cta.b64 %rd6, [%r5], %r6;")
-    for off, n in copies:
-        a("\tadd.u32 %r7, %r4, {};\n\tadd.u64 %rd7, %rd4, {};\n\tmov.u32 %r8, {};".format(off, off, n))
-        a("\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r7], [%rd7], %r8, [%r5];")
+    bulk_copies("%rd4", "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r7], [%rd7], %r8, [%r5];")
     a("$Larmed:")
     a("\tbar.sync 0;")
     a("$Lwait:")
@@ -210,9 +214,7 @@ def ptx_source(cols, S, T, pieces=4, bulkstore=False):
         a("\tfence.proxy.async.shared::cta;")
         a("\tbar.sync 0;")
         a("\t@!%p1 bra $Ldone;")
-        for off, n in copies:
-            a("\tadd.u32 %r7, %r4, {};\n\tadd.u64 %rd7, %rd5, {};\n\tmov.u32 %r8, {};".format(off, off, n))
-            a("\tcp.async.bulk.global.shared::cta.bulk_group [%rd7], [%r7], %r8;")
+        bulk_copies("%rd5", "cp.async.bulk.global.shared::cta.bulk_group [%rd7], [%r7], %r8;")
         a("\tcp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;")
         a("$Ldone:")
     a("\tret;\n}\n")
