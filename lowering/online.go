@@ -89,14 +89,20 @@ func (ev *evaluator) guard(b *ir.Builder, m *ir.Value) *ir.Value {
 // from column base (nil: 0), chunk by chunk, and returns the running max
 // and the sum against h(max).
 func (ev *evaluator) onlineSpan(row *scope, on *onlinePair, stores []int, outs []*ir.Value, width, c int64, base *ir.Value) (*ir.Value, *ir.Value) {
-	m, s, _ := ev.onlineSpanIn(row, on, stores, outs, width, c, base, 0)
+	m, s, _ := ev.onlineSpanIn(row, on, stores, outs, width, c, base, 0, nil)
 	return m, s
 }
 
 // onlineSpanIn is onlineSpan with chunks of chunk columns (0: the
 // target's, onlineChunk), which also returns the sram buffer of a chunk:
 // with chunk = c, the c columns themselves.
-func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs []*ir.Value, width, c int64, base *ir.Value, chunk int64) (*ir.Value, *ir.Value, *ir.Value) {
+//
+// With kept, an sram buffer already holding the c columns from base of
+// the input x is computed from (a resident split's copy, resident.go,
+// which the caller has made ev.cached), the chunk is the whole span and
+// both loops compute x from the copy: they load nothing from dram and
+// store nothing to sram.
+func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs []*ir.Value, width, c int64, base *ir.Value, chunk int64, kept *ir.Value) (*ir.Value, *ir.Value, *ir.Value) {
 	k := ev.k
 	loc := k.loc
 	lanes := width
@@ -109,8 +115,13 @@ func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs
 		chunk = onlineChunk(k.target, c, width)
 	}
 	full := c / chunk * chunk
-	buf := must(loop.BuildAlloc(row.b, loc, ir.MemRefType{Shape: []int64{chunk}, Elem: ev.heldElem(x), Space: ir.SRAM})).Output()
-	buf.Name = "chunk"
+	buf := kept
+	if kept == nil {
+		buf = must(loop.BuildAlloc(row.b, loc, ir.MemRefType{Shape: []int64{chunk}, Elem: ev.heldElem(x), Space: ir.SRAM})).Output()
+		buf.Name = "chunk"
+	} else if chunk != c {
+		fail(on.max, "keeps a span of %d columns in chunks of %d (internal error in lower-to-loops)", c, chunk)
+	}
 
 	scalar, guard := ev.scalarOp, ev.guard
 	// offset is the column base + at
@@ -131,7 +142,9 @@ func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs
 		mv := cs.loop(k.index(0), k.index(n), k.index(width), lanes, []*ir.Value{k.constant(vec, math.Inf(-1))}, []string{"max"},
 			func(ls *scope, carried []*ir.Value) []*ir.Value {
 				v := ls.get(x)
-				must(loop.BuildStore(ls.b, loc, ls.cast(v, ev.heldElem(x)), buf, []*ir.Value{ls.col}))
+				if kept == nil {
+					must(loop.BuildStore(ls.b, loc, ls.cast(v, ev.heldElem(x)), buf, []*ir.Value{ls.col}))
+				}
 				for _, i := range stores {
 					ls.storeResult(outs[i], k.outs[i])
 				}
@@ -146,7 +159,12 @@ func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs
 		h := guard(b, m2)
 		sv := cs.loop(k.index(0), k.index(n), k.index(width), lanes, []*ir.Value{k.constant(vec, 0)}, []string{"add"},
 			func(ls *scope, carried []*ir.Value) []*ir.Value {
-				v := must(loop.BuildLoad(ls.b, loc, buf, []*ir.Value{ls.col}, ls.typeOf(ev.heldElem(x)))).Output()
+				var v *ir.Value
+				if kept != nil {
+					v = ls.get(x) // from the copy
+				} else {
+					v = must(loop.BuildLoad(ls.b, loc, buf, []*ir.Value{ls.col}, ls.typeOf(ev.heldElem(x)))).Output()
+				}
 				d := ls.op(loop.OpSub, []*ir.Value{ls.compute(v, f32), ls.broadcast(h)}, vec, nil)
 				e := ls.op(loop.OpExp, []*ir.Value{d}, vec, nil)
 				return []*ir.Value{ls.op(loop.OpAdd, []*ir.Value{carried[0], e}, vec, nil)}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/tensorforge/tensorforge/dialects/graph"
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
@@ -20,13 +21,23 @@ import (
 //
 //  1. it reads its L = C / S columns into an sram buffer, taking their
 //     max m_j and their sum s_j of exp against h(m_j), as one chunk of an
-//     online kernel, and stores them in two [R..., S] f32 buffers;
+//     online kernel, and stores them in two [R..., S] f32 buffers. Where
+//     the columns are an input's (x, or x widened from bf16 or f16), the
+//     buffer holds them as loaded, filled by a threads loop that only
+//     copies (copySpan), which the PTX emitter turns into bulk copies
+//     that put the whole split in flight at once (emit/ptx/bulk.go), and
+//     the loops after it widen what they read;
 //  2. loop.group_sync waits for the S instances of the row;
 //  3. each combines the row's S pairs, m = max_j m_j and
 //     s = sum_j s_j exp(h(m_j) - h(m)), in split order, so every instance
 //     of the row gets the same m and s;
 //  4. and computes the third phase over its split from the sram buffer,
 //     storing the normalised columns.
+//
+// A row that fits the budget whole in the input's type (32000 bf16 in 64
+// KiB) is a split of S = 1: no group, no partial results, a one-pass
+// kernel whose row is copied as loaded rather than held in f32 by its
+// first loop (residentRow).
 //
 // The instances of a row wait for each other: tickets hand out the
 // instances in the order they start, so a group's instances are all
@@ -62,8 +73,19 @@ const (
 // split): the smallest power of two that cuts the row into splits of at
 // most residentBytes held in sram, each a multiple of the vector width w.
 func residentCount(t *target.Target, info *passes.KernelInfo, held, w int64, opts Options) int64 {
-	if !opts.Resident || opts.ExactRounding || t == nil || t.Family != target.CUDA ||
-		info.Schedule != passes.ScheduleOnline || !normalizes(info) || info.Views != nil {
+	if !opts.Resident || opts.ExactRounding || t == nil || t.Family != target.CUDA || !normalizes(info) || info.Views != nil {
+		return 0
+	}
+	// a row short enough for one program is kept by the one-pass
+	// schedule, unless the row is copied as loaded (held: the input's
+	// size): then it is a "split" of S = 1, copied whole, read once
+	switch info.Schedule {
+	case passes.ScheduleOnline:
+	case passes.ScheduleOnePass:
+		if held >= 4 {
+			return 0
+		}
+	default:
 		return 0
 	}
 	c := info.RowLen
@@ -71,7 +93,7 @@ func residentCount(t *target.Target, info *passes.KernelInfo, held, w int64, opt
 	if opts.ResidentBytes > 0 {
 		budget = opts.ResidentBytes
 	}
-	for s := int64(2); s <= residentMax; s *= 2 {
+	for s := int64(1); s <= residentMax; s *= 2 {
 		if c%s == 0 && (c/s)%max(w, 1) == 0 && (c/s)*held <= budget {
 			return s
 		}
@@ -89,12 +111,25 @@ func (l *funcLowering) lowerResident(fused *ir.Operation, info *passes.KernelInf
 	if !ok {
 		return false
 	}
+	// the split is held as the input it copies, else in f32 or wider
 	held := max(int64(4), elemOf(maxOp.Operand(0)).Kind.ByteSize())
+	if src := copySource(maxOp.Operand(0)); src != nil {
+		held = max(elemOf(src).Kind.ByteSize(), 1)
+	}
 	s := residentCount(l.target, info, held, l.rowWidth(fused, info, inputs), l.opts)
 	if s == 0 {
 		return false
 	}
 	length := info.RowLen / s
+	on := &onlinePair{max: maxOp, sum: sumOp}
+	if s == 1 {
+		l.opts.Remarks.Remark("fusion", fused.Loc, "keep each row of %d in sram as loaded (%d bytes), copied whole before its max and sum of exp are taken, so that it is read once",
+			info.RowLen, length*held)
+		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
+			return k.resident(fused, info, on, 1)
+		})
+		return true
+	}
 	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d across groups of %d programs that each keep %d columns in sram (%d bytes) and meet at a loop.group_sync to combine their max and sum of exp, so that each row is read once",
 		info.RowLen, s, length, length*held)
 
@@ -109,15 +144,19 @@ func (l *funcLowering) lowerResident(fused *ir.Operation, info *passes.KernelInf
 	sync := l.rowBuffer(fused, info, outputs, "groups", 2, ir.I32Type, true)
 	outs := append(slices.Clone(outputs), pm, ps, tickets, sync)
 	l.launch(fused.Loc, "row", inputs, outs, func(k *kernelBuilder) error {
-		return k.resident(fused, info, &onlinePair{max: maxOp, sum: sumOp}, s)
+		return k.resident(fused, info, on, s)
 	})
 	return true
 }
 
 // resident builds the kernel of a resident split in s (the buffers after
 // the kernel's outputs: the splits' max and sum, the ticket counter and
-// the groups' counters).
+// the groups' counters; none for s = 1, a row per instance with no group
+// to meet).
 func (k *kernelBuilder) resident(fused *ir.Operation, info *passes.KernelInfo, on *onlinePair, s int64) error {
+	if s == 1 {
+		return k.residentRow(fused, info, on)
+	}
 	ev, length, width := k.splitKernel(fused, info, s, passes.ScheduleResident)
 	n := len(info.Shape)
 	outs := yielded(fused)
@@ -145,8 +184,15 @@ func (k *kernelBuilder) resident(fused *ir.Operation, info *passes.KernelInfo, o
 		ev.rowIdx = k.splitRow(b, r, leadExt)
 		row := ev.rowScope(b)
 		base := must(loop.BuildMuli(b, k.loc, j, k.index(length))).Output()
-		// 1. the split, kept in sram whole: one chunk of an online kernel
-		m, sum, buf := ev.onlineSpanIn(row, on, stores, outs, width, length, base, length)
+		// 1. the split, kept in sram whole: one chunk of an online kernel,
+		// from a copy of the input where x is one
+		row.off = base
+		src, kept := ev.copySpan(row, x, length, width)
+		if kept != nil {
+			ev.cached[src] = kept
+			ev.keptFrom[src] = ev.phase - 1
+		}
+		m, sum, buf := ev.onlineSpanIn(row, on, stores, outs, width, length, base, length, kept)
 		idx := append(append([]*ir.Value(nil), ev.rowIdx...), j)
 		must(loop.BuildStore(row.b, k.loc, m, pm, idx))
 		must(loop.BuildStore(row.b, k.loc, sum, ps, idx))
@@ -156,23 +202,115 @@ func (k *kernelBuilder) resident(fused *ir.Operation, info *passes.KernelInfo, o
 		m, sum = ev.combineSplits(row, pm, ps, s)
 		ev.onlineResults(row, on, m, sum)
 		// 4. the normalised split, from sram
-		ev.cached[x] = buf
-		ev.keptFrom[x] = 0
+		ev.keepFrom(x, src, kept, buf)
 		ev.phase = 2
 		row.off = base
-		lanes := width
-		if width == 1 {
-			lanes = 0
-		}
-		row.loop(k.index(0), k.index(length), k.index(width), lanes, nil, nil, func(ls *scope, _ []*ir.Value) []*ir.Value {
-			for i, y := range outs {
-				if ev.valPhase[y] >= 2 {
-					ls.store(ls.get(y), k.outs[i])
-				}
-			}
-			return nil
-		})
+		ev.storePhase(row, outs, width, length)
 	})
+	return nil
+}
+
+// copySpan copies the n columns from row.off of the kernel input x is
+// computed from (x itself, or a float input x widens) into an sram buffer
+// of the input's type, in a threads loop that does nothing else, and
+// returns the input and the buffer (nil where x is computed otherwise).
+// The PTX emitter turns such a loop into asynchronous bulk copies
+// (emit/ptx/bulk.go); the other emitters read it as any loop storing sram.
+func (ev *evaluator) copySpan(row *scope, x *ir.Value, n, width int64) (*ir.Value, *ir.Value) {
+	src := copySource(x)
+	if src == nil || !ev.varying[src] || !ir.TypeEqual(ev.heldElem(src), elemOf(src)) {
+		return nil, nil
+	}
+	k := ev.k
+	buf := must(loop.BuildAlloc(row.b, k.loc, ir.MemRefType{Shape: []int64{n}, Elem: elemOf(src), Space: ir.SRAM})).Output()
+	buf.Name = "held"
+	lanes := width
+	if width == 1 {
+		lanes = 0
+	}
+	row.loop(k.index(0), k.index(n), k.index(width), lanes, nil, nil, func(ls *scope, _ []*ir.Value) []*ir.Value {
+		must(loop.BuildStore(ls.b, k.loc, ls.load(src), buf, []*ir.Value{ls.col}))
+		return nil
+	})
+	return src, buf
+}
+
+// residentRow builds the kernel of a resident "split" of one: each
+// instance copies its row into sram as loaded (when the row's values are
+// an input's, else keeps them as the online chunk does), takes its max and
+// sum of exp from there and writes the normalised row from there.
+func (k *kernelBuilder) residentRow(fused *ir.Operation, info *passes.KernelInfo, on *onlinePair) error {
+	ev, length, width := k.splitKernel(fused, info, 1, passes.ScheduleResident)
+	n := len(info.Shape)
+	outs := yielded(fused)
+	var stores []int // the full rows of phase 0
+	for i, y := range outs {
+		if ev.plans[k.outs[i]].varies() && ev.valPhase[y] == 0 {
+			stores = append(stores, i)
+		}
+	}
+	leadExt := make([]*ir.Value, n-1)
+	for d := range leadExt {
+		leadExt[d] = k.spaceExtent(info, d, outs)
+	}
+	x := on.max.Operand(0)
+	k.grid(k.product(k.kb, leadExt), func(b *ir.Builder, r *ir.Value) {
+		ev.rowIdx = k.splitRow(b, r, leadExt)
+		row := ev.rowScope(b)
+		src, kept := ev.copySpan(row, x, length, width)
+		if kept != nil {
+			ev.cached[src] = kept
+			ev.keptFrom[src] = ev.phase - 1
+		}
+		m, sum, buf := ev.onlineSpanIn(row, on, stores, outs, width, length, nil, length, kept)
+		ev.onlineResults(row, on, m, sum)
+		ev.keepFrom(x, src, kept, buf)
+		ev.phase = 2
+		ev.storePhase(row, outs, width, length)
+	})
+	return nil
+}
+
+// keepFrom makes the phases after the first read x from sram: from the
+// copy of src, or from buf, the chunk the first phase stored x into.
+func (ev *evaluator) keepFrom(x, src, kept, buf *ir.Value) {
+	if kept != nil {
+		ev.keptFrom[src] = 0
+		return
+	}
+	ev.cached[x] = buf
+	ev.keptFrom[x] = 0
+}
+
+// storePhase stores, over the n columns of the row scope (from its
+// offset), the outputs computed after the row's reductions.
+func (ev *evaluator) storePhase(row *scope, outs []*ir.Value, width, n int64) {
+	k := ev.k
+	lanes := width
+	if width == 1 {
+		lanes = 0
+	}
+	row.loop(k.index(0), k.index(n), k.index(width), lanes, nil, nil, func(ls *scope, _ []*ir.Value) []*ir.Value {
+		for i, y := range outs {
+			if ev.valPhase[y] >= 2 {
+				ls.store(ls.get(y), k.outs[i])
+			}
+		}
+		return nil
+	})
+}
+
+// copySource is the kernel input a resident split can copy to compute x
+// from: x itself, or the float input x widens exactly (nil: none).
+func copySource(x *ir.Value) *ir.Value {
+	if op := x.DefiningOp(); op != nil && op.Name() == graph.OpCast && op.Operand(0).IsBlockArg() &&
+		elemOf(op.Operand(0)).Kind.IsFloat() && elemOf(x).Kind.IsFloat() &&
+		elemOf(op.Operand(0)).Kind.ByteSize() < elemOf(x).Kind.ByteSize() {
+		return op.Operand(0)
+	}
+	if x.IsBlockArg() {
+		return x
+	}
 	return nil
 }
 

@@ -2,7 +2,7 @@
 """A long-row softmax held in a thread-block cluster's shared memory, loaded by bulk copies (an experiment).
 
     python3 bench/gpu/bulk_softmax.py [--rows 4096] [--cols 256000] [--forms 8/256,8/512,4/512,16/256,8/512/bulkstore]
-                                      [--dump DIR]
+                                      [--dump DIR] [--tfc NAME=FILE.py,...]
 
 A row of 256000 bf16 logits (512 KB) fits no one CTA's shared memory, and
 read twice it moves 3 bytes for every 2 a copy moves. Here a row is a
@@ -28,7 +28,10 @@ Forms: S/threads[/bulkstore]. S = 16 is a non-portable cluster size
 (cuFuncSetAttribute). Each form is checked against torch.softmax in f32 and
 timed with do_bench beside a copy of the same bytes, Triton's module of tfc
 (bench/gpu/out/softmax_256000.py) and torch.softmax (resident_variants.time_forms).
-It measures; no emitter writes this form yet. --dump writes each form's PTX.
+--dump writes each form's PTX. --tfc adds modules tfc built (FILE.py: a
+launcher defining softmax, e.g. a resident split in PTX, which copies its
+split into shared memory by bulk copies as these forms do, emit/ptx/bulk.go)
+to the timing and to the extreme rows.
 """
 import argparse
 import ctypes
@@ -292,7 +295,16 @@ def main():
     ap.add_argument("--cols", type=int, default=256000)
     ap.add_argument("--forms", default="8/256,8/512,4/512,4/1024,16/256,8/512/bulkstore")
     ap.add_argument("--dump", default="")
+    ap.add_argument("--tfc", default="", help="NAME=FILE,...: tfc modules (FILE.py defining softmax) timed and "
+                    "checked beside the forms, e.g. ptx8=.bin/b8/softmax.py")
     a = ap.parse_args()
+    modules = []
+    for item in filter(None, a.tfc.split(",")):
+        name, path = item.split("=", 1)
+        spec = importlib.util.spec_from_file_location("tfc_" + name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        modules.append((name, mod.softmax))
     forms = []
     for f in a.forms.split(","):
         parts = f.split("/")
@@ -318,6 +330,8 @@ def main():
             spec.loader.exec_module(mod)
             out.append(("tfc triton", lambda: mod.softmax(x)))
         out.append(("torch.softmax", lambda: torch.softmax(x, -1)))
+        for name, fn in modules:
+            out.append((name, lambda fn=fn: fn(x)))
         for name, S, T, bs in forms:
             try:
                 out.append((name, runner(x, S, T, bs)))
@@ -334,9 +348,11 @@ def main():
     x[4] = float("-inf")
     x[5] -= 1e4
     ref = torch.softmax(x.float(), -1)
-    for name, S, T, bs in forms:
+    runs = [(name, lambda fn=fn: fn(x)) for name, fn in modules]
+    runs += [(name, lambda S=S, T=T, bs=bs: runner(x, S, T, bs)()) for name, S, T, bs in forms]
+    for name, run in runs:
         try:
-            got = runner(x, S, T, bs)().float()
+            got = run().float()
             torch.cuda.synchronize()
             same_nan = bool((got.isnan() == ref.isnan()).all())
             d = (got - ref).abs().nan_to_num(0).max().item()

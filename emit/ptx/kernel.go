@@ -99,6 +99,7 @@ type kernelEmitter struct {
 	warpOff8       opnd
 	lane32Zero     *opnd
 	smemCTA        opnd // shared address of the CTA's dynamic shared memory
+	parity         opnd // the phase parity of the next bulk copy (bulk.go)
 	smemGroup      opnd // shared address of this group's sram
 
 	// predicates of the context: loads (an iteration past the end of its
@@ -448,6 +449,7 @@ func (ke *kernelEmitter) emitGroups() {
 	if pl.rows > 1 {
 		last = ke.b64("add.s64", nreg, intImm(-1, rB64))
 	}
+	ke.initBulk()
 	round, done := a.newLabel(), a.newLabel()
 	a.comment("rounds: %d instance(s) of the grid per CTA, %d thread(s) each", pl.rows, pl.group)
 	a.label(round)

@@ -23,6 +23,9 @@ import (
 func (ke *kernelEmitter) emitFor(op *ir.Operation) {
 	f := loop.ForOp{Operation: op}
 	if f.Dist() == "threads" {
+		if bc := ke.plan.bulk[op]; bc != nil && ke.emitBulkCopy(op, bc) {
+			return
+		}
 		if ke.plan.flat {
 			ke.fail(op, "is a threads loop the flat plan did not distribute (internal error in the PTX emitter's plan)")
 		}

@@ -79,6 +79,12 @@ type plan struct {
 	// are the groups of the resident split (clusterSize)
 	cluster int
 
+	// bulk lists the threads loops that copy a span of an input into
+	// shared memory as bulk copies (bulk.go), completing on the mbarrier
+	// at mbarOff
+	bulk    map[*ir.Operation]*bulkCopy
+	mbarOff int64
+
 	// tensor-core form (tc.go) of a matmul kernel; tcWhy says why a
 	// matmul kernel keeps the scalar loops
 	tc    *tcPlan
@@ -407,6 +413,7 @@ func threadsLoops(gb *ir.Block) []*ir.Operation {
 // planGroups plans the groups form.
 func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 	tls := threadsLoops(gb)
+	pl.bulk = findBulkCopies(ke, gb)
 	maxTrip, dynamic := int64(0), false
 	sched, _ := ke.k.Schedule()
 	for _, op := range tls {
@@ -497,6 +504,11 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 		pl.rows = groupsBlock / pl.group
 	}
 	pl.block = pl.group * pl.rows
+	if pl.rows > 1 {
+		// one thread issues a CTA's bulk copies: they are for one instance
+		// per CTA (the buffers stay in shared memory, filled by the loops)
+		pl.bulk = nil
+	}
 
 	// shared memory: the group's sram buffers that stay there, then the
 	// scratch of the cross-warp combine
@@ -551,6 +563,10 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 			pl.syncOff = alignUp(pl.shared, 16)
 			pl.shared = pl.syncOff + 16
 		}
+	}
+	if len(pl.bulk) > 0 {
+		pl.mbarOff = alignUp(pl.shared, 8)
+		pl.shared = pl.mbarOff + 8
 	}
 	if pl.shared > maxSharedBytes {
 		ke.fail(ke.k.Operation, "needs %d bytes of shared memory per CTA (%d instance(s) of %d bytes of sram, %d of scratch); sm_90 allows %d",
@@ -680,6 +696,11 @@ func (pl *plan) promotion(allocs []*ir.Operation, commit bool) bool {
 // promotable reports whether an alloc can live in registers, and how
 // many per thread it takes.
 func (pl *plan) promotable(al *ir.Operation) (int64, bool) {
+	for _, bc := range pl.bulk {
+		if bc.alloc == al {
+			return 0, false // a bulk copy's destination is shared memory
+		}
+	}
 	buf := al.Result(0)
 	m, ok := buf.Type().(ir.MemRefType)
 	if !ok || len(m.Shape) != 1 {
@@ -908,6 +929,14 @@ func (pl *plan) describeLoops() []string {
 	}
 	if pl.redBytes > 0 {
 		out = append(out, fmt.Sprintf("Cross-warp combine: %d bytes of shared memory at %d.", pl.redBytes, pl.redOff))
+	}
+	if len(pl.bulk) > 0 {
+		var fills []string
+		for _, bc := range pl.bulk {
+			fills = append(fills, fmt.Sprintf("%s (%d bytes)", allocName(bc.alloc), bc.bytes))
+		}
+		sort.Strings(fills)
+		out = append(out, fmt.Sprintf("Bulk copies into %s, completing on the mbarrier at %d.", strings.Join(fills, ", "), pl.mbarOff))
 	}
 	return out
 }

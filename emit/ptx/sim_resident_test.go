@@ -178,6 +178,66 @@ func TestSimulatedResidentDeadlock(t *testing.T) {
 	require.Contains(t, err.Error(), "deadlock")
 }
 
-// residentPipeline is fullPipeline with resident splits of at most 64 KiB
+// residentPipeline is fullPipeline with resident splits of at most 32 KiB
 // (lower-to-loops{resident=true}, not the default).
-const residentPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=65536,split-rows-below=1},sram-alloc"
+const residentPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=32768,split-rows-below=1},sram-alloc"
+
+// rowSrc normalises rows of 8192 bf16, short enough for one CTA: with
+// resident splits a split of S = 1, the row copied whole into shared
+// memory as loaded (lowering/resident.go's residentRow) by bulk copies.
+const rowSrc = `
+func.func @softmax(%s: tensor<?x8192xbf16>) -> tensor<?x8192xbf16> {
+  %x = graph.cast %s : (tensor<?x8192xbf16>) -> tensor<?x8192xf32>
+  %p = graph.softmax %x {axis = -1} : tensor<?x8192xf32>
+  %y = graph.cast %p : (tensor<?x8192xf32>) -> tensor<?x8192xbf16>
+  return %y : tensor<?x8192xbf16>
+}
+func.func @log_softmax(%x: tensor<?x8192xbf16>) -> tensor<?x8192xbf16> {
+  %y = graph.log_softmax %x {axis = -1} : tensor<?x8192xbf16>
+  return %y : tensor<?x8192xbf16>
+}
+`
+
+// TestSimulatedResidentRow runs a split of one (a row per CTA, copied into
+// shared memory by bulk copies, no group) in the simulator against the
+// loop interpreter, as bulk copies and as the plain loop (bulkCopies off),
+// on rows of extreme values, threads first to last and last to first: the
+// simulator lands the copies only when a thread waits, so a thread that
+// read the row before the mbarrier's phase completed would read stale
+// shared memory.
+func TestSimulatedResidentRow(t *testing.T) {
+	m := lower(t, rowSrc, residentPipeline, "h200")
+	text := ir.Print(m.Operation, ir.PrintOptions{})
+	require.Equal(t, 2, strings.Count(text, `schedule = "resident"`))
+	require.NotContains(t, text, "loop.group_sync")
+	require.Equal(t, 2, strings.Count(text, "loop.alloc {offset = 0} : memref<8192xbf16, sram>"))
+	files, err := emitted(m)
+	require.NoError(t, err)
+	var ptx strings.Builder
+	for _, f := range files {
+		ptx.WriteString(f.Text)
+	}
+	require.Equal(t, 2, strings.Count(ptx.String(), "mbarrier.try_wait.parity.shared::cta.b64"))
+	require.Regexp(t, `(?s)mbarrier.arrive.expect_tx.shared::cta.b64 \t%rd\d+, \[%rd\d+\+\d+\], 16384;.*mbarrier.arrive.expect_tx.shared::cta.b64 \t%rd\d+, \[%rd\d+\+\d+\], 16384;`, ptx.String())
+	require.Equal(t, 2, strings.Count(ptx.String(), ".global.mbarrier::complete_tx::bytes"))
+	// the loop form from a module of its own (the emitted PTX is cached
+	// per module)
+	loops := lower(t, rowSrc, residentPipeline, "h200")
+	defer func() { bulkCopies, simReverseThreads = true, false }()
+	for _, bulk := range []bool{true, false} {
+		mod := m
+		if !bulk {
+			mod = loops
+		}
+		for _, fn := range []string{"softmax", "log_softmax"} {
+			for _, rev := range []bool{false, true} {
+				kinds := []string{"random", "ninf", "nan", "ramp", "last", "split0"}
+				t.Run(fmt.Sprintf("%s/bulk=%v/reverse=%v", fn, bulk, rev), func(t *testing.T) {
+					bulkCopies, simReverseThreads = bulk, rev
+					c := simCase{fn: fn, shapes: [][]int64{{int64(len(kinds)), 8192}}, ulps: 1, prepare: residentRows(kinds...)}
+					runSimCase(t, mod, c, true)
+				})
+			}
+		}
+	}
+}

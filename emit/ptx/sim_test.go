@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,8 +14,9 @@ import (
 
 // This file is an interpreter of the PTX subset the emitter writes, for
 // tests: it parses a module, and runs an entry over a grid of CTAs with
-// every thread's registers, global and shared memory, warp shuffles and
-// barriers. It checks what the hardware would fault on (a misaligned or
+// every thread's registers, global and shared memory, warp shuffles,
+// barriers, and bulk copies completing on mbarriers (sim_bulk_test.go).
+// It checks what the hardware would fault on (a misaligned or
 // out-of-bounds access) and what would hang or be undefined (a shuffle
 // or barrier some threads do not reach). The approximate instructions
 // return the correctly rounded value, nudged by simNudge ULPs so that a
@@ -55,7 +57,7 @@ type simInstr struct {
 	args   []simOpnd
 	text   string
 	target int // branch target
-	sync   int // 1: shfl, 2: bar, 3: barrier.cluster.arrive, 4: barrier.cluster.wait
+	sync   int // 1: shfl, 2: bar, 3: barrier.cluster.arrive, 4: barrier.cluster.wait, 5: mbarrier.try_wait
 }
 
 type simEntry struct {
@@ -196,6 +198,12 @@ func parseSim(text string) (*simModule, error) {
 			default:
 				return nil, fmt.Errorf("line %d: %s: the simulator runs barrier.cluster.arrive.release.aligned and barrier.cluster.wait.acquire.aligned", n+1, opText)
 			}
+		case "mbarrier":
+			// a thread whose try_wait finds the phase incomplete yields to
+			// the others (sim_bulk_test.go)
+			if in.parts[1] == "try_wait" {
+				in.sync = 5
+			}
 		}
 		if in.parts[0] == "bra" {
 			pending = append(pending, len(cur.code))
@@ -206,15 +214,22 @@ func parseSim(text string) (*simModule, error) {
 }
 
 // simCheckQualifiers checks the spelling of the memory instructions the
-// simulator gives meaning to (ld, st, atom, fence, membar): their
-// qualifiers in the order the PTX ISA writes them,
+// simulator gives meaning to (ld, st, atom, fence, membar, mbarrier and
+// the bulk copy): their qualifiers in the order the PTX ISA writes them,
 //
 //	ld{.volatile | .relaxed.scope | .acquire.scope}.space{.cop}{.vN}.type
 //	st{.volatile | .relaxed.scope | .release.scope}.space{.cop}{.vN}.type
 //	atom{.sem}{.scope}.global.op.type
 //	fence{.sc | .acq_rel}.scope, membar.{cta, gl, sys}
+//	fence.mbarrier_init.release.cluster, fence.proxy.async{.global | .shared::{cta, cluster}}
+//	mbarrier.init.shared{::cta}.b64
+//	mbarrier.arrive{.expect_tx}{.release.scope}.shared{::cta}.b64
+//	mbarrier.try_wait.parity{.acquire.scope}.shared{::cta}.b64
+//	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
 //
 // with a cache operator only on weak accesses, .nc only on global loads.
+// The mbarrier instructions name the shared state space, whose addresses
+// the simulator knows (not generic ones).
 func simCheckQualifiers(parts []string) error {
 	scopes := map[string]bool{"cta": true, "cluster": true, "gpu": true, "sys": true}
 	types := map[string]bool{"b8": true, "b16": true, "b32": true, "b64": true, "u8": true, "u16": true, "u32": true,
@@ -268,6 +283,19 @@ func simCheckQualifiers(parts []string) error {
 			return fmt.Errorf("no operation")
 		}
 	case "fence":
+		switch take(set("mbarrier_init", "proxy")) {
+		case "mbarrier_init":
+			if strings.Join(rest, ".") != "release.cluster" {
+				return fmt.Errorf("expects fence.mbarrier_init.release.cluster")
+			}
+			return nil
+		case "proxy":
+			switch strings.Join(rest, ".") {
+			case "async", "async.global", "async.shared::cta", "async.shared::cluster":
+				return nil
+			}
+			return fmt.Errorf("expects fence.proxy.async{.global, .shared::cta, .shared::cluster}")
+		}
 		if take(set("sc", "acq_rel")) == "" || take(scopes) == "" {
 			return fmt.Errorf("expects .sc or .acq_rel and a scope")
 		}
@@ -277,6 +305,37 @@ func simCheckQualifiers(parts []string) error {
 			return fmt.Errorf("expects .cta, .gl or .sys")
 		}
 		return simNoMore(rest)
+	case "mbarrier":
+		switch take(set("init", "arrive", "try_wait")) {
+		case "init":
+		case "arrive":
+			take(set("expect_tx"))
+			if take(set("release")) != "" && take(set("cta", "cluster")) == "" {
+				return fmt.Errorf(".release without a scope")
+			}
+		case "try_wait":
+			if take(set("parity")) == "" {
+				return fmt.Errorf("the simulator runs mbarrier.try_wait.parity only")
+			}
+			if take(set("acquire")) != "" && take(set("cta", "cluster")) == "" {
+				return fmt.Errorf(".acquire without a scope")
+			}
+		default:
+			return fmt.Errorf("the simulator runs mbarrier.init, mbarrier.arrive and mbarrier.try_wait")
+		}
+		if take(set("shared", "shared::cta")) == "" {
+			return fmt.Errorf("no .shared::cta state space, or qualifiers out of order")
+		}
+		if take(set("b64")) == "" {
+			return fmt.Errorf("no .b64 type, or qualifiers out of order")
+		}
+		return simNoMore(rest)
+	case "cp":
+		if len(rest) > 1 && rest[0] == "async" && rest[1] == "bulk" &&
+			strings.Join(rest, ".") != "async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" {
+			return fmt.Errorf("the simulator runs cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes only")
+		}
+		return nil
 	default:
 		return nil
 	}
@@ -413,8 +472,11 @@ type simThread struct {
 	pc      int
 	regs    []uint64
 	done    bool
-	blocked int // 0 running, 1 at shfl, 2 at bar
+	blocked int // 0 running, else the sync kind it waits at (simInstr.sync)
 	tid     int
+	// timedOut: the thread's next mbarrier.try_wait returns, complete or
+	// not (the others could not run while it waited)
+	timedOut bool
 }
 
 // simResident bounds the CTAs of a simulated launch that run at once (0:
@@ -597,6 +659,7 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 		}
 	}
 	steps := 0
+	var spun []uint64 // the threads' state when try_waits last timed out
 	for {
 		for _, t := range order {
 			cur = t
@@ -604,6 +667,17 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 				in := &e.code[t.pc]
 				if in.pred >= 0 && (t.regs[in.pred] != 0) == in.neg {
 					t.pc++
+					continue
+				}
+				if in.sync == 5 {
+					// mbarrier.try_wait: on at once if the phase completed
+					// (or the wait timed out); else the thread yields
+					if !ctx.tryWait(t, in, t.timedOut) {
+						t.blocked = 5
+						break
+					}
+					t.timedOut = false
+					steps++
 					continue
 				}
 				if in.sync != 0 {
@@ -660,20 +734,37 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 			}
 			progress = true
 		}
+		// mbarrier waits: a thread that yielded at a try_wait goes on once
+		// the phase it waits for completes (its waiting delivers the
+		// copies in flight on the mbarrier)
+		for _, t := range threads {
+			if t.blocked == 5 {
+				cur = t
+				if ctx.tryWait(t, &e.code[t.pc], false) {
+					t.blocked = 0
+					progress = true
+				}
+			}
+		}
+		cur = nil
 		if progress {
 			continue
 		}
-		atBar, live, kind := 0, 0, 0
+		atBar, live, kind, spin := 0, 0, 0, 0
 		for _, t := range threads {
 			if !t.done {
 				live++
-				if t.blocked >= 2 && (kind == 0 || t.blocked == kind) {
+				if t.blocked == 5 {
+					spin++
+				} else if t.blocked >= 2 && (kind == 0 || t.blocked == kind) {
 					kind = t.blocked
 					atBar++
 				}
 			}
 		}
 		if live == 0 {
+			// shared memory goes with the CTA: no copy may still write it
+			ctx.bulkDone()
 			return nil
 		}
 		if atBar == live {
@@ -696,6 +787,23 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 			}
 			continue
 		}
+		if spin > 0 {
+			// nothing runs but the threads at try_waits: their waits time
+			// out (return false); finding them waiting again in the same
+			// state is a deadlock
+			state := ctx.spinState(threads)
+			if slices.Equal(state, spun) {
+				panic(ctx.mbarDeadlock(threads))
+			}
+			spun = state
+			for _, t := range threads {
+				if t.blocked == 5 {
+					t.blocked = 0
+					t.timedOut = true
+				}
+			}
+			continue
+		}
 		panic(fmt.Sprintf("deadlock: %d live threads, %d at a barrier, the rest at shuffles", live, atBar))
 	}
 }
@@ -709,6 +817,12 @@ type simCtx struct {
 	params []uint64
 	mem    *simMemory
 	shared []byte
+	// mbars are the CTA's initialised mbarriers by shared address, bulk
+	// its bulk copies in flight (sim_bulk_test.go); events counts the
+	// changes of its mbarriers and shared memory
+	mbars  map[uint64]*simMbar
+	bulk   []simBulk
+	events int64
 }
 
 func (c *simCtx) shuffle(warp []*simThread, in *simInstr) {
@@ -963,7 +1077,13 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 		t.pc = in.target
 		return
 	case "cp":
-		c.cpAsync(t, in)
+		if len(p) > 2 && p[2] == "bulk" {
+			c.cpBulk(t, in)
+		} else {
+			c.cpAsync(t, in)
+		}
+	case "mbarrier":
+		c.mbarrier(t, in)
 	case "ld":
 		c.load(t, in)
 		if hasPart(p, "acquire") {
@@ -987,7 +1107,7 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 		c.mov(t, in)
 	case "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs":
 		c.arith(t, in)
-	case "and", "or", "not":
+	case "and", "or", "xor", "not":
 		w := width(typ)
 		x := get(1)
 		var r uint64
@@ -996,6 +1116,8 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 			r = x & get(2)
 		case "or":
 			r = x | get(2)
+		case "xor":
+			r = x ^ get(2)
 		default:
 			r = ^x
 		}
@@ -1444,6 +1566,9 @@ func (c *simCtx) store(t *simThread, in *simInstr) {
 	b := c.access(t, in, in.args[0], w*len(srcs))
 	if !hasPart(p, "shared") {
 		c.mem.writes++
+	} else {
+		c.events++
+		c.mbarOverlap(c.val(t, *in.args[0].base)+uint64(in.args[0].off), w*len(srcs), "st.shared")
 	}
 	for i, s := range srcs {
 		v := c.val(t, s)
