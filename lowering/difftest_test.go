@@ -685,6 +685,24 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 		return true
 	})
 	require.Equal(t, []string{"softmax_k0 resident", "log_softmax_k0 resident"}, schedules)
+	// splits of one: rows of 8192 copied whole as loaded (bf16, f16), or
+	// kept in f32 (an f32 row computed from the input)
+	one := `
+func.func @bf16(%x: tensor<?x8192xbf16>) -> tensor<?x8192xbf16> {
+  %f = graph.cast %x : (tensor<?x8192xbf16>) -> tensor<?x8192xf32>
+  %y = graph.softmax %f {axis = -1} : tensor<?x8192xf32>
+  %b = graph.cast %y : (tensor<?x8192xf32>) -> tensor<?x8192xbf16>
+  return %b : tensor<?x8192xbf16>
+}
+func.func @f16(%x: tensor<?x8192xf16>) -> tensor<?x8192xf16> {
+  %y = graph.log_softmax %x {axis = -1} : tensor<?x8192xf16>
+  return %y : tensor<?x8192xf16>
+}`
+	onePipeline := "legalize-numerics,decompose,fuse,lower-to-loops{resident=true,resident-bytes=16384,split-rows-below=1},sram-alloc"
+	require.Contains(t, ir.Print(lowerText(t, one, onePipeline, "h200").Operation, ir.PrintOptions{}), "memref<8192xf16, sram>")
+	for _, rows := range []int64{1, 3} {
+		runDiff(t, diffCase{name: fmt.Sprintf("split of one %d", rows), src: one, target: "h200", dyn: rows, pipeline: onePipeline})
+	}
 	for _, rows := range []int64{1, 3} {
 		runDiff(t, diffCase{name: fmt.Sprintf("resident %d", rows), src: src, target: "h200", dyn: rows, inputs: peakRows, pipeline: pipeline})
 		runDiff(t, diffCase{name: fmt.Sprintf("low split %d", rows), src: src, target: "h200", dyn: rows, inputs: lowSplitRows, pipeline: pipeline})
@@ -839,6 +857,55 @@ func TestDiffRandomPrograms(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Random programs lowered with resident splits of a few bytes, so that
+// their normalised rows (softmax, log_softmax) take the resident forms at
+// the small extents randprog makes: splits of one (a row copied whole
+// where it is an input's), against the graph interpreter on random and
+// extreme inputs. The test fails if no program took the form.
+func TestDiffRandomResident(t *testing.T) {
+	n := int64(200)
+	if testing.Short() {
+		n = 30
+	}
+	forms := map[string]int{}
+	for seed := int64(1); seed <= n; seed++ {
+		for _, budget := range []int{16, 64} {
+			pipeline := fmt.Sprintf("decompose,fuse,lower-to-loops{resident=true,resident-bytes=%d,split-rows-below=1},sram-alloc", budget)
+			m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
+			require.NoError(t, err)
+			runPipeline(t, m, "dce,decompose,dce", "h200")
+			text := ir.Print(m.Operation, ir.PrintOptions{})
+			lowered, err := parser.Parse("input.tir", text)
+			require.NoError(t, err)
+			runPipeline(t, lowered, pipeline, "h200")
+			resident := false
+			lowered.Operation.Walk(func(op *ir.Operation) bool {
+				if k, ok := loop.AsKernel(op); ok {
+					if s, _ := k.Schedule(); s == "resident" {
+						resident = true
+						sync := false
+						op.Walk(func(o *ir.Operation) bool {
+							sync = sync || o.Name() == loop.OpGroupSync
+							return true
+						})
+						forms[map[bool]string{true: "groups", false: "rows"}[sync]]++
+					}
+				}
+				return true
+			})
+			if !resident {
+				continue
+			}
+			t.Run(fmt.Sprintf("seed%d/bytes%d", seed, budget), func(t *testing.T) {
+				runDiffOn(t, diffCase{name: fmt.Sprintf("seed %d", seed), src: text, target: "h200", dyn: randprog.DynExtent, pipeline: pipeline}, true)
+			})
+		}
+	}
+	// (randprog's rows fit one program: the groups are TestDiffResident's)
+	t.Logf("resident kernels: %v", forms)
+	require.Positive(t, forms["rows"], "no program took a split of one")
 }
 
 // The lit inputs of lowering and sram-alloc, with and without fusion
