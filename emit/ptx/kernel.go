@@ -100,6 +100,9 @@ type kernelEmitter struct {
 	lane32Zero     *opnd
 	smemCTA        opnd // shared address of the CTA's dynamic shared memory
 	parity         opnd // the phase parity of the next bulk copy (bulk.go)
+	// exchangeReady: this round waited for the cluster's CTAs to start
+	// before its first store into their shared memory (sync.go)
+	exchangeReady bool
 	smemGroup      opnd // shared address of this group's sram
 
 	// predicates of the context: loads (an iteration past the end of its
@@ -450,6 +453,7 @@ func (ke *kernelEmitter) emitGroups() {
 		last = ke.b64("add.s64", nreg, intImm(-1, rB64))
 	}
 	ke.initBulk()
+	ke.bindExchange()
 	round, done := a.newLabel(), a.newLabel()
 	a.comment("rounds: %d instance(s) of the grid per CTA, %d thread(s) each", pl.rows, pl.group)
 	a.label(round)
@@ -471,6 +475,11 @@ func (ke *kernelEmitter) emitGroups() {
 	ke.bindGridIV(ixv{reg: inst, has: true}, lb, step)
 	ke.ldPred = nil
 	ke.stPred = ke.andPred(ke.laneZero, ke.active)
+	if len(pl.exchange) > 0 {
+		a.comment("the cluster's CTAs arrive; the first store into their shared memory waits for all")
+		a.raw(nil, false, "barrier.cluster.arrive.relaxed.aligned")
+		ke.exchangeReady = false
+	}
 	gb := ke.grid.Body().Entry()
 	for op := gb.First(); op != nil; op = op.Next() {
 		if op.Name() == loop.OpYield {

@@ -50,6 +50,9 @@ type buffer struct {
 	// ld.global.cg, never through L1 (sync.go)
 	coherent bool
 	promoted bool // an sram buffer held in registers
+	// exchange: a cluster's dram buffer of partials held in its CTAs'
+	// shared memory, a store writing every CTA's slot (sync.go)
+	exchange bool
 	regs     map[int][]opnd
 	// narrow: per copy, the 16-bit lanes a promoted buffer's values were
 	// widened from (a bf16 or f16 row cast to f32); narrowKind their kind
@@ -510,6 +513,10 @@ func (ke *kernelEmitter) store(op *ir.Operation) {
 	}
 	ad := ke.access(op, b, s.Indices())
 	k := elemKindOf(s.Value().Type())
+	if b.exchange {
+		ke.exchangeStore(op, b, ad, lanes, k)
+		return
+	}
 	a := ke.a
 	w := int64(len(lanes))
 	pc := split(w, b.esize, alignOf(b, ad))

@@ -84,6 +84,10 @@ type plan struct {
 	// at mbarOff
 	bulk    map[*ir.Operation]*bulkCopy
 	mbarOff int64
+	// exchange lists a cluster's dram buffers of partial results that
+	// live in distributed shared memory instead, at exchangeOff (sync.go)
+	exchange    []*ir.Value
+	exchangeOff []int64
 
 	// tensor-core form (tc.go) of a matmul kernel; tcWhy says why a
 	// matmul kernel keeps the scalar loops
@@ -564,6 +568,12 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 			pl.shared = pl.syncOff + 16
 		}
 	}
+	for _, v := range exchangeBuffers(ke, pl) {
+		off := alignUp(pl.shared, 16)
+		pl.exchange = append(pl.exchange, v)
+		pl.exchangeOff = append(pl.exchangeOff, off)
+		pl.shared = off + 4*int64(pl.cluster)
+	}
 	if len(pl.bulk) > 0 {
 		pl.mbarOff = alignUp(pl.shared, 8)
 		pl.shared = pl.mbarOff + 8
@@ -908,7 +918,7 @@ func (pl *plan) describeLoops() []string {
 	out := []string{fmt.Sprintf("Groups: %d thread(s) per instance, %d instance(s) per CTA of %d threads.", pl.group, pl.rows, pl.block)}
 	switch {
 	case pl.cluster > 0:
-		out = append(out, fmt.Sprintf("Resident split: one instance per CTA, a group of %d a thread-block cluster (the instance is the CTA's place in the grid, the group sync a cluster barrier), the buffers they exchange read with ld.global.cg.", pl.cluster))
+		out = append(out, fmt.Sprintf("Resident split: one instance per CTA, a group of %d a thread-block cluster (the instance is the CTA's place in the grid, the group sync a cluster barrier), %s.", pl.cluster, exchangeWhere(pl)))
 	case len(pl.syncs) > 0:
 		out = append(out, "Resident split: one instance per CTA, numbered by tickets; the instances of a group meet at a group sync (atomics on zeroed counters), the buffers they exchange read with ld.global.cg.")
 	}
@@ -929,6 +939,13 @@ func (pl *plan) describeLoops() []string {
 	}
 	if pl.redBytes > 0 {
 		out = append(out, fmt.Sprintf("Cross-warp combine: %d bytes of shared memory at %d.", pl.redBytes, pl.redOff))
+	}
+	if len(pl.exchange) > 0 {
+		var slots []string
+		for i, v := range pl.exchange {
+			slots = append(slots, fmt.Sprintf("%%%s at %d", v.Name, pl.exchangeOff[i]))
+		}
+		out = append(out, fmt.Sprintf("Exchange in the cluster's shared memory, %d slots each: %s.", pl.cluster, strings.Join(slots, ", ")))
 	}
 	if len(pl.bulk) > 0 {
 		var fills []string

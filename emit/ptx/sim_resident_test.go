@@ -96,8 +96,10 @@ func residentRows(kinds ...string) func([]*geval.Tensor) {
 // every launch must leave its ticket and group counters at zero
 // (simRunFunc checks). The simulator runs a CTA until it spins at the
 // sync, so that one that did not wait would read the partial results of
-// instances that have not stored them. Groups of S = 4 run both as
-// thread-block clusters (the default) and with the counters.
+// instances that have not stored them. Groups of S = 4 run as
+// thread-block clusters exchanging their partials in distributed shared
+// memory (the default), as clusters exchanging them through global memory
+// and with the counters.
 func TestSimulatedResident(t *testing.T) {
 	m := lower(t, residentSrc, residentPipeline, "h200")
 	text := ir.Print(m.Operation, ir.PrintOptions{})
@@ -115,8 +117,16 @@ func TestSimulatedResident(t *testing.T) {
 	require.Equal(t, 2, strings.Count(ptx.String(), ".reqnctapercluster 4, 1, 1"))
 	require.Equal(t, 2, strings.Count(ptx.String(), "barrier.cluster.wait.acquire.aligned"))
 	require.Equal(t, 1, strings.Count(ptx.String(), "red.release.gpu.global.add.u32"))
+	// the clusters exchange their partials in distributed shared memory:
+	// two buffers of 4 slots, each stored into the 4 CTAs
+	require.Equal(t, 2, strings.Count(ptx.String(), "barrier.cluster.arrive.relaxed.aligned"))
+	require.Equal(t, 2*2*4, strings.Count(ptx.String(), "mapa.shared::cluster.u64"))
+	require.Equal(t, 2*2*4, strings.Count(ptx.String(), "st.shared::cluster.f32"))
 	counters := lower(t, residentSrc, residentPipeline, "h200")
-	defer func() { simResident, simReverseCTAs, simReverseThreads, clusterGroups = 0, false, false, true }()
+	l2 := lower(t, residentSrc, residentPipeline, "h200")
+	defer func() {
+		simResident, simReverseCTAs, simReverseThreads, clusterGroups, clusterExchange = 0, false, false, true, true
+	}()
 	rows := []struct {
 		n     int64
 		kinds []string
@@ -140,7 +150,7 @@ func TestSimulatedResident(t *testing.T) {
 	for _, form := range []struct {
 		name string
 		m    ir.Module
-	}{{"clusters", m}, {"counters", counters}} {
+	}{{"clusters", m}, {"counters", counters}, {"clusters-l2", l2}} {
 		for _, fn := range []string{"softmax", "log_softmax"} {
 			for ri, r := range rows {
 				for _, sched := range []struct {
@@ -153,8 +163,11 @@ func TestSimulatedResident(t *testing.T) {
 					}
 					t.Run(name, func(t *testing.T) {
 						simResident, simReverseCTAs, simReverseThreads = sched.resident, sched.reverse, sched.reverse
-						clusterGroups = form.name == "clusters"
-						defer func() { simResident, simReverseCTAs, simReverseThreads, clusterGroups = 0, false, false, true }()
+						clusterGroups = form.name != "counters"
+						clusterExchange = form.name == "clusters"
+						defer func() {
+							simResident, simReverseCTAs, simReverseThreads, clusterGroups, clusterExchange = 0, false, false, true, true
+						}()
 						c := simCase{fn: fn, shapes: [][]int64{{r.n, 61440}}, ulps: 1, prepare: residentRows(r.kinds...)}
 						runSimCase(t, form.m, c, r.kinds[0] == "random")
 					})

@@ -188,15 +188,17 @@ func parseSim(text string) (*simModule, error) {
 		case "bar":
 			in.sync = 2
 		case "barrier":
-			// barrier.cluster.{arrive.release | wait.acquire}.aligned: the
-			// CTA's threads together, then the cluster's CTAs
+			// barrier.cluster.{arrive{.release | .relaxed} | wait{.acquire}}.aligned:
+			// the CTA's threads together, then the cluster's CTAs (the
+			// simulator's memory is sequentially consistent: the orders
+			// are all the same to it)
 			switch strings.Join(in.parts[1:], ".") {
-			case "cluster.arrive.release.aligned":
+			case "cluster.arrive.release.aligned", "cluster.arrive.relaxed.aligned":
 				in.sync = 3
-			case "cluster.wait.acquire.aligned":
+			case "cluster.wait.acquire.aligned", "cluster.wait.aligned":
 				in.sync = 4
 			default:
-				return nil, fmt.Errorf("line %d: %s: the simulator runs barrier.cluster.arrive.release.aligned and barrier.cluster.wait.acquire.aligned", n+1, opText)
+				return nil, fmt.Errorf("line %d: %s: the simulator runs barrier.cluster.arrive{.release, .relaxed}.aligned and barrier.cluster.wait{.acquire}.aligned", n+1, opText)
 			}
 		case "mbarrier":
 			// a thread whose try_wait finds the phase incomplete yields to
@@ -262,7 +264,7 @@ func simCheckQualifiers(parts []string) error {
 		if s != "" && s != "volatile" && take(scopes) == "" {
 			return fmt.Errorf(".%s without a scope", s)
 		}
-		space := take(set("global", "shared", "param", "local"))
+		space := take(set("global", "shared", "shared::cta", "shared::cluster", "param", "local"))
 		if space == "" {
 			return fmt.Errorf("no state space")
 		}
@@ -442,7 +444,15 @@ type simMemory struct {
 	// arrivals counts, per cluster of the launch running, the CTAs'
 	// arrivals at its barrier
 	arrivals map[int]int
+	// shared is the shared memory of each running CTA of the launch, which
+	// the other CTAs of its cluster reach through mapa addresses
+	shared map[int][]byte
 }
+
+// A shared::cluster address from mapa carries the CTA it is in: CTA c's
+// address a is a | (c + 1) << simCTAShift; an address without it is the
+// executing CTA's own (a shared::cta address is a shared::cluster one).
+const simCTAShift = 40
 
 func newSimMemory() *simMemory { return &simMemory{base: 1 << 20} }
 
@@ -543,6 +553,7 @@ func (mod *simModule) launch(name string, grid int, shared int, params []uint64,
 		limit = min(grid, (limit+e.cluster-1)/e.cluster*e.cluster)
 	}
 	mem.arrivals = map[int]int{}
+	mem.shared = map[int][]byte{}
 	start := func(cta int) *simCTA {
 		r := &simCTA{cta: cta, resume: make(chan bool), back: make(chan simMsg)}
 		go func() {
@@ -641,6 +652,9 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 		shared[i] = 0xCD
 	}
 	ctx := &simCtx{e: e, cta: cta, grid: grid, params: params, mem: mem, shared: shared, yield: yield}
+	// the cluster's other CTAs reach the shared memory while the CTA runs
+	mem.shared[cta] = shared
+	defer delete(mem.shared, cta)
 	var cur *simThread
 	defer func() {
 		if r := recover(); r != nil {
@@ -1103,6 +1117,8 @@ func (c *simCtx) exec(t *simThread, in *simInstr) {
 		// sequentially consistent, every fence a no-op
 	case "cvta":
 		set(0, get(1))
+	case "mapa":
+		c.mapa(t, in)
 	case "mov":
 		c.mov(t, in)
 	case "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs":
@@ -1515,13 +1531,50 @@ func (c *simCtx) access(t *simThread, in *simInstr, m simOpnd, n int) []byte {
 	if addr%uint64(n) != 0 {
 		panic(fmt.Sprintf("misaligned access of %d bytes at %#x", n, addr))
 	}
-	if hasPart(in.parts, "shared") {
+	if hasPart(in.parts, "shared::cluster") {
+		shared := c.shared
+		if owner := addr >> simCTAShift; owner != 0 {
+			cta := int(owner - 1)
+			size := max(c.e.cluster, 1)
+			if cta/size != c.cta/size {
+				panic(fmt.Sprintf("shared::cluster access to CTA %d, outside the cluster of CTA %d", cta, c.cta))
+			}
+			var ok bool
+			if shared, ok = c.mem.shared[cta]; !ok {
+				panic(fmt.Sprintf("shared::cluster access to CTA %d, which is not running (not started, or exited)", cta))
+			}
+			addr &= 1<<simCTAShift - 1
+		}
+		if addr+uint64(n) > uint64(len(shared)) {
+			panic(fmt.Sprintf("shared::cluster access of %d bytes at %d past %d bytes", n, addr, len(shared)))
+		}
+		return shared[addr : addr+uint64(n)]
+	}
+	if hasPart(in.parts, "shared") || hasPart(in.parts, "shared::cta") {
 		if addr+uint64(n) > uint64(len(c.shared)) {
 			panic(fmt.Sprintf("shared access of %d bytes at %d past %d bytes", n, addr, len(c.shared)))
 		}
 		return c.shared[addr : addr+uint64(n)]
 	}
 	return c.mem.slice(addr, n)
+}
+
+// mapa runs mapa.shared::cluster.u64 d, a, r: a, a shared address of the
+// executing CTA, as the same address in CTA r of its cluster.
+func (c *simCtx) mapa(t *simThread, in *simInstr) {
+	if strings.Join(in.parts[1:], ".") != "shared::cluster.u64" {
+		panic("the simulator runs mapa.shared::cluster.u64 only: " + in.op)
+	}
+	size := max(c.e.cluster, 1)
+	r := int(c.val(t, in.args[2]))
+	if r < 0 || r >= size {
+		panic(fmt.Sprintf("mapa to rank %d of a cluster of %d", r, size))
+	}
+	a := c.val(t, in.args[1])
+	if a>>simCTAShift != 0 {
+		panic(fmt.Sprintf("mapa of %#x, not an address of the executing CTA", a))
+	}
+	t.regs[in.args[0].reg] = a | uint64(c.cta/size*size+r+1)<<simCTAShift
 }
 
 func (c *simCtx) load(t *simThread, in *simInstr) {
@@ -1564,7 +1617,9 @@ func (c *simCtx) store(t *simThread, in *simInstr) {
 	}
 	w := width(typ) / 8
 	b := c.access(t, in, in.args[0], w*len(srcs))
-	if !hasPart(p, "shared") {
+	if hasPart(p, "shared::cluster") {
+		c.mem.writes++ // possibly another CTA's: progress for the scheduler
+	} else if !hasPart(p, "shared") {
 		c.mem.writes++
 	} else {
 		c.events++

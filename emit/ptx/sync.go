@@ -255,3 +255,155 @@ func (ke *kernelEmitter) markCoherentLoads() {
 		}
 	}
 }
+
+// Distributed shared memory. In a cluster, the partial results the group's
+// instances exchange (a resident split's max and sum per split: dram
+// buffers [R..., S] the kernel stores before its group sync and loads
+// after it) need not go through L2: every CTA of the cluster keeps a slot
+// array of S elements per buffer in its shared memory, the store of split
+// j's value writes slot j of every CTA of the cluster (`mapa` turns the
+// CTA's own slot address into each other CTA's, `st.shared::cluster`
+// writes there), and the loads after the sync read the CTA's own slots
+// with ld.shared:
+//
+//	barrier.cluster.arrive.relaxed.aligned;   // at the instance's start
+//	...
+//	barrier.cluster.wait.aligned;             // every CTA of the cluster runs
+//	mapa.shared::cluster.u64 	%rd50, %rd49, 0;
+//	@%p9 st.shared::cluster.f32 	[%rd50], %f12;
+//	...                                       // ranks 1 .. S-1
+//	barrier.cluster.arrive.release.aligned;   // the group sync
+//	barrier.cluster.wait.acquire.aligned;
+//	ld.shared.v4.f32 	{%f20, %f21, %f22, %f23}, [%rd23+64016];
+//
+// The first cluster barrier keeps a CTA from writing into one that has not
+// started; none writes into another after the group sync, so none exits
+// while another may still write to it. The dram buffers are left unwritten.
+
+// clusterExchange turns the exchange through dram into distributed shared
+// memory (tests turn it off to run the L2 form on clusters).
+var clusterExchange = true
+
+// exchangeBuffers lists the dram buffers of a cluster's exchange, in
+// argument order, or none where the kernel's accesses to one do not fit
+// the form: f32 or i32 buffers of last extent S (the cluster size), stored
+// only at the top level of the grid's body before the group sync, at the
+// instance's split as last index (the ticket mod S), and loaded only after
+// the sync, every access with the same leading indices.
+func exchangeBuffers(ke *kernelEmitter, pl *plan) []*ir.Value {
+	if !clusterExchange || pl.cluster == 0 || len(pl.syncs) != 1 || len(pl.tickets) != 1 {
+		return nil
+	}
+	gb := ke.grid.Body().Entry()
+	sync := pl.syncs[0]
+	ticket := pl.tickets[0].Result(0)
+	before := map[*ir.Operation]bool{}
+	for op := gb.First(); op != nil && op != sync; op = op.Next() {
+		before[op] = true
+	}
+	var out []*ir.Value
+	for i, arg := range ke.body.Args[ke.nin:ke.nin+int(ke.k.NumOutputs())] {
+		_ = i
+		m, ok := arg.Type().(ir.MemRefType)
+		if !ok || len(m.Shape) < 2 || m.Shape[len(m.Shape)-1] != int64(pl.cluster) || max(m.Elem.Kind.ByteSize(), 1) != 4 {
+			continue
+		}
+		var lead []*ir.Value
+		stored, loaded, fits := false, false, true
+		same := func(idx []*ir.Value) bool {
+			if lead == nil {
+				lead = idx[:len(idx)-1]
+				return true
+			}
+			for d, v := range idx[:len(idx)-1] {
+				if v != lead[d] {
+					return false
+				}
+			}
+			return true
+		}
+		for _, user := range arg.Users() {
+			switch {
+			case user.Name() == loop.OpStore && user.Operand(1) == arg && user.Operand(0) != arg:
+				s := loop.StoreOp{Operation: user}
+				idx := s.Indices()
+				rem, isRem := loop.AsRemi(idx[len(idx)-1].DefiningOp())
+				if user.Block() != gb || !before[user] || !isRem || rem.Operand(0) != ticket || !same(idx) {
+					fits = false
+				}
+				if n, ok := staticIndex(rem.Operand(1)); !isRem || !ok || n != int64(pl.cluster) {
+					fits = false
+				}
+				stored = true
+			case user.Name() == loop.OpLoad && user.Operand(0) == arg:
+				l := loop.LoadOp{Operation: user}
+				if before[topLevel(user, gb)] || !same(l.Indices()) {
+					fits = false
+				}
+				loaded = true
+			default:
+				fits = false
+			}
+		}
+		if fits && stored && loaded {
+			out = append(out, arg)
+		}
+	}
+	return out
+}
+
+// topLevel is the op of block gb that is or holds op.
+func topLevel(op *ir.Operation, gb *ir.Block) *ir.Operation {
+	for op != nil && op.Block() != gb {
+		op = op.ParentOp()
+	}
+	return op
+}
+
+// bindExchange makes the exchange buffers the CTA's slot arrays in shared
+// memory (their leading indices, the row's, contribute nothing), and
+// arrives at the cluster barrier that the first exchange store waits on.
+func (ke *kernelEmitter) bindExchange() {
+	pl := ke.plan
+	for i, v := range pl.exchange {
+		m := v.Type().(ir.MemRefType)
+		b := &buffer{space: ir.SRAM, elem: m.Elem.Kind, esize: 4, base: ke.smemCTA, off: pl.exchangeOff[i],
+			baseAlign: 16, exchange: true}
+		for range m.Shape {
+			b.dims = append(b.dims, constIx(1))
+			b.strides = append(b.strides, constIx(0))
+			b.smults = append(b.smults, 0)
+		}
+		n := len(m.Shape) - 1
+		b.dims[n], b.strides[n], b.smults[n] = constIx(int64(pl.cluster)), constIx(1), 1
+		ke.bufs[v] = b
+	}
+}
+
+// exchangeStore writes the lanes of a store to an exchange buffer at
+// shared address ad into the same slot of every CTA of the cluster.
+func (ke *kernelEmitter) exchangeStore(op *ir.Operation, b *buffer, ad addr, lanes []opnd, k ir.ElemKind) {
+	a := ke.a
+	if !ke.exchangeReady {
+		a.comment("every CTA of the cluster has started: its shared memory may be written")
+		a.raw(nil, false, "barrier.cluster.wait.aligned")
+		ke.exchangeReady = true
+	}
+	local := ke.b64("add.s64", ad.reg, intImm(ad.off, rB64))
+	a.comment("%s: the slot in every CTA of the cluster", op.Name())
+	for r := 0; r < ke.plan.cluster; r++ {
+		remote := a.reg(rB64)
+		a.raw(nil, false, "mapa.shared::cluster.u64", remote.s, local.s, itoa(int64(r)))
+		for l, x := range lanes {
+			a.raw(ke.stPred, false, "st.shared::cluster."+wordType(k, b.esize, b.esize, false), memRef(remote, int64(l)*b.esize), x.s)
+		}
+	}
+}
+
+// exchangeWhere says where a cluster's instances exchange their partials.
+func exchangeWhere(pl *plan) string {
+	if len(pl.exchange) > 0 {
+		return "the partials they exchange held in the cluster's shared memory"
+	}
+	return "the buffers they exchange read with ld.global.cg"
+}
