@@ -103,7 +103,7 @@ type kernelEmitter struct {
 	// exchangeReady: this round waited for the cluster's CTAs to start
 	// before its first store into their shared memory (sync.go)
 	exchangeReady bool
-	smemGroup      opnd // shared address of this group's sram
+	smemGroup     opnd // shared address of this group's sram
 
 	// predicates of the context: loads (an iteration past the end of its
 	// loop), stores (also: not the group's first lane at row scope, or a

@@ -302,7 +302,7 @@ func exchangeBuffers(ke *kernelEmitter, pl *plan) []*ir.Value {
 		before[op] = true
 	}
 	var out []*ir.Value
-	for i, arg := range ke.body.Args[ke.nin:ke.nin+int(ke.k.NumOutputs())] {
+	for i, arg := range ke.body.Args[ke.nin : ke.nin+int(ke.k.NumOutputs())] {
 		_ = i
 		m, ok := arg.Type().(ir.MemRefType)
 		if !ok || len(m.Shape) < 2 || m.Shape[len(m.Shape)-1] != int64(pl.cluster) || max(m.Elem.Kind.ByteSize(), 1) != 4 {
