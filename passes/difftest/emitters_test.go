@@ -35,9 +35,24 @@ const pipelineO2 = O2GraphPipeline + ",lower-to-loops,sram-alloc"
 type emitterCase struct {
 	name   string
 	target string
-	emit   func(m ir.Module, t *target.Target, dir string) ([]string, error)
-	check  func(t *testing.T, dir string, files []string)
+	// pipeline lowers the programs (pipelineO2 when empty)
+	pipeline string
+	emit     func(m ir.Module, t *target.Target, dir string) ([]string, error)
+	check    func(t *testing.T, dir string, files []string)
 }
+
+// pipelineOf is the pipeline of case c.
+func (c emitterCase) pipelineOf() string {
+	if c.pipeline != "" {
+		return c.pipeline
+	}
+	return pipelineO2
+}
+
+// residentPipeline is -O2 with resident splits of 64 bytes at every row
+// count: the small rows of random programs take the resident forms (a
+// normalised row copied whole into sram, bulk copies in PTX).
+const residentPipeline = O2GraphPipeline + ",lower-to-loops{resident=true,resident-bytes=64,split-rows-below=1},sram-alloc"
 
 // TestEmittedTextPassesNextTool lowers random programs with adversarial
 // value and function names (digits, keywords, %x beside %x_addr, @main,
@@ -59,7 +74,7 @@ func TestEmittedTextPassesNextTool(t *testing.T) {
 				m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{AdversarialNames: true, MaxOps: 8})
 				require.NoError(t, err, "seed %d", seed)
 				text := ir.Print(m.Operation, ir.PrintOptions{})
-				require.NoError(t, RunPipeline(m, pipelineO2, c.target), "seed %d:\n%s", seed, text)
+				require.NoError(t, RunPipeline(m, c.pipelineOf(), c.target), "seed %d:\n%s", seed, text)
 				dir := filepath.Join(root, fmt.Sprintf("p%d", seed))
 				require.NoError(t, os.MkdirAll(dir, 0o755))
 				fs, err := c.emit(m, tgt, dir)
@@ -86,6 +101,8 @@ var emitterCases = []emitterCase{
 	{name: "llvm", target: "cpu", emit: emitLLVM, check: checkLLVM},
 	{name: "triton", target: "h200", emit: emitTriton, check: checkPython},
 	{name: "ptx", target: "h200", emit: emitPTX, check: checkPTX},
+	{name: "ptx-resident", target: "h200", pipeline: residentPipeline, emit: emitPTX, check: checkPTX},
+	{name: "triton-resident", target: "h200", pipeline: residentPipeline, emit: emitTriton, check: checkPython},
 	{name: "metal", target: "m3-max", emit: emitMetal, check: checkMetal},
 	{name: "tt", target: "blackhole-p150", emit: emitTT, check: checkTT},
 }
@@ -104,7 +121,7 @@ func FuzzEmitters(f *testing.F) {
 			m, err := randprog.Generate(randprog.NewRand(seed), cfg)
 			require.NoError(t, err)
 			text := ir.Print(m.Operation, ir.PrintOptions{})
-			require.NoError(t, RunPipeline(m, pipelineO2, c.target), "%s", text)
+			require.NoError(t, RunPipeline(m, c.pipelineOf(), c.target), "%s", text)
 			tgt, err := target.Lookup(c.target)
 			require.NoError(t, err)
 			dir := t.TempDir()
