@@ -27,6 +27,10 @@ const (
 // loops (a variable so that tests and measurements can change it).
 var flatMaxUnroll int64 = 8
 
+// bulkThreads, when not 0, is the group size of kernels with bulk copies
+// (a measurement's knob: 0 sizes them as the others).
+var bulkThreads = 0
+
 // regBudget bounds the registers per thread holding sram buffers (a
 // variable so that tests can send every buffer to shared memory).
 var regBudget int64 = 64
@@ -470,6 +474,9 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 			target *= 2
 		}
 		pl.group = groupFor(maxTrip, target)
+		if bulkThreads > 0 && len(pl.bulk) > 0 {
+			pl.group = bulkThreads
+		}
 	}
 	for {
 		pl.planLoops(tls)
