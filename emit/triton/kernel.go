@@ -192,6 +192,17 @@ func (k *kernelEmitter) emit() (string, error) {
 	return sb.String(), nil
 }
 
+// hasTicket reports whether kernel k numbers its instances by a
+// loop.ticket.
+func hasTicket(k loop.KernelOp) bool {
+	found := false
+	k.Operation.Walk(func(op *ir.Operation) bool {
+		found = found || op.Name() == loop.OpTicket
+		return !found
+	})
+	return found
+}
+
 // describe says in one line what form the kernel took.
 func (k *kernelEmitter) describe() string {
 	p := k.plan
@@ -202,6 +213,8 @@ func (k *kernelEmitter) describe() string {
 	switch {
 	case p.mode == modeFlat:
 		return kind + ": a 1-D grid over every element, BLOCK elements per program"
+	case p.resident && !hasTicket(k.op):
+		return kind + ": a program per row, its row kept in one block as loaded (a split of one: no group)"
 	case p.resident:
 		return kind + ": a program per split of a row, numbered by a ticket, its split kept in one block across the sync with the row's other splits"
 	case p.stretched:
