@@ -198,11 +198,23 @@ func (ke *kernelEmitter) emitBulkCopy(op *ir.Operation, bc *bulkCopy) bool {
 	t0 := ke.threadZero()
 	state := a.reg(rB64)
 	a.raw(&t0, false, "fence.proxy.async.shared::cta")
-	a.raw(&t0, false, "mbarrier.arrive.expect_tx.shared::cta.b64", state.s, mbar, intImm(bc.bytes, rB32).s)
+	// the byte counts in registers, as the copies were measured with
+	sizes := map[int64]opnd{}
+	size := func(n int64) opnd {
+		if r, ok := sizes[n]; ok {
+			return r
+		}
+		r := a.reg(rB32)
+		a.raw(nil, false, "mov.b32", r.s, itoa(n))
+		sizes[n] = r
+		return r
+	}
+	total := size(bc.bytes)
+	a.raw(&t0, false, "mbarrier.arrive.expect_tx.shared::cta.b64", state.s, mbar, total.s)
 	for off := int64(0); off < bc.bytes; off += bulkPiece {
-		n := min(bulkPiece, bc.bytes-off)
+		n := size(min(bulkPiece, bc.bytes-off))
 		a.raw(&t0, false, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
-			memRef(dst.base, dst.off+off), memRef(ad.reg, ad.off+off), intImm(n, rB32).s, mbar)
+			memRef(dst.base, dst.off+off), memRef(ad.reg, ad.off+off), n.s, mbar)
 	}
 	spin := a.newLabel()
 	a.label(spin)

@@ -231,7 +231,7 @@ func TestSimulatedResidentRow(t *testing.T) {
 		ptx.WriteString(f.Text)
 	}
 	require.Equal(t, 2, strings.Count(ptx.String(), "mbarrier.try_wait.parity.shared::cta.b64"))
-	require.Regexp(t, `(?s)mbarrier.arrive.expect_tx.shared::cta.b64 \t%rd\d+, \[%rd\d+\+\d+\], 16384;.*mbarrier.arrive.expect_tx.shared::cta.b64 \t%rd\d+, \[%rd\d+\+\d+\], 16384;`, ptx.String())
+	require.Regexp(t, `(?s)(mov.b32 \t%r\d+, 16384;\n\t@%p\d+ mbarrier.arrive.expect_tx.shared::cta.b64 \t%rd\d+, \[%rd\d+\+\d+\], %r\d+;.*){2}`, ptx.String())
 	require.Equal(t, 2, strings.Count(ptx.String(), ".global.mbarrier::complete_tx::bytes"))
 	// the loop form from a module of its own (the emitted PTX is cached
 	// per module)
