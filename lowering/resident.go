@@ -160,12 +160,7 @@ func (k *kernelBuilder) resident(fused *ir.Operation, info *passes.KernelInfo, o
 	ev, length, width := k.splitKernel(fused, info, s, passes.ScheduleResident)
 	n := len(info.Shape)
 	outs := yielded(fused)
-	var stores []int // the full rows of phase 0
-	for i, y := range outs {
-		if ev.plans[k.outs[i]].varies() && ev.valPhase[y] == 0 {
-			stores = append(stores, i)
-		}
-	}
+	stores := ev.phaseZeroStores(outs)
 	pm, ps := k.outs[len(outs)], k.outs[len(outs)+1]
 	tickets, sync := k.outs[len(outs)+2], k.outs[len(outs)+3]
 	leadExt := make([]*ir.Value, n-1)
@@ -243,12 +238,7 @@ func (k *kernelBuilder) residentRow(fused *ir.Operation, info *passes.KernelInfo
 	ev, length, width := k.splitKernel(fused, info, 1, passes.ScheduleResident)
 	n := len(info.Shape)
 	outs := yielded(fused)
-	var stores []int // the full rows of phase 0
-	for i, y := range outs {
-		if ev.plans[k.outs[i]].varies() && ev.valPhase[y] == 0 {
-			stores = append(stores, i)
-		}
-	}
+	stores := ev.phaseZeroStores(outs)
 	leadExt := make([]*ir.Value, n-1)
 	for d := range leadExt {
 		leadExt[d] = k.spaceExtent(info, d, outs)

@@ -234,12 +234,7 @@ func (k *kernelBuilder) splitPartials(fused *ir.Operation, info *passes.KernelIn
 	ev, length, width := k.splitKernel(fused, info, s, passes.ScheduleOnline)
 	n := len(info.Shape)
 	outs := yielded(fused)
-	var stores []int // the full rows of phase 0
-	for i, y := range outs {
-		if ev.plans[k.outs[i]].varies() && ev.valPhase[y] == 0 {
-			stores = append(stores, i)
-		}
-	}
+	stores := ev.phaseZeroStores(outs)
 	pm, ps := k.outs[len(outs)], k.outs[len(outs)+1]
 	leadExt := make([]*ir.Value, n-1)
 	for d := range leadExt {
@@ -355,4 +350,16 @@ func (k *kernelBuilder) splitApply(fused *ir.Operation, info *passes.KernelInfo,
 		})
 	})
 	return nil
+}
+
+// phaseZeroStores lists the outputs among outs stored as full rows in
+// phase 0 (the first loop over the row), by their index.
+func (ev *evaluator) phaseZeroStores(outs []*ir.Value) []int {
+	var stores []int
+	for i, y := range outs {
+		if ev.plans[ev.k.outs[i]].varies() && ev.valPhase[y] == 0 {
+			stores = append(stores, i)
+		}
+	}
+	return stores
 }
