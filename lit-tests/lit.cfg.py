@@ -49,10 +49,9 @@ for var in ("TFC_ENABLE_TEST_PASSES", "TFC_DEBUG"):
 config.environment["TFC_CACHE_DIR"] = os.path.join(config.test_exec_root, "tfc-cache")
 
 config.substitutions.append(("%tfc", tfc))
-# -O2 with resident splits of 32 KiB at every row count (not the default:
+# -O2 with resident splits of 64 KiB at every row count (not the default:
 # lower-to-loops{resident=true}, with split-rows-below=1 so that a few rows
 # are not split instead): the tests of the resident form, whose
-# expectations name the splits of that size (a split of an input is held
-# as loaded: 15360 bf16 of a row of 61440, 8192 f32 of 65536).
+# expectations name the splits of that size (counted as f32).
 config.substitutions.append(("%{o2-resident}", "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,"
-                             "lower-to-loops{resident=true,resident-bytes=32768,split-rows-below=1},sram-alloc"))
+                             "lower-to-loops{resident=true,resident-bytes=65536,split-rows-below=1},sram-alloc"))

@@ -34,10 +34,11 @@ import (
 //  4. and computes the third phase over its split from the sram buffer,
 //     storing the normalised columns.
 //
-// A row that fits the budget whole in the input's type (32000 bf16 in 64
-// KiB) is a split of S = 1: no group, no partial results, a one-pass
-// kernel whose row is copied as loaded rather than held in f32 by its
-// first loop (residentRow).
+// A row whose values are an input's and that fits the budget whole (32000
+// bf16, counted as 128000 bytes of f32, with resident-bytes=131072) is a
+// split of S = 1: no group, no partial results, a one-pass kernel whose
+// row is copied as loaded rather than held in f32 by its first loop
+// (residentRow).
 //
 // The instances of a row wait for each other: tickets hand out the
 // instances in the order they start, so a group's instances are all
@@ -71,18 +72,23 @@ const (
 
 // residentCount is S for row kernel info on target t (0: no resident
 // split): the smallest power of two that cuts the row into splits of at
-// most residentBytes held in sram, each a multiple of the vector width w.
-func residentCount(t *target.Target, info *passes.KernelInfo, held, w int64, opts Options) int64 {
+// most residentBytes of held bytes a column, each a multiple of the
+// vector width w. held counts a column as f32 (or wider) even where the
+// split is copied as loaded (copies): Triton's registers hold the widened
+// values, and its measured split sizes are those of f32; the PTX
+// emitter's copy in shared memory takes the input's bytes, half of that
+// for bf16.
+func residentCount(t *target.Target, info *passes.KernelInfo, held, w int64, copies bool, opts Options) int64 {
 	if !opts.Resident || opts.ExactRounding || t == nil || t.Family != target.CUDA || !normalizes(info) || info.Views != nil {
 		return 0
 	}
 	// a row short enough for one program is kept by the one-pass
-	// schedule, unless the row is copied as loaded (held: the input's
-	// size): then it is a "split" of S = 1, copied whole, read once
+	// schedule, unless the row is copied as loaded: then it is a "split"
+	// of S = 1, copied whole, read once
 	switch info.Schedule {
 	case passes.ScheduleOnline:
 	case passes.ScheduleOnePass:
-		if held >= 4 {
+		if !copies {
 			return 0
 		}
 	default:
@@ -111,12 +117,10 @@ func (l *funcLowering) lowerResident(fused *ir.Operation, info *passes.KernelInf
 	if !ok {
 		return false
 	}
-	// the split is held as the input it copies, else in f32 or wider
+	// the split counts as f32 (or wider); a copy holds the input's bytes
 	held := max(int64(4), elemOf(maxOp.Operand(0)).Kind.ByteSize())
-	if src := copySource(maxOp.Operand(0)); src != nil {
-		held = max(elemOf(src).Kind.ByteSize(), 1)
-	}
-	s := residentCount(l.target, info, held, l.rowWidth(fused, info, inputs), l.opts)
+	src := copySource(maxOp.Operand(0))
+	s := residentCount(l.target, info, held, l.rowWidth(fused, info, inputs), src != nil, l.opts)
 	if s == 0 {
 		return false
 	}
@@ -124,14 +128,18 @@ func (l *funcLowering) lowerResident(fused *ir.Operation, info *passes.KernelInf
 	on := &onlinePair{max: maxOp, sum: sumOp}
 	if s == 1 {
 		l.opts.Remarks.Remark("fusion", fused.Loc, "keep each row of %d in sram as loaded (%d bytes), copied whole before its max and sum of exp are taken, so that it is read once",
-			info.RowLen, length*held)
+			info.RowLen, length*max(elemOf(src).Kind.ByteSize(), 1))
 		l.launch(fused.Loc, "row", inputs, outputs, func(k *kernelBuilder) error {
 			return k.resident(fused, info, on, 1)
 		})
 		return true
 	}
+	bytes := length * held
+	if src != nil {
+		bytes = length * max(elemOf(src).Kind.ByteSize(), 1)
+	}
 	l.opts.Remarks.Remark("fusion", fused.Loc, "split the rows of %d across groups of %d programs that each keep %d columns in sram (%d bytes) and meet at a loop.group_sync to combine their max and sum of exp, so that each row is read once",
-		info.RowLen, s, length, length*held)
+		info.RowLen, s, length, bytes)
 
 	pm := l.rowBuffer(fused, info, outputs, "split_max", s, ir.F32Type, false)
 	ps := l.rowBuffer(fused, info, outputs, "split_sum", s, ir.F32Type, false)

@@ -280,7 +280,18 @@ func (row *scope) loopDist(lower, upper, step *ir.Value, width int64, inits []*i
 	f := must(loop.BuildFor(end, row.ev.k.loc, lower, upper, step, inits, dist, combine,
 		func(bb *ir.Builder, iv *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
 			iv.Name = "i"
-			row.b = ir.NewBuilderBefore(iv.OwnerBlock().ParentOp())
+			loopOp := iv.OwnerBlock().ParentOp()
+			row.b = ir.NewBuilderBefore(loopOp)
+			// the per-row values a nested scope (an online chunk's) computes
+			// in its root go before what holds this loop in the root's
+			// block, not at the block's end, after it
+			if root := row.rootScope(); root != row {
+				if at := ancestorIn(loopOp, root.b.InsertionBlock()); at != nil {
+					saved := root.b
+					root.b = ir.NewBuilderBefore(at)
+					defer func() { root.b = saved }()
+				}
+			}
 			s := &scope{ev: row.ev, b: bb, parent: row, width: width, col: iv, off: row.off,
 				vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{},
 				cm: passes.ColumnMap{Kind: passes.ColumnAt, Dim: len(row.ev.iter) - 1}, spanLo: max(constIndex(lower), 0),
@@ -288,6 +299,22 @@ func (row *scope) loopDist(lower, upper, step *ir.Value, width int64, inits []*i
 			return body(s, carried), nil
 		}))
 	return f.Values()
+}
+
+// rootScope is the row scope s is nested in (s itself at the top).
+func (s *scope) rootScope() *scope {
+	for s.parent != nil {
+		s = s.parent
+	}
+	return s
+}
+
+// ancestorIn is op or the op holding it that is in block b (nil: none).
+func ancestorIn(op *ir.Operation, b *ir.Block) *ir.Operation {
+	for op != nil && op.Block() != b {
+		op = op.ParentOp()
+	}
+	return op
 }
 
 // typeOf is the loop type of a value of element e in scope s.

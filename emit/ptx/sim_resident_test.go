@@ -191,9 +191,10 @@ func TestSimulatedResidentDeadlock(t *testing.T) {
 	require.Contains(t, err.Error(), "deadlock")
 }
 
-// residentPipeline is fullPipeline with resident splits of at most 32 KiB
+// residentPipeline is fullPipeline with resident splits of at most 64 KiB
+// (counted as f32)
 // (lower-to-loops{resident=true}, not the default).
-const residentPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=32768,split-rows-below=1},sram-alloc"
+const residentPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=65536,split-rows-below=1},sram-alloc"
 
 // rowSrc normalises rows of 8192 bf16, short enough for one CTA: with
 // resident splits a split of S = 1, the row copied whole into shared

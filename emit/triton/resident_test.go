@@ -216,7 +216,7 @@ print("ok")
 
 // o2Resident is o2 with resident splits of at most 64 KiB
 // (lower-to-loops{resident=true}, not the default).
-const o2Resident = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=32768,split-rows-below=1},sram-alloc"
+const o2Resident = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{resident=true,resident-bytes=65536,split-rows-below=1},sram-alloc"
 
 // emitResident is emitO2 with resident splits.
 func emitResident(t *testing.T, src string) string {
