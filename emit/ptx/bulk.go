@@ -1,6 +1,8 @@
 package ptx
 
 import (
+	"strconv"
+
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 )
@@ -52,6 +54,21 @@ import (
 // bulkCopies turns copy loops into bulk copies (tests turn it off to
 // compare with the loop form).
 var bulkCopies = true
+
+// measureSettings set bulkThreads and clusterExchange in a measurement
+// build (bench/gpu/build_bulk.sh: go build -ldflags "-X
+// github.com/tensorforge/tensorforge/emit/ptx.bulkThreadsSetting=512"),
+// so that the forms can be timed side by side without editing the source.
+var bulkThreadsSetting, clusterExchangeSetting string
+
+func init() {
+	if n, err := strconv.Atoi(bulkThreadsSetting); err == nil && n >= 32 && n <= 1024 && n%32 == 0 {
+		bulkThreads = n
+	}
+	if clusterExchangeSetting == "off" {
+		clusterExchange = false
+	}
+}
 
 // bulkPiece bounds the bytes of one bulk copy: a span is issued in pieces
 // (4 of 16000 bytes for a split of 32000 bf16, the form measured).
