@@ -302,8 +302,7 @@ func exchangeBuffers(ke *kernelEmitter, pl *plan) []*ir.Value {
 		before[op] = true
 	}
 	var out []*ir.Value
-	for i, arg := range ke.body.Args[ke.nin : ke.nin+int(ke.k.NumOutputs())] {
-		_ = i
+	for _, arg := range ke.body.Args[ke.nin : ke.nin+int(ke.k.NumOutputs())] {
 		m, ok := arg.Type().(ir.MemRefType)
 		if !ok || len(m.Shape) < 2 || m.Shape[len(m.Shape)-1] != int64(pl.cluster) || max(m.Elem.Kind.ByteSize(), 1) != 4 {
 			continue
@@ -325,13 +324,8 @@ func exchangeBuffers(ke *kernelEmitter, pl *plan) []*ir.Value {
 		for _, user := range arg.Users() {
 			switch {
 			case user.Name() == loop.OpStore && user.Operand(1) == arg && user.Operand(0) != arg:
-				s := loop.StoreOp{Operation: user}
-				idx := s.Indices()
-				rem, isRem := loop.AsRemi(idx[len(idx)-1].DefiningOp())
-				if user.Block() != gb || !before[user] || !isRem || rem.Operand(0) != ticket || !same(idx) {
-					fits = false
-				}
-				if n, ok := staticIndex(rem.Operand(1)); !isRem || !ok || n != int64(pl.cluster) {
+				idx := loop.StoreOp{Operation: user}.Indices()
+				if user.Block() != gb || !before[user] || !isSplitOf(idx[len(idx)-1], ticket, pl.cluster) || !same(idx) {
 					fits = false
 				}
 				stored = true
@@ -350,6 +344,16 @@ func exchangeBuffers(ke *kernelEmitter, pl *plan) []*ir.Value {
 		}
 	}
 	return out
+}
+
+// isSplitOf reports whether index v is the ticket t mod the constant s.
+func isSplitOf(v, t *ir.Value, s int) bool {
+	op := v.DefiningOp()
+	if op == nil || op.Name() != loop.OpRemi || op.Operand(0) != t {
+		return false
+	}
+	n, ok := staticIndex(op.Operand(1))
+	return ok && n == int64(s)
 }
 
 // topLevel is the op of block gb that is or holds op.
