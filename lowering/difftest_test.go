@@ -103,8 +103,12 @@ func runPipelineMode(t *testing.T, m ir.Module, pipeline, tgt string, exact bool
 	if tgt == "" {
 		tgt = "cpu"
 	}
-	tg, err := target.Lookup(tgt)
-	require.NoError(t, err)
+	tg, ok := testTargets[tgt]
+	if !ok {
+		var err error
+		tg, err = target.Lookup(tgt)
+		require.NoError(t, err)
+	}
 	p, err := ir.ParsePipeline(pipeline)
 	require.NoError(t, err)
 	ctx := &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg, ExactRounding: exact}
@@ -885,6 +889,67 @@ func.func @f(%x: tensor<?x262144xf32>) -> (tensor<?x262144xf32>, tensor<?x262144
 	} {
 		runDiff(t, diffCase{name: pipeline, src: src, target: "h200", dyn: 2, pipeline: pipeline, noExtreme: true})
 	}
+}
+
+// testTargets are targets only the tests know, by name: "h200-16b", an
+// h200 whose programs have 16 bytes of scratchpad, so that the rows of
+// random programs (a few elements) are too long for one program and take
+// the GPU's online and split forms.
+var testTargets = func() map[string]*target.Target {
+	h, err := target.Lookup("h200")
+	if err != nil {
+		panic(err)
+	}
+	small := *h
+	small.Name = "h200-16b"
+	small.ScratchpadBytes = 16
+	return map[string]*target.Target{small.Name: &small}
+}()
+
+// Random programs lowered for a GPU whose scratchpad holds 16 bytes, with
+// and without canonicalize before lowering: their row kernels take the
+// online schedule (a row read in chunks, its max and sum of exp carried
+// online) and, for few rows, the split forms, which no rows of their
+// small extents take on a real target; against the graph interpreter on
+// random and extreme inputs.
+func TestDiffRandomOnline(t *testing.T) {
+	n := int64(150)
+	if testing.Short() {
+		n = 20
+	}
+	schedules := map[string]int{}
+	for seed := int64(1); seed <= n; seed++ {
+		for _, pipeline := range []string{
+			"decompose,fuse,lower-to-loops{split-rows-below=1},sram-alloc",
+			"canonicalize,cse,decompose,fuse,canonicalize,lower-to-loops{split-rows-below=64},sram-alloc",
+		} {
+			m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
+			require.NoError(t, err)
+			runPipeline(t, m, "dce,decompose,dce", "h200")
+			text := ir.Print(m.Operation, ir.PrintOptions{})
+			lowered, err := parser.Parse("input.tir", text)
+			require.NoError(t, err)
+			runPipeline(t, lowered, pipeline, "h200-16b")
+			online := false
+			lowered.Operation.Walk(func(op *ir.Operation) bool {
+				if k, ok := loop.AsKernel(op); ok {
+					if s, _ := k.Schedule(); s != "" {
+						schedules[s]++
+						online = online || s == "online"
+					}
+				}
+				return true
+			})
+			if !online {
+				continue
+			}
+			t.Run(fmt.Sprintf("seed%d/%s", seed, strings.SplitN(pipeline, ",", 2)[0]), func(t *testing.T) {
+				runDiffOn(t, diffCase{name: fmt.Sprintf("seed %d", seed), src: text, target: "h200-16b", dyn: randprog.DynExtent, pipeline: pipeline}, true)
+			})
+		}
+	}
+	t.Logf("schedules: %v", schedules)
+	require.Positive(t, schedules["online"], "no program took the online schedule")
 }
 
 // Random programs lowered with resident splits of a few bytes, so that

@@ -16,12 +16,16 @@ type onlinePair struct {
 
 // onlineChunk is the columns of one chunk of an online row kernel on
 // target t: a few KiB of f32, the block one GPU program holds in registers
-// or a CPU core in L1, rounded down to a multiple of the vector width w.
+// or a CPU core in L1, rounded down to a multiple of the vector width w,
+// and no more than the target's scratchpad holds in held bytes a column.
 // Rows shorter than a chunk are one chunk.
-func onlineChunk(t *target.Target, c, w int64) int64 {
+func onlineChunk(t *target.Target, c, w, held int64) int64 {
 	n := int64(4096)
 	if t != nil && t.Family != target.CUDA {
 		n = 2048
+	}
+	if t != nil && t.ScratchpadBytes > 0 {
+		n = min(n, t.ScratchpadBytes/max(held, 1))
 	}
 	n = max(n/w*w, w)
 	return min(n, c)
@@ -112,7 +116,7 @@ func (ev *evaluator) onlineSpanIn(row *scope, on *onlinePair, stores []int, outs
 	x := on.max.Operand(0)
 	f32 := ir.F32Type
 	if chunk <= 0 {
-		chunk = onlineChunk(k.target, c, width)
+		chunk = onlineChunk(k.target, c, width, max(ev.heldElem(x).Kind.ByteSize(), 1))
 	}
 	full := c / chunk * chunk
 	buf := kept

@@ -655,8 +655,8 @@ func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string)
 		// two-pass)
 		exact := f.ctx != nil && f.ctx.ExactRounding
 		if sched := info.PlanSchedule(f.target); sched != ScheduleOnePass && (sched != ScheduleOnline || !info.OnlyPerRowAfterOnline() || exact) {
-			return nil, fmt.Sprintf("a row kernel over the matmul's rows would be %s on %s (%s of %d f32, %d bytes, against a scratchpad of %d), computing each dot product again for each read of the row",
-				sched, f.target.Name, countOf(info.RowBuffers, "row buffer"), info.RowLen, info.RowBufferBytes(), f.target.ScratchpadBytes)
+			return nil, fmt.Sprintf("a row kernel over the matmul's rows would be %s on %s (%s of %d %s, %d bytes, against a scratchpad of %d), computing each dot product again for each read of the row",
+				sched, f.target.Name, countOf(info.RowBuffers, "row buffer"), info.RowLen, info.RowElemName(), info.RowBufferBytes(), f.target.ScratchpadBytes)
 		}
 	}
 	return info, ""
@@ -966,7 +966,7 @@ func (f *fuser) remarkKernel(fused *ir.Operation, info *KernelInfo, n int) {
 		return
 	}
 	where := fmt.Sprintf("the %d-byte scratchpad of %s", f.target.ScratchpadBytes, f.target.Name)
-	rows := fmt.Sprintf("%s of %d f32 (%d bytes)", countOf(info.RowBuffers, "row buffer"), info.RowLen, info.RowBufferBytes())
+	rows := fmt.Sprintf("%s of %d %s (%d bytes)", countOf(info.RowBuffers, "row buffer"), info.RowLen, info.RowElemName(), info.RowBufferBytes())
 	switch {
 	case info.RowBuffers == 0:
 		f.remark(fused.Loc, "planned one-pass: no row is kept between the %d phases of the row kernel", info.NumPhases)

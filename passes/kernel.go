@@ -121,8 +121,9 @@ const (
 	ScheduleResident = "resident"
 )
 
-// RowBufferElemBytes is the size of one element of a row buffer: rows are
-// kept in f32 whatever their storage type.
+// RowBufferElemBytes is the least size of one element of a row buffer:
+// rows are kept in f32 whatever their storage type, f64 (and 64-bit
+// integer) rows in their own (KernelInfo.RowElemBytes).
 const RowBufferElemBytes = 4
 
 // KernelInfo describes one kernel: the classification of a graph.fused.
@@ -154,6 +155,9 @@ type KernelInfo struct {
 	// work, no loop over the row), as ExpandLogSumExp does for keepdim =
 	// false.
 	RowReductions []*ir.Operation
+	// RowElemBytes is the size of an element of the widest row a one-pass
+	// schedule keeps (0: RowBufferElemBytes).
+	RowElemBytes int64
 	// RowBuffers is the number of full rows a one-pass schedule keeps on
 	// chip at once: values (operands included) computed in one phase and
 	// used in a later one.
@@ -188,9 +192,22 @@ type KernelInfo struct {
 func (k *KernelInfo) AccessOf(v *ir.Value) Access { return k.access[v] }
 
 // RowBufferBytes is what a one-pass schedule keeps on chip: RowBuffers
-// rows of RowLen f32 elements.
+// rows of RowLen elements of RowElemBytes (f32, or f64 where a kept row
+// is), an upper bound where the rows differ.
 func (k *KernelInfo) RowBufferBytes() int64 {
-	return int64(k.RowBuffers) * k.RowLen * RowBufferElemBytes
+	return int64(k.RowBuffers) * k.RowLen * k.rowElemBytes()
+}
+
+// rowElemBytes is RowElemBytes, at least RowBufferElemBytes.
+func (k *KernelInfo) rowElemBytes() int64 { return max(k.RowElemBytes, RowBufferElemBytes) }
+
+// RowElemName names the element of the rows a one-pass schedule keeps,
+// for remarks: f32, or f64 for 8 bytes.
+func (k *KernelInfo) RowElemName() string {
+	if k.rowElemBytes() == 8 {
+		return "f64"
+	}
+	return "f32"
 }
 
 // PlanSchedule chooses the schedule of a row kernel for target t: one-pass
@@ -1308,6 +1325,9 @@ func (c *classifier) phases(info *KernelInfo) {
 		}
 		for b := valPhase[v]; b < lastUse[v]; b++ {
 			live[b]++
+		}
+		if e, ok := ir.ElemOf(v.Type()); ok && valPhase[v] < lastUse[v] {
+			info.RowElemBytes = max(info.RowElemBytes, e.Kind.ByteSize())
 		}
 	}
 	for _, n := range live {
