@@ -909,9 +909,9 @@ var testTargets = func() map[string]*target.Target {
 // Random programs lowered for a GPU whose scratchpad holds 16 bytes, with
 // and without canonicalize before lowering: their row kernels take the
 // online schedule (a row read in chunks, its max and sum of exp carried
-// online) and, for few rows, the split forms, which no rows of their
-// small extents take on a real target; against the graph interpreter on
-// random and extreme inputs.
+// online), for few rows the split forms, and with resident=true groups of
+// resident splits, which no rows of their small extents take on a real
+// target; against the graph interpreter on random and extreme inputs.
 func TestDiffRandomOnline(t *testing.T) {
 	n := int64(150)
 	if testing.Short() {
@@ -919,9 +919,10 @@ func TestDiffRandomOnline(t *testing.T) {
 	}
 	schedules := map[string]int{}
 	for seed := int64(1); seed <= n; seed++ {
-		for _, pipeline := range []string{
+		for pi, pipeline := range []string{
 			"decompose,fuse,lower-to-loops{split-rows-below=1},sram-alloc",
 			"canonicalize,cse,decompose,fuse,canonicalize,lower-to-loops{split-rows-below=64},sram-alloc",
+			"decompose,fuse,lower-to-loops{resident=true,resident-bytes=8,split-rows-below=1},sram-alloc",
 		} {
 			m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
 			require.NoError(t, err)
@@ -935,7 +936,7 @@ func TestDiffRandomOnline(t *testing.T) {
 				if k, ok := loop.AsKernel(op); ok {
 					if s, _ := k.Schedule(); s != "" {
 						schedules[s]++
-						online = online || s == "online"
+						online = online || s == "online" || s == "resident"
 					}
 				}
 				return true
@@ -943,13 +944,14 @@ func TestDiffRandomOnline(t *testing.T) {
 			if !online {
 				continue
 			}
-			t.Run(fmt.Sprintf("seed%d/%s", seed, strings.SplitN(pipeline, ",", 2)[0]), func(t *testing.T) {
+			t.Run(fmt.Sprintf("seed%d/%d", seed, pi), func(t *testing.T) {
 				runDiffOn(t, diffCase{name: fmt.Sprintf("seed %d", seed), src: text, target: "h200-16b", dyn: randprog.DynExtent, pipeline: pipeline}, true)
 			})
 		}
 	}
 	t.Logf("schedules: %v", schedules)
 	require.Positive(t, schedules["online"], "no program took the online schedule")
+	require.Positive(t, schedules["resident"], "no program took a resident split")
 }
 
 // Random programs lowered with resident splits of a few bytes, so that
