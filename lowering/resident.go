@@ -99,7 +99,11 @@ func residentCount(t *target.Target, info *passes.KernelInfo, held, w int64, cop
 	if opts.ResidentBytes > 0 {
 		budget = opts.ResidentBytes
 	}
-	for s := int64(1); s <= residentMax; s *= 2 {
+	first := int64(2)
+	if copies {
+		first = 1 // a split of one: the row copied whole
+	}
+	for s := first; s <= residentMax; s *= 2 {
 		if c%s == 0 && (c/s)%max(w, 1) == 0 && (c/s)*held <= budget {
 			return s
 		}

@@ -193,9 +193,12 @@ func (k *KernelInfo) AccessOf(v *ir.Value) Access { return k.access[v] }
 
 // RowBufferBytes is what a one-pass schedule keeps on chip: RowBuffers
 // rows of RowLen elements of RowElemBytes (f32, or f64 where a kept row
-// is), an upper bound where the rows differ.
+// is), each from a multiple of 16 bytes as sram-alloc places them; an
+// upper bound where the rows differ.
 func (k *KernelInfo) RowBufferBytes() int64 {
-	return int64(k.RowBuffers) * k.RowLen * k.rowElemBytes()
+	// sram-alloc places each buffer at a multiple of 16 bytes
+	row := (k.RowLen*k.rowElemBytes() + 15) / 16 * 16
+	return int64(k.RowBuffers) * row
 }
 
 // rowElemBytes is RowElemBytes, at least RowBufferElemBytes.
