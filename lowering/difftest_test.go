@@ -924,13 +924,8 @@ func TestDiffRandomOnline(t *testing.T) {
 			"canonicalize,cse,decompose,fuse,canonicalize,lower-to-loops{split-rows-below=64},sram-alloc",
 			"decompose,fuse,lower-to-loops{resident=true,resident-bytes=8,split-rows-below=1},sram-alloc",
 		} {
-			m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
-			require.NoError(t, err)
-			runPipeline(t, m, "dce,decompose,dce", "h200")
-			text := ir.Print(m.Operation, ir.PrintOptions{})
-			lowered, err := parser.Parse("input.tir", text)
-			require.NoError(t, err)
-			if err := lowerFor(lowered, pipeline, testTargets["h200-16b"]); err != nil {
+			text, lowered, err := lowerRandom(t, seed, pipeline, testTargets["h200-16b"])
+			if err != nil {
 				// a located refusal of a kernel whose kept rows the plan
 				// counted fewer than lowering keeps: not a wrong result
 				require.Contains(t, err.Error(), "bytes of sram but the target", "seed %d:\n%s", seed, text)
@@ -938,15 +933,12 @@ func TestDiffRandomOnline(t *testing.T) {
 				continue
 			}
 			online := false
-			lowered.Operation.Walk(func(op *ir.Operation) bool {
-				if k, ok := loop.AsKernel(op); ok {
-					if s, _ := k.Schedule(); s != "" {
-						schedules[s]++
-						online = online || s == "online" || s == "resident"
-					}
+			for _, k := range kernelsOf(lowered) {
+				if s, _ := k.Schedule(); s != "" {
+					schedules[s]++
+					online = online || s == "online" || s == "resident"
 				}
-				return true
-			})
+			}
 			if !online {
 				continue
 			}
@@ -960,14 +952,34 @@ func TestDiffRandomOnline(t *testing.T) {
 	require.Positive(t, schedules["resident"], "no program took a resident split")
 }
 
-// lowerFor runs pipeline on m for target tg, returning its error.
-func lowerFor(m ir.Module, pipeline string, tg *target.Target) error {
+// lowerRandom generates randprog's program of seed, with its dead ops
+// removed first (they are no kernel's business), and runs pipeline on it
+// for target tg: the program's text and the lowered module, or the
+// pipeline's error.
+func lowerRandom(t *testing.T, seed int64, pipeline string, tg *target.Target) (string, ir.Module, error) {
+	t.Helper()
+	m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
+	require.NoError(t, err)
+	runPipeline(t, m, "dce,decompose,dce", "h200")
+	text := ir.Print(m.Operation, ir.PrintOptions{})
+	lowered, err := parser.Parse("input.tir", text)
+	require.NoError(t, err)
 	p, err := ir.ParsePipeline(pipeline)
-	if err != nil {
-		return err
-	}
+	require.NoError(t, err)
 	ctx := &ir.PassContext{Diags: &ir.Diagnostics{}, Target: tg}
-	return (&ir.PassManager{Pipeline: p, VerifyEach: true}).Run(m, ctx)
+	return text, lowered, (&ir.PassManager{Pipeline: p, VerifyEach: true}).Run(lowered, ctx)
+}
+
+// kernelsOf lists the loop.kernel ops of m.
+func kernelsOf(m ir.Module) []loop.KernelOp {
+	var out []loop.KernelOp
+	m.Operation.Walk(func(op *ir.Operation) bool {
+		if k, ok := loop.AsKernel(op); ok {
+			out = append(out, k)
+		}
+		return true
+	})
+	return out
 }
 
 // Random programs lowered with resident splits of a few bytes, so that
@@ -980,32 +992,26 @@ func TestDiffRandomResident(t *testing.T) {
 	if testing.Short() {
 		n = 30
 	}
+	h200, err := target.Lookup("h200")
+	require.NoError(t, err)
 	forms := map[string]int{}
 	for seed := int64(1); seed <= n; seed++ {
 		for _, budget := range []int{16, 64} {
 			pipeline := fmt.Sprintf("decompose,fuse,lower-to-loops{resident=true,resident-bytes=%d,split-rows-below=1},sram-alloc", budget)
-			m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
-			require.NoError(t, err)
-			runPipeline(t, m, "dce,decompose,dce", "h200")
-			text := ir.Print(m.Operation, ir.PrintOptions{})
-			lowered, err := parser.Parse("input.tir", text)
-			require.NoError(t, err)
-			runPipeline(t, lowered, pipeline, "h200")
+			text, lowered, err := lowerRandom(t, seed, pipeline, h200)
+			require.NoError(t, err, "seed %d:\n%s", seed, text)
 			resident := false
-			lowered.Operation.Walk(func(op *ir.Operation) bool {
-				if k, ok := loop.AsKernel(op); ok {
-					if s, _ := k.Schedule(); s == "resident" {
-						resident = true
-						sync := false
-						op.Walk(func(o *ir.Operation) bool {
-							sync = sync || o.Name() == loop.OpGroupSync
-							return true
-						})
-						forms[map[bool]string{true: "groups", false: "rows"}[sync]]++
-					}
+			for _, k := range kernelsOf(lowered) {
+				if s, _ := k.Schedule(); s == "resident" {
+					resident = true
+					sync := false
+					k.Operation.Walk(func(o *ir.Operation) bool {
+						sync = sync || o.Name() == loop.OpGroupSync
+						return true
+					})
+					forms[map[bool]string{true: "groups", false: "rows"}[sync]]++
 				}
-				return true
-			})
+			}
 			if !resident {
 				continue
 			}

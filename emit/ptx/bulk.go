@@ -55,8 +55,8 @@ import (
 // compare with the loop form).
 var bulkCopies = true
 
-// measureSettings set bulkThreads and clusterExchange in a measurement
-// build (bench/gpu/build_bulk.sh: go build -ldflags "-X
+// bulkThreadsSetting and clusterExchangeSetting set bulkThreads and
+// clusterExchange in a measurement build (bench/gpu/build_bulk.sh: go build -ldflags "-X
 // github.com/tensorforge/tensorforge/emit/ptx.bulkThreadsSetting=512"),
 // so that the forms can be timed side by side without editing the source.
 var bulkThreadsSetting, clusterExchangeSetting string
