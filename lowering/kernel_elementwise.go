@@ -5,6 +5,7 @@ import (
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
 	"github.com/tensorforge/tensorforge/passes"
 )
 
@@ -194,6 +195,20 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	var inPlace map[*ir.Value]*ir.Value
 	if schedule == passes.ScheduleOnePass {
 		keeps, inPlace = ev.planKeptRows(reductions, stores, outs)
+		limit := k.target.ScratchpadBytes
+		if kept := ev.keptRowBytes(keeps, inPlace, c); kept > limit && info.RowBufferBytes() <= limit {
+			// the plan counts rows as if every kept row could take the
+			// buffer of one no longer read; lowering reuses one only for
+			// a row of its element type, read last where the other is
+			// first kept (an f16 input kept beside an f32 row takes two).
+			// Rows the plan saw fit but do not are read again; a one-pass
+			// schedule the plan would not choose (written by hand) stays,
+			// for sram-alloc to refuse.
+			schedule, online = ev.rowsDoNotFit(fused)
+			k.setAttr("schedule", ir.StringAttr(schedule))
+			keeps, inPlace = make([][]*ir.Value, info.NumPhases), nil
+			clear(ev.keptFrom)
+		}
 	}
 	if schedule == passes.ScheduleCached && info.Views == nil {
 		// a full row stored exactly as it is held (an f32 result, or any
@@ -279,6 +294,33 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 		}
 	})
 	return nil
+}
+
+// keptRowBytes is the sram the rows keeps holds: a buffer of c elements,
+// as held, for each row not kept in place of another, each from a
+// multiple of 16 bytes as sram-alloc places them.
+func (ev *evaluator) keptRowBytes(keeps [][]*ir.Value, inPlace map[*ir.Value]*ir.Value, c int64) int64 {
+	var n int64
+	for _, vs := range keeps {
+		for _, v := range vs {
+			if _, ok := inPlace[v]; !ok {
+				n += (c*int64(ev.heldElem(v).Kind.ByteSize()) + 15) / 16 * 16
+			}
+		}
+	}
+	return n
+}
+
+// rowsDoNotFit is the schedule of a row kernel planned one-pass whose
+// kept rows do not fit the scratchpad as lowered: online where its first
+// phases are a max and a sum of exp(x - max) (as passes.PlanSchedule
+// chooses), two-pass otherwise.
+func (ev *evaluator) rowsDoNotFit(fused *ir.Operation) (string, *onlinePair) {
+	maxOp, sumOp, ok := ev.info.Online()
+	if ok && !ev.k.exact && ev.k.target.Family != target.Tenstorrent {
+		return passes.ScheduleOnline, &onlinePair{max: maxOp, sum: sumOp}
+	}
+	return passes.ScheduleTwoPass, nil
 }
 
 // planKeptRows decides, for a one-pass schedule, which full rows are kept

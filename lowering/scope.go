@@ -696,10 +696,12 @@ func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
 // of f32 of the quotient, so only the default rounding does it, where
 // values are f32 between ops and are rounded to a narrower type where
 // stored; exact rounding keeps the division. It returns nil when the
-// division is not of that form.
+// division is not of that form. A view scope keeps its divisions: what
+// only views read is not classified per row (ev.varying does not know
+// it), and its loads index the view's point, not the row's.
 func (s *scope) divByRowValue(op *ir.Operation, args []*ir.Value) *ir.Value {
 	ev := s.ev
-	if op.Name() != graph.OpDiv || ev.k.exact || ev.info.Kind != passes.KernelRow || s.parent == nil ||
+	if op.Name() != graph.OpDiv || ev.k.exact || ev.info.Kind != passes.KernelRow || s.parent == nil || s.space != nil ||
 		!ev.varying[op.Operand(0)] || ev.varying[op.Operand(1)] {
 		return nil
 	}
