@@ -913,7 +913,7 @@ var testTargets = func() map[string]*target.Target {
 // resident splits, which no rows of their small extents take on a real
 // target; against the graph interpreter on random and extreme inputs.
 func TestDiffRandomOnline(t *testing.T) {
-	n := int64(150)
+	n := int64(1000)
 	if testing.Short() {
 		n = 20
 	}

@@ -38,36 +38,39 @@ def softmax_256000_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
     split = t % 32
     t1 = t // 32
     t2 = split * 8000
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     cmask = i < 8000
     t3 = t2 + i
     s_1 = tl.load(s + (t1 * 256000) + t3, mask=cmask)
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i_1 = tl.arange(0, BLOCK)
+    cmask_1 = i_1 < 8000
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
-    t6 = tl.reduce(tl.where(cmask, t5, acc), 0, _max_nan)
+    t6 = tl.reduce(tl.where(cmask_1, t5, acc), 0, _max_nan)
     t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
     t8 = tl.abs(t7)
     t9 = t8 == float("inf")
     t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
     acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
-    i_1 = tl.arange(0, BLOCK)
-    cmask_1 = i_1 < 8000
-    t11 = t4 - t10
-    t12 = tl.exp(t11)
-    t13 = acc_1 + t12
-    t14 = tl.sum(tl.where(cmask_1, t13, acc_1), axis=0)
-    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
-    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
-    t17 = t16 == float("inf")
-    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
-    t19 = t18 - t10
-    t20 = tl.exp(t19)
-    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
-    t22 = 0.0 * t21
-    t23 = t22 + t14
+    i_2 = tl.arange(0, BLOCK)
+    cmask_2 = i_2 < 8000
+    t11 = s_1.to(tl.float32)
+    t12 = t11 - t10
+    t13 = tl.exp(t12)
+    t14 = acc_1 + t13
+    t15 = tl.sum(tl.where(cmask_2, t14, acc_1), axis=0)
+    t16 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t17 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t18 = t17 == float("inf")
+    t19 = tl.where(t18, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t20 = t19 - t10
+    t21 = tl.exp(t20)
+    t22 = tl.where(t16, tl.full([], 0.0, tl.float32), t21)
+    t23 = 0.0 * t22
+    t24 = t23 + t15
     tl.store(split_max + (t1 * 32) + split, t7)
-    tl.store(split_sum + (t1 * 32) + split, t23)
+    tl.store(split_sum + (t1 * 32) + split, t24)
     tl.debug_barrier()
     sync = groups + (t1 * 2)
     tl.atomic_add(sync, 1, sem="release")
@@ -75,42 +78,43 @@ def softmax_256000_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
         pass
     tl.debug_barrier()
     acc_2 = tl.full((32,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 32)
-    t24 = tl.load(split_max + (t1 * 32) + i_2, cache_modifier=".cg")
-    t25 = _max_nan(acc_2, t24)
-    t26 = tl.reduce(t25, 0, _max_nan)
-    t27 = tl.abs(t26)
-    t28 = t27 == float("inf")
-    t29 = tl.where(t28, tl.full([], 0.0, tl.float32), t26)
-    acc_3 = tl.full((32,), 0.0, tl.float32)
     i_3 = tl.arange(0, 32)
-    t30 = tl.load(split_max + (t1 * 32) + i_3, cache_modifier=".cg")
-    t31 = tl.abs(t30)
-    t32 = t31 == float("inf")
-    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
-    t34 = t33 - t29
-    t35 = tl.exp(t34)
-    t36 = t30 == (-float("inf"))
-    t37 = tl.where(t36, tl.full([], 0.0, tl.float32), t35)
-    t38 = tl.load(split_sum + (t1 * 32) + i_3, cache_modifier=".cg")
-    t39 = t38 * t37
-    t40 = acc_3 + t39
-    t41 = tl.sum(t40, axis=0)
-    t42 = tl.abs(t26)
-    t43 = t42 == float("inf")
-    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t26)
-    t45 = t44 - t26
-    t46 = tl.exp(t45)
-    t47 = t41 * t46
-    t48 = 1.0 / t47
-    i_4 = tl.arange(0, BLOCK)
-    cmask_2 = i_4 < 8000
-    t49 = t4 - t26
-    t50 = tl.exp(t49)
-    t51 = t50 * t48
-    t52 = t51.to(tl.bfloat16)
-    t53 = t2 + i_4
-    tl.store(y + (t1 * 256000) + t53, t52, mask=cmask_2)
+    t25 = tl.load(split_max + (t1 * 32) + i_3, cache_modifier=".cg")
+    t26 = _max_nan(acc_2, t25)
+    t27 = tl.reduce(t26, 0, _max_nan)
+    t28 = tl.abs(t27)
+    t29 = t28 == float("inf")
+    t30 = tl.where(t29, tl.full([], 0.0, tl.float32), t27)
+    acc_3 = tl.full((32,), 0.0, tl.float32)
+    i_4 = tl.arange(0, 32)
+    t31 = tl.load(split_max + (t1 * 32) + i_4, cache_modifier=".cg")
+    t32 = tl.abs(t31)
+    t33 = t32 == float("inf")
+    t34 = tl.where(t33, tl.full([], 0.0, tl.float32), t31)
+    t35 = t34 - t30
+    t36 = tl.exp(t35)
+    t37 = t31 == (-float("inf"))
+    t38 = tl.where(t37, tl.full([], 0.0, tl.float32), t36)
+    t39 = tl.load(split_sum + (t1 * 32) + i_4, cache_modifier=".cg")
+    t40 = t39 * t38
+    t41 = acc_3 + t40
+    t42 = tl.sum(t41, axis=0)
+    t43 = tl.abs(t27)
+    t44 = t43 == float("inf")
+    t45 = tl.where(t44, tl.full([], 0.0, tl.float32), t27)
+    t46 = t45 - t27
+    t47 = tl.exp(t46)
+    t48 = t42 * t47
+    t49 = 1.0 / t48
+    i_5 = tl.arange(0, BLOCK)
+    cmask_3 = i_5 < 8000
+    t50 = s_1.to(tl.float32)
+    t51 = t50 - t27
+    t52 = tl.exp(t51)
+    t53 = t52 * t49
+    t54 = t53.to(tl.bfloat16)
+    t55 = t2 + i_5
+    tl.store(y + (t1 * 256000) + t55, t54, mask=cmask_3)
     left = tl.atomic_add(sync + 1, 1)
     if left == 31:
         tl.store(sync, 0)
@@ -128,36 +132,39 @@ def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0
     split = t % 8
     t1 = t // 8
     t2 = split * 7680
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     cmask = i < 7680
     t3 = t2 + i
     s_1 = tl.load(s + (t1 * 61440) + t3, mask=cmask)
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i_1 = tl.arange(0, BLOCK)
+    cmask_1 = i_1 < 7680
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
-    t6 = tl.reduce(tl.where(cmask, t5, acc), 0, _max_nan)
+    t6 = tl.reduce(tl.where(cmask_1, t5, acc), 0, _max_nan)
     t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
     t8 = tl.abs(t7)
     t9 = t8 == float("inf")
     t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
     acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
-    i_1 = tl.arange(0, BLOCK)
-    cmask_1 = i_1 < 7680
-    t11 = t4 - t10
-    t12 = tl.exp(t11)
-    t13 = acc_1 + t12
-    t14 = tl.sum(tl.where(cmask_1, t13, acc_1), axis=0)
-    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
-    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
-    t17 = t16 == float("inf")
-    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
-    t19 = t18 - t10
-    t20 = tl.exp(t19)
-    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
-    t22 = 0.0 * t21
-    t23 = t22 + t14
+    i_2 = tl.arange(0, BLOCK)
+    cmask_2 = i_2 < 7680
+    t11 = s_1.to(tl.float32)
+    t12 = t11 - t10
+    t13 = tl.exp(t12)
+    t14 = acc_1 + t13
+    t15 = tl.sum(tl.where(cmask_2, t14, acc_1), axis=0)
+    t16 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t17 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t18 = t17 == float("inf")
+    t19 = tl.where(t18, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t20 = t19 - t10
+    t21 = tl.exp(t20)
+    t22 = tl.where(t16, tl.full([], 0.0, tl.float32), t21)
+    t23 = 0.0 * t22
+    t24 = t23 + t15
     tl.store(split_max + (t1 * 8) + split, t7)
-    tl.store(split_sum + (t1 * 8) + split, t23)
+    tl.store(split_sum + (t1 * 8) + split, t24)
     tl.debug_barrier()
     sync = groups + (t1 * 2)
     tl.atomic_add(sync, 1, sem="release")
@@ -165,41 +172,42 @@ def log_softmax_61440_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0
         pass
     tl.debug_barrier()
     acc_2 = tl.full((8,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 8)
-    t24 = tl.load(split_max + (t1 * 8) + i_2, cache_modifier=".cg")
-    t25 = _max_nan(acc_2, t24)
-    t26 = tl.reduce(t25, 0, _max_nan)
-    t27 = tl.abs(t26)
-    t28 = t27 == float("inf")
-    t29 = tl.where(t28, tl.full([], 0.0, tl.float32), t26)
-    acc_3 = tl.full((8,), 0.0, tl.float32)
     i_3 = tl.arange(0, 8)
-    t30 = tl.load(split_max + (t1 * 8) + i_3, cache_modifier=".cg")
-    t31 = tl.abs(t30)
-    t32 = t31 == float("inf")
-    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
-    t34 = t33 - t29
-    t35 = tl.exp(t34)
-    t36 = t30 == (-float("inf"))
-    t37 = tl.where(t36, tl.full([], 0.0, tl.float32), t35)
-    t38 = tl.load(split_sum + (t1 * 8) + i_3, cache_modifier=".cg")
-    t39 = t38 * t37
-    t40 = acc_3 + t39
-    t41 = tl.sum(t40, axis=0)
-    t42 = tl.abs(t26)
-    t43 = t42 == float("inf")
-    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t26)
-    t45 = t44 - t26
-    t46 = tl.exp(t45)
-    t47 = t41 * t46
-    t48 = tl.log(t47)
-    i_4 = tl.arange(0, BLOCK)
-    cmask_2 = i_4 < 7680
-    t49 = t4 - t26
-    t50 = t49 - t48
-    t51 = t50.to(tl.bfloat16)
-    t52 = t2 + i_4
-    tl.store(y + (t1 * 61440) + t52, t51, mask=cmask_2)
+    t25 = tl.load(split_max + (t1 * 8) + i_3, cache_modifier=".cg")
+    t26 = _max_nan(acc_2, t25)
+    t27 = tl.reduce(t26, 0, _max_nan)
+    t28 = tl.abs(t27)
+    t29 = t28 == float("inf")
+    t30 = tl.where(t29, tl.full([], 0.0, tl.float32), t27)
+    acc_3 = tl.full((8,), 0.0, tl.float32)
+    i_4 = tl.arange(0, 8)
+    t31 = tl.load(split_max + (t1 * 8) + i_4, cache_modifier=".cg")
+    t32 = tl.abs(t31)
+    t33 = t32 == float("inf")
+    t34 = tl.where(t33, tl.full([], 0.0, tl.float32), t31)
+    t35 = t34 - t30
+    t36 = tl.exp(t35)
+    t37 = t31 == (-float("inf"))
+    t38 = tl.where(t37, tl.full([], 0.0, tl.float32), t36)
+    t39 = tl.load(split_sum + (t1 * 8) + i_4, cache_modifier=".cg")
+    t40 = t39 * t38
+    t41 = acc_3 + t40
+    t42 = tl.sum(t41, axis=0)
+    t43 = tl.abs(t27)
+    t44 = t43 == float("inf")
+    t45 = tl.where(t44, tl.full([], 0.0, tl.float32), t27)
+    t46 = t45 - t27
+    t47 = tl.exp(t46)
+    t48 = t42 * t47
+    t49 = tl.log(t48)
+    i_5 = tl.arange(0, BLOCK)
+    cmask_3 = i_5 < 7680
+    t50 = s_1.to(tl.float32)
+    t51 = t50 - t27
+    t52 = t51 - t49
+    t53 = t52.to(tl.bfloat16)
+    t54 = t2 + i_5
+    tl.store(y + (t1 * 61440) + t54, t53, mask=cmask_3)
     left = tl.atomic_add(sync + 1, 1)
     if left == 7:
         tl.store(sync, 0)
@@ -217,10 +225,10 @@ def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, sp
     split = t % 8
     t1 = t // 8
     t2 = split * 8192
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     t3 = t2 + i
     x_1 = tl.load(x + (t1 * 65536) + t3)
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     t4 = _max_nan(acc, x_1)
     t5 = tl.reduce(t4, 0, _max_nan)
     t6 = _max_nan(tl.full([], (-float("inf")), tl.float32), t5)
@@ -250,16 +258,16 @@ def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, sp
         pass
     tl.debug_barrier()
     acc_2 = tl.full((8,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 8)
-    t23 = tl.load(split_max + (t1 * 8) + i_2, cache_modifier=".cg")
+    i_3 = tl.arange(0, 8)
+    t23 = tl.load(split_max + (t1 * 8) + i_3, cache_modifier=".cg")
     t24 = _max_nan(acc_2, t23)
     t25 = tl.reduce(t24, 0, _max_nan)
     t26 = tl.abs(t25)
     t27 = t26 == float("inf")
     t28 = tl.where(t27, tl.full([], 0.0, tl.float32), t25)
     acc_3 = tl.full((8,), 0.0, tl.float32)
-    i_3 = tl.arange(0, 8)
-    t29 = tl.load(split_max + (t1 * 8) + i_3, cache_modifier=".cg")
+    i_4 = tl.arange(0, 8)
+    t29 = tl.load(split_max + (t1 * 8) + i_4, cache_modifier=".cg")
     t30 = tl.abs(t29)
     t31 = t30 == float("inf")
     t32 = tl.where(t31, tl.full([], 0.0, tl.float32), t29)
@@ -267,7 +275,7 @@ def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, sp
     t34 = tl.exp(t33)
     t35 = t29 == (-float("inf"))
     t36 = tl.where(t35, tl.full([], 0.0, tl.float32), t34)
-    t37 = tl.load(split_sum + (t1 * 8) + i_3, cache_modifier=".cg")
+    t37 = tl.load(split_sum + (t1 * 8) + i_4, cache_modifier=".cg")
     t38 = t37 * t36
     t39 = acc_3 + t38
     t40 = tl.sum(t39, axis=0)
@@ -278,11 +286,11 @@ def softmax_65536_k0(x, p, split_max, split_sum, tickets, groups, x_d0, p_d0, sp
     t45 = tl.exp(t44)
     t46 = t40 * t45
     t47 = 1.0 / t46
-    i_4 = tl.arange(0, BLOCK)
+    i_5 = tl.arange(0, BLOCK)
     t48 = x_1 - t25
     t49 = tl.exp(t48)
     t50 = t49 * t47
-    t51 = t2 + i_4
+    t51 = t2 + i_5
     tl.store(p + (t1 * 65536) + t51, t50)
     left = tl.atomic_add(sync + 1, 1)
     if left == 7:
@@ -301,10 +309,10 @@ def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
     split = t % 64
     t1 = t // 64
     t2 = split * 8192
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     t3 = t2 + i
     s_1 = tl.load(s + (t1 * 524288) + t3)
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
     t6 = tl.reduce(t5, 0, _max_nan)
@@ -313,21 +321,22 @@ def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
     t9 = t8 == float("inf")
     t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
     acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
-    t11 = t4 - t10
-    t12 = tl.exp(t11)
-    t13 = acc_1 + t12
-    t14 = tl.sum(t13, axis=0)
-    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
-    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
-    t17 = t16 == float("inf")
-    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
-    t19 = t18 - t10
-    t20 = tl.exp(t19)
-    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
-    t22 = 0.0 * t21
-    t23 = t22 + t14
+    t11 = s_1.to(tl.float32)
+    t12 = t11 - t10
+    t13 = tl.exp(t12)
+    t14 = acc_1 + t13
+    t15 = tl.sum(t14, axis=0)
+    t16 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t17 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t18 = t17 == float("inf")
+    t19 = tl.where(t18, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t20 = t19 - t10
+    t21 = tl.exp(t20)
+    t22 = tl.where(t16, tl.full([], 0.0, tl.float32), t21)
+    t23 = 0.0 * t22
+    t24 = t23 + t15
     tl.store(split_max + (t1 * 64) + split, t7)
-    tl.store(split_sum + (t1 * 64) + split, t23)
+    tl.store(split_sum + (t1 * 64) + split, t24)
     tl.debug_barrier()
     sync = groups + (t1 * 2)
     tl.atomic_add(sync, 1, sem="release")
@@ -335,41 +344,42 @@ def softmax_524288_k0(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, s
         pass
     tl.debug_barrier()
     acc_2 = tl.full((64,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 64)
-    t24 = tl.load(split_max + (t1 * 64) + i_2, cache_modifier=".cg")
-    t25 = _max_nan(acc_2, t24)
-    t26 = tl.reduce(t25, 0, _max_nan)
-    t27 = tl.abs(t26)
-    t28 = t27 == float("inf")
-    t29 = tl.where(t28, tl.full([], 0.0, tl.float32), t26)
-    acc_3 = tl.full((64,), 0.0, tl.float32)
     i_3 = tl.arange(0, 64)
-    t30 = tl.load(split_max + (t1 * 64) + i_3, cache_modifier=".cg")
-    t31 = tl.abs(t30)
-    t32 = t31 == float("inf")
-    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
-    t34 = t33 - t29
-    t35 = tl.exp(t34)
-    t36 = t30 == (-float("inf"))
-    t37 = tl.where(t36, tl.full([], 0.0, tl.float32), t35)
-    t38 = tl.load(split_sum + (t1 * 64) + i_3, cache_modifier=".cg")
-    t39 = t38 * t37
-    t40 = acc_3 + t39
-    t41 = tl.sum(t40, axis=0)
-    t42 = tl.abs(t26)
-    t43 = t42 == float("inf")
-    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t26)
-    t45 = t44 - t26
-    t46 = tl.exp(t45)
-    t47 = t41 * t46
-    t48 = 1.0 / t47
-    i_4 = tl.arange(0, BLOCK)
-    t49 = t4 - t26
-    t50 = tl.exp(t49)
-    t51 = t50 * t48
-    t52 = t51.to(tl.bfloat16)
-    t53 = t2 + i_4
-    tl.store(y + (t1 * 524288) + t53, t52)
+    t25 = tl.load(split_max + (t1 * 64) + i_3, cache_modifier=".cg")
+    t26 = _max_nan(acc_2, t25)
+    t27 = tl.reduce(t26, 0, _max_nan)
+    t28 = tl.abs(t27)
+    t29 = t28 == float("inf")
+    t30 = tl.where(t29, tl.full([], 0.0, tl.float32), t27)
+    acc_3 = tl.full((64,), 0.0, tl.float32)
+    i_4 = tl.arange(0, 64)
+    t31 = tl.load(split_max + (t1 * 64) + i_4, cache_modifier=".cg")
+    t32 = tl.abs(t31)
+    t33 = t32 == float("inf")
+    t34 = tl.where(t33, tl.full([], 0.0, tl.float32), t31)
+    t35 = t34 - t30
+    t36 = tl.exp(t35)
+    t37 = t31 == (-float("inf"))
+    t38 = tl.where(t37, tl.full([], 0.0, tl.float32), t36)
+    t39 = tl.load(split_sum + (t1 * 64) + i_4, cache_modifier=".cg")
+    t40 = t39 * t38
+    t41 = acc_3 + t40
+    t42 = tl.sum(t41, axis=0)
+    t43 = tl.abs(t27)
+    t44 = t43 == float("inf")
+    t45 = tl.where(t44, tl.full([], 0.0, tl.float32), t27)
+    t46 = t45 - t27
+    t47 = tl.exp(t46)
+    t48 = t42 * t47
+    t49 = 1.0 / t48
+    i_5 = tl.arange(0, BLOCK)
+    t50 = s_1.to(tl.float32)
+    t51 = t50 - t27
+    t52 = tl.exp(t51)
+    t53 = t52 * t49
+    t54 = t53.to(tl.bfloat16)
+    t55 = t2 + i_5
+    tl.store(y + (t1 * 524288) + t55, t54)
     left = tl.atomic_add(sync + 1, 1)
     if left == 63:
         tl.store(sync, 0)

@@ -166,36 +166,39 @@ def softmax_k3(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_ma
     split = t % 32
     t1 = t // 32
     t2 = split * 8000
-    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     cmask = i < 8000
     t3 = t2 + i
     s_1 = tl.load(s + (t1 * 256000) + t3, mask=cmask)
+    acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
+    i_1 = tl.arange(0, BLOCK)
+    cmask_1 = i_1 < 8000
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
-    t6 = tl.reduce(tl.where(cmask, t5, acc), 0, _max_nan)
+    t6 = tl.reduce(tl.where(cmask_1, t5, acc), 0, _max_nan)
     t7 = _max_nan(tl.full([], (-float("inf")), tl.float32), t6)
     t8 = tl.abs(t7)
     t9 = t8 == float("inf")
     t10 = tl.where(t9, tl.full([], 0.0, tl.float32), t7)
     acc_1 = tl.full((BLOCK,), 0.0, tl.float32)
-    i_1 = tl.arange(0, BLOCK)
-    cmask_1 = i_1 < 8000
-    t11 = t4 - t10
-    t12 = tl.exp(t11)
-    t13 = acc_1 + t12
-    t14 = tl.sum(tl.where(cmask_1, t13, acc_1), axis=0)
-    t15 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
-    t16 = tl.abs(tl.full([], (-float("inf")), tl.float32))
-    t17 = t16 == float("inf")
-    t18 = tl.where(t17, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
-    t19 = t18 - t10
-    t20 = tl.exp(t19)
-    t21 = tl.where(t15, tl.full([], 0.0, tl.float32), t20)
-    t22 = 0.0 * t21
-    t23 = t22 + t14
+    i_2 = tl.arange(0, BLOCK)
+    cmask_2 = i_2 < 8000
+    t11 = s_1.to(tl.float32)
+    t12 = t11 - t10
+    t13 = tl.exp(t12)
+    t14 = acc_1 + t13
+    t15 = tl.sum(tl.where(cmask_2, t14, acc_1), axis=0)
+    t16 = tl.full([], (-float("inf")), tl.float32) == (-float("inf"))
+    t17 = tl.abs(tl.full([], (-float("inf")), tl.float32))
+    t18 = t17 == float("inf")
+    t19 = tl.where(t18, tl.full([], 0.0, tl.float32), tl.full([], (-float("inf")), tl.float32))
+    t20 = t19 - t10
+    t21 = tl.exp(t20)
+    t22 = tl.where(t16, tl.full([], 0.0, tl.float32), t21)
+    t23 = 0.0 * t22
+    t24 = t23 + t15
     tl.store(split_max + (t1 * 32) + split, t7)
-    tl.store(split_sum + (t1 * 32) + split, t23)
+    tl.store(split_sum + (t1 * 32) + split, t24)
     tl.debug_barrier()
     sync = groups + (t1 * 2)
     tl.atomic_add(sync, 1, sem="release")
@@ -203,42 +206,43 @@ def softmax_k3(s, y, split_max, split_sum, tickets, groups, s_d0, y_d0, split_ma
         pass
     tl.debug_barrier()
     acc_2 = tl.full((32,), (-float("inf")), tl.float32)
-    i_2 = tl.arange(0, 32)
-    t24 = tl.load(split_max + (t1 * 32) + i_2, cache_modifier=".cg")
-    t25 = _max_nan(acc_2, t24)
-    t26 = tl.reduce(t25, 0, _max_nan)
-    t27 = tl.abs(t26)
-    t28 = t27 == float("inf")
-    t29 = tl.where(t28, tl.full([], 0.0, tl.float32), t26)
-    acc_3 = tl.full((32,), 0.0, tl.float32)
     i_3 = tl.arange(0, 32)
-    t30 = tl.load(split_max + (t1 * 32) + i_3, cache_modifier=".cg")
-    t31 = tl.abs(t30)
-    t32 = t31 == float("inf")
-    t33 = tl.where(t32, tl.full([], 0.0, tl.float32), t30)
-    t34 = t33 - t29
-    t35 = tl.exp(t34)
-    t36 = t30 == (-float("inf"))
-    t37 = tl.where(t36, tl.full([], 0.0, tl.float32), t35)
-    t38 = tl.load(split_sum + (t1 * 32) + i_3, cache_modifier=".cg")
-    t39 = t38 * t37
-    t40 = acc_3 + t39
-    t41 = tl.sum(t40, axis=0)
-    t42 = tl.abs(t26)
-    t43 = t42 == float("inf")
-    t44 = tl.where(t43, tl.full([], 0.0, tl.float32), t26)
-    t45 = t44 - t26
-    t46 = tl.exp(t45)
-    t47 = t41 * t46
-    t48 = 1.0 / t47
-    i_4 = tl.arange(0, BLOCK)
-    cmask_2 = i_4 < 8000
-    t49 = t4 - t26
-    t50 = tl.exp(t49)
-    t51 = t50 * t48
-    t52 = t51.to(tl.bfloat16)
-    t53 = t2 + i_4
-    tl.store(y + (t1 * 256000) + t53, t52, mask=cmask_2)
+    t25 = tl.load(split_max + (t1 * 32) + i_3, cache_modifier=".cg")
+    t26 = _max_nan(acc_2, t25)
+    t27 = tl.reduce(t26, 0, _max_nan)
+    t28 = tl.abs(t27)
+    t29 = t28 == float("inf")
+    t30 = tl.where(t29, tl.full([], 0.0, tl.float32), t27)
+    acc_3 = tl.full((32,), 0.0, tl.float32)
+    i_4 = tl.arange(0, 32)
+    t31 = tl.load(split_max + (t1 * 32) + i_4, cache_modifier=".cg")
+    t32 = tl.abs(t31)
+    t33 = t32 == float("inf")
+    t34 = tl.where(t33, tl.full([], 0.0, tl.float32), t31)
+    t35 = t34 - t30
+    t36 = tl.exp(t35)
+    t37 = t31 == (-float("inf"))
+    t38 = tl.where(t37, tl.full([], 0.0, tl.float32), t36)
+    t39 = tl.load(split_sum + (t1 * 32) + i_4, cache_modifier=".cg")
+    t40 = t39 * t38
+    t41 = acc_3 + t40
+    t42 = tl.sum(t41, axis=0)
+    t43 = tl.abs(t27)
+    t44 = t43 == float("inf")
+    t45 = tl.where(t44, tl.full([], 0.0, tl.float32), t27)
+    t46 = t45 - t27
+    t47 = tl.exp(t46)
+    t48 = t42 * t47
+    t49 = 1.0 / t48
+    i_5 = tl.arange(0, BLOCK)
+    cmask_3 = i_5 < 8000
+    t50 = s_1.to(tl.float32)
+    t51 = t50 - t27
+    t52 = tl.exp(t51)
+    t53 = t52 * t49
+    t54 = t53.to(tl.bfloat16)
+    t55 = t2 + i_5
+    tl.store(y + (t1 * 256000) + t55, t54, mask=cmask_3)
     left = tl.atomic_add(sync + 1, 1)
     if left == 31:
         tl.store(sync, 0)
