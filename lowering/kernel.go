@@ -22,9 +22,14 @@ import (
 type kernelBuilder struct {
 	target *target.Target
 	// exact rounds every op's result to its element type (Options.ExactRounding).
-	exact  bool
-	loc    ir.Location
-	kernel *ir.Operation
+	exact bool
+	// copyRows copies the inputs a one-pass row kernel reads in several
+	// phases into sram as loaded (Options.Resident on a GPU; rowCopies).
+	copyRows bool
+	// remarks receives the kernel's remarks (Options.Remarks).
+	remarks *ir.PassContext
+	loc     ir.Location
+	kernel  *ir.Operation
 	// kb appends to the kernel body; cb creates constants, before the grid
 	// once it exists.
 	kb, cb *ir.Builder

@@ -193,7 +193,21 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 		}
 	}
 	var inPlace map[*ir.Value]*ir.Value
-	if schedule == passes.ScheduleOnePass {
+	var copied []*ir.Value
+	if schedule == passes.ScheduleOnePass && k.copyRows && !k.exact && info.Views == nil && len(info.MatMuls) == 0 && len(info.OutViews) == 0 {
+		copied = ev.rowCopies(reductions, stores, outs, c)
+	}
+	if len(copied) > 0 {
+		// every phase reads the copies; what they compute is computed
+		// again from them, as a two-pass kernel does from DRAM
+		for _, src := range copied {
+			ev.keptFrom[src] = -1
+		}
+		if k.remarks != nil {
+			k.remarks.Remark("fusion", fused.Loc, "copy the rows of %d of %d input(s) into sram as loaded (%d bytes) before the first loop, and compute every phase from the copies, so that each row is read once",
+				c, len(copied), ev.copyBytes(copied, c))
+		}
+	} else if schedule == passes.ScheduleOnePass {
 		keeps, inPlace = ev.planKeptRows(reductions, stores, outs)
 		limit := k.target.ScratchpadBytes
 		if kept := ev.keptRowBytes(keeps, inPlace, c); kept > limit && info.RowBufferBytes() <= limit {
@@ -228,6 +242,9 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
 		ev.rowIdx = k.splitRow(b, r, leadExt)
 		row := ev.rowScope(b)
+		for _, src := range copied {
+			_, ev.cached[src] = ev.copySpan(row, src, c, width)
+		}
 		for p := 0; p < info.NumPhases; p++ {
 			if len(reductions[p])+len(stores[p])+len(keeps[p]) == 0 {
 				continue
@@ -307,6 +324,60 @@ func (ev *evaluator) keptRowBytes(keeps [][]*ir.Value, inPlace map[*ir.Value]*ir
 				n += (c*int64(ev.heldElem(v).Kind.ByteSize()) + 15) / 16 * 16
 			}
 		}
+	}
+	return n
+}
+
+// rowCopies lists the inputs of a one-pass row kernel that its phases
+// read more than once (in more than one loop), in input order, for the
+// kernel to copy into sram as loaded (copySpan: bulk copies in PTX)
+// rather than keep the rows computed from them: an input of bf16 held as
+// loaded takes half the bytes of its f32 row, and the copy puts the whole
+// row in flight at once. None where the copies would not fit the
+// scratchpad, or where the phases read no input twice.
+func (ev *evaluator) rowCopies(reductions [][]*ir.Operation, stores [][]int, outs []*ir.Value, c int64) []*ir.Value {
+	reads := map[*ir.Value]int{} // the loops reading each input
+	for p := range reductions {
+		seen := map[*ir.Value]bool{}
+		var visit func(v *ir.Value)
+		visit = func(v *ir.Value) {
+			if !ev.varying[v] || seen[v] {
+				return
+			}
+			seen[v] = true
+			if v.IsBlockArg() {
+				reads[v]++
+				return
+			}
+			for _, a := range v.DefiningOp().Operands() {
+				visit(a)
+			}
+		}
+		for _, red := range reductions[p] {
+			visit(red.Operand(0))
+		}
+		for _, i := range stores[p] {
+			visit(outs[i])
+		}
+	}
+	var copied []*ir.Value
+	for _, a := range ev.entryArgs {
+		if reads[a] > 1 && ev.info.AccessOf(a) == passes.AccessFull && ir.TypeEqual(ev.heldElem(a), elemOf(a)) {
+			copied = append(copied, a)
+		}
+	}
+	if len(copied) == 0 || ev.copyBytes(copied, c) > ev.k.target.ScratchpadBytes {
+		return nil
+	}
+	return copied
+}
+
+// copyBytes is the sram the copies of rows of c columns of inputs take,
+// each from a multiple of 16 bytes.
+func (ev *evaluator) copyBytes(inputs []*ir.Value, c int64) int64 {
+	var n int64
+	for _, a := range inputs {
+		n += (c*int64(elemOf(a).Kind.ByteSize()) + 15) / 16 * 16
 	}
 	return n
 }

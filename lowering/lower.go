@@ -598,6 +598,8 @@ func (l *funcLowering) launch(loc ir.Location, kind string, inputs, outputs []*i
 	k := must(loop.BuildKernel(mb, loc, name, kind, inTypes, outTypes, func(bb *ir.Builder, args []*ir.Value) error {
 		kb := newKernelBuilder(l.target, loc, bb, args, len(inputs), len(outputs))
 		kb.exact = l.opts.ExactRounding
+		kb.copyRows = l.opts.Resident && l.target.Family == target.CUDA
+		kb.remarks = l.opts.Remarks
 		for j, buf := range outputs {
 			if sc, ok := l.scatters[buf]; ok {
 				kb.scatters[args[len(inputs)+j]] = scatterOut{axis: sc.axis, indices: args[slices.Index(inputs, sc.indices)]}

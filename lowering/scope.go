@@ -117,6 +117,8 @@ type evaluator struct {
 	storedRow map[*ir.Value]*ir.Value
 	// viewRead are the input buffers read only through views.
 	viewRead []*ir.Value
+	// entryArgs are the body's block arguments, the kernel's inputs.
+	entryArgs []*ir.Value
 }
 
 // newEvaluator maps the body of fused to the kernel's buffers and decides
@@ -126,6 +128,7 @@ func newEvaluator(k *kernelBuilder, fused *ir.Operation, info *passes.KernelInfo
 		plans: map[*ir.Value]accessPlan{}, varying: map[*ir.Value]bool{}, rowIndices: map[*ir.Value][]*ir.Value{},
 		cached: map[*ir.Value]*ir.Value{}, keptFrom: map[*ir.Value]int{}, valPhase: map[*ir.Value]int{}}
 	entry := fused.Region(0).Entry()
+	ev.entryArgs = entry.Args
 	for i, a := range entry.Args {
 		ev.buffers[a] = k.ins[i]
 		if info.AccessOf(a) == passes.AccessView {

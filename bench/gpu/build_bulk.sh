@@ -16,6 +16,8 @@
 #   o256, o32 the default -O2 forms (online; one-pass)
 # and Triton: t32 (resident, the default bytes: 32 splits of 8000), to256 (-O2).
 # Every split in the modules runs at every row count (split-rows-below=1).
+# And add + RMSNorm, RMSNorm -> SiLU -> Mul over rows of 5120 and 8192
+# (rows-def, rows-cp, rows-cp512, below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-.bin/bulk}
@@ -45,4 +47,13 @@ w32=bench/gpu/workloads/softmax_32000.tir
 mkdir -p "$out/t32" "$out/to256"
 "$work/tfc" --emit=triton --target=h200 --pass-pipeline="$(pipe 32768)" -o "$out/t32/softmax.py" $w256
 "$work/tfc" --emit=triton --target=h200 -O2 -o "$out/to256/softmax.py" $w256
-grep -H "^// Groups\|^// Bulk\|^// Exchange\|reqnctapercluster" "$out"/*/softmax.ptx
+# RMSNorm rows (bench/gpu/rows_copies.py): the default PTX (rows-def) and
+# one-pass kernels copying the inputs they read twice into shared memory by
+# bulk copies (rows-cp; rows-cp512 with 512 threads)
+for w in add_rmsnorm_5120 add_rmsnorm_8192 rms_silu_mul_5120 rms_silu_mul_8192; do
+  f=bench/gpu/workloads/$w.tir
+  "$work/tfc" --emit=ptx --target=h200 -O2 -o "$out/rows-def/$w.ptx" $f
+  "$work/tfc" --emit=ptx --target=h200 --pass-pipeline="$(pipe 32768)" -o "$out/rows-cp/$w.ptx" $f
+  "$work/tfc-t512" --emit=ptx --target=h200 --pass-pipeline="$(pipe 32768)" -o "$out/rows-cp512/$w.ptx" $f
+done
+grep -H "^// Groups\|^// Bulk\|^// Exchange\|reqnctapercluster" "$out"/*/softmax.ptx "$out"/rows-cp/*/*.ptx

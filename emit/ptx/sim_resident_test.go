@@ -255,3 +255,61 @@ func TestSimulatedResidentRow(t *testing.T) {
 		}
 	}
 }
+
+// copiesSrc is add + RMSNorm and RMSNorm -> SiLU -> Mul over rows of 2048
+// bf16: with resident splits asked for, one-pass kernels that copy the
+// inputs they read twice (x and r; x) into shared memory as loaded
+// (lowering's rowCopies) and compute both phases from the copies.
+const copiesSrc = `
+func.func @add_rmsnorm(%x: tensor<?x2048xbf16>, %r: tensor<?x2048xbf16>, %w: tensor<2048xbf16>)
+    -> (tensor<?x2048xbf16>, tensor<?x2048xbf16>) {
+  %h = graph.add %x, %r : tensor<?x2048xbf16>
+  %n = graph.rmsnorm %h, %w {eps = 1.0e-05 : f32} : (tensor<?x2048xbf16>, tensor<2048xbf16>) -> tensor<?x2048xbf16>
+  return %h, %n : tensor<?x2048xbf16>, tensor<?x2048xbf16>
+}
+func.func @rms_silu_mul(%x: tensor<?x2048xbf16>, %w: tensor<2048xbf16>, %z: tensor<?x2048xbf16>) -> tensor<?x2048xbf16> {
+  %n = graph.rmsnorm %x, %w {eps = 1.0e-05 : f32} : (tensor<?x2048xbf16>, tensor<2048xbf16>) -> tensor<?x2048xbf16>
+  %s = graph.silu %n : tensor<?x2048xbf16>
+  %y = graph.mul %s, %z : tensor<?x2048xbf16>
+  return %y : tensor<?x2048xbf16>
+}
+`
+
+// TestSimulatedRowCopies runs the one-pass kernels whose inputs are
+// copied into shared memory, by bulk copies and as the plain loop, threads
+// first to last and last to first, against the loop interpreter on random
+// rows with the special values (±inf, NaN, subnormals) in; the sums of
+// squares are taken in another order than the interpreter's, so the
+// bound is an ULP or 1e-3 of the results' RMS.
+func TestSimulatedRowCopies(t *testing.T) {
+	m := lower(t, copiesSrc, residentPipeline, "h200")
+	text := ir.Print(m.Operation, ir.PrintOptions{})
+	require.Equal(t, 2, strings.Count(text, `schedule = "one-pass"`))
+	require.Equal(t, 3, strings.Count(text, ": memref<2048xbf16, sram>"), "x and r copied, then x")
+	files, err := emitted(m)
+	require.NoError(t, err)
+	var ptx strings.Builder
+	for _, f := range files {
+		ptx.WriteString(f.Text)
+	}
+	require.Equal(t, 3, strings.Count(ptx.String(), ".global.mbarrier::complete_tx::bytes"))
+	loops := lower(t, copiesSrc, residentPipeline, "h200")
+	defer func() { bulkCopies, simReverseThreads = true, false }()
+	for _, bulk := range []bool{true, false} {
+		mod := m
+		if !bulk {
+			mod = loops
+		}
+		for _, c := range []simCase{
+			{fn: "add_rmsnorm", shapes: [][]int64{{5, 2048}, {5, 2048}, {2048}}, ulps: 1, rel: 1e-3},
+			{fn: "rms_silu_mul", shapes: [][]int64{{5, 2048}, {2048}, {5, 2048}}, ulps: 1, rel: 1e-3},
+		} {
+			for _, rev := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/bulk=%v/reverse=%v", c.fn, bulk, rev), func(t *testing.T) {
+					bulkCopies, simReverseThreads = bulk, rev
+					runSimCase(t, mod, c, true)
+				})
+			}
+		}
+	}
+}
