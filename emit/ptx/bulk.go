@@ -190,27 +190,47 @@ func (ke *kernelEmitter) initBulk() {
 	a.raw(nil, false, "mov.b32", ke.parity.s, "0")
 }
 
-// emitBulkCopy translates copy loop op as bulk copies, and reports whether
+// emitBulkCopy translates copy loop op as bulk copies, with the copy
+// loops right after it (a kernel copying several inputs' rows): one
+// mbarrier phase armed with all their bytes, one wait. It reports whether
 // it did (false: the source is not known to be 16-byte aligned).
 func (ke *kernelEmitter) emitBulkCopy(op *ir.Operation, bc *bulkCopy) bool {
+	if ke.bulkIssued[op] {
+		return true // issued with the copy loop before it
+	}
+	first, ok := ke.bulkPlaceOf(op, bc)
+	if !ok {
+		return false
+	}
+	spans := []bulkPlace{first}
+	total := bc.bytes
+	for next := op.Next(); next != nil; next = next.Next() {
+		if next.Name() == loop.OpAlloc {
+			ke.alloc(next) // an sram buffer sram-alloc placed: no code
+			continue
+		}
+		nb := ke.plan.bulk[next]
+		if nb == nil || total+nb.bytes > maxBulkBytes {
+			break
+		}
+		sp, ok := ke.bulkPlaceOf(next, nb)
+		if !ok {
+			break
+		}
+		spans = append(spans, sp)
+		total += nb.bytes
+		if ke.bulkIssued == nil {
+			ke.bulkIssued = map[*ir.Operation]bool{}
+		}
+		ke.bulkIssued[next] = true
+	}
 	a := ke.a
-	src := ke.buf(op, bc.load.Memref())
-	dst := ke.buf(op, bc.alloc.Result(0))
-	if dst.promoted || dst.off%16 != 0 {
-		return false
-	}
-	idx := append([]*ir.Value(nil), bc.load.Indices()...)
-	if bc.start != nil {
-		idx[len(idx)-1] = bc.start
-	} else {
-		idx[len(idx)-1] = nil
-	}
-	ad := ke.spanAddr(op, src, idx)
-	if alignOf(src, ad) != 16 || ad.off%16 != 0 {
-		return false
-	}
 	mbar := memRef(ke.smemCTA, ke.plan.mbarOff)
-	a.comment("threads loop: a copy of %d bytes into shared memory, by bulk copies thread 0 issues, completing on the mbarrier", bc.bytes)
+	if len(spans) == 1 {
+		a.comment("threads loop: a copy of %d bytes into shared memory, by bulk copies thread 0 issues, completing on the mbarrier", bc.bytes)
+	} else {
+		a.comment("threads loops: copies of %d bytes in all into shared memory (%d loops), by bulk copies thread 0 issues, completing on the mbarrier", total, len(spans))
+	}
 	a.ins("bar.sync", i32(0))
 	t0 := ke.threadZero()
 	state := a.reg(rB64)
@@ -226,12 +246,13 @@ func (ke *kernelEmitter) emitBulkCopy(op *ir.Operation, bc *bulkCopy) bool {
 		sizes[n] = r
 		return r
 	}
-	total := size(bc.bytes)
-	a.raw(&t0, false, "mbarrier.arrive.expect_tx.shared::cta.b64", state.s, mbar, total.s)
-	for off := int64(0); off < bc.bytes; off += bulkPiece {
-		n := size(min(bulkPiece, bc.bytes-off))
-		a.raw(&t0, false, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
-			memRef(dst.base, dst.off+off), memRef(ad.reg, ad.off+off), n.s, mbar)
+	a.raw(&t0, false, "mbarrier.arrive.expect_tx.shared::cta.b64", state.s, mbar, size(total).s)
+	for _, sp := range spans {
+		for off := int64(0); off < sp.bytes; off += bulkPiece {
+			n := size(min(bulkPiece, sp.bytes-off))
+			a.raw(&t0, false, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+				memRef(sp.dst.base, sp.dst.off+off), memRef(sp.src.reg, sp.src.off+off), n.s, mbar)
+		}
 	}
 	spin := a.newLabel()
 	a.label(spin)
@@ -240,6 +261,36 @@ func (ke *kernelEmitter) emitBulkCopy(op *ir.Operation, bc *bulkCopy) bool {
 	a.bra(&done, true, spin)
 	a.raw(nil, false, "xor.b32", ke.parity.s, ke.parity.s, "1")
 	return true
+}
+
+// bulkPlace is where one copy loop copies: its destination in shared
+// memory, its source address, its bytes.
+type bulkPlace struct {
+	dst   *buffer
+	src   addr
+	bytes int64
+}
+
+// bulkPlaceOf returns the place of copy loop op, or false where it cannot be
+// a bulk copy (its buffer not in shared memory at a multiple of 16, its
+// source not known to be 16-byte aligned).
+func (ke *kernelEmitter) bulkPlaceOf(op *ir.Operation, bc *bulkCopy) (bulkPlace, bool) {
+	src := ke.buf(op, bc.load.Memref())
+	dst := ke.buf(op, bc.alloc.Result(0))
+	if dst.promoted || dst.off%16 != 0 {
+		return bulkPlace{}, false
+	}
+	idx := append([]*ir.Value(nil), bc.load.Indices()...)
+	if bc.start != nil {
+		idx[len(idx)-1] = bc.start
+	} else {
+		idx[len(idx)-1] = nil
+	}
+	ad := ke.spanAddr(op, src, idx)
+	if alignOf(src, ad) != 16 || ad.off%16 != 0 {
+		return bulkPlace{}, false
+	}
+	return bulkPlace{dst: dst, src: ad, bytes: bc.bytes}, true
 }
 
 // spanAddr is the address of the element of buffer b at idx, where a nil

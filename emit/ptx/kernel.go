@@ -71,10 +71,13 @@ type kernelEmitter struct {
 	// atEnd emits what goes at the end of the instance, after every op of
 	// the grid's body (a group sync's departure)
 	atEnd []func()
-	k     loop.KernelOp
-	entry string
-	a     *asm
-	plan  *plan
+	// bulkIssued are the copy loops issued with the copy loop before them
+	// (emitBulkCopy)
+	bulkIssued map[*ir.Operation]bool
+	k          loop.KernelOp
+	entry      string
+	a          *asm
+	plan       *plan
 	// gridName names the kernel's _grid_ function (entry, or the part's
 	// name within a kernel of several parts)
 	gridName string

@@ -107,6 +107,9 @@ func (ke *kernelEmitter) strides(b *buffer, shape []int64) {
 // alloc translates `loop.alloc`: registers for a promoted buffer, else
 // the group's shared memory at the buffer's offset.
 func (ke *kernelEmitter) alloc(op *ir.Operation) {
+	if _, done := ke.bufs[op.Result(0)]; done {
+		return // placed ahead of its turn, for a bulk copy (emitBulkCopy)
+	}
 	m, ok := op.Result(0).Type().(ir.MemRefType)
 	if !ok || m.Space != ir.SRAM || ir.HasDynamicDim(m.Shape) {
 		ke.fail(op, "allocates %s; the PTX emitter expects a static memref in sram", op.Result(0).Type())

@@ -293,6 +293,10 @@ func TestSimulatedRowCopies(t *testing.T) {
 		ptx.WriteString(f.Text)
 	}
 	require.Equal(t, 3, strings.Count(ptx.String(), ".global.mbarrier::complete_tx::bytes"))
+	// add + RMSNorm's two copies share one phase of the mbarrier: armed
+	// with both rows' bytes, waited for once
+	require.Equal(t, 2, strings.Count(ptx.String(), "mbarrier.try_wait.parity.shared::cta.b64"))
+	require.Regexp(t, `mov.b32 \t%r\d+, 8192;\n\t@%p\d+ mbarrier.arrive.expect_tx`, ptx.String())
 	loops := lower(t, copiesSrc, residentPipeline, "h200")
 	defer func() { bulkCopies, simReverseThreads = true, false }()
 	for _, bulk := range []bool{true, false} {
