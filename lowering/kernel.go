@@ -24,7 +24,7 @@ type kernelBuilder struct {
 	// exact rounds every op's result to its element type (Options.ExactRounding).
 	exact bool
 	// copyRows copies the inputs a one-pass row kernel reads in several
-	// phases into sram as loaded (Options.Resident on a GPU; rowCopies).
+	// phases into sram as loaded (Options.RowCopies on a GPU; rowCopies).
 	copyRows bool
 	// remarks receives the kernel's remarks (Options.Remarks).
 	remarks *ir.PassContext

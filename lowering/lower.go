@@ -45,7 +45,9 @@ func init() {
 			{Name: "resident", Kind: ir.OptBool, Default: "false",
 				Help: "on a GPU, normalise rows too long for one program's sram (softmax over a vocabulary) across a group of programs that each keep their split in sram and meet at a loop.group_sync, so that the row is read once, where there are too many rows to split (split-rows-below; default: online, the row read twice; docs/fusion.md has the measurements)"},
 			{Name: "resident-bytes", Kind: ir.OptInt, Default: "0",
-				Help: "with resident: the most sram bytes one program of a resident split keeps (0: 32768); smaller splits make larger groups of smaller programs"}},
+				Help: "with resident: the most sram bytes one program of a resident split keeps (0: 32768); smaller splits make larger groups of smaller programs"},
+			{Name: "row-copies", Kind: ir.OptBool, Default: "false",
+				Help: "on a GPU, a one-pass row kernel copies the inputs its loops read more than once (add + RMSNorm's x and r) into sram as loaded, bulk copies in PTX, and computes every phase from the copies (default: keeps the rows computed from them, in f32; on an H100 the copies ran at 0.97-0.98 of copy against 0.98-1.00)"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
 			return ir.PassFunc(func(m ir.Module, ctx *ir.PassContext) error {
 				var t *target.Target
@@ -66,6 +68,9 @@ func init() {
 				}
 				if opts.IsSet("resident") {
 					o.Resident = opts.Bool("resident")
+				}
+				if opts.IsSet("row-copies") {
+					o.RowCopies = opts.Bool("row-copies")
 				}
 				if opts.IsSet("split-rows-below") {
 					o.SplitRowsBelow = opts.Int("split-rows-below")
@@ -97,6 +102,9 @@ type Options struct {
 	// ResidentBytes bounds the sram one program of a resident split
 	// keeps (0: residentBytes).
 	ResidentBytes int64
+	// RowCopies copies the inputs a one-pass row kernel reads in several
+	// loops into sram as loaded, on a GPU (rowCopies).
+	RowCopies bool
 	// Remarks, when set, receives lowering's remarks (fusion: the split of
 	// long rows).
 	Remarks *ir.PassContext
@@ -598,7 +606,7 @@ func (l *funcLowering) launch(loc ir.Location, kind string, inputs, outputs []*i
 	k := must(loop.BuildKernel(mb, loc, name, kind, inTypes, outTypes, func(bb *ir.Builder, args []*ir.Value) error {
 		kb := newKernelBuilder(l.target, loc, bb, args, len(inputs), len(outputs))
 		kb.exact = l.opts.ExactRounding
-		kb.copyRows = l.opts.Resident && l.target.Family == target.CUDA
+		kb.copyRows = l.opts.RowCopies && l.target.Family == target.CUDA
 		kb.remarks = l.opts.Remarks
 		for j, buf := range outputs {
 			if sc, ok := l.scatters[buf]; ok {

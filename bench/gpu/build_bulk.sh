@@ -8,11 +8,12 @@
 # Softmax over bf16 rows of 256000 and 32000 (bench/gpu/workloads), PTX:
 #   b8        lower-to-loops{resident=true,resident-bytes=131072}: clusters of 8
 #             splits of 32000, bulk copies, the exchange in distributed shared memory
-#   b8t512    the same, 512 threads per CTA (the emitter's default gives 800)
-#   b8t256    the same, 256 threads
+#   b8t512    the same, at most 512 threads per CTA (the emitter's bound for
+#             kernels with bulk copies is 256, emit/ptx/plan.go's bulkThreads)
+#   b8t256    the same, at most 256 threads (the default)
 #   b8l2      the same, the partials exchanged through L2
 #   b16       resident-bytes=65536: groups of 16 splits of 16000, on counters
-#   c1, c1t256  rows of 32000 copied whole (a split of one), 800 and 256 threads
+#   c1, c1t256  rows of 32000 copied whole (a split of one), at most 256 threads
 #   o256, o32 the default -O2 forms (online; one-pass)
 # and Triton: t32 (resident, the default bytes: 32 splits of 8000), to256 (-O2).
 # Every split in the modules runs at every row count (split-rows-below=1).
@@ -49,11 +50,13 @@ mkdir -p "$out/t32" "$out/to256"
 "$work/tfc" --emit=triton --target=h200 -O2 -o "$out/to256/softmax.py" $w256
 # RMSNorm rows (bench/gpu/rows_copies.py): the default PTX (rows-def) and
 # one-pass kernels copying the inputs they read twice into shared memory by
-# bulk copies (rows-cp; rows-cp512 with 512 threads)
+# bulk copies (lower-to-loops{row-copies=true}: rows-cp; rows-cp512 with at
+# most 512 threads)
 for w in add_rmsnorm_5120 add_rmsnorm_8192 rms_silu_mul_5120 rms_silu_mul_8192; do
   f=bench/gpu/workloads/$w.tir
   "$work/tfc" --emit=ptx --target=h200 -O2 -o "$out/rows-def/$w.ptx" $f
-  "$work/tfc" --emit=ptx --target=h200 --pass-pipeline="$(pipe 32768)" -o "$out/rows-cp/$w.ptx" $f
-  "$work/tfc-t512" --emit=ptx --target=h200 --pass-pipeline="$(pipe 32768)" -o "$out/rows-cp512/$w.ptx" $f
+  cp="canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{row-copies=true},sram-alloc"
+  "$work/tfc" --emit=ptx --target=h200 --pass-pipeline="$cp" -o "$out/rows-cp/$w.ptx" $f
+  "$work/tfc-t512" --emit=ptx --target=h200 --pass-pipeline="$cp" -o "$out/rows-cp512/$w.ptx" $f
 done
 grep -H "^// Groups\|^// Bulk\|^// Exchange\|reqnctapercluster" "$out"/*/softmax.ptx "$out"/rows-cp/*/*.ptx

@@ -161,7 +161,22 @@ atom.global.add.u32 fence.acq_rel.gpu setp.le.s64 st.shared.b32 ld.shared.b32`)
 var residentOpcodes = strings.Fields(`
 atom.release.gpu.global.add.u32 red.release.gpu.global.add.u32 ld.acquire.gpu.global.u32 ld.global.cg.f32 ld.global.cg.v2.f32 ld.global.cg.v4.f32`)
 
+// bulkOpcodes are the instructions of the bulk copies (bulk.go) and of
+// the exchange in a cluster's distributed shared memory (sync.go), after
+// the PTX ISA 8.0 (sm_90): ptxas of an H100 machine's CUDA assembled every
+// module of bench/gpu/build_bulk.sh (the resident splits in clusters, on
+// counters and through L2, the rows copied whole, the row copies of add +
+// RMSNorm and RMSNorm -> SiLU -> Mul) and they ran correctly
+// (bench/results/gpu-h100-2026-12-07-bulk-emitted.txt).
+var bulkOpcodes = strings.Fields(`
+barrier.cluster.arrive.relaxed.aligned barrier.cluster.arrive.release.aligned
+barrier.cluster.wait.acquire.aligned barrier.cluster.wait.aligned
+cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes fence.mbarrier_init.release.cluster
+fence.proxy.async.shared::cta ld.shared.v4.b32 mapa.shared::cluster.u64 mbarrier.arrive.expect_tx.shared::cta.b64
+mbarrier.init.shared::cta.b64 mbarrier.try_wait.parity.shared::cta.b64 st.shared::cluster.f32 xor.b32`)
+
 func init() {
+	verifiedOpcodes = append(verifiedOpcodes, bulkOpcodes...)
 	verifiedOpcodes = append(verifiedOpcodes, tcOpcodes...)
 	verifiedOpcodes = append(verifiedOpcodes, splitKOpcodes...)
 	verifiedOpcodes = append(verifiedOpcodes, residentOpcodes...)

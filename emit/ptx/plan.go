@@ -27,9 +27,15 @@ const (
 // loops (a variable so that tests and measurements can change it).
 var flatMaxUnroll int64 = 8
 
-// bulkThreads, when not 0, is the group size of kernels with bulk copies
-// (a measurement's knob: 0 sizes them as the others).
-var bulkThreads = 0
+// bulkThreads bounds the group size of kernels with bulk copies (0: sized
+// as the others). Their threads wait for the copy and then read shared
+// memory, and fewer of them let more CTAs share an SM: on an H100, softmax
+// over 4096 rows of 256000 bf16 in clusters of 8 splits of 32000 ran at
+// 0.83, 0.83, 0.86, 0.84, 0.68 and 0.45 of copy with 128, 192, 256, 384,
+// 512 and the 800 the other kernels' rule gives; rows of 32000 copied
+// whole at 0.91, 0.93, 0.96, 0.98 and 0.93 with 128 to 384 and 800
+// (bench/results/gpu-h100-2026-12-07-bulk-emitted.txt).
+var bulkThreads = 256
 
 // regBudget bounds the registers per thread holding sram buffers (a
 // variable so that tests can send every buffer to shared memory).
@@ -475,7 +481,7 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 		}
 		pl.group = groupFor(maxTrip, target)
 		if bulkThreads > 0 && len(pl.bulk) > 0 {
-			pl.group = bulkThreads
+			pl.group = min(pl.group, bulkThreads)
 		}
 	}
 	for {

@@ -256,8 +256,11 @@ func TestSimulatedResidentRow(t *testing.T) {
 	}
 }
 
+// copiesPipeline is fullPipeline with row copies (not the default).
+const copiesPipeline = "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce,lower-to-loops{row-copies=true},sram-alloc"
+
 // copiesSrc is add + RMSNorm and RMSNorm -> SiLU -> Mul over rows of 2048
-// bf16: with resident splits asked for, one-pass kernels that copy the
+// bf16: with row copies asked for, one-pass kernels that copy the
 // inputs they read twice (x and r; x) into shared memory as loaded
 // (lowering's rowCopies) and compute both phases from the copies.
 const copiesSrc = `
@@ -282,7 +285,7 @@ func.func @rms_silu_mul(%x: tensor<?x2048xbf16>, %w: tensor<2048xbf16>, %z: tens
 // squares are taken in another order than the interpreter's, so the
 // bound is an ULP or 1e-3 of the results' RMS.
 func TestSimulatedRowCopies(t *testing.T) {
-	m := lower(t, copiesSrc, residentPipeline, "h200")
+	m := lower(t, copiesSrc, copiesPipeline, "h200")
 	text := ir.Print(m.Operation, ir.PrintOptions{})
 	require.Equal(t, 2, strings.Count(text, `schedule = "one-pass"`))
 	require.Equal(t, 3, strings.Count(text, ": memref<2048xbf16, sram>"), "x and r copied, then x")
@@ -297,7 +300,7 @@ func TestSimulatedRowCopies(t *testing.T) {
 	// with both rows' bytes, waited for once
 	require.Equal(t, 2, strings.Count(ptx.String(), "mbarrier.try_wait.parity.shared::cta.b64"))
 	require.Regexp(t, `mov.b32 \t%r\d+, 8192;\n\t@%p\d+ mbarrier.arrive.expect_tx`, ptx.String())
-	loops := lower(t, copiesSrc, residentPipeline, "h200")
+	loops := lower(t, copiesSrc, copiesPipeline, "h200")
 	defer func() { bulkCopies, simReverseThreads = true, false }()
 	for _, bulk := range []bool{true, false} {
 		mod := m
@@ -314,6 +317,37 @@ func TestSimulatedRowCopies(t *testing.T) {
 					runSimCase(t, mod, c, true)
 				})
 			}
+		}
+	}
+}
+
+// The resident splits (clusters, counters, rows copied whole) and the row
+// copies use only instructions ptxas has assembled (verifiedOpcodes), and
+// their registers are declared.
+func TestResidentTextVerified(t *testing.T) {
+	for _, c := range []struct{ name, src, pipeline string }{
+		{"resident", residentSrc, residentPipeline},
+		{"row", rowSrc, residentPipeline},
+		{"copies", copiesSrc, copiesPipeline},
+	} {
+		files, err := emitted(lower(t, c.src, c.pipeline, "h200"))
+		require.NoError(t, err)
+		n := 0
+		for _, f := range files {
+			if strings.HasSuffix(f.Name, ".ptx") {
+				checkText(t, c.name+":"+f.Name, f.Text)
+				n++
+			}
+		}
+		require.Positive(t, n, c.name)
+	}
+	clusterGroups = false
+	defer func() { clusterGroups = true }()
+	files, err := emitted(lower(t, residentSrc, residentPipeline, "h200"))
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, ".ptx") {
+			checkText(t, "counters:"+f.Name, f.Text)
 		}
 	}
 }
