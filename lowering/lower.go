@@ -46,6 +46,8 @@ func init() {
 				Help: "on a GPU, normalise rows too long for one program's sram (softmax over a vocabulary) across a group of programs that each keep their split in sram and meet at a loop.group_sync, so that the row is read once, where there are too many rows to split (split-rows-below; default: online, the row read twice; docs/fusion.md has the measurements)"},
 			{Name: "resident-bytes", Kind: ir.OptInt, Default: "0",
 				Help: "with resident: the most sram bytes one program of a resident split keeps (0: 32768); smaller splits make larger groups of smaller programs"},
+			{Name: "resident-min-cols", Kind: ir.OptInt, Default: "0",
+				Help: "with resident: only rows of at least this many columns take a resident form (0: any; tfc --emit=ptx -O2 sets 16384)"},
 			{Name: "row-copies", Kind: ir.OptBool, Default: "false",
 				Help: "on a GPU, a one-pass row kernel copies the inputs its loops read more than once (add + RMSNorm's x and r) into sram as loaded, bulk copies in PTX, and computes every phase from the copies (default: keeps the rows computed from them, in f32; on an H100 the copies ran at 0.97-0.98 of copy against 0.98-1.00)"}},
 		New: func(opts ir.PassOptions) (ir.Pass, error) {
@@ -68,6 +70,9 @@ func init() {
 				}
 				if opts.IsSet("resident") {
 					o.Resident = opts.Bool("resident")
+				}
+				if opts.IsSet("resident-min-cols") {
+					o.ResidentMinCols = opts.Int("resident-min-cols")
 				}
 				if opts.IsSet("row-copies") {
 					o.RowCopies = opts.Bool("row-copies")
@@ -102,6 +107,8 @@ type Options struct {
 	// ResidentBytes bounds the sram one program of a resident split
 	// keeps (0: residentBytes).
 	ResidentBytes int64
+	// ResidentMinCols: rows shorter than this take no resident form.
+	ResidentMinCols int64
 	// RowCopies copies the inputs a one-pass row kernel reads in several
 	// loops into sram as loaded, on a GPU (rowCopies).
 	RowCopies bool

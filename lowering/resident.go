@@ -79,7 +79,8 @@ const (
 // emitter's copy in shared memory takes the input's bytes, half of that
 // for bf16.
 func residentCount(t *target.Target, info *passes.KernelInfo, held, w int64, copies bool, opts Options) int64 {
-	if !opts.Resident || opts.ExactRounding || t == nil || t.Family != target.CUDA || !normalizes(info) || info.Views != nil {
+	if !opts.Resident || opts.ExactRounding || t == nil || t.Family != target.CUDA || !normalizes(info) || info.Views != nil ||
+		info.RowLen < opts.ResidentMinCols {
 		return 0
 	}
 	// a row short enough for one program is kept by the one-pass

@@ -51,5 +51,16 @@ func passesText() string {
 		}
 		fmt.Fprintf(&sb, "  -%-5s %-40s %s\n", l.flag, text, l.summary)
 	}
+	for _, kind := range emitKinds {
+		e := emitters[kind]
+		if e == nil || e.level == nil {
+			continue
+		}
+		for _, l := range optLevels {
+			if text := e.level(l.flag, l.pipeline); text != l.pipeline {
+				fmt.Fprintf(&sb, "  -%s with --emit=%s: %s\n", l.flag, kind, text)
+			}
+		}
+	}
 	return sb.String()
 }

@@ -195,7 +195,11 @@ func newCompiler(o *compileOptions, sio *stdio) *compiler {
 		}
 		pieces = []pipelinePiece{{flag: "-" + l.flag, text: l.pipeline}}
 	}
-	for _, piece := range pieces {
+	for i, piece := range pieces {
+		if l, ok := lookupOptLevel(strings.TrimPrefix(piece.flag, "-")); ok && c.emitter.level != nil {
+			piece.text = c.emitter.level(l.flag, piece.text)
+			pieces[i] = piece
+		}
 		p, err := ir.ParsePipeline(piece.text)
 		if err != nil {
 			// quote the pipeline text under the message, caret at the column

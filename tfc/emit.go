@@ -48,6 +48,9 @@ type emitter struct {
 	// defaultLevel is the named pipeline run when the command line names no
 	// pass, pipeline or -O level: "O2" for a backend, "" (nothing) for tir.
 	defaultLevel string
+	// level, when set, rewrites the pipeline of a named level (-O2) for
+	// this kind: the options of its passes that suit this backend.
+	level func(flag, pipeline string) string
 	// outputDir means `-o` names a directory the emitter fills (several
 	// files), so the driver writes nothing itself.
 	outputDir bool

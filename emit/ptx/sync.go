@@ -73,7 +73,8 @@ var clusterGroups = true
 // instances of a grid from 0 by 1 (its count the grid's upper bound), and
 // one group sync whose group is the ticket divided by its size S, a
 // constant from 2 to maxCluster of which the instance count is a multiple
-// (a product with S), so that the grid is whole clusters.
+// (a constant multiple, or a product with S), so that the grid is whole
+// clusters.
 func clusterSize(ke *kernelEmitter, tickets, syncs []*ir.Operation) int {
 	if !clusterGroups || len(tickets) != 1 || len(syncs) != 1 {
 		return 0
@@ -85,7 +86,7 @@ func clusterSize(ke *kernelEmitter, tickets, syncs []*ir.Operation) int {
 	}
 	g := loop.GroupSyncOp{Operation: syncs[0]}
 	size, ok := staticIndex(g.Size())
-	if !ok || size < 2 || size > maxCluster || !productWith(ke.grid.Upper(), size) {
+	if !ok || size < 2 || size > maxCluster || !wholeGroups(ke.grid.Upper(), size) {
 		return 0
 	}
 	div, ok := loop.AsDivi(g.Group().DefiningOp())
@@ -96,6 +97,15 @@ func clusterSize(ke *kernelEmitter, tickets, syncs []*ir.Operation) int {
 		return 0
 	}
 	return int(size)
+}
+
+// wholeGroups reports whether index v, an instance count, is a multiple
+// of the group size c: a constant multiple, or a product with c.
+func wholeGroups(v *ir.Value, c int64) bool {
+	if n, ok := staticIndex(v); ok {
+		return n > 0 && n%c == 0
+	}
+	return productWith(v, c)
 }
 
 // productWith reports whether index v is a loop.muli with the constant c
