@@ -101,7 +101,7 @@ _KERNELS = (
     ("softmax_k0", 128, 16400),
     ("softmax_k1", 256, 0),
     ("softmax_k2", 256, 0),
-    ("softmax_k3", 128, 16400),
+    ("softmax_k3", 256, 64104),
 )
 
 _modules = {}
@@ -154,6 +154,23 @@ def _launch(fns, name, grid, block, shared, stream, args):
            "cuLaunchKernel(%s)" % name)
 
 
+_ZEROED = {}
+
+
+def _zeroed(device, stream, key, shape, dtype):
+    """Counters at zero of the shape given, kept per device, stream and
+    buffer across calls: the kernels that use them leave them at zero."""
+    n = 1
+    for d in shape:
+        n *= d
+    k = (device, stream, key)
+    t = _ZEROED.get(k)
+    if t is None or t.numel() < n or t.dtype != dtype:
+        size = max(n, 64) if t is None else max(n, 2 * t.numel())
+        t = _ZEROED[k] = torch.zeros((size,), dtype=dtype, device=device)
+    return t[:n].view(shape)
+
+
 def _grid_softmax_k0(sm, e0, e1, e2, e3):
     n = _trip(0, (e2 * 32), 1)
     return min(_cdiv(n, 1), 2147483647)
@@ -169,9 +186,11 @@ def _grid_softmax_k2(sm, e0, e1, e2, e3):
     return min(_cdiv(n, 1), 2147483647)
 
 
-def _grid_softmax_k3(sm, e0, e1):
-    n = _trip(0, e1, 1)
-    return min(_cdiv(n, 1), 2147483647)
+def _grid_softmax_k3(sm, e0, e1, e2, e3, e4):
+    n = _trip(0, (e2 * 8), 1)
+    if n > 2147483647:
+        raise ValueError("softmax_k3: %d instances, one CTA each, exceed the grid" % n)
+    return n
 
 
 def softmax(*args):
@@ -196,5 +215,9 @@ def softmax(*args):
     if s_d0 <= 263:
         _launch(fns, "softmax_k2", _grid_softmax_k2(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0))
     if s_d0 >= 264:
-        _launch(fns, "softmax_k3", _grid_softmax_k3(sm, s_d0, s_d0), 128, 16400, stream, (s, y, s_d0, s_d0))
+        split_max_1 = torch.empty((s_d0, 8), dtype=torch.float32, device=device)
+        split_sum_1 = torch.empty((s_d0, 8), dtype=torch.float32, device=device)
+        tickets = _zeroed(device, stream, "softmax.tickets", (1,), torch.int32)
+        groups = _zeroed(device, stream, "softmax.groups", (s_d0, 2), torch.int32)
+        _launch(fns, "softmax_k3", _grid_softmax_k3(sm, s_d0, s_d0, s_d0, s_d0, s_d0), 256, 64104, stream, (s, y, split_max_1, split_sum_1, tickets, groups, s_d0, s_d0, s_d0, s_d0, s_d0))
     return y

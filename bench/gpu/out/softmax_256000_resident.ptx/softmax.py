@@ -101,7 +101,7 @@ _KERNELS = (
     ("softmax_k0", 128, 16400),
     ("softmax_k1", 256, 0),
     ("softmax_k2", 256, 0),
-    ("softmax_k3", 800, 64184),
+    ("softmax_k3", 256, 64104),
 )
 
 _modules = {}
@@ -219,5 +219,5 @@ def softmax(*args):
         split_sum_1 = torch.empty((s_d0, 8), dtype=torch.float32, device=device)
         tickets = _zeroed(device, stream, "softmax.tickets", (1,), torch.int32)
         groups = _zeroed(device, stream, "softmax.groups", (s_d0, 2), torch.int32)
-        _launch(fns, "softmax_k3", _grid_softmax_k3(sm, s_d0, s_d0, s_d0, s_d0, s_d0), 800, 64184, stream, (s, y, split_max_1, split_sum_1, tickets, groups, s_d0, s_d0, s_d0, s_d0, s_d0))
+        _launch(fns, "softmax_k3", _grid_softmax_k3(sm, s_d0, s_d0, s_d0, s_d0, s_d0), 256, 64104, stream, (s, y, split_max_1, split_sum_1, tickets, groups, s_d0, s_d0, s_d0, s_d0, s_d0))
     return y

@@ -98,7 +98,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "softmax.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("softmax_k0", 800, 100),
+    ("softmax_k0", 256, 64040),
 )
 
 _modules = {}
@@ -167,5 +167,5 @@ def softmax(*args):
     sm = _sm_count(device)
     s_d0 = s.shape[0]
     y = torch.empty((s_d0, 32000), dtype=torch.bfloat16, device=device)
-    _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0), 800, 100, stream, (s, y, s_d0, s_d0))
+    _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0), 256, 64040, stream, (s, y, s_d0, s_d0))
     return y
