@@ -218,7 +218,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 			// Rows the plan saw fit but do not are read again; a one-pass
 			// schedule the plan would not choose (written by hand) stays,
 			// for sram-alloc to refuse.
-			schedule, online = ev.rowsDoNotFit(fused)
+			schedule, online = ev.rowsDoNotFit()
 			k.setAttr("schedule", ir.StringAttr(schedule))
 			keeps, inPlace = make([][]*ir.Value, info.NumPhases), nil
 			clear(ev.keptFrom)
@@ -313,9 +313,9 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	return nil
 }
 
-// keptRowBytes is the sram the rows keeps holds: a buffer of c elements,
-// as held, for each row not kept in place of another, each from a
-// multiple of 16 bytes as sram-alloc places them.
+// keptRowBytes is the sram the kept rows (keeps) take: a buffer of c
+// elements, as held, for each row not kept in place of another, each from
+// a multiple of 16 bytes as sram-alloc places them.
 func (ev *evaluator) keptRowBytes(keeps [][]*ir.Value, inPlace map[*ir.Value]*ir.Value, c int64) int64 {
 	var n int64
 	for _, vs := range keeps {
@@ -386,7 +386,7 @@ func (ev *evaluator) copyBytes(inputs []*ir.Value, c int64) int64 {
 // kept rows do not fit the scratchpad as lowered: online where its first
 // phases are a max and a sum of exp(x - max) (as passes.PlanSchedule
 // chooses), two-pass otherwise.
-func (ev *evaluator) rowsDoNotFit(fused *ir.Operation) (string, *onlinePair) {
+func (ev *evaluator) rowsDoNotFit() (string, *onlinePair) {
 	maxOp, sumOp, ok := ev.info.Online()
 	if ok && !ev.k.exact && ev.k.target.Family != target.Tenstorrent {
 		return passes.ScheduleOnline, &onlinePair{max: maxOp, sum: sumOp}
