@@ -220,6 +220,10 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 			// for sram-alloc to refuse.
 			schedule, online = ev.rowsDoNotFit()
 			k.setAttr("schedule", ir.StringAttr(schedule))
+			if k.remarks != nil {
+				k.remarks.Remark("fusion", fused.Loc, "lowered %s: the rows a one-pass kernel keeps take %d bytes as held (the plan counted %d), more than the %d-byte scratchpad of %s",
+					schedule, kept, info.RowBufferBytes(), limit, k.target.Name)
+			}
 			keeps, inPlace = make([][]*ir.Value, info.NumPhases), nil
 			clear(ev.keptFrom)
 		}
