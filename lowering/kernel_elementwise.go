@@ -5,7 +5,6 @@ import (
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
-	"github.com/tensorforge/tensorforge/ir/target"
 	"github.com/tensorforge/tensorforge/passes"
 )
 
@@ -218,7 +217,14 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 			// Rows the plan saw fit but do not are read again; a one-pass
 			// schedule the plan would not choose (written by hand) stays,
 			// for sram-alloc to refuse.
-			schedule, online = ev.rowsDoNotFit()
+			schedule = info.RereadSchedule(k.target)
+			if schedule == passes.ScheduleOnline && k.exact {
+				schedule = passes.ScheduleTwoPass // as an online plan is lowered with exact rounding
+			}
+			if schedule == passes.ScheduleOnline {
+				maxOp, sumOp, _ := info.Online()
+				online = &onlinePair{max: maxOp, sum: sumOp}
+			}
 			k.setAttr("schedule", ir.StringAttr(schedule))
 			if k.remarks != nil {
 				k.remarks.Remark("fusion", fused.Loc, "lowered %s: the rows a one-pass kernel keeps take %d bytes as held (the plan counted %d), more than the %d-byte scratchpad of %s",
@@ -325,7 +331,7 @@ func (ev *evaluator) keptRowBytes(keeps [][]*ir.Value, inPlace map[*ir.Value]*ir
 	for _, vs := range keeps {
 		for _, v := range vs {
 			if _, ok := inPlace[v]; !ok {
-				n += (c*int64(ev.heldElem(v).Kind.ByteSize()) + 15) / 16 * 16
+				n += sramRowBytes(c, ev.heldElem(v))
 			}
 		}
 	}
@@ -376,26 +382,20 @@ func (ev *evaluator) rowCopies(reductions [][]*ir.Operation, stores [][]int, out
 	return copied
 }
 
+// sramRowBytes is what a row of c elements of e takes in sram, from a
+// multiple of 16 bytes as sram-alloc places it.
+func sramRowBytes(c int64, e ir.ElemType) int64 {
+	return (c*int64(max(e.Kind.ByteSize(), 1)) + 15) / 16 * 16
+}
+
 // copyBytes is the sram the copies of rows of c columns of inputs take,
 // each from a multiple of 16 bytes.
 func (ev *evaluator) copyBytes(inputs []*ir.Value, c int64) int64 {
 	var n int64
 	for _, a := range inputs {
-		n += (c*int64(elemOf(a).Kind.ByteSize()) + 15) / 16 * 16
+		n += sramRowBytes(c, elemOf(a))
 	}
 	return n
-}
-
-// rowsDoNotFit is the schedule of a row kernel planned one-pass whose
-// kept rows do not fit the scratchpad as lowered: online where its first
-// phases are a max and a sum of exp(x - max) (as passes.PlanSchedule
-// chooses), two-pass otherwise.
-func (ev *evaluator) rowsDoNotFit() (string, *onlinePair) {
-	maxOp, sumOp, ok := ev.info.Online()
-	if ok && !ev.k.exact && ev.k.target.Family != target.Tenstorrent {
-		return passes.ScheduleOnline, &onlinePair{max: maxOp, sum: sumOp}
-	}
-	return passes.ScheduleTwoPass, nil
 }
 
 // planKeptRows decides, for a one-pass schedule, which full rows are kept

@@ -213,6 +213,17 @@ func (k *KernelInfo) RowElemName() string {
 	return "f32"
 }
 
+// RereadSchedule is the schedule of a row kernel whose kept rows do not
+// fit target t's scratchpad: online where its first phases are a max and a
+// sum of exp(x - max), two-pass otherwise.
+func (k *KernelInfo) RereadSchedule(t *target.Target) string {
+	if _, _, online := k.Online(); online && t.Family != target.Tenstorrent {
+		// (a Tensix core's L1 keeps rows of 256K f32 one-pass)
+		return ScheduleOnline
+	}
+	return ScheduleTwoPass
+}
+
 // PlanSchedule chooses the schedule of a row kernel for target t: one-pass
 // when the rows kept fit its scratchpad, two-pass otherwise. It returns the
 // schedule ("" for kinds other than row) and sets k.Schedule.
@@ -224,11 +235,7 @@ func (k *KernelInfo) PlanSchedule(t *target.Target) string {
 	_, _, online := k.Online()
 	switch {
 	case k.RowBuffers > 0 && t != nil && k.RowBufferBytes() > t.ScratchpadBytes:
-		k.Schedule = ScheduleTwoPass
-		if online && t.Family != target.Tenstorrent {
-			// (a Tensix core's L1 keeps rows of 256K f32 one-pass)
-			k.Schedule = ScheduleOnline
-		}
+		k.Schedule = k.RereadSchedule(t)
 	case k.RowBuffers > 0 && t != nil && t.Family == target.CPU && !online && len(k.MatMuls) == 0 && k.RowReadBytes() <= t.ScratchpadBytes/cachedRowShare:
 		// (not softmax-like kernels, whose later phase would compute
 		// exp(x - max) again where one-pass keeps it: 0.85x in bf16; nor
