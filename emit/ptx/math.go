@@ -58,7 +58,7 @@ func (ke *kernelEmitter) unaryF32(op *ir.Operation, x opnd) opnd {
 		return ke.f32("abs.f32", x)
 	case loop.OpExp:
 		if ke.precisionNeeded(op.Result(0)) <= fastBits {
-			return ke.expFastF32(x)
+			return ke.expFastF32(x, maxShiftedSum(op))
 		}
 		return ke.expF32(x, maxShiftedSum(op))
 	case loop.OpExp2:
@@ -172,10 +172,12 @@ func (ke *kernelEmitter) expF32(x opnd, ftz bool) opnd {
 
 // maxShiftedSum reports whether an exp is a term of logsumexp's sum,
 // exp(x - m) with m the maximum of the row x (or 0 where that maximum is
-// infinite), whose only use is that sum:
+// infinite), whose only use is that sum. The row is an sram buffer that
+// the loop taking the maximum fills, or one filled before it (a row held
+// in its input's type, read through a cast):
 //
 //	%acc = loop.for ... {combine = ["max"]} { ...; %m1 = loop.max %c, %x; loop.store %x, %row, %i; ... }
-//	%m = loop.reduce %acc {kind = "max"}      (%s = loop.select %inf, 0.0, %m)
+//	%m = loop.reduce %acc {kind = "max"}      (%s = loop.select %inf, 0.0, %m, or of max(-inf, %m))
 //	loop.for ... {combine = ["add"]} { %v = loop.load %row, %j; %d = loop.sub %v, broadcast(%s);
 //	                                    %e = loop.exp %d; %a = loop.add %c2, %e; loop.yield %a }
 //
@@ -191,26 +193,17 @@ func maxShiftedSum(op *ir.Operation) bool {
 			return false
 		}
 	}
-	row, ok := loop.AsLoad(sub.Operand(0).DefiningOp())
+	row, cast, ok := rowRead(sub.Operand(0))
 	if !ok || len(row.Indices()) != 1 {
 		return false
 	}
-	shift := sub.Operand(1).DefiningOp()
-	if shift != nil && shift.Name() == loop.OpBroadcast {
-		shift = shift.Operand(0).DefiningOp()
-	}
-	if shift != nil && shift.Name() == loop.OpSelect {
-		if c, ok := constValue(shift.Operand(1)); !ok || c != 0 {
-			return false
-		}
-		shift = shift.Operand(2).DefiningOp()
-	}
-	red, ok := loop.AsReduce(shift)
+	red, ok := loop.AsReduce(rowMaximum(sub.Operand(1)))
 	if !ok || red.Kind() != "max" {
 		return false
 	}
 	// the maximum is over the values the row holds: the loop that
-	// stores them into the row also takes their maximum
+	// stores them into the row also takes their maximum, or reads them
+	// from the row after every store to it
 	acc := red.Input()
 	first := acc.DefiningOp()
 	f, ok := loop.AsFor(first)
@@ -227,14 +220,11 @@ func maxShiftedSum(op *ir.Operation) bool {
 		return false
 	}
 	body := f.Body().Entry()
-	var yielded *ir.Value
-	stores := 0
-	for o := body.First(); o != nil; o = o.Next() {
-		if o.Name() == loop.OpYield {
-			yielded = o.Operand(j)
-		}
+	y := yieldedAt(f, j)
+	if y == nil {
+		return false
 	}
-	mx := yielded.DefiningOp()
+	mx := y.DefiningOp()
 	if mx == nil || mx.Name() != loop.OpMax {
 		return false
 	}
@@ -248,15 +238,7 @@ func maxShiftedSum(op *ir.Operation) bool {
 	default:
 		return false
 	}
-	for _, u := range row.Memref().Users() {
-		if st, ok := loop.AsStore(u); ok {
-			stores++
-			if st.Value() != x || u.Block() != body || len(st.Indices()) != 1 || st.Indices()[0] != body.Args[0] {
-				return false
-			}
-		}
-	}
-	if stores != 1 {
+	if !filledBy(row.Memref(), x, cast, f) {
 		return false
 	}
 	// the row is read at the index of the same iteration space
@@ -268,6 +250,78 @@ func maxShiftedSum(op *ir.Operation) bool {
 		a, okA := staticIndex(p[0])
 		b, okB := staticIndex(p[1])
 		if p[0] != p[1] && !(okA && okB && a == b) {
+			return false
+		}
+	}
+	return true
+}
+
+// rowRead is the load that v is, or that v casts (from a narrower float).
+func rowRead(v *ir.Value) (loop.LoadOp, *ir.Operation, bool) {
+	d := v.DefiningOp()
+	var cast *ir.Operation
+	if d != nil && d.Name() == loop.OpCast {
+		cast, d = d, d.Operand(0).DefiningOp()
+	}
+	l, ok := loop.AsLoad(d)
+	return l, cast, ok
+}
+
+// rowMaximum is the op behind the shift of a max-shifted sum: through its
+// broadcast, the select of 0 for an infinite maximum, and a max with the
+// constant -inf.
+func rowMaximum(v *ir.Value) *ir.Operation {
+	shift := v.DefiningOp()
+	if shift != nil && shift.Name() == loop.OpBroadcast {
+		shift = shift.Operand(0).DefiningOp()
+	}
+	if shift != nil && shift.Name() == loop.OpSelect {
+		if c, ok := constValue(shift.Operand(1)); !ok || c != 0 {
+			return nil
+		}
+		shift = shift.Operand(2).DefiningOp()
+	}
+	if shift != nil && shift.Name() == loop.OpMax {
+		if c, ok := constValue(shift.Operand(0)); ok && math.IsInf(c, -1) {
+			shift = shift.Operand(1).DefiningOp()
+		} else if c, ok := constValue(shift.Operand(1)); ok && math.IsInf(c, -1) {
+			shift = shift.Operand(0).DefiningOp()
+		}
+	}
+	return shift
+}
+
+// filledBy reports whether the values of row, as the sum reads them (cast
+// by cast, if not nil), are the x whose maximum loop f takes: f stores x
+// into the row at its index, its one store; or x is the same cast of a
+// load of the row at f's index, and every store to the row comes before f.
+func filledBy(row, x *ir.Value, cast *ir.Operation, f loop.ForOp) bool {
+	body := f.Body().Entry()
+	if cast == nil {
+		stores := 0
+		for _, u := range row.Users() {
+			if st, ok := loop.AsStore(u); ok {
+				stores++
+				if st.Value() != x || u.Block() != body || len(st.Indices()) != 1 || st.Indices()[0] != body.Args[0] {
+					return false
+				}
+			}
+		}
+		return stores == 1
+	}
+	l, c, ok := rowRead(x)
+	if !ok || c == nil || l.Memref() != row || len(l.Indices()) != 1 || l.Indices()[0] != body.Args[0] ||
+		elemKindOf(c.Operand(0).Type()) != elemKindOf(cast.Operand(0).Type()) ||
+		elemKindOf(c.Result(0).Type()) != elemKindOf(cast.Result(0).Type()) {
+		return false
+	}
+	fb := f.Operation.Block()
+	before := map[*ir.Operation]bool{}
+	for o := fb.First(); o != nil && o != f.Operation; o = o.Next() {
+		before[o] = true
+	}
+	for _, u := range row.Users() {
+		if u.Name() == loop.OpStore && !before[topLevel(u, fb)] {
 			return false
 		}
 	}
@@ -345,8 +399,11 @@ func (ke *kernelEmitter) divRefined(x, d opnd) opnd {
 // expFastF32 is ex2.approx(x log2 e): the rounding of the product is
 // |x| 2^-24 relative at most (2^-17.5 below overflow), which a result
 // rounded to bf16 or f16 does not see (docs/ptx.md).
-func (ke *kernelEmitter) expFastF32(x opnd) opnd {
+func (ke *kernelEmitter) expFastF32(x opnd, ftz bool) opnd {
 	t := ke.f32("mul.rn.f32", x, fb(log2e))
+	if ftz {
+		return ke.f32("ex2.approx.ftz.f32", t)
+	}
 	return ke.f32("ex2.approx.f32", t)
 }
 
@@ -357,49 +414,6 @@ const (
 	fastBits       = 10
 	tanhApproxBits = 7
 )
-
-// precisionNeeded is the significand bits the uses of an f32 value keep:
-// 7 when every path from it ends in a cast to bf16, 10 for f16, 3 and 2
-// for f8, 23 when some use keeps f32 (or more). Paths may go through ops
-// that keep relative errors relative (mul, div, neg, abs, max, min,
-// select, broadcast), not through add or sub, which can cancel.
-func (ke *kernelEmitter) precisionNeeded(v *ir.Value) int {
-	if ke.precision == nil {
-		ke.precision = map[*ir.Value]int{}
-	}
-	if b, ok := ke.precision[v]; ok {
-		return b
-	}
-	need := 0
-	if !v.HasUses() {
-		need = 23
-	}
-	for _, u := range v.Users() {
-		b := 23
-		switch u.Name() {
-		case loop.OpCast:
-			switch elemKindOf(u.Result(0).Type()) {
-			case ir.BF16:
-				b = 7
-			case ir.F16:
-				b = 10
-			case ir.F8E4M3FN:
-				b = 3
-			case ir.F8E5M2:
-				b = 2
-			}
-		case loop.OpMul, loop.OpDiv, loop.OpNeg, loop.OpAbs, loop.OpMax, loop.OpMin, loop.OpBroadcast:
-			b = ke.precisionNeeded(u.Result(0))
-		case loop.OpSelect:
-			if u.Operand(0) != v {
-				b = ke.precisionNeeded(u.Result(0))
-			}
-		}
-		need = max(need, b)
-	}
-	ke.precision[v] = need
-	return need
-}
 
 // scale2F32 is p * 2^j for an integral j in [-160, 160], as two exact
 // factors 2^(j>>1) and 2^(j - j>>1), each a normal f32.
@@ -898,7 +912,7 @@ func (ke *kernelEmitter) geluTanhF32(x opnd, fast bool) opnd {
 		in = ke.f32("mul.rn.f32", in, x)
 		z := ke.f32("mul.rn.f32", in, fv(2*math.Sqrt(2/math.Pi)))
 		az := ke.f32("abs.f32", z)
-		e := ke.expFastF32(ke.f32("neg.f32", az))
+		e := ke.expFastF32(ke.f32("neg.f32", az), false)
 		y := ke.logisticF32(x, z, e, true, true)
 		nan := ke.pred("setp.nan.f32", x, x)
 		return ke.selF32(nan, x, y)

@@ -1,0 +1,182 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/numeric"
+)
+
+// fastSumSrc: softmax rows whose results are rounded to bf16 or f16 (the
+// sum of e^(x - max) keeps 7 or 10 bits of its terms: each term, the sum,
+// its reciprocal and the product only scale relative errors), and the
+// rows whose results keep f32's precision (softmax in f32, logsumexp,
+// whose log turns the sum's relative error into an absolute one).
+const fastSumSrc = `
+func.func @sm_bf16(%s: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
+  %x = graph.cast %s : (tensor<?x4096xbf16>) -> tensor<?x4096xf32>
+  %p = graph.softmax %x {axis = -1} : tensor<?x4096xf32>
+  %y = graph.cast %p : (tensor<?x4096xf32>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+func.func @sm_f16(%x: tensor<?x4096xf16>) -> tensor<?x4096xf16> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x4096xf16>
+  return %y : tensor<?x4096xf16>
+}
+func.func @sm_f32(%x: tensor<?x4096xf32>) -> tensor<?x4096xf32> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x4096xf32>
+  return %y : tensor<?x4096xf32>
+}
+func.func @lse_bf16(%x: tensor<?x4096xbf16>) -> tensor<?xbf16> {
+  %y = graph.logsumexp %x {axis = -1} : (tensor<?x4096xbf16>) -> tensor<?xbf16>
+  return %y : tensor<?xbf16>
+}
+`
+
+// log2eLoImm is the immediate of the accurate exp's correction (the rest
+// of log2(e) beyond f32), present only where that sequence is.
+var log2eLoImm = fb(log2eLo).s
+
+// TestFastSumsChosen: the sums of softmax rows rounded to bf16 or f16 take
+// the fast exp: ex2.approx of the product, without ftz where the terms
+// are kept for the results too (one-pass rows), the bare ex2.approx.ftz
+// where they are only summed (the largest term is 1: the resident
+// splits, which compute e^(x - max) again for the results); f32 softmax
+// and logsumexp keep the accurate exp.
+func TestFastSumsChosen(t *testing.T) {
+	files := emitFiles(t, fastSumSrc)
+	for _, fn := range []string{"sm_bf16", "sm_f16"} {
+		text := files[fn+".ptx"]
+		require.False(t, strings.Contains(text, log2eLoImm), "%s has the accurate exp", fn)
+		require.False(t, strings.Contains(text, "ex2.approx.ftz.f32"), "%s flushes its results", fn)
+		require.True(t, strings.Contains(text, "ex2.approx.f32"), "%s has no fast exp", fn)
+	}
+	for _, fn := range []string{"sm_f32", "lse_bf16"} {
+		require.True(t, strings.Contains(files[fn+".ptx"], log2eLoImm), "%s has no accurate exp", fn)
+	}
+	// the resident split of a vocabulary (clusters exchanging the partial
+	// sums in shared memory): its sums go through the exchange
+	m := lower(t, residentSrc, residentPipeline, "h200")
+	fs, err := emitted(m)
+	require.NoError(t, err)
+	for _, f := range fs {
+		switch f.Name {
+		case "softmax.ptx", "softmax_vocab.ptx":
+			require.False(t, strings.Contains(f.Text, log2eLoImm), "%s has the accurate exp", f.Name)
+			require.True(t, strings.Contains(f.Text, "ex2.approx.ftz.f32"), "%s has no ftz exp", f.Name)
+		case "log_softmax.ptx":
+			require.True(t, strings.Contains(f.Text, log2eLoImm), "%s has no accurate exp", f.Name)
+		}
+	}
+}
+
+// fastSumRows fills rows of cols: normal values of scale 3 with -inf
+// sprinkled in; one large value among values 60 below (terms of e^-60);
+// a ramp over [-50, 50]; values 85 to 95 below the maximum, whose terms
+// are below 2^-126 (flushed in the sum) and whose results are subnormal in
+// bf16 (not flushed); and two equal maxima.
+func fastSumRows(x *geval.Tensor) {
+	cols := int(x.Shape[1])
+	rng := rand.New(rand.NewSource(11))
+	for r := 0; r < int(x.Shape[0]); r++ {
+		row := x.Data[r*cols : (r+1)*cols]
+		for j := range row {
+			switch r % 5 {
+			case 0:
+				row[j] = rng.NormFloat64() * 3
+				if rng.Intn(50) == 0 {
+					row[j] = math.Inf(-1)
+				}
+			case 1:
+				row[j] = -60
+			case 2:
+				row[j] = float64(j)/float64(cols)*100 - 50
+			case 3:
+				row[j] = -85 - 10*rng.Float64()
+			case 4:
+				row[j] = rng.Float64()
+			}
+		}
+		switch r % 5 {
+		case 1:
+			row[cols/3] = 0
+		case 3:
+			row[7] = 0
+		case 4:
+			row[1], row[cols-2] = 2, 2
+		}
+		for j := range row {
+			row[j] = numeric.RoundTo(row[j], x.Elem)
+		}
+	}
+}
+
+// softmax64 is softmax of the rows of x in float64.
+func softmax64(x *geval.Tensor) []float64 {
+	cols := int(x.Shape[1])
+	out := make([]float64, len(x.Data))
+	for r := 0; r < int(x.Shape[0]); r++ {
+		row := x.Data[r*cols : (r+1)*cols]
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = max(m, v)
+		}
+		s := 0.0
+		for _, v := range row {
+			s += math.Exp(v - m)
+		}
+		for j, v := range row {
+			out[r*cols+j] = math.Exp(v-m) / s
+		}
+	}
+	return out
+}
+
+// TestFastSumsAccuracy: softmax rows with the fast sums, every approximate
+// instruction of the simulator moved 2 ULP either way, within 1 ULP of
+// bf16 or f16 of float64 (docs/ptx.md, "Fast forms"): one-pass rows and
+// the resident splits of 61440 (S = 4, the clusters' exchange).
+func TestFastSumsAccuracy(t *testing.T) {
+	defer func() { simNudge = 0 }()
+	one := lower(t, fastSumSrc, fullPipeline, "h200")
+	res := lower(t, residentSrc, residentPipeline, "h200")
+	for _, c := range []struct {
+		m    ir.Module
+		fn   string
+		k    ir.ElemKind
+		rows int64
+		cols int64
+	}{
+		{one, "sm_bf16", ir.BF16, 5, 4096},
+		{one, "sm_f16", ir.F16, 5, 4096},
+		{res, "softmax", ir.BF16, 5, 61440},
+	} {
+		for _, nudge := range []int{-2, 0, 2} {
+			if testing.Short() && c.cols > 4096 && nudge != -2 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/nudge=%d", c.fn, nudge), func(t *testing.T) {
+				simNudge = nudge
+				x := &geval.Tensor{Shape: []int64{c.rows, c.cols}, Elem: c.k, Data: make([]float64, c.rows*c.cols)}
+				fastSumRows(x)
+				got, err := simRunFunc(c.m, c.fn, []*geval.Tensor{x})
+				require.NoError(t, err)
+				want := softmax64(x)
+				worst := 0.0
+				for i, w := range want {
+					d := numeric.ULPDiff(w, got[0].Data[i], c.k)
+					worst = max(worst, d)
+					require.LessOrEqual(t, d, 1.0, "%s[%d, %d] = %v, want %v", c.fn, i/int(c.cols), i%int(c.cols), got[0].Data[i], w)
+				}
+				t.Logf("max %.3f ULP of %s", worst, c.k)
+			})
+		}
+	}
+}
