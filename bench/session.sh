@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One device call that measures what the open issues report, in order, each
+# step bounded so that a slow one leaves the rest their time. On the GPU
+# machine, after `CGO_ENABLED=0 go build -o .bin/tfc ./tfc` and
+# `bash bench/gpu/build.sh` here (carry .bin):
+#
+#   bash bench/session.sh STEPS OUT
+#
+# STEPS is a comma list of: kernels (bench/gpu/run.py, Triton then PTX:
+# the row, RoPE, cross-entropy and decode workloads against eager,
+# torch.compile and a copy), vocab (softmax over 256000 and 32000 beside the
+# hand-written bulk-copy kernel), e2e-MODEL (bench/e2e/run.py on one model's
+# layer, every shape), greedy (the 2-layer LlamaForCausalLM decode loop).
+# Results go to OUT (run.py's JSON, e2e JSON) and standard output.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+steps=${1:-kernels,vocab,e2e-llama3-8b}
+out=${2:-/tmp/session}
+mkdir -p "$out"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+modes="eager,inductor default,inductor reduce-overhead,tensorforge triton,tensorforge triton +cudagraphs,tensorforge ptx +cudagraphs"
+IFS=, read -ra list <<<"$steps"
+for s in "${list[@]}"; do
+  start=$(date +%s)
+  echo "## $s"
+  case $s in
+  kernels)
+    timeout 170 python3 bench/gpu/run.py --quick --commit "$commit" --out "$out/triton" 2>&1 | grep -v Warning
+    python3 bench/gpu/ptx_modules.py bench/gpu/out /tmp/ptxmods >/dev/null
+    timeout 170 python3 bench/gpu/run.py --quick --commit "$commit" --modules /tmp/ptxmods --out "$out/ptx" 2>&1 | grep -v Warning
+    ;;
+  vocab)
+    timeout 60 python3 bench/gpu/bulk_softmax.py --forms 8/512 \
+      --tfc "ptx-O2=bench/gpu/out/softmax_256000.ptx/softmax.py,triton-O2=bench/gpu/out/softmax_256000.py" 2>&1 | tail -14
+    timeout 45 python3 bench/gpu/bulk_softmax.py --cols 32000 --forms 1/512 \
+      --tfc "ptx-O2=bench/gpu/out/softmax_32000.ptx/softmax.py,triton-O2=bench/gpu/out/softmax_32000.py" 2>&1 | tail -10
+    ;;
+  e2e-*)
+    m=${s#e2e-}
+    TENSORFORGE_TFC=.bin/tfc timeout 240 python3 bench/e2e/run.py "$out/e2e-$m" --models "$m" --no-greedy \
+      --autotune none --modes "$modes" 2>&1 | grep -E " \| |rror"
+    ;;
+  greedy)
+    TENSORFORGE_TFC=.bin/tfc timeout 200 python3 bench/e2e/run.py "$out/greedy" --models '' 2>&1 | grep -E "greedy|rror"
+    ;;
+  *)
+    echo "unknown step $s"
+    ;;
+  esac
+  echo "## $s took $(($(date +%s) - start)) s"
+done
