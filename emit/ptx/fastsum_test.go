@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -178,5 +179,34 @@ func TestFastSumsAccuracy(t *testing.T) {
 				t.Logf("max %.3f ULP of %s", worst, c.k)
 			})
 		}
+	}
+}
+
+// TestPrecisionWalkBounded: a row sum of a chain in which every value has
+// two users that the next joins (2^20 paths from the exp to the sum, all
+// of them partial answers, around the loop of the sum) is emitted at once:
+// the analyses' walks are bounded (walkSteps) and memoised.
+func TestPrecisionWalkBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("func.func @f(%x: tensor<?x4096xbf16>) -> tensor<?xbf16> {\n")
+	b.WriteString("  %v0 = graph.exp %x : tensor<?x4096xbf16>\n")
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&b, "  %%a%d = graph.mul %%v%d, %%v%d : tensor<?x4096xbf16>\n", i, i-1, i-1)
+		fmt.Fprintf(&b, "  %%b%d = graph.mul %%v%d, %%v0 : tensor<?x4096xbf16>\n", i, i-1)
+		fmt.Fprintf(&b, "  %%v%d = graph.add %%a%d, %%b%d : tensor<?x4096xbf16>\n", i, i, i)
+	}
+	b.WriteString("  %s = graph.reduce_sum %v20 {axes = [1]} : (tensor<?x4096xbf16>) -> tensor<?xbf16>\n")
+	b.WriteString("  return %s : tensor<?xbf16>\n}\n")
+	m := lower(t, b.String(), fullPipeline, "h200")
+	done := make(chan error, 1)
+	go func() {
+		_, err := emitted(m)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("emitting a chain of shared values did not finish in 60 s")
 	}
 }

@@ -122,7 +122,8 @@ type kernelEmitter struct {
 	prefetched map[prefetchKey][]opnd // loads issued ahead of their loop body
 	halves     map[string]halfSrc     // 16-bit lanes unpacked from a 32-bit word
 	hoisted    map[*ir.Operation]addr
-	precision  map[*ir.Value]int // memo of precisionNeeded
+	precision  map[*ir.Value]int  // memo of precisionNeeded
+	nonNeg     map[*ir.Value]bool // memo of nonNegative
 
 	// addresses computed in the scopes being emitted, to reuse them
 	addrCache map[string]opnd

@@ -32,31 +32,53 @@ func (ke *kernelEmitter) precisionNeeded(v *ir.Value) int {
 	if ke.precision == nil {
 		ke.precision = map[*ir.Value]int{}
 	}
-	b, _ := ke.precisionOf(v, map[*ir.Value]bool{})
+	b, _ := ke.precisionOf(v, newWalk())
 	return b
 }
 
 // fullBits is the most precision a value can need (f32's significand).
 const fullBits = 23
 
-// precisionOf is precisionNeeded of v while the values of busy are being
-// computed: a path back to one of them (a loop's carried sum) adds
-// nothing, since that value's need is the most of its other paths. Such a
-// partial result is not memoised.
-func (ke *kernelEmitter) precisionOf(v *ir.Value, busy map[*ir.Value]bool) (need int, partial bool) {
+// A walk is one query of the analyses below: the values whose answer is
+// being computed (busy: a path back to one goes around a loop), and the
+// steps taken, bounded so that a kernel of many shared subexpressions (a
+// fuzzer's) cannot make a query exponential: past walkSteps the answer
+// is the conservative one (fullBits; not non-negative).
+type walk struct {
+	busy  map[*ir.Value]bool
+	steps int
+}
+
+const walkSteps = 1 << 14
+
+func newWalk() *walk { return &walk{busy: map[*ir.Value]bool{}} }
+
+// spent counts a step and reports whether the walk is over its bound.
+func (w *walk) spent() bool {
+	w.steps++
+	return w.steps > walkSteps
+}
+
+// precisionOf is precisionNeeded of v within walk w: a path back to a busy
+// value (a loop's carried sum) adds nothing, since that value's need is
+// the most of its other paths. Such a partial result is not memoised.
+func (ke *kernelEmitter) precisionOf(v *ir.Value, w *walk) (need int, partial bool) {
 	if b, ok := ke.precision[v]; ok {
 		return b, false
 	}
-	if busy[v] {
+	if w.busy[v] {
 		return 0, true
 	}
-	busy[v] = true
-	defer delete(busy, v)
+	if w.spent() {
+		return fullBits, true
+	}
+	w.busy[v] = true
+	defer delete(w.busy, v)
 	for _, u := range v.Users() {
-		b, p := ke.useNeed(v, u, busy)
+		b, p := ke.useNeed(v, u, w)
 		need, partial = max(need, b), partial || p
 		if need >= fullBits {
-			need, partial = fullBits, false
+			need = fullBits
 			break
 		}
 	}
@@ -67,11 +89,11 @@ func (ke *kernelEmitter) precisionOf(v *ir.Value, busy map[*ir.Value]bool) (need
 }
 
 // useNeed is the bits use u of v keeps.
-func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, busy map[*ir.Value]bool) (int, bool) {
-	through := func(ws ...*ir.Value) (int, bool) {
+func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, w *walk) (int, bool) {
+	through := func(xs ...*ir.Value) (int, bool) {
 		need, partial := 0, false
-		for _, w := range ws {
-			b, p := ke.precisionOf(w, busy)
+		for _, x := range xs {
+			b, p := ke.precisionOf(x, w)
 			need, partial = max(need, b), partial || p
 		}
 		return need, partial
@@ -88,7 +110,7 @@ func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, busy map[*ir.Valu
 			return through(u.Result(0))
 		}
 	case loop.OpAdd:
-		if ke.nonNegative(u.Operand(0), map[*ir.Value]bool{}) && ke.nonNegative(u.Operand(1), map[*ir.Value]bool{}) {
+		if ke.nonNegative(u.Operand(0)) && ke.nonNegative(u.Operand(1)) {
 			return through(u.Result(0))
 		}
 	case loop.OpReduce:
@@ -97,7 +119,7 @@ func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, busy map[*ir.Valu
 		case "max", "min":
 			return through(u.Result(0))
 		case "add":
-			if ke.nonNegative(v, map[*ir.Value]bool{}) {
+			if ke.nonNegative(v) {
 				return through(u.Result(0))
 			}
 		}
@@ -297,65 +319,99 @@ func (ke *kernelEmitter) privateArg(i int) bool {
 // nonNegative reports whether every value v takes is >= 0 (or NaN): e^x,
 // constants >= 0, and what sums, products, quotients, maxima, selects and
 // reductions make of them; a carried value whose init and yielded values
-// are; a load of a buffer of readBack whose every store is. A value whose
-// proof is in progress (busy: around a loop) is taken to be, as an
-// induction over the iterations shows.
-func (ke *kernelEmitter) nonNegative(v *ir.Value, busy map[*ir.Value]bool) bool {
-	if busy[v] {
-		return true
+// are; a load of a buffer of readBack whose every store is.
+func (ke *kernelEmitter) nonNegative(v *ir.Value) bool {
+	if ke.nonNeg == nil {
+		ke.nonNeg = map[*ir.Value]bool{}
 	}
-	busy[v] = true
-	defer delete(busy, v)
-	all := func(ws ...*ir.Value) bool {
-		for _, w := range ws {
-			if !ke.nonNegative(w, busy) {
-				return false
-			}
-		}
-		return true
-	}
+	ok, _ := ke.nonNegativeIn(v, newWalk())
+	return ok
+}
+
+// nonNegativeIn is nonNegative within walk w. A value whose proof is in
+// progress (busy: around a loop) is taken to be, as an induction over the
+// iterations shows; an answer that took it so (assumed) is not memoised
+// unless it is false, which no assumption of the kind can make true.
+func (ke *kernelEmitter) nonNegativeIn(v *ir.Value, w *walk) (ok, assumed bool) {
 	if v == nil {
-		return false
+		return false, false
+	}
+	if r, hit := ke.nonNeg[v]; hit {
+		return r, false
+	}
+	if w.busy[v] {
+		return true, true
+	}
+	if w.spent() {
+		return false, true
+	}
+	w.busy[v] = true
+	defer delete(w.busy, v)
+	ok, assumed = ke.nonNegativeOp(v, w)
+	if !ok || !assumed {
+		ke.nonNeg[v] = ok
+	}
+	return ok, assumed
+}
+
+// nonNegativeOp is nonNegativeIn by the op that defines v.
+func (ke *kernelEmitter) nonNegativeOp(v *ir.Value, w *walk) (ok, assumed bool) {
+	all := func(xs ...*ir.Value) (bool, bool) {
+		as := false
+		for _, x := range xs {
+			ok, a := ke.nonNegativeIn(x, w)
+			if !ok {
+				return false, false
+			}
+			as = as || a
+		}
+		return true, as
 	}
 	op := v.DefiningOp()
 	if op == nil {
 		// a loop's carried value
 		blk := v.OwnerBlock()
 		if blk == nil {
-			return false
+			return false, false
 		}
 		f, ok := loop.AsFor(blk.ParentOp())
 		if !ok || !carriedSafe(f) {
-			return false
+			return false, false
 		}
 		for i, a := range blk.Args {
 			if a == v && i > 0 {
 				return all(f.Inits()[i-1], yieldedAt(f, i-1))
 			}
 		}
-		return false
+		return false, false
 	}
 	switch op.Name() {
 	case loop.OpConst:
 		c, ok := constValue(v)
-		return ok && c >= 0
+		return ok && c >= 0, false
 	case loop.OpExp, loop.OpExp2, loop.OpAbs, loop.OpSqrt, loop.OpSigmoid:
-		return true
+		return true, false
 	case loop.OpAdd, loop.OpMul, loop.OpDiv, loop.OpMin:
 		return all(op.Operand(0), op.Operand(1))
 	case loop.OpMax:
-		return ke.nonNegative(op.Operand(0), busy) || ke.nonNegative(op.Operand(1), busy)
+		if ok, a := all(op.Operand(0)); ok {
+			return true, a
+		}
+		return all(op.Operand(1))
 	case loop.OpBroadcast:
 		return all(op.Operand(0))
 	case loop.OpSelect:
 		return all(op.Operand(1), op.Operand(2))
 	case loop.OpReduce:
 		r, _ := loop.AsReduce(op)
-		return r.Kind() != "mul" && all(r.Input())
+		if r.Kind() == "mul" {
+			return false, false
+		}
+		return all(r.Input())
 	case loop.OpFor:
 		f, _ := loop.AsFor(op)
 		if !carriedSafe(f) {
-			return false
+			return false, false
 		}
 		for i, r := range f.Values() {
 			if r == v {
@@ -365,16 +421,17 @@ func (ke *kernelEmitter) nonNegative(v *ir.Value, busy map[*ir.Value]bool) bool 
 	case loop.OpLoad:
 		l, _ := loop.AsLoad(op)
 		if _, ok := ke.readBack(l.Memref()); !ok {
-			return false
+			return false, false
 		}
+		var stored []*ir.Value
 		for _, u := range l.Memref().Users() {
-			if st, ok := loop.AsStore(u); ok && st.Memref() == l.Memref() && !ke.nonNegative(st.Value(), busy) {
-				return false
+			if st, ok := loop.AsStore(u); ok && st.Memref() == l.Memref() {
+				stored = append(stored, st.Value())
 			}
 		}
-		return true
+		return all(stored...)
 	}
-	return false
+	return false, false
 }
 
 // yieldedAt is the value a loop's body yields for its carried value i.
