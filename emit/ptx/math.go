@@ -396,15 +396,25 @@ func (ke *kernelEmitter) divRefined(x, d opnd) opnd {
 	return ke.selF32(nan, q, q1)
 }
 
-// expFastF32 is ex2.approx(x log2 e): the rounding of the product is
-// |x| 2^-24 relative at most (2^-17.5 below overflow), which a result
-// rounded to bf16 or f16 does not see (docs/ptx.md).
+// expFastF32 is e^x for a result that keeps at most fastBits: the
+// rounding of the product x log2 e is |x| 2^-24 relative at most (2^-17.5
+// below overflow), which a result rounded to bf16 or f16 does not see
+// (docs/ptx.md). With ftz (the terms of a max-shifted sum) it is the bare
+// ex2.approx.ftz of the product. Otherwise it is the square of
+// ex2.approx.ftz(x log2(e) / 2), the halving folded into the constant:
+// the half power is normal wherever e^x is not below 2^-252 (where both
+// are 0), so nothing is flushed, subnormal results round once in the
+// square, and overflow and ±inf come out of it as from e^x itself. Three
+// instructions, where ex2.approx.f32 alone is five (ptxas halves and
+// squares conditionally); the square doubles ex2's 2 ULP.
 func (ke *kernelEmitter) expFastF32(x opnd, ftz bool) opnd {
-	t := ke.f32("mul.rn.f32", x, fb(log2e))
 	if ftz {
+		t := ke.f32("mul.rn.f32", x, fb(log2e))
 		return ke.f32("ex2.approx.ftz.f32", t)
 	}
-	return ke.f32("ex2.approx.f32", t)
+	t := ke.f32("mul.rn.f32", x, fb(log2e-1<<23))
+	p := ke.f32("ex2.approx.ftz.f32", t)
+	return ke.f32("mul.rn.f32", p, p)
 }
 
 // fastBits is the most significand bits (after the leading one) a
