@@ -251,3 +251,34 @@ func TestPrecisionWalkBounded(t *testing.T) {
 		t.Fatal("emitting a chain of shared values did not finish in 60 s")
 	}
 }
+
+// TestExpEdges: the accurate exp where ex2.approx's result is 0, subnormal
+// or +inf, which the correction keeps or gives way to (its NaN selects
+// ex2's result): a dense sweep of -110..-85 and 85..90, the largest
+// finite values and ±inf, every approximate instruction moved 2 ULP either
+// way, within 3 ULP of f32 (docs/ptx.md), infinities and zeros exact.
+func TestExpEdges(t *testing.T) {
+	defer func() { simNudge = 0 }()
+	m := lowerFile(t, "testdata/ops.tir")
+	xs := []float64{math.Inf(1), math.Inf(-1), 3.4e38, -3.4e38, 1e30, -1e30, 88.72283, 88.72284, -87.33655, -103.97}
+	for i := 0; i <= 4000; i++ {
+		xs = append(xs, -110+25*float64(i)/4000, 85+5*float64(i)/4000)
+	}
+	for i, x := range xs {
+		xs[i] = float64(float32(x))
+	}
+	in := &geval.Tensor{Shape: []int64{int64(len(xs))}, Elem: ir.F32, Data: xs}
+	for _, nudge := range []int{-2, 0, 2} {
+		simNudge = nudge
+		got, err := simRunFunc(m, "exp_f32", []*geval.Tensor{in})
+		require.NoError(t, err)
+		for i, x := range xs {
+			want, g := math.Exp(x), got[0].Data[i]
+			if r := numeric.RoundTo(want, ir.F32); math.IsInf(r, 0) || r == 0 {
+				require.True(t, g == r || math.Abs(g) <= math.SmallestNonzeroFloat32*3, "exp(%v) = %v, want %v (nudge %d)", x, g, r, nudge)
+				continue
+			}
+			require.LessOrEqual(t, numeric.ULPDiff(want, g, ir.F32), 3.0, "exp(%v) = %v, want %v (nudge %d)", x, g, want, nudge)
+		}
+	}
+}

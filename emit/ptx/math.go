@@ -123,16 +123,6 @@ const (
 	ln2F32  = 0x3f317218 // 0.693147182
 )
 
-// The bounds of the correction in expF32: |t + expEdgeBias| >= expEdge
-// holds exactly for t >= 128 (ex2.approx's result is +inf) and for
-// t <= -160 (0): expEdge = 144 + 2^-16 has an odd last bit, so that
-// t = 128 - 2^-17, the f32 below 128, plus expEdgeBias rounds down to
-// 144, not up to expEdge.
-var (
-	expEdgeBias = fv(16 + math.Ldexp(1, -16))
-	expEdge     = fv(144 + math.Ldexp(1, -16))
-)
-
 // expF32 is e^x within 3 ULP:
 //
 //	t = x * log2e                     (rounded)
@@ -144,9 +134,11 @@ var (
 // put back by the last fma with its exact residual (|r ln2| < 2^-17, so
 // 2^r = 1 + r ln2 to 2^-35). The sequence has no conversion and no
 // integer arithmetic: the multiply-add pipe does all but the one
-// ex2.approx. Where ex2.approx's result is 0 or +inf (t <= -160,
-// t >= 128, and x = ±inf, where r is NaN) that result stands; subnormal
-// results take the correction like the others.
+// ex2.approx. Where ex2.approx's result is 0 (t <= -160, or below 2^-126
+// with ftz) the correction keeps it: 0 + 0 r. Where the correction is NaN
+// (x = ±inf, where r is NaN; t >= 128, where p = +inf and a negative or
+// zero r makes inf - inf or inf 0) p stands, 0 or +inf; a NaN x gives NaN
+// either way. Subnormal results take the correction like the others.
 //
 // With ftz (the terms of a max-shifted sum, maxShiftedSum) results below
 // 2^-126 are 0: ex2.approx.ftz.f32 is the bare special-function
@@ -164,10 +156,8 @@ func (ke *kernelEmitter) expF32(x opnd, ftz bool) opnd {
 	r = ke.f32("fma.rn.f32", x, fb(log2eLo), r)
 	q := ke.f32("mul.rn.f32", p, fb(ln2F32))
 	e := ke.f32("fma.rn.f32", q, r, p)
-	s := ke.f32("add.rn.f32", t, expEdgeBias)
-	s = ke.f32("abs.f32", s)
-	edge := ke.pred("setp.ge.f32", s, expEdge)
-	return ke.selF32(edge, p, e)
+	nan := ke.pred("setp.nan.f32", e, e)
+	return ke.selF32(nan, p, e)
 }
 
 // maxShiftedSum reports whether an exp is a term of logsumexp's sum,
