@@ -128,6 +128,9 @@ func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, w *walk) (int, bo
 			var ws []*ir.Value
 			for i, w := range u.Operands() {
 				if w == v {
+					if !ke.combinesRelative(f, i, v) {
+						return fullBits, false
+					}
 					ws = append(ws, f.Values()[i], f.Body().Entry().Args[1+i])
 				}
 			}
@@ -138,6 +141,9 @@ func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, w *walk) (int, bo
 			var ws []*ir.Value
 			for i, w := range f.Inits() {
 				if w == v {
+					if !ke.combinesRelative(f, i, v) {
+						return fullBits, false
+					}
 					ws = append(ws, f.Values()[i], f.Body().Entry().Args[1+i])
 				}
 			}
@@ -175,6 +181,19 @@ func carriedSafe(f loop.ForOp) bool {
 		}
 	}
 	return true
+}
+
+// combinesRelative reports whether v, the init or the yielded value of
+// loop f's carried value i, keeps its relative error through the combine
+// of the threads' values: a max or min does; a sum does where v is
+// non-negative (the threads' values of a carried sum of non-negative
+// terms are; others could cancel).
+func (ke *kernelEmitter) combinesRelative(f loop.ForOp, i int, v *ir.Value) bool {
+	c := f.Combine()
+	if i >= len(c) || c[i] != "add" {
+		return true
+	}
+	return ke.nonNegative(v)
 }
 
 // significandBits is the significand bits (after the leading one) of an
