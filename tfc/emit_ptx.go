@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"strings"
+
 	"github.com/tensorforge/tensorforge/emit/ptx"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
-	"strings"
 )
 
 // The PTX emitter writes two files per function into the `-o` directory:
@@ -42,6 +45,14 @@ func init() {
 			}
 			if err := lowerForCPU(req.Module, t, req.ExactRounding); err != nil {
 				return err
+			}
+			switch v := os.Getenv("TENSORFORGE_PTX_MMA"); v {
+			case "", "sync":
+				ptx.WGMMA = false
+			case "wgmma":
+				ptx.WGMMA = true
+			default:
+				return fmt.Errorf("TENSORFORGE_PTX_MMA=%q: expected \"sync\" (mma.sync, the default) or \"wgmma\" (sm_90a's warpgroup MMA, not yet measured on a GPU)", v)
 			}
 			_, err := ptx.WriteDir(req.Module, req.OutPath)
 			return err

@@ -11,6 +11,7 @@
 #
 #   ptxas -arch=sm_90 -v -o /dev/null FILE
 #
+# (-arch=sm_90a for a module whose .target is sm_90a: the wgmma form),
 # and prints one line per kernel (entry): registers per thread, the
 # barriers and static shared memory ptxas counted, the stack frame and
 # the bytes of spill stores and loads. A file ptxas rejects is reported
@@ -67,12 +68,18 @@ rejected=0
 spilled=0
 kernels=0
 for f in "${files[@]}"; do
-  if ! out=$("$ptxas" -arch=sm_90 -v -o /dev/null "$f" 2>&1); then
+  arch=sm_90
+  if grep -q '^\.target sm_90a' "$f"; then
+    arch=sm_90a
+  fi
+  if ! out=$("$ptxas" -arch=$arch -v -o /dev/null "$f" 2>&1); then
     echo "REJECTED $f:"
     echo "$out" | sed 's/^/    /'
     rejected=$((rejected + 1))
     continue
   fi
+  # warnings (wgmma serialized, ...) as ptxas gives them
+  echo "$out" | grep -i 'warning' | sed "s|^|WARNING $f: |"
   # ptxas -v prints, per entry:
   #   ptxas info    : Compiling entry function 'k' for 'sm_90'
   #   ptxas info    : Function properties for k

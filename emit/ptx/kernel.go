@@ -53,6 +53,9 @@ type kernelInfo struct {
 	// the first CTA of each part after the first, passed after the
 	// kernel's arguments
 	parts int
+	// wgmma: the kernel uses sm_90a's wgmma (the module's target is then
+	// sm_90a)
+	wgmma bool
 }
 
 // ixv is an index value: a register plus a constant, or a constant alone
@@ -276,6 +279,7 @@ func (ke *kernelEmitter) info() *kernelInfo {
 		entry: ke.entry, block: ke.plan.block, shared: ke.plan.shared,
 		nargs: len(ke.body.Args), nextents: len(ke.body.Args) - nbuf,
 		gridPy: ke.gridPython(), mm: ke.tcLaunch(), perInstance: len(ke.plan.syncs) > 0,
+		wgmma: ke.plan.tc != nil && ke.plan.tc.wg,
 	}
 }
 

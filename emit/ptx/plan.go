@@ -878,10 +878,16 @@ func slotBytes(k ir.ElemKind) int64 {
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
+// splitKLine describes split-K in a matmul kernel's comment.
+const splitKLine = "Split-K: the launcher cuts K into parts where the tiles leave SMs idle (few rows); each part stores its f32 sums, the last of a tile to finish adds them in order and runs the epilogue."
+
 // describe says in a few lines what the plan is, for the kernel's
 // comment.
 func (pl *plan) describe() []string {
 	if tp := pl.tc; tp != nil {
+		if tp.wg {
+			return tp.describeWG()
+		}
 		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (%d warps, 2 x %d, warp tile 64 x %d), mma.sync.m16n8k16 %s, f32 accumulators.", tcBM, tcBN, tcBK, tp.threads, tp.threads/32, tp.warpsN, tp.wtn, halfName(tp.half))}
 		for d, t := range tp.transB {
 			b := "[k, n], ldmatrix.trans"
@@ -900,8 +906,7 @@ func (pl *plan) describe() []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: %s.", tp.stages, tp.stageBytes, tp.sharedBytes(), copies))
-		out = append(out, "Split-K: the launcher cuts K into parts where the tiles leave SMs idle (few rows); each part stores its f32 sums, the last of a tile to finish adds them in order and runs the epilogue.")
-		return out
+		return append(out, splitKLine)
 	}
 	var pre []string
 	if pl.tcWhy != "" {

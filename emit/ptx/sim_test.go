@@ -185,6 +185,9 @@ func parseSim(text string) (*simModule, error) {
 		case "shfl", "ldmatrix", "mma":
 			// warp-collective: every lane of the warp executes it together
 			in.sync = 1
+		case "wgmma":
+			// warpgroup-collective: the 128 threads of a warpgroup together
+			in.sync = 6
 		case "bar":
 			in.sync = 2
 		case "barrier":
@@ -748,6 +751,9 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 			}
 			progress = true
 		}
+		if ctx.runWarpgroups(threads) {
+			progress = true
+		}
 		// mbarrier waits: a thread that yielded at a try_wait goes on once
 		// the phase it waits for completes (its waiting delivers the
 		// copies in flight on the mbarrier)
@@ -770,7 +776,7 @@ func (e *simEntry) runCTA(cta, grid, sharedBytes int, params []uint64, mem *simM
 				live++
 				if t.blocked == 5 {
 					spin++
-				} else if t.blocked >= 2 && (kind == 0 || t.blocked == kind) {
+				} else if t.blocked >= 2 && t.blocked <= 4 && (kind == 0 || t.blocked == kind) {
 					kind = t.blocked
 					atBar++
 				}
@@ -837,6 +843,8 @@ type simCtx struct {
 	mbars  map[uint64]*simMbar
 	bulk   []simBulk
 	events int64
+	// wgmma: each warpgroup's wgmma groups in flight (sim_wgmma_test.go)
+	wg map[int]*simWG
 }
 
 func (c *simCtx) shuffle(warp []*simThread, in *simInstr) {

@@ -84,9 +84,35 @@ type tcPlan struct {
 	threads, warpsN, wtn int64
 	// Python spelling of the tiles for the launcher
 	tilesPy string
+	// wg: the wgmma form (wgmma.go): two warpgroups, stages in 128-byte
+	// swizzled rows, read by wgmma.mma_async through descriptors
+	wg bool
 }
 
-func (tp *tcPlan) sharedBytes() int64 { return tp.stages * tp.stageBytes }
+func (tp *tcPlan) sharedBytes() int64 {
+	if tp.wg {
+		return tp.stages*tp.stageBytes + wgAlign // the stages start at the next 1024-byte boundary
+	}
+	return tp.stages * tp.stageBytes
+}
+
+// pitchK is the bytes between two K rows (A, [n, k] B) in a stage.
+func (tp *tcPlan) pitchK() int64 {
+	if tp.wg {
+		return tcBK * 2
+	}
+	return tcPitchK * 2
+}
+
+// ahead is the stages of K copied ahead of the one being multiplied: the
+// wgmma form keeps one step's wgmma in flight while the next is issued,
+// so the stage that step reads is not yet free.
+func (tp *tcPlan) ahead() int64 {
+	if tp.wg {
+		return tp.stages - 2
+	}
+	return tp.stages - 1
+}
 
 // pitches in halves
 const (
@@ -254,6 +280,10 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 	}
 	tp.mm = mm
+	if wgmmaTakes(tp) {
+		planWG(tp)
+		return tp, ""
+	}
 	off := int64(tcBM * tcPitchK * 2)
 	for _, t := range tp.transB {
 		tp.bOff = append(tp.bOff, off)
@@ -456,8 +486,6 @@ func (ke *kernelEmitter) emitTC() {
 	a := ke.a
 	tp := ke.plan.tc
 	mm := tp.mm
-	gb := mm.Grid.Body().Entry()
-	row, col := gb.Args[0], mm.Cols.Body().Entry().Args[0]
 	ob := ke.bufs[tp.out]
 	nd := len(ob.dims)
 	M := ob.dims[nd-2]
@@ -483,33 +511,25 @@ func (ke *kernelEmitter) emitTC() {
 	wn := ke.b64("and.b64", warp, intImm(tp.warpsN-1, rB64))
 	g := ke.b64("shr.u64", lane, intImm(2, rB32))
 	t4 := ke.b64("and.b64", lane, intImm(3, rB64))
-	// ldmatrix lane offsets (bytes, in a stage)
-	l16 := ke.b64("and.b64", lane, intImm(15, rB64))
-	l8 := ke.b64("and.b64", lane, intImm(7, rB64))
-	hi16 := ke.b64("shr.u64", lane, intImm(4, rB32))                                     // l / 16
-	mid8 := ke.b64("and.b64", ke.b64("shr.u64", lane, intImm(3, rB32)), intImm(1, rB64)) // (l / 8) % 2
-	// A: row wm*64 + l%16, column 8*(l/16)
-	aRow := ke.b64("mad.lo.s64", wm, intImm(64, rB64), l16)
-	aLane := ke.b64("mad.lo.s64", aRow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", hi16, intImm(4, rB32)))
-	aLane = ke.b64("add.s64", aLane, ke.smemCTA)
-	bLane := make([]opnd, len(mm.Dots))
-	for d, tr := range tp.transB {
-		if tr {
-			// rows n = wn*wtn + l%8 + 8*(l/16), column k 8*((l/8)%2)
-			n := ke.b64("add.s64", ke.b64("mad.lo.s64", wn, intImm(tp.wtn, rB64), l8), ke.b64("shl.b64", hi16, intImm(3, rB32)))
-			bLane[d] = ke.b64("mad.lo.s64", n, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", mid8, intImm(4, rB32)))
-		} else {
-			// rows k = l%8 + 8*((l/8)%2), column n wn*wtn + 8*(l/16)
-			kr := ke.b64("add.s64", l8, ke.b64("shl.b64", mid8, intImm(3, rB32)))
-			n := ke.b64("add.s64", ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)), ke.b64("shl.b64", hi16, intImm(3, rB32)))
-			bLane[d] = ke.b64("mad.lo.s64", kr, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", n, intImm(1, rB32)))
-		}
-		bLane[d] = ke.b64("add.s64", ke.b64("add.s64", bLane[d], ke.smemCTA), intImm(tp.bOff[d], rB64))
+	base := ke.smemCTA
+	var aLane opnd
+	var bLane []opnd
+	var wgd *wgDescs
+	if tp.wg {
+		base = ke.wgBase()
+		wgd = ke.wgDescriptors(tp, base, warp)
+	} else {
+		aLane, bLane = ke.tcLanes(tp, lane, wm, wn)
 	}
 	// where the thread's chunks land in stage 0
 	chunk := ke.b64("and.b64", tid, intImm(tcChunksK-1, rB64)) // 8-half chunk of a K row
 	crow := ke.b64("shr.u64", tid, intImm(tcKShift-3, rB32))   // row of a tile (and + tp.rowsK() per pass)
-	dK0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", crow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", chunk, intImm(4, rB32))))
+	dChunk := chunk
+	if tp.wg {
+		// 128-byte swizzle: chunk c of row r lies at chunk c ^ (r % 8)
+		dChunk = ke.b64("xor.b64", chunk, ke.b64("and.b64", crow, intImm(7, rB64)))
+	}
+	dK0 := ke.b64("add.s64", base, ke.b64("mad.lo.s64", crow, intImm(tp.pitchK(), rB64), ke.b64("shl.b64", dChunk, intImm(4, rB32))))
 	kr16 := ke.b64("shr.u64", tid, intImm(4, rB32)) // [k, n] B: K row of the chunk
 	c16 := ke.b64("and.b64", tid, intImm(15, rB64)) // [k, n] B: chunk of the row
 	dN0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", kr16, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
@@ -611,20 +631,24 @@ func (ke *kernelEmitter) emitTC() {
 		}
 	}
 
-	// accumulators: 4 x nj mma tiles of 16 x 8, 4 registers each
-	nj := int(tp.wtn / 8)
+	// accumulators: ni x nj mma tiles of 16 x 8, 4 registers each (the
+	// wgmma form: one row of 16 tiles, a warp's 16 rows of m64n128)
+	ni, nj := 4, int(tp.wtn/8)
+	if tp.wg {
+		ni, nj = 1, tcBN/8
+	}
 	acc := make([][]opnd, len(mm.Dots))
 	for d := range acc {
-		acc[d] = make([]opnd, 4*nj*4)
+		acc[d] = make([]opnd, ni*nj*4)
 		for i := range acc[d] {
 			acc[d][i] = a.reg(rF32)
 			a.ins("mov.f32", acc[d][i], f32Imm(0))
 		}
 	}
 
-	stages := tp.stages
-	a.comment("prologue: the first %d stages of the part's K, [kLo, kHi) in steps of %d", stages-1, tcBK)
-	for s := int64(0); s < stages-1; s++ {
+	stages, ahead := tp.stages, tp.ahead()
+	a.comment("prologue: the first %d stages of the part's K, [kLo, kHi) in steps of %d", ahead, tcBK)
+	for s := int64(0); s < ahead; s++ {
 		if s < kT {
 			skip := a.newLabel()
 			ks := ke.b64("add.s64", kLo, intImm(s, rB64))
@@ -641,16 +665,20 @@ func (ke *kernelEmitter) emitTC() {
 	a.ins("mov.b64", kt, kLo)
 	sCur, sNext := a.reg(rB64), a.reg(rB64)
 	a.ins("mov.b64", sCur, intImm(0, rB64))
-	a.ins("mov.b64", sNext, intImm((stages-1)*tp.stageBytes, rB64))
+	a.ins("mov.b64", sNext, intImm(ahead*tp.stageBytes, rB64))
 	kL, kDone := a.newLabel(), a.newLabel()
 	pNone := ke.pred("setp.ge.s64", kLo, kHi)
 	a.bra(&pNone, false, kDone) // an empty part (split-K): its sums are 0
 	a.comment("the loop over K, %d at a time, %d stages", tcBK, stages)
 	a.label(kL)
 	ke.pushScope()
-	a.raw(nil, false, "cp.async.wait_group", itoa(stages-2))
+	a.raw(nil, false, "cp.async.wait_group", itoa(ahead-1))
+	if tp.wg {
+		// the stage's copies (generic proxy) before wgmma reads it (async proxy)
+		a.raw(nil, false, "fence.proxy.async.shared::cta")
+	}
 	a.ins("bar.sync", intImm(0, rB32))
-	ktn := ke.b64("add.s64", kt, intImm(stages-1, rB64))
+	ktn := ke.b64("add.s64", kt, intImm(ahead, rB64))
 	skip := a.newLabel()
 	pk := ke.pred("setp.ge.s64", ktn, kHi)
 	a.bra(&pk, false, skip)
@@ -659,6 +687,40 @@ func (ke *kernelEmitter) emitTC() {
 	ke.popScope()
 	a.label(skip)
 	a.raw(nil, false, "cp.async.commit_group")
+	if tp.wg {
+		ke.wgStep(tp, wgd, sCur, acc)
+	} else {
+		ke.tcStep(tp, sCur, aLane, bLane, acc, nj)
+	}
+	// rotate the stages
+	for _, s := range []opnd{sCur, sNext} {
+		a.ins("add.s64", s, s, intImm(tp.stageBytes, rB64))
+		w := ke.pred("setp.ge.s64", s, intImm(stages*tp.stageBytes, rB64))
+		a.ins("selp.b64", s, intImm(0, rB64), s, w)
+	}
+	ke.popScope()
+	a.ins("add.s64", kt, kt, intImm(1, rB64))
+	pl := ke.pred("setp.lt.s64", kt, kHi)
+	a.bra(&pl, false, kL)
+	a.label(kDone)
+	if tp.wg {
+		a.raw(nil, false, "wgmma.wait_group.sync.aligned", "0")
+	}
+	a.raw(nil, false, "cp.async.wait_group", "0")
+	a.comment("every warp is done with the stages before the next tile's copies")
+	a.ins("bar.sync", intImm(0, rB32))
+	ke.tcEnd(tp, acc, ni, nj, split, wsBase, cntBase, tq, part, m0, n0, warp, wm, wn, g, t4, row0, mReg, mLast)
+	ke.popScope()
+	a.ins("add.s64", q, q, nctaid)
+	a.bra(nil, false, tileL)
+	a.label(done)
+}
+
+// tcStep multiplies the stage at byte offset sCur by ldmatrix and
+// mma.sync into the accumulators.
+func (ke *kernelEmitter) tcStep(tp *tcPlan, sCur, aLane opnd, bLane []opnd, acc [][]opnd, nj int) {
+	a := ke.a
+	mm := tp.mm
 	aBase := ke.b64("add.s64", sCur, aLane)
 	bBase := make([]opnd, len(mm.Dots))
 	for d := range bBase {
@@ -690,38 +752,43 @@ func (ke *kernelEmitter) emitTC() {
 			}
 		}
 	}
-	// rotate the stages
-	for _, s := range []opnd{sCur, sNext} {
-		a.ins("add.s64", s, s, intImm(tp.stageBytes, rB64))
-		w := ke.pred("setp.ge.s64", s, intImm(stages*tp.stageBytes, rB64))
-		a.ins("selp.b64", s, intImm(0, rB64), s, w)
-	}
-	ke.popScope()
-	a.ins("add.s64", kt, kt, intImm(1, rB64))
-	pl := ke.pred("setp.lt.s64", kt, kHi)
-	a.bra(&pl, false, kL)
-	a.label(kDone)
-	a.raw(nil, false, "cp.async.wait_group", "0")
-	a.comment("every warp is done with the stages before the next tile's copies")
-	a.ins("bar.sync", intImm(0, rB32))
+}
 
+// tcEnd writes what follows the loop over K in a tile: split-K's sums,
+// then the epilogue per accumulator element. Accumulator (i*nj+j)*4 +
+// 2*h + c of a thread is the element at row mW + 16*i + 8*h, column
+// nW + 8*j + c, with (mW, nW) the thread's first: for mma.sync warp
+// (wm, wn)'s tile row 64*wm + g, column wn*wtn + 2*t4; for wgmma
+// warpgroup w's warp q row 64*w + 16*q + g, column 2*t4.
+func (ke *kernelEmitter) tcEnd(tp *tcPlan, acc [][]opnd, ni, nj int, split, wsBase, cntBase, tq, part, m0, n0, warp, wm, wn, g, t4, row0, mReg, mLast opnd) {
+	a := ke.a
+	mm := tp.mm
+	gb := mm.Grid.Body().Entry()
+	row, col := gb.Args[0], mm.Cols.Body().Entry().Args[0]
 	epi, next := a.newLabel(), a.newLabel()
 	ke.tcSplitK(tp, acc, split, wsBase, cntBase, tq, part, epi, next)
 	a.label(epi)
 
 	// the epilogue, per element of the accumulators
 	a.comment("epilogue: the loop IR after the dot products, per element")
-	mW := ke.b64("add.s64", m0, ke.b64("shl.b64", wm, intImm(6, rB32)))
-	mW = ke.b64("add.s64", mW, g)
-	nW := ke.b64("add.s64", n0, ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)))
-	nW = ke.b64("add.s64", nW, ke.b64("shl.b64", t4, intImm(1, rB32)))
+	var mW, nW opnd
+	if tp.wg {
+		mW = ke.b64("add.s64", m0, ke.b64("shl.b64", warp, intImm(4, rB32))) // 64*w + 16*q = 16*warp
+		mW = ke.b64("add.s64", mW, g)
+		nW = ke.b64("add.s64", n0, ke.b64("shl.b64", t4, intImm(1, rB32)))
+	} else {
+		mW = ke.b64("add.s64", m0, ke.b64("shl.b64", wm, intImm(6, rB32)))
+		mW = ke.b64("add.s64", mW, g)
+		nW = ke.b64("add.s64", n0, ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)))
+		nW = ke.b64("add.s64", nW, ke.b64("shl.b64", t4, intImm(1, rB32)))
+	}
 	nCheck := tp.N%tcBN != 0
 	cb := mm.Cols.Body().Entry()
 	dots := map[*ir.Operation]int{}
 	for d, dot := range mm.Dots {
 		dots[dot.Loop.Operation] = d
 	}
-	for i := 0; i < 4; i++ {
+	for i := 0; i < ni; i++ {
 		for h := 0; h < 2; h++ {
 			m := ke.b64("add.s64", mW, intImm(int64(i*16+8*h), rB64))
 			inM := ke.pred("setp.lt.s64", m, mReg)
@@ -760,10 +827,35 @@ func (ke *kernelEmitter) emitTC() {
 	}
 	ke.ldPred, ke.stPred = nil, nil
 	a.label(next)
-	ke.popScope()
-	a.ins("add.s64", q, q, nctaid)
-	a.bra(nil, false, tileL)
-	a.label(done)
+}
+
+// tcLanes is where the thread's ldmatrix rows start in stage 0: of A,
+// and of each B.
+func (ke *kernelEmitter) tcLanes(tp *tcPlan, lane, wm, wn opnd) (opnd, []opnd) {
+	// ldmatrix lane offsets (bytes, in a stage)
+	l16 := ke.b64("and.b64", lane, intImm(15, rB64))
+	l8 := ke.b64("and.b64", lane, intImm(7, rB64))
+	hi16 := ke.b64("shr.u64", lane, intImm(4, rB32))                                     // l / 16
+	mid8 := ke.b64("and.b64", ke.b64("shr.u64", lane, intImm(3, rB32)), intImm(1, rB64)) // (l / 8) % 2
+	// A: row wm*64 + l%16, column 8*(l/16)
+	aRow := ke.b64("mad.lo.s64", wm, intImm(64, rB64), l16)
+	aLane := ke.b64("mad.lo.s64", aRow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", hi16, intImm(4, rB32)))
+	aLane = ke.b64("add.s64", aLane, ke.smemCTA)
+	bLane := make([]opnd, len(tp.mm.Dots))
+	for d, tr := range tp.transB {
+		if tr {
+			// rows n = wn*wtn + l%8 + 8*(l/16), column k 8*((l/8)%2)
+			n := ke.b64("add.s64", ke.b64("mad.lo.s64", wn, intImm(tp.wtn, rB64), l8), ke.b64("shl.b64", hi16, intImm(3, rB32)))
+			bLane[d] = ke.b64("mad.lo.s64", n, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", mid8, intImm(4, rB32)))
+		} else {
+			// rows k = l%8 + 8*((l/8)%2), column n wn*wtn + 8*(l/16)
+			kr := ke.b64("add.s64", l8, ke.b64("shl.b64", mid8, intImm(3, rB32)))
+			n := ke.b64("add.s64", ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)), ke.b64("shl.b64", hi16, intImm(3, rB32)))
+			bLane[d] = ke.b64("mad.lo.s64", kr, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", n, intImm(1, rB32)))
+		}
+		bLane[d] = ke.b64("add.s64", ke.b64("add.s64", bLane[d], ke.smemCTA), intImm(tp.bOff[d], rB64))
+	}
+	return aLane, bLane
 }
 
 // tcRegs returns n fresh b32 registers.
@@ -857,13 +949,13 @@ func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt
 		}, dK, dstOff)
 	}
 	for h := 0; h < tp.passK(); h++ {
-		copyK(opA, h, tp.alignedA, int64(h)*tp.rowsK()*tcPitchK*2)
+		copyK(opA, h, tp.alignedA, int64(h)*tp.rowsK()*tp.pitchK())
 	}
 	for d := range opsB {
 		op := &opsB[d]
 		if tp.transB[d] {
 			for h := 0; h < tp.passK(); h++ {
-				copyK(op, h, tp.alignedB[d], tp.bOff[d]+int64(h)*tp.rowsK()*tcPitchK*2)
+				copyK(op, h, tp.alignedB[d], tp.bOff[d]+int64(h)*tp.rowsK()*tp.pitchK())
 			}
 			continue
 		}

@@ -1,0 +1,332 @@
+package ptx
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/parser"
+)
+
+// The simulator's warpgroup MMA (sm_90a): wgmma.fence, commit_group,
+// wait_group and mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with both
+// operands in shared memory, K-major, in the 128-byte swizzle, as the PTX
+// ISA lays them out:
+//
+//	descriptor: start >> 4 (bits 0-13), leading byte offset >> 4 (16-29,
+//	  unused here), stride byte offset >> 4 (32-45: between groups of 8
+//	  rows), base offset (49-51, must be 0), swizzle (62-63, must be 1)
+//	element (row r, k) of an operand at byte
+//	  x = start + (r / 8) * stride + (r % 8) * 128 + 2k,
+//	  swizzled: x ^ (((x >> 7) & 7) << 4)
+//	D (m64nN, f32): thread i of the warpgroup, warp q = i / 32, lane l,
+//	  g = l / 4, t = l % 4: register 4j + 2h + c is row 16q + g + 8h,
+//	  column 8j + 2t + c
+//
+// Each D element is computed in float64 over its 16 products plus the
+// accumulator (unless scale-d is false) and rounded once to f32. All four
+// are warpgroup-collective: the scheduler runs one when the 128 threads
+// of a warpgroup wait at it, and faults when they wait at different
+// ones. An mma_async reads shared memory at once, but the hardware may
+// read it until its group is waited for: the simulator keeps the bytes
+// each group read and faults at the wait_group that retires it if any
+// changed in between (a stage refilled while a wgmma may still read it).
+
+// simWG is a warpgroup's wgmma state: the reads of the uncommitted
+// mma_async instructions and of each committed group not yet waited for.
+type simWG struct {
+	open   []simWGRead
+	groups [][]simWGRead
+}
+
+// simWGRead is 16 bytes of shared memory an mma_async read, as it read
+// them.
+type simWGRead struct {
+	addr uint64
+	data [16]byte
+}
+
+// runWarpgroups runs the wgmma instructions at which whole warpgroups
+// wait; it reports whether any ran.
+func (c *simCtx) runWarpgroups(threads []*simThread) bool {
+	ran := false
+	for w := 0; w < len(threads); w += 128 {
+		grp := threads[w:min(w+128, len(threads))]
+		pc, at := -1, 0
+		for _, t := range grp {
+			if t.blocked != 6 {
+				continue
+			}
+			if pc >= 0 && t.pc != pc {
+				panic(fmt.Sprintf("threads of warpgroup %d wait at different wgmma instructions", w/128))
+			}
+			pc = t.pc
+			at++
+		}
+		if at == 0 {
+			continue
+		}
+		if len(grp) != 128 {
+			panic(fmt.Sprintf("%s in a partial warpgroup (%d threads)", c.e.code[pc].op, len(grp)))
+		}
+		if at != len(grp) {
+			for _, t := range grp {
+				if t.done {
+					panic(fmt.Sprintf("warpgroup %d: %s with exited threads", w/128, c.e.code[pc].op))
+				}
+			}
+			continue
+		}
+		c.wgmma(w/128, grp, &c.e.code[pc])
+		for _, t := range grp {
+			t.blocked = 0
+			t.pc++
+		}
+		ran = true
+	}
+	return ran
+}
+
+// wgmma runs one warpgroup-collective instruction for warpgroup wg.
+func (c *simCtx) wgmma(wg int, grp []*simThread, in *simInstr) {
+	if c.wg == nil {
+		c.wg = map[int]*simWG{}
+	}
+	st := c.wg[wg]
+	if st == nil {
+		st = &simWG{}
+		c.wg[wg] = st
+	}
+	p := in.parts
+	if p[1] != "mma_async" && (len(p) != 4 || p[2] != "sync" || p[3] != "aligned") {
+		panic("unsupported wgmma form " + in.op)
+	}
+	switch p[1] {
+	case "fence":
+	case "commit_group":
+		st.groups = append(st.groups, st.open)
+		st.open = nil
+	case "wait_group":
+		n := int(c.val(grp[0], in.args[0]))
+		for len(st.groups) > n {
+			for _, r := range st.groups[0] {
+				if !bytes.Equal(c.shared[r.addr:r.addr+16], r.data[:]) {
+					panic(fmt.Sprintf("shared bytes %#x..%#x, which a wgmma of a group in flight reads, changed before the wgmma.wait_group that retires it", r.addr, r.addr+15))
+				}
+			}
+			st.groups = st.groups[1:]
+		}
+	case "mma_async":
+		c.wgmmaMMA(st, grp, in)
+	default:
+		panic("unsupported wgmma form " + in.op)
+	}
+}
+
+// wgmmaMMA runs wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T d, adesc,
+// bdesc, scale-d, 1, 1, 0, 0.
+func (c *simCtx) wgmmaMMA(st *simWG, grp []*simThread, in *simInstr) {
+	p := in.parts
+	if len(p) != 8 || p[2] != "sync" || p[3] != "aligned" || p[5] != "f32" || p[6] != p[7] || (p[6] != "bf16" && p[6] != "f16") {
+		panic("unsupported wgmma form " + in.op)
+	}
+	shape := p[4]
+	if !strings.HasPrefix(shape, "m64n") || !strings.HasSuffix(shape, "k16") {
+		panic("unsupported wgmma shape " + shape)
+	}
+	N, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(shape, "m64n"), "k16"))
+	if err != nil || N < 8 || N > 256 || N%8 != 0 {
+		panic("unsupported wgmma shape " + shape)
+	}
+	typ := p[6]
+	if len(in.args) != 8 {
+		panic(fmt.Sprintf("%s takes 8 operands, found %d", in.op, len(in.args)))
+	}
+	for i, want := range []string{"1", "1", "0", "0"} {
+		if got := strconv.FormatUint(c.val(grp[0], in.args[4+i]), 10); got != want {
+			panic(fmt.Sprintf("%s: operand %d is %s; the simulator runs imm-scale 1 and K-major operands (trans 0)", in.op, 5+i, got))
+		}
+	}
+	d := in.args[0].vec
+	if len(d) != N/2 {
+		panic(fmt.Sprintf("%s writes %d registers, not %d", in.op, len(d), N/2))
+	}
+	da, db := c.val(grp[0], in.args[1]), c.val(grp[0], in.args[2])
+	scale := c.val(grp[0], in.args[3]) != 0
+	for _, t := range grp {
+		if c.val(t, in.args[1]) != da || c.val(t, in.args[2]) != db || (c.val(t, in.args[3]) != 0) != scale {
+			panic(fmt.Sprintf("threads of a warpgroup give %s different descriptors or scale-d", in.op))
+		}
+	}
+	seen := map[uint64]bool{}
+	operand := func(desc uint64, rows int) [][16]float64 {
+		if desc>>62 != 1 || (desc>>49)&7 != 0 {
+			panic(fmt.Sprintf("descriptor %#x: the simulator runs the 128-byte swizzle with base offset 0", desc))
+		}
+		start := (desc & 0x3fff) << 4
+		stride := ((desc >> 32) & 0x3fff) << 4
+		out := make([][16]float64, rows)
+		for r := 0; r < rows; r++ {
+			for k := 0; k < 16; k++ {
+				x := start + uint64(r/8)*stride + uint64(r%8)*128 + uint64(2*k)
+				x ^= ((x >> 7) & 7) << 4
+				if x+2 > uint64(len(c.shared)) {
+					panic(fmt.Sprintf("wgmma operand byte %d past %d bytes of shared memory", x, len(c.shared)))
+				}
+				out[r][k] = halfValue(c.half16(x), typ)
+				if chunk := x &^ 15; !seen[chunk] {
+					seen[chunk] = true
+					var rd simWGRead
+					rd.addr = chunk
+					copy(rd.data[:], c.shared[chunk:chunk+16])
+					st.open = append(st.open, rd)
+				}
+			}
+		}
+		return out
+	}
+	A, B := operand(da, 64), operand(db, N)
+	for i, t := range grp {
+		q, l := i/32, i%32
+		g, tt := l/4, l%4
+		for idx := range d {
+			j, h, cc := idx/4, (idx/2)%2, idx%2
+			m, n := 16*q+g+8*h, 8*j+2*tt+cc
+			s := 0.0
+			if scale {
+				s = float64(f32of(c.val(t, d[idx])))
+			}
+			for k := 0; k < 16; k++ {
+				s += A[m][k] * B[n][k]
+			}
+			t.regs[d[idx].reg] = bitsF32(float32(s))
+		}
+	}
+}
+
+// wgmmaSrc adds to matmulSrc matmuls whose K runs through the stages
+// several times (10 and 8 steps of 64).
+const wgmmaSrc = matmulSrc + `
+func.func @long_tb(%x: tensor<?x640xbf16>, %w: tensor<136x640xbf16>) -> tensor<?x136xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x640xbf16>, tensor<136x640xbf16>) -> tensor<?x136xbf16>
+  return %y : tensor<?x136xbf16>
+}
+func.func @long_swiglu(%x: tensor<?x512xf16>, %wg: tensor<136x512xf16>, %wu: tensor<136x512xf16>) -> tensor<?x136xf16> {
+  %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
+  %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
+  %s = graph.silu %g : tensor<?x136xf16>
+  %y = graph.mul %s, %u : tensor<?x136xf16>
+  return %y : tensor<?x136xf16>
+}
+`
+
+// withWGMMA runs f with the wgmma form on.
+func withWGMMA(f func()) {
+	old := WGMMA
+	WGMMA = true
+	defer func() { WGMMA = old }()
+	f()
+}
+
+// TestWGMMAForm checks which kernels take the wgmma form when it is on:
+// those with every B [n, k], rows 16-byte aligned and K a multiple of 64;
+// the others keep mma.sync, and a module with wgmma targets sm_90a.
+func TestWGMMAForm(t *testing.T) {
+	var files map[string]string
+	withWGMMA(func() { files = emitFiles(t, wgmmaSrc) })
+	for _, fn := range []string{"tb", "kv", "deep_tb", "deep_swiglu", "long_tb", "long_swiglu"} {
+		text := files[fn+".ptx"]
+		checkText(t, fn, text)
+		assert.Contains(t, text, ".target sm_90a\n", fn)
+		assert.NotContains(t, text, "mma.sync", fn)
+		assert.NotContains(t, text, "ldmatrix", fn)
+		assert.Contains(t, text, "fence.proxy.async.shared::cta", fn)
+		assert.Contains(t, text, "wgmma.wait_group.sync.aligned \t1;", fn)
+		assert.Contains(t, text, "// Matmul on tensor cores: CTA tile 128 x 128 x 64, 256 threads (2 warpgroups", fn)
+	}
+	assert.Equal(t, 4, strings.Count(files["long_tb.ptx"], "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"))
+	assert.Equal(t, 8, strings.Count(files["long_swiglu.ptx"], "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"))
+	assert.Contains(t, files["long_tb.py"], `("long_tb_k0", 256, 164864)`, "5 stages of 32 KiB and 1 KiB to align them")
+	assert.Contains(t, files["long_swiglu.py"], `("long_swiglu_k0", 256, 197632)`, "4 stages of 48 KiB and 1 KiB")
+	for _, fn := range []string{"mm_bf16", "mm_f16", "bmm_bias", "silu_res", "swiglu", "deep_kn"} {
+		text := files[fn+".ptx"]
+		assert.Contains(t, text, ".target sm_90\n", fn)
+		assert.Contains(t, text, "mma.sync.aligned.m16n8k16", fn)
+		assert.NotContains(t, text, "wgmma", fn)
+	}
+}
+
+// TestSimulatedWGMMA runs the wgmma kernels in the simulator against the
+// loop interpreter within TestSimulatedMatMul's bound: rows past a tile
+// and a single row, one and two dot products, K of 1 to 10 steps (5
+// stages for one dot product, 4 for two), split-K off and on.
+func TestSimulatedWGMMA(t *testing.T) {
+	withWGMMA(func() {
+		m := lower(t, wgmmaSrc, fullPipeline, "h200")
+		g, err := parser.Parse("test.tir", wgmmaSrc)
+		require.NoError(t, err)
+		cases := []mmCase{
+			{"tb", 130, 64, true}, {"tb", 1, 64, true},
+			{"kv", 130, 64, true},
+			{"deep_tb", 130, 192, true},
+			{"deep_swiglu", 5, 320, false},
+			{"long_tb", 67, 640, true}, {"long_tb", 3, 640, true},
+			{"long_swiglu", 5, 512, false},
+		}
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
+				checkMatMul(t, m, g, c)
+			})
+		}
+		// the parts forced: whole (every slot refilled while the wgmma of
+		// the step before reads another), and 3 uneven parts
+		defer func(old int64) { simSplitK = old }(simSplitK)
+		for _, split := range []int64{1, 3} {
+			simSplitK = split
+			for _, c := range []mmCase{{"long_tb", 67, 640, true}, {"long_swiglu", 5, 512, false}} {
+				t.Run(fmt.Sprintf("%s/%d/split%d", c.fn, c.rows, split), func(t *testing.T) {
+					checkMatMul(t, m, g, c)
+				})
+			}
+		}
+	})
+}
+
+// TestSimulatedWGMMARace checks the simulator's check on stages read by
+// a wgmma in flight: with two steps' wgmma in flight instead of one, the
+// copy of step kt refills the slot step kt-2 may still read, and the
+// simulator faults.
+func TestSimulatedWGMMARace(t *testing.T) {
+	withWGMMA(func() {
+		m := lower(t, wgmmaSrc, fullPipeline, "h200")
+		g, err := parser.Parse("test.tir", wgmmaSrc)
+		require.NoError(t, err)
+		files, err := emitted(m)
+		require.NoError(t, err)
+		bad := make([]File, len(files))
+		copy(bad, files)
+		found := false
+		for i, f := range bad {
+			if f.Name == "long_tb.ptx" {
+				require.Contains(t, f.Text, "wgmma.wait_group.sync.aligned \t1;")
+				bad[i].Text = strings.ReplaceAll(f.Text, "wgmma.wait_group.sync.aligned \t1;", "wgmma.wait_group.sync.aligned \t2;")
+				found = true
+			}
+		}
+		require.True(t, found)
+		emittedPTX.Lock()
+		emittedPTX.files[m.Operation] = bad
+		emittedPTX.Unlock()
+		gf, _ := g.Lookup("long_tb")
+		defer func(old int64) { simSplitK = old }(simSplitK)
+		simSplitK = 1
+		_, err = simRunFunc(m, "long_tb", matmulInputs(gf, 130, 7))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "changed before the wgmma.wait_group that retires it")
+	})
+}

@@ -1,0 +1,152 @@
+package ptx
+
+import (
+	"fmt"
+)
+
+// This file is the wgmma form of the tensor-core matmul (sm_90a's
+// warpgroup MMA): the same 128 x 128 CTA tile, tile order, split-K and
+// epilogue as the mma.sync form of tc.go, with the multiply done by
+// wgmma.mma_async reading both operands from shared memory.
+//
+//	256 threads: warpgroup w (warps 4w..4w+3) owns rows 64w..64w+63 of
+//	  the tile, one m64n128k16 accumulator of 64 f32 a thread per dot
+//	  product (the mma.sync C fragment, warp q of the group its rows
+//	  16q..16q+15)
+//	a stage: A [128][64] then each B [128][64] (K-major: B is [n, k]),
+//	  rows of 128 bytes in the 128-byte swizzle: 16-byte chunk c of row r
+//	  lies at chunk c ^ (r % 8), the stages at 1024-byte boundaries
+//	for kt:
+//	  cp.async.wait_group; fence.proxy.async; bar.sync 0
+//	  copy stage kt+stages-2 into the slot step kt-2 read; commit
+//	  wgmma.fence; 4 k-steps of 16: wgmma A(kk) x B(kk) per dot product
+//	  wgmma.commit_group; wgmma.wait_group 1 (step kt-1 is done)
+//
+// One step's wgmma stays in flight while the next step's copies and
+// barrier run, so a slot is refilled two steps after it was read: the
+// pipeline copies stages-2 steps ahead.
+//
+// Descriptors (PTX ISA, "Matrix Descriptor Format"): bits 0-13 the start
+// address >> 4, 16-29 the leading byte offset >> 4 (1: unused by a
+// K-major swizzled operand), 32-45 the stride byte offset >> 4 (1024:
+// between groups of 8 rows), 62-63 the swizzle (1: 128 bytes). The k-step
+// kk of a stage starts 32*kk bytes into the rows: the swizzle applies to
+// the address bits (bits 4-6 ^= bits 7-9), so the start moves by 2.
+//
+// It takes kernels whose operands all have 16-byte aligned rows, K a
+// multiple of 64 and every B [n, k] (transpose_b: linear layers' weights);
+// the others keep mma.sync. WGMMA switches it on (tfc:
+// TENSORFORGE_PTX_MMA=wgmma); it is off by default until measured on the
+// GPU.
+
+// WGMMA makes matmul kernels that can take the wgmma form take it.
+var WGMMA = false
+
+const (
+	wgAlign = 1024 // the 128-byte swizzle repeats every 8 rows of 128 bytes
+	// wgDescHi: swizzle 128B (bit 62), stride byte offset 1024 >> 4 = 64
+	// (bits 32-45), leading byte offset 1 (bits 16-29)
+	wgDescHi = 1<<62 | 64<<32 | 1<<16
+	wgStages = 5 // at most; fewer where shared memory runs short
+)
+
+// wgmmaTakes reports whether the matmul of tp takes the wgmma form.
+func wgmmaTakes(tp *tcPlan) bool {
+	if !WGMMA || tp.K%tcBK != 0 || !tp.alignedA {
+		return false
+	}
+	for d, t := range tp.transB {
+		if !t || !tp.alignedB[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// planWG sets tp up for the wgmma form.
+func planWG(tp *tcPlan) {
+	tp.wg = true
+	tp.threads, tp.warpsN, tp.wtn = 256, 1, tcBN
+	tile := int64(tcBM * tcBK * 2) // 128 rows of 128 bytes
+	tp.bOff = tp.bOff[:0]
+	for d := range tp.transB {
+		tp.bOff = append(tp.bOff, tile*int64(d+1))
+	}
+	tp.stageBytes = tile * int64(1+len(tp.transB))
+	tp.stages = wgStages
+	for tp.stages > 3 && tp.sharedBytes() > maxSharedBytes {
+		tp.stages--
+	}
+}
+
+// wgDescs is the per-thread state of the wgmma form: the descriptors of
+// stage 0 (A: the warpgroup's 64 rows; each B: all 128 rows) and the
+// predicate scale-d (true: D += A x B).
+type wgDescs struct {
+	a   opnd
+	b   []opnd
+	acc opnd
+}
+
+// wgBase is the first 1024-byte boundary in the CTA's shared memory.
+func (ke *kernelEmitter) wgBase() opnd {
+	r := ke.b64("add.s64", ke.smemCTA, intImm(wgAlign-1, rB64))
+	r = ke.b64("shr.u64", r, intImm(10, rB32))
+	return ke.b64("shl.b64", r, intImm(10, rB32))
+}
+
+// wgDescriptors computes the descriptors of stage 0 for the thread's
+// warpgroup.
+func (ke *kernelEmitter) wgDescriptors(tp *tcPlan, base, warp opnd) *wgDescs {
+	desc := func(addr opnd) opnd {
+		f := ke.b64("and.b64", ke.b64("shr.u64", addr, intImm(4, rB32)), intImm(0x3fff, rB64))
+		return ke.b64("add.s64", f, intImm(wgDescHi, rB64)) // (the fields do not overlap)
+	}
+	wg := ke.b64("shr.u64", warp, intImm(2, rB32))
+	d := &wgDescs{a: desc(ke.b64("mad.lo.s64", wg, intImm(64*tcBK*2, rB64), base))}
+	for _, off := range tp.bOff {
+		d.b = append(d.b, desc(ke.b64("add.s64", base, intImm(off, rB64))))
+	}
+	d.acc = ke.pred("setp.ne.b32", ke.b32("mov.b32", intImm(1, rB32)), intImm(0, rB32))
+	return d
+}
+
+// wgStep multiplies the stage at byte offset sCur into the accumulators
+// and leaves the step's wgmma group in flight, waiting for the previous
+// step's.
+func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd) {
+	a := ke.a
+	s4 := ke.b64("shr.u64", sCur, intImm(4, rB32))
+	da := ke.b64("add.s64", d.a, s4)
+	db := make([]opnd, len(d.b))
+	for i := range db {
+		db[i] = ke.b64("add.s64", d.b[i], s4)
+	}
+	typ := halfName(tp.half)
+	op := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", tcBN, typ, typ)
+	a.raw(nil, false, "wgmma.fence.sync.aligned")
+	for kk := int64(0); kk < tcBK/16; kk++ {
+		ak := da
+		if kk > 0 {
+			ak = ke.b64("add.s64", da, intImm(2*kk, rB64))
+		}
+		for i := range acc {
+			bk := db[i]
+			if kk > 0 {
+				bk = ke.b64("add.s64", db[i], intImm(2*kk, rB64))
+			}
+			a.raw(nil, false, op, vecRef(acc[i]), ak.s, bk.s, d.acc.s, "1", "1", "0", "0")
+		}
+	}
+	a.raw(nil, false, "wgmma.commit_group.sync.aligned")
+	a.raw(nil, false, "wgmma.wait_group.sync.aligned", "1")
+}
+
+// describeWG says what the wgmma form of tp is, for the kernel's comment.
+func (tp *tcPlan) describeWG() []string {
+	return []string{
+		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk16 %s with both operands in shared memory, f32 accumulators; %d dot product(s), every B [n, k].", tcBM, tcBN, tcBK, tp.threads, tcBN, tcBN, halfName(tp.half), len(tp.transB)),
+		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all, from the first 1024-byte boundary), rows of 128 bytes in the 128-byte swizzle; copies: cp.async.cg 16 bytes, %d stages ahead, one step's wgmma in flight.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
+		splitKLine,
+	}
+}
