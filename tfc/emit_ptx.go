@@ -47,12 +47,12 @@ func init() {
 				return err
 			}
 			switch v := os.Getenv("TENSORFORGE_PTX_MMA"); v {
-			case "", "sync":
+			case "sync":
 				ptx.WGMMA = false
-			case "wgmma":
+			case "", "wgmma":
 				ptx.WGMMA = true
 			default:
-				return fmt.Errorf("TENSORFORGE_PTX_MMA=%q: expected \"sync\" (mma.sync, the default) or \"wgmma\" (sm_90a's warpgroup MMA, not yet measured on a GPU)", v)
+				return fmt.Errorf("TENSORFORGE_PTX_MMA=%q: expected \"wgmma\" (sm_90a's warpgroup MMA where a matmul can take it, the default) or \"sync\" (mma.sync everywhere)", v)
 			}
 			_, err := ptx.WriteDir(req.Module, req.OutPath)
 			return err

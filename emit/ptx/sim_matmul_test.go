@@ -152,6 +152,7 @@ func matmulInputs(fn ir.Func, rows int64, seed int64) []*geval.Tensor {
 // the epilogue rounds again, and the bound doubles where the epilogue is
 // not linear: silu). NaN must be NaN and infinities equal.
 func TestSimulatedMatMul(t *testing.T) {
+	mmaSync(t) // (TestSimulatedWGMMA runs the wgmma form)
 	m := lower(t, matmulSrc, fullPipeline, "h200")
 	g, err := parser.Parse("test.tir", matmulSrc)
 	require.NoError(t, err)
@@ -249,6 +250,7 @@ func checkMatMul(t *testing.T, m ir.Module, g ir.Module, c mmCase) []*geval.Tens
 // the emitted PTX has cp.async, ldmatrix and mma.sync, and the i8 weight
 // keeps the scalar loops with a comment that says why.
 func TestMatMulForm(t *testing.T) {
+	mmaSync(t) // (TestWGMMAForm checks the wgmma form)
 	files := emitFiles(t, matmulSrc)
 	for _, fn := range []string{"mm_bf16", "mm_f16", "tb", "bmm_bias", "silu_res", "swiglu"} {
 		text := files[fn+".ptx"]

@@ -216,6 +216,11 @@ func.func @long_tb(%x: tensor<?x640xbf16>, %w: tensor<136x640xbf16>) -> tensor<?
   %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x640xbf16>, tensor<136x640xbf16>) -> tensor<?x136xbf16>
   return %y : tensor<?x136xbf16>
 }
+func.func @wide(%x: tensor<?x256xbf16>, %w: tensor<320x256xbf16>, %b: tensor<320xbf16>) -> tensor<?x320xbf16> {
+  %m = graph.matmul %x, %w {transpose_b = true} : (tensor<?x256xbf16>, tensor<320x256xbf16>) -> tensor<?x320xbf16>
+  %y = graph.add %m, %b : (tensor<?x320xbf16>, tensor<320xbf16>) -> tensor<?x320xbf16>
+  return %y : tensor<?x320xbf16>
+}
 func.func @long_swiglu(%x: tensor<?x512xf16>, %wg: tensor<136x512xf16>, %wu: tensor<136x512xf16>) -> tensor<?x136xf16> {
   %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
   %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
@@ -226,9 +231,18 @@ func.func @long_swiglu(%x: tensor<?x512xf16>, %wg: tensor<136x512xf16>, %wu: ten
 `
 
 // withWGMMA runs f with the wgmma form on.
-func withWGMMA(f func()) {
+func withWGMMA(f func()) { withForm(true, f) }
+
+// mmaSync turns the wgmma form off for the rest of test t.
+func mmaSync(t *testing.T) {
 	old := WGMMA
-	WGMMA = true
+	WGMMA = false
+	t.Cleanup(func() { WGMMA = old })
+}
+
+func withForm(wg bool, f func()) {
+	old := WGMMA
+	WGMMA = wg
 	defer func() { WGMMA = old }()
 	f()
 }
@@ -239,7 +253,7 @@ func withWGMMA(f func()) {
 func TestWGMMAForm(t *testing.T) {
 	var files map[string]string
 	withWGMMA(func() { files = emitFiles(t, wgmmaSrc) })
-	for _, fn := range []string{"tb", "kv", "deep_tb", "deep_swiglu", "long_tb", "long_swiglu"} {
+	for _, fn := range []string{"tb", "kv", "deep_tb", "deep_swiglu", "long_tb", "long_swiglu", "wide"} {
 		text := files[fn+".ptx"]
 		checkText(t, fn, text)
 		assert.Contains(t, text, ".target sm_90a\n", fn)
@@ -247,11 +261,17 @@ func TestWGMMAForm(t *testing.T) {
 		assert.NotContains(t, text, "ldmatrix", fn)
 		assert.Contains(t, text, "fence.proxy.async.shared::cta", fn)
 		assert.Contains(t, text, "wgmma.wait_group.sync.aligned \t1;", fn)
-		assert.Contains(t, text, "// Matmul on tensor cores: CTA tile 128 x 128 x 64, 256 threads (2 warpgroups", fn)
 	}
-	assert.Equal(t, 4, strings.Count(files["long_tb.ptx"], "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"))
+	// one dot product of more than 128 columns: tiles of 128 x 256
+	for _, fn := range []string{"tb", "deep_tb", "long_tb", "wide"} {
+		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 256 x 64, 256 threads (2 warpgroups of 64 x 256)", fn)
+	}
+	for _, fn := range []string{"kv", "deep_swiglu", "long_swiglu"} {
+		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 128 x 64, 256 threads (2 warpgroups of 64 x 128)", fn)
+	}
+	assert.Equal(t, 4, strings.Count(files["long_tb.ptx"], "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"))
 	assert.Equal(t, 8, strings.Count(files["long_swiglu.ptx"], "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"))
-	assert.Contains(t, files["long_tb.py"], `("long_tb_k0", 256, 164864)`, "5 stages of 32 KiB and 1 KiB to align them")
+	assert.Contains(t, files["long_tb.py"], `("long_tb_k0", 256, 197632)`, "4 stages of 48 KiB and 1 KiB to align them")
 	assert.Contains(t, files["long_swiglu.py"], `("long_swiglu_k0", 256, 197632)`, "4 stages of 48 KiB and 1 KiB")
 	for _, fn := range []string{"mm_bf16", "mm_f16", "bmm_bias", "silu_res", "swiglu", "deep_kn"} {
 		text := files[fn+".ptx"]
@@ -276,6 +296,7 @@ func TestSimulatedWGMMA(t *testing.T) {
 			{"deep_tb", 130, 192, true},
 			{"deep_swiglu", 5, 320, false},
 			{"long_tb", 67, 640, true}, {"long_tb", 3, 640, true},
+			{"wide", 67, 256, true},
 			{"long_swiglu", 5, 512, false},
 		}
 		for _, c := range cases {

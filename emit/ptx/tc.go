@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
@@ -87,6 +88,9 @@ type tcPlan struct {
 	// wg: the wgmma form (wgmma.go): two warpgroups, stages in 128-byte
 	// swizzled rows, read by wgmma.mma_async through descriptors
 	wg bool
+	// bn: the columns of a CTA tile (tcBN; the wgmma form of one dot
+	// product takes 256)
+	bn int64
 }
 
 func (tp *tcPlan) sharedBytes() int64 {
@@ -162,7 +166,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 			return nil, "its row code loops, stores or allocates"
 		}
 	}
-	tp := &tcPlan{mm: mm, K: mm.Dots[0].K}
+	tp := &tcPlan{mm: mm, K: mm.Dots[0].K, bn: tcBN}
 	n, ok := staticIndex(mm.Cols.Upper())
 	if !ok || n < 1 {
 		return nil, "its column count is not static"
@@ -213,7 +217,9 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		batchPy += " * " + py(d)
 	}
 	mPy := py(dims[len(dims)-2])
-	tp.tilesPy = fmt.Sprintf("%s * _cdiv(%s, %d) * %d", batchPy, mPy, tcBM, ceilDiv(tp.N, tcBN))
+	tiles := func() {
+		tp.tilesPy = fmt.Sprintf("%s * _cdiv(%s, %d) * %d", batchPy, mPy, tcBM, ceilDiv(tp.N, tp.bn))
+	}
 	mDim := dims[len(dims)-2]
 
 	// the operands
@@ -282,8 +288,10 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	tp.mm = mm
 	if wgmmaTakes(tp) {
 		planWG(tp)
+		tiles()
 		return tp, ""
 	}
+	tiles()
 	off := int64(tcBM * tcPitchK * 2)
 	for _, t := range tp.transB {
 		tp.bOff = append(tp.bOff, off)
@@ -474,6 +482,7 @@ const (
 // of a [k, n] B (16 chunks each).
 func (tp *tcPlan) rowsK() int64 { return tp.threads / tcChunksK }
 func (tp *tcPlan) passK() int   { return int(tcBM / tp.rowsK()) }
+func (tp *tcPlan) passB() int   { return int(tp.bn / tp.rowsK()) } // of a B [n, k]
 func (tp *tcPlan) rowsN() int64 { return tp.threads / (tcBN / 8) }
 func (tp *tcPlan) passN() int   { return int(tcBK / tp.rowsN()) }
 
@@ -493,7 +502,7 @@ func (ke *kernelEmitter) emitTC() {
 	for _, d := range ob.dims[:nd-2] {
 		batch = ke.ixMul(batch, d)
 	}
-	nt := ceilDiv(tp.N, tcBN)
+	nt := ceilDiv(tp.N, tp.bn)
 	mReg := ke.ixReg(M)
 	mt := ke.ixDiv(ke.ixAdd(M, constIx(tcBM-1)), constIx(tcBM))
 	perMatrix := ke.ixMul(mt, constIx(nt))
@@ -554,7 +563,7 @@ func (ke *kernelEmitter) emitTC() {
 	q := a.reg(rB64)
 	a.ins("mov.b64", q, ctaid)
 	tileL, done := a.newLabel(), a.newLabel()
-	a.comment("(tile, part of K) = (q %% tiles, q / tiles); tiles of %d x %d: batch-major, then groups of %d tiles along M that walk the columns", tcBM, tcBN, tcGroupM)
+	a.comment("(tile, part of K) = (q %% tiles, q / tiles); tiles of %d x %d: batch-major, then groups of %d tiles along M that walk the columns", tcBM, tp.bn, tcGroupM)
 	a.label(tileL)
 	p := a.reg(rPred)
 	a.ins("setp.ge.s64", p, q, work)
@@ -573,8 +582,8 @@ func (ke *kernelEmitter) emitTC() {
 	mtile := ke.b64("add.s64", firstM, ke.b64("rem.s64", inGroup, gsz))
 	ntile := ke.b64("div.s64", inGroup, gsz)
 	m0 := ke.b64("shl.b64", mtile, intImm(7, rB32))
-	n0 := ke.b64("shl.b64", ntile, intImm(7, rB32))
-	row0 := ke.b64("mul.lo.s64", bIdx, mReg) // the matrix's first row of the grid
+	n0 := ke.b64("shl.b64", ntile, intImm(int64(bits.TrailingZeros64(uint64(tp.bn))), rB32)) // bn: a power of 2
+	row0 := ke.b64("mul.lo.s64", bIdx, mReg)                                                 // the matrix's first row of the grid
 
 	// per-thread copy state
 	var opA tcOperand
@@ -597,7 +606,7 @@ func (ke *kernelEmitter) emitTC() {
 	for d, dot := range mm.Dots {
 		op := &opsB[d]
 		if tp.transB[d] {
-			for h := 0; h < tp.passK(); h++ {
+			for h := 0; h < tp.passB(); h++ {
 				n := ke.b64("add.s64", ke.b64("add.s64", n0, crow), intImm(int64(tp.rowsK()*int64(h)), rB64))
 				v := ke.pred("setp.lt.s64", n, intImm(tp.N, rB64))
 				nc := ke.b64("min.s64", n, intImm(tp.N-1, rB64))
@@ -635,7 +644,7 @@ func (ke *kernelEmitter) emitTC() {
 	// wgmma form: one row of 16 tiles, a warp's 16 rows of m64n128)
 	ni, nj := 4, int(tp.wtn/8)
 	if tp.wg {
-		ni, nj = 1, tcBN/8
+		ni, nj = 1, int(tp.bn/8)
 	}
 	acc := make([][]opnd, len(mm.Dots))
 	for d := range acc {
@@ -782,7 +791,7 @@ func (ke *kernelEmitter) tcEnd(tp *tcPlan, acc [][]opnd, ni, nj int, split, wsBa
 		nW = ke.b64("add.s64", n0, ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)))
 		nW = ke.b64("add.s64", nW, ke.b64("shl.b64", t4, intImm(1, rB32)))
 	}
-	nCheck := tp.N%tcBN != 0
+	nCheck := tp.N%tp.bn != 0
 	cb := mm.Cols.Body().Entry()
 	dots := map[*ir.Operation]int{}
 	for d, dot := range mm.Dots {
@@ -954,7 +963,7 @@ func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt
 	for d := range opsB {
 		op := &opsB[d]
 		if tp.transB[d] {
-			for h := 0; h < tp.passK(); h++ {
+			for h := 0; h < tp.passB(); h++ {
 				copyK(op, h, tp.alignedB[d], tp.bOff[d]+int64(h)*tp.rowsK()*tp.pitchK())
 			}
 			continue
@@ -1050,7 +1059,7 @@ func (ke *kernelEmitter) tcLaunch() *tcLaunch {
 	if tp == nil {
 		return nil
 	}
-	l := &tcLaunch{out: -1, steps: ceilDiv(tp.K, tcBK), wsTile: int64(len(tp.mm.Dots)) * tcBM * tcBN}
+	l := &tcLaunch{out: -1, steps: ceilDiv(tp.K, tcBK), wsTile: int64(len(tp.mm.Dots)) * tcBM * tp.bn}
 	for i, a := range ke.body.Args {
 		if a == tp.out {
 			l.out = i

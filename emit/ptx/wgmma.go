@@ -35,12 +35,13 @@ import (
 //
 // It takes kernels whose operands all have 16-byte aligned rows, K a
 // multiple of 64 and every B [n, k] (transpose_b: linear layers' weights);
-// the others keep mma.sync. WGMMA switches it on (tfc:
-// TENSORFORGE_PTX_MMA=wgmma); it is off by default until measured on the
-// GPU.
+// the others keep mma.sync. On an H100 it ran the Llama-3-8B projections
+// at 0.65-0.88 of cuBLAS at 4096 rows where mma.sync ran at 0.42-0.51
+// (bench/results/gpu-h100-2026-12-07-wgmma.txt). WGMMA switches it off
+// (tfc: TENSORFORGE_PTX_MMA=sync).
 
 // WGMMA makes matmul kernels that can take the wgmma form take it.
-var WGMMA = false
+var WGMMA = true
 
 const (
 	wgAlign = 1024 // the 128-byte swizzle repeats every 8 rows of 128 bytes
@@ -48,6 +49,14 @@ const (
 	// (bits 32-45), leading byte offset 1 (bits 16-29)
 	wgDescHi = 1<<62 | 64<<32 | 1<<16
 	wgStages = 5 // at most; fewer where shared memory runs short
+	// wgWideN is the tile's columns for one dot product of more than
+	// tcBN columns: m64n256k16, 128 accumulators a thread. Each k-step of
+	// the CTA then moves 32 KiB through shared memory (12 copied in, 20
+	// read by the two warpgroups) for 1 MFLOP, where 128 columns move 20
+	// KiB for half of it: the tile is bound by shared memory's 128 bytes
+	// a clock at 128 columns, not at 256. Two dot products keep 128 each
+	// (they share A: the same ratio).
+	wgWideN = 256
 )
 
 // wgmmaTakes reports whether the matmul of tp takes the wgmma form.
@@ -66,13 +75,18 @@ func wgmmaTakes(tp *tcPlan) bool {
 // planWG sets tp up for the wgmma form.
 func planWG(tp *tcPlan) {
 	tp.wg = true
-	tp.threads, tp.warpsN, tp.wtn = 256, 1, tcBN
-	tile := int64(tcBM * tcBK * 2) // 128 rows of 128 bytes
-	tp.bOff = tp.bOff[:0]
-	for d := range tp.transB {
-		tp.bOff = append(tp.bOff, tile*int64(d+1))
+	if len(tp.transB) == 1 && tp.N > tcBN {
+		tp.bn = wgWideN
 	}
-	tp.stageBytes = tile * int64(1+len(tp.transB))
+	tp.threads, tp.warpsN, tp.wtn = 256, 1, tp.bn
+	row := int64(tcBK * 2) // a K row of a stage: 128 bytes
+	tp.bOff = tp.bOff[:0]
+	off := tcBM * row
+	for range tp.transB {
+		tp.bOff = append(tp.bOff, off)
+		off += tp.bn * row
+	}
+	tp.stageBytes = off
 	tp.stages = wgStages
 	for tp.stages > 3 && tp.sharedBytes() > maxSharedBytes {
 		tp.stages--
@@ -123,7 +137,7 @@ func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd)
 		db[i] = ke.b64("add.s64", d.b[i], s4)
 	}
 	typ := halfName(tp.half)
-	op := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", tcBN, typ, typ)
+	op := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", tp.bn, typ, typ)
 	a.raw(nil, false, "wgmma.fence.sync.aligned")
 	for kk := int64(0); kk < tcBK/16; kk++ {
 		ak := da
@@ -145,7 +159,7 @@ func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd)
 // describeWG says what the wgmma form of tp is, for the kernel's comment.
 func (tp *tcPlan) describeWG() []string {
 	return []string{
-		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk16 %s with both operands in shared memory, f32 accumulators; %d dot product(s), every B [n, k].", tcBM, tcBN, tcBK, tp.threads, tcBN, tcBN, halfName(tp.half), len(tp.transB)),
+		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk16 %s with both operands in shared memory, f32 accumulators; %d dot product(s), every B [n, k].", tcBM, tp.bn, tcBK, tp.threads, tp.bn, tp.bn, halfName(tp.half), len(tp.transB)),
 		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all, from the first 1024-byte boundary), rows of 128 bytes in the 128-byte swizzle; copies: cp.async.cg 16 bytes, %d stages ahead, one step's wgmma in flight.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
 		splitKLine,
 	}
