@@ -221,6 +221,14 @@ func.func @wide(%x: tensor<?x256xbf16>, %w: tensor<320x256xbf16>, %b: tensor<320
   %y = graph.add %m, %b : (tensor<?x320xbf16>, tensor<320xbf16>) -> tensor<?x320xbf16>
   return %y : tensor<?x320xbf16>
 }
+func.func @rows1(%x: tensor<1x64xbf16>, %w: tensor<8192x64xbf16>) -> tensor<1x8192xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<1x64xbf16>, tensor<8192x64xbf16>) -> tensor<1x8192xbf16>
+  return %y : tensor<1x8192xbf16>
+}
+func.func @rows4096(%x: tensor<4096x64xbf16>, %w: tensor<8192x64xbf16>) -> tensor<4096x8192xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<4096x64xbf16>, tensor<8192x64xbf16>) -> tensor<4096x8192xbf16>
+  return %y : tensor<4096x8192xbf16>
+}
 func.func @long_swiglu(%x: tensor<?x512xf16>, %wg: tensor<136x512xf16>, %wu: tensor<136x512xf16>) -> tensor<?x136xf16> {
   %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
   %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
@@ -262,11 +270,13 @@ func TestWGMMAForm(t *testing.T) {
 		assert.Contains(t, text, "fence.proxy.async.shared::cta", fn)
 		assert.Contains(t, text, "wgmma.wait_group.sync.aligned \t1;", fn)
 	}
-	// one dot product of more than 128 columns: tiles of 128 x 256
-	for _, fn := range []string{"tb", "deep_tb", "long_tb", "wide"} {
+	// one dot product of more than 128 columns: tiles of 128 x 256, where
+	// the rows are `?` or fill the SMs with them (32 x 32 tiles), not
+	// where they leave them idle (one row: 32 tiles)
+	for _, fn := range []string{"tb", "deep_tb", "long_tb", "wide", "rows4096"} {
 		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 256 x 64, 256 threads (2 warpgroups of 64 x 256)", fn)
 	}
-	for _, fn := range []string{"kv", "deep_swiglu", "long_swiglu"} {
+	for _, fn := range []string{"kv", "deep_swiglu", "long_swiglu", "rows1"} {
 		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 128 x 64, 256 threads (2 warpgroups of 64 x 128)", fn)
 	}
 	assert.Equal(t, 4, strings.Count(files["long_tb.ptx"], "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"))

@@ -287,7 +287,11 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	}
 	tp.mm = mm
 	if wgmmaTakes(tp) {
-		planWG(tp)
+		rowTiles := int64(-1) // the tiles along the rows: unknown where an extent is `?`
+		if len(want) == 0 && mDim.n > 0 {
+			rowTiles = static / mDim.n * ceilDiv(mDim.n, tcBM)
+		}
+		planWG(tp, rowTiles)
 		tiles()
 		return tp, ""
 	}

@@ -55,8 +55,15 @@ const (
 	// read by the two warpgroups) for 1 MFLOP, where 128 columns move 20
 	// KiB for half of it: the tile is bound by shared memory's 128 bytes
 	// a clock at 128 columns, not at 256. Two dot products keep 128 each
-	// (they share A: the same ratio).
+	// (they share A: the same ratio). On an H100 at 4096 rows the wide
+	// tiles took qkv from 0.64 to 0.76 of cuBLAS, up 0.69 -> 0.78, down
+	// 0.80 -> 0.88; at 1 and 32 rows (split-K over fewer tiles) they lost
+	// 0.77-0.93 -> 0.66-0.82 (bench/results/gpu-h100-2026-12-07-wgmma.txt).
+	// So a matmul whose rows are static takes them only where the wide
+	// tiles fill the SMs (wgSMs); one whose rows are `?` takes them (one
+	// module serves every row count: prefill's).
 	wgWideN = 256
+	wgSMs   = 132 // the H100's and H200's
 )
 
 // wgmmaTakes reports whether the matmul of tp takes the wgmma form.
@@ -72,10 +79,12 @@ func wgmmaTakes(tp *tcPlan) bool {
 	return true
 }
 
-// planWG sets tp up for the wgmma form.
-func planWG(tp *tcPlan) {
+// planWG sets tp up for the wgmma form; rowTiles is the tiles along the
+// rows of the result (batches times ceil(M / 128)) where they are static,
+// else -1.
+func planWG(tp *tcPlan, rowTiles int64) {
 	tp.wg = true
-	if len(tp.transB) == 1 && tp.N > tcBN {
+	if len(tp.transB) == 1 && tp.N > tcBN && (rowTiles < 0 || rowTiles*ceilDiv(tp.N, wgWideN) >= wgSMs) {
 		tp.bn = wgWideN
 	}
 	tp.threads, tp.warpsN, tp.wtn = 256, 1, tp.bn
