@@ -178,8 +178,8 @@ mbarrier.init.shared::cta.b64 mbarrier.try_wait.parity.shared::cta.b64 st.shared
 // wgmmaOpcodes are the instructions of the wgmma form (wgmma.go), after
 // the PTX ISA 8.0 (sm_90a): ptxas of CUDA 13.0 (-arch=sm_90a) assembled
 // the kernels of bench/gpu/matmul/*.tir with them and they ran correctly
-// on an H100 (bench/results/gpu-h100-2026-12-07-wgmma.txt, m64n128k16);
-// the f16 and m64n256k16 forms are written after the ISA and run in the
+// on an H100 (bench/results/gpu-h100-2026-12-07-wgmma.txt: bf16 m64n128k16
+// and m64n256k16); the f16 forms are written after the ISA and run in the
 // simulator only.
 var wgmmaOpcodes = strings.Fields(`
 wgmma.fence.sync.aligned wgmma.commit_group.sync.aligned wgmma.wait_group.sync.aligned
