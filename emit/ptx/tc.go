@@ -113,7 +113,7 @@ func (tp *tcPlan) pitchK() int64 {
 // so the stage that step reads is not yet free.
 func (tp *tcPlan) ahead() int64 {
 	if tp.wg {
-		return tp.stages - 2
+		return tp.stages - 1 - wgInFlight
 	}
 	return tp.stages - 1
 }

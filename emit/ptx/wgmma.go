@@ -49,6 +49,11 @@ const (
 	// (bits 32-45), leading byte offset 1 (bits 16-29)
 	wgDescHi = 1<<62 | 64<<32 | 1<<16
 	wgStages = 5 // at most; fewer where shared memory runs short
+	// wgInFlight is the steps whose wgmma stay in flight at the end of a
+	// step (1: the next step's copies and barrier overlap it; the slot
+	// it reads is refilled a step later, so the copies run one step
+	// less ahead)
+	wgInFlight = 1
 	// wgWideN is the tile's columns for one dot product of more than
 	// tcBN columns: m64n256k16, 128 accumulators a thread. Each k-step of
 	// the CTA then moves 32 KiB through shared memory (12 copied in, 20
@@ -162,7 +167,7 @@ func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd)
 		}
 	}
 	a.raw(nil, false, "wgmma.commit_group.sync.aligned")
-	a.raw(nil, false, "wgmma.wait_group.sync.aligned", "1")
+	a.raw(nil, false, "wgmma.wait_group.sync.aligned", itoa(wgInFlight))
 }
 
 // describeWG says what the wgmma form of tp is, for the kernel's comment.
