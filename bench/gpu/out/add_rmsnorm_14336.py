@@ -73,7 +73,8 @@ def _tensor_checked(fn, name, t, dtype, shape):
 # kept and its launcher called directly: the key holds what Triton
 # specialises on (a pointer's 16-byte alignment; an integer's being 1, a
 # multiple of 16, 32-bit; the constexprs and launch options; the device).
-# Launch hooks (a profiler's) are called as kernel[grid] calls them. The
+# Launch hooks (a profiler's) are called as kernel[grid] calls them, and
+# skipped (with their metadata) where none is set. The
 # full path runs when TENSORFORGE_TRITON_LAUNCH=jit and on Triton versions
 # other than the one whose launcher this was checked against (3.6).
 try:
@@ -104,9 +105,14 @@ def _launch(kern, grid, args, **meta):
         ck, consts = hit
         g = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
         stream = torch._C._cuda_getCurrentRawStream(dev)
-        # the launch hooks (a profiler's) see what kernel[grid] shows them
+        # the launch hooks (a profiler's) see what kernel[grid] shows them;
+        # with none (Triton keeps an empty HookChain) there is neither
+        # metadata to build nor a chain for the launcher to call
         enter, leave = _knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook
-        md = None if enter is None else ck.launch_metadata(g, stream, *args, *consts)
+        if getattr(enter, "calls", enter) or getattr(leave, "calls", leave):
+            md = ck.launch_metadata(g, stream, *args, *consts)
+        else:
+            enter = leave = md = None
         try:
             ck.run(g[0], g[1], g[2], stream, ck.function, ck.packed_metadata, md, enter, leave, *args, *consts)
             return
