@@ -174,7 +174,7 @@ func TestFlatKernel(t *testing.T) {
 	assert.Contains(t, text, "WIDE_FROM = 2**31")
 	inOrder(t, function(t, text, "lae"),
 		"total = a_d0",
-		`grid = (triton.cdiv(total, cfg["BLOCK"]),)`,
+		`grid = (_cdiv(total, cfg["BLOCK"]),)`,
 		"if grid[0] > 0:",
 		`_launch(lae_k0, grid, (a, b, y, a_d0, b_d0, a_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])`)
 
@@ -461,7 +461,7 @@ func TestPersistentRows(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(k, "tl.load(x "))
 	assert.Contains(t, text, fmt.Sprintf(`"rms_silu_mul_k0": {"BLOCK": 8192, "ROWS": 1, "num_warps": 8, "PERSIST": %d, "STAGES": %d},`,
 		persistPrograms, persistStages))
-	assert.Contains(t, text, `grid = (_persist(triton.cdiv(x_d0, cfg["ROWS"]), cfg),)`)
+	assert.Contains(t, text, `grid = (_persist(_cdiv(x_d0, cfg["ROWS"]), cfg),)`)
 	assert.Contains(t, text, `STAGES=cfg["STAGES"]`)
 	assert.Contains(t, text, "def _persist(n, cfg):")
 	assert.NotContains(t, plain, "_persist")

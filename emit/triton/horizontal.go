@@ -215,7 +215,7 @@ func (l *launcher) emitPartsLaunch(kname string, pp *partsPlan, operands []*ir.V
 	for i, r := range rows {
 		n := l.names.fresh(fmt.Sprintf("programs%d", i))
 		if p.twoD {
-			r = fmt.Sprintf(`triton.cdiv(%s, cfg["ROWS"])`, r)
+			r = fmt.Sprintf(`_cdiv(%s, cfg["ROWS"])`, r)
 		}
 		w.assign(n, r)
 		counts = append(counts, n)

@@ -30,7 +30,7 @@ import (
 //	    x_d0 = x.shape[0]
 //	    y = torch.empty((x_d0, 64), dtype=torch.float32, device=dev)
 //	    cfg = CONFIGS["f_k0"]
-//	    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+//	    grid = (_cdiv(x_d0, cfg["ROWS"]),)
 //	    if grid[0] > 0:
 //	        _launch(f_k0, grid, (x, y, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
 //	    return y
@@ -456,10 +456,10 @@ func (l *launcher) emitLaunch(op *ir.Operation) error {
 		}
 		w.assign("total", total)
 		count = total
-		programs = `triton.cdiv(total, cfg["BLOCK"])`
+		programs = `_cdiv(total, cfg["BLOCK"])`
 		consts = append(consts, `WIDE=total + cfg["BLOCK"] > WIDE_FROM`)
 	case p.twoD:
-		programs = fmt.Sprintf(`triton.cdiv(%s, cfg["ROWS"])`, ub)
+		programs = fmt.Sprintf(`_cdiv(%s, cfg["ROWS"])`, ub)
 		consts = append(consts, `ROWS=cfg["ROWS"]`)
 		if p.persist {
 			programs = fmt.Sprintf("_persist(%s, cfg)", programs)
@@ -501,7 +501,7 @@ func iterations(g loop.ParallelOp, ub string, host func(*ir.Value) (string, erro
 		n = "(" + ub + " - " + lb + ")"
 	}
 	if step != "1" {
-		n = "triton.cdiv(" + n + ", " + step + ")"
+		n = "_cdiv(" + n + ", " + step + ")"
 	}
 	return n, nil
 }

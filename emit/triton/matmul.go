@@ -665,7 +665,7 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 	dots := len(mp.match.Dots)
 	w := l.w
 	w.assign("cfg", fmt.Sprintf("_mm_config(CONFIGS[%q], %s)", kname, M))
-	w.assign("tiles", fmt.Sprintf(`triton.cdiv(%s, cfg["BM"]) * triton.cdiv(%s, cfg["BN"])`, M, N))
+	w.assign("tiles", fmt.Sprintf(`_cdiv(%s, cfg["BM"]) * _cdiv(%s, cfg["BN"])`, M, N))
 	size := mulExpr(mulExpr(mulExpr(fmt.Sprint(dots), batch), M), N)
 	w.assign("split", fmt.Sprintf("_mm_split(cfg, %s, tiles * %s, %d, %s)", l.dev, atom(batch), mp.match.Dots[0].K, size))
 	consts := []string{`BM=cfg["BM"]`, `BN=cfg["BN"]`, `BK=cfg["BK"]`, `GROUP_M=cfg["GROUP_M"]`, `num_warps=cfg["num_warps"]`, `num_stages=cfg["num_stages"]`}

@@ -85,6 +85,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -140,7 +146,7 @@ def add_rmsnorm(x, r, w):
     h = torch.empty((x_d0, 8192), dtype=torch.bfloat16, device=dev)
     n = torch.empty((x_d0, 8192), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["add_rmsnorm_k0"]
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    grid = (_cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(add_rmsnorm_k0, grid, (x, r, w, h, n, x_d0, r_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return (h, n)

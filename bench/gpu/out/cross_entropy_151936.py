@@ -261,6 +261,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -350,7 +356,7 @@ def cross_entropy(logits, target):
             _launch(cross_entropy_k0, grid, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     if logits_d0 <= 263:
         cfg = _fit_rows(CONFIGS["cross_entropy_k1"], logits_d0)
-        grid = (triton.cdiv(logits_d0, cfg["ROWS"]),)
+        grid = (_cdiv(logits_d0, cfg["ROWS"]),)
         if grid[0] > 0:
             _launch(cross_entropy_k1, grid, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     if logits_d0 >= 264:

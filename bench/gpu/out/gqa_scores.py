@@ -208,6 +208,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -286,7 +292,7 @@ def gqa_scores(q, k, mask_1):
     dev = q.device
     t0 = torch.empty((32, 1, 2048), dtype=torch.float32, device=dev)
     cfg = _mm_config(CONFIGS["gqa_scores_k0"], 1)
-    tiles = triton.cdiv(1, cfg["BM"]) * triton.cdiv(2048, cfg["BN"])
+    tiles = _cdiv(1, cfg["BM"]) * _cdiv(2048, cfg["BN"])
     split = _mm_split(cfg, dev, tiles * 32, 128, 65536)
     if tiles > 0:
         if split > 1:
@@ -300,6 +306,6 @@ def gqa_scores(q, k, mask_1):
             _launch(gqa_scores_k0, (tiles, 32, 1), (k, q, mask_1, t0, t0, t0), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=1, EPI=False, SERIAL=False)
     p = torch.empty((32, 1, 2048), dtype=torch.bfloat16, device=dev)
     cfg = _fit_rows(CONFIGS["gqa_scores_k1"], 32)
-    grid = (triton.cdiv(32, cfg["ROWS"]),)
+    grid = (_cdiv(32, cfg["ROWS"]),)
     _launch(gqa_scores_k1, grid, (t0, p), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return p

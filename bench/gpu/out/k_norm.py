@@ -87,6 +87,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -168,7 +174,7 @@ def k_norm(k, w):
     t2 = t1 // 1024
     t = torch.empty((1, 8, t2, 128), dtype=torch.bfloat16, device=dev)
     cfg = _fit_rows(CONFIGS["k_norm_k0"], (t2 * 8))
-    grid = (triton.cdiv((t2 * 8), cfg["ROWS"]),)
+    grid = (_cdiv((t2 * 8), cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(k_norm_k0, grid, (k, w, t, k_d1, t2), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return t

@@ -89,6 +89,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -143,7 +149,7 @@ def logaddexp(a, b):
     y = torch.empty((a_d0,), dtype=torch.float32, device=dev)
     cfg = CONFIGS["logaddexp_k0"]
     total = a_d0
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(logaddexp_k0, grid, (a, b, y, a_d0, b_d0, a_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y

@@ -248,6 +248,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -333,7 +339,7 @@ def logsumexp(s):
             _launch(logsumexp_k0, grid, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     if s_d0 <= 263:
         cfg = _fit_rows(CONFIGS["logsumexp_k1"], s_d0)
-        grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+        grid = (_cdiv(s_d0, cfg["ROWS"]),)
         if grid[0] > 0:
             _launch(logsumexp_k1, grid, (s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     if s_d0 >= 264:

@@ -88,6 +88,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -137,7 +143,7 @@ def logsumexp(s):
     s_d0 = s.shape[0]
     l = torch.empty((s_d0,), dtype=torch.float32, device=dev)
     cfg = CONFIGS["logsumexp_k0"]
-    grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+    grid = (_cdiv(s_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(logsumexp_k0, grid, (s, l, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return l

@@ -91,6 +91,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -141,7 +147,7 @@ def quantize(x):
     q = torch.empty((x_d0,), dtype=torch.uint8, device=dev)
     cfg = CONFIGS["quantize_k0"]
     total = x_d0
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(quantize_k0, grid, (x, q, x_d0, x_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return q

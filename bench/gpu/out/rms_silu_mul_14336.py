@@ -94,6 +94,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -148,7 +154,7 @@ def rms_silu_mul(x, w, z):
     z_d0 = z.shape[0]
     y = torch.empty((x_d0, 14336), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["rms_silu_mul_k0"]
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    grid = (_cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(rms_silu_mul_k0, grid, (x, w, z, y, x_d0, z_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y

@@ -146,6 +146,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -226,8 +232,8 @@ def rope(q, k, cos, sin):
     qe = torch.empty((1, 32, 32, 128), dtype=torch.bfloat16, device=dev)
     ke = torch.empty((1, 8, 32, 128), dtype=torch.bfloat16, device=dev)
     cfg = _fit_rows(CONFIGS["rope_k0"], 1280)
-    programs0 = triton.cdiv(1024, cfg["ROWS"])
-    programs1 = triton.cdiv(256, cfg["ROWS"])
+    programs0 = _cdiv(1024, cfg["ROWS"])
+    programs1 = _cdiv(256, cfg["ROWS"])
     grid = (programs0 + programs1,)
     if grid[0] > 0:
         _launch(rope_k0, grid, (cos, sin, q, k, qe, ke, programs0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])

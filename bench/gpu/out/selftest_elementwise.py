@@ -335,6 +335,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -422,7 +428,7 @@ def dyn_bcast(x, b, c):
     y = torch.empty((x_d0, x_d1), dtype=torch.float32, device=dev)
     cfg = CONFIGS["dyn_bcast_k0"]
     total = (x_d0 * x_d1)
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(dyn_bcast_k0, grid, (x, b, c, y, x_d0, x_d1, b_d0, c_d0, x_d0, x_d1, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
@@ -436,7 +442,7 @@ def rank3(x, s):
     y = torch.empty((4, 6, 32), dtype=torch.float32, device=dev)
     cfg = CONFIGS["rank3_k0"]
     total = 768
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     _launch(rank3_k0, grid, (x, s, y, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
 
@@ -455,7 +461,7 @@ def ints(a, b):
     c = torch.empty((a_d0,), dtype=torch.bool, device=dev)
     cfg = CONFIGS["ints_k0"]
     total = a_d0
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(ints_k0, grid, (a, b, r, q, c, a_d0, b_d0, a_d0, a_d0, a_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (r, q, c)
@@ -469,7 +475,7 @@ def f64(x):
     y = torch.empty((x_d0,), dtype=torch.float64, device=dev)
     cfg = CONFIGS["f64_k0"]
     total = x_d0
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(f64_k0, grid, (x, y, x_d0, x_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
@@ -497,7 +503,7 @@ def unary(x):
     pw = torch.empty((x_d0,), dtype=torch.float32, device=dev)
     cfg = CONFIGS["unary_k0"]
     total = x_d0
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(unary_k0, grid, (x, a, exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (exp, log, l1p, em1, sq, rs, th, sg, ge, gt, sn, rd, fl, pw, a)
@@ -511,7 +517,7 @@ def rope_odd(q, cos, sin):
     dev = q.device
     y = torch.empty((6, 4, 48), dtype=torch.bfloat16, device=dev)
     cfg = _fit_rows(CONFIGS["rope_odd_k0"], 24)
-    grid = (triton.cdiv(24, cfg["ROWS"]),)
+    grid = (_cdiv(24, cfg["ROWS"]),)
     _launch(rope_odd_k0, grid, (q, cos, sin, y), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y
 
@@ -527,7 +533,7 @@ def concat3(a, b, c):
     c_d0 = c.shape[0]
     y = torch.empty((a_d0, 32), dtype=torch.float32, device=dev)
     cfg = _fit_rows(CONFIGS["concat3_k0"], a_d0)
-    grid = (triton.cdiv(a_d0, cfg["ROWS"]),)
+    grid = (_cdiv(a_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(concat3_k0, grid, (a, b, c, y, a_d0, b_d0, c_d0, a_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y
@@ -549,7 +555,7 @@ def rope_roll(q, cos, sin, sign):
     sin_d0 = sin.shape[0]
     y = torch.empty((q_d0, 4, 64), dtype=torch.bfloat16, device=dev)
     cfg = _fit_rows(CONFIGS["rope_roll_k0"], (q_d0 * 4))
-    grid = (triton.cdiv((q_d0 * 4), cfg["ROWS"]),)
+    grid = (_cdiv((q_d0 * 4), cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(rope_roll_k0, grid, (q, cos, sign, sin, y, q_d0, cos_d0, sin_d0, q_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y
@@ -562,7 +568,7 @@ def roll5(x):
     x_d0 = x.shape[0]
     y = torch.empty((x_d0, 48), dtype=torch.float32, device=dev)
     cfg = _fit_rows(CONFIGS["roll5_k0"], x_d0)
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    grid = (_cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(roll5_k0, grid, (x, y, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y

@@ -754,6 +754,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -816,7 +822,7 @@ def matmul(a, b):
     a_d0 = a.shape[0]
     c = torch.empty((a_d0, 48), dtype=torch.bfloat16, device=dev)
     cfg = _mm_config(CONFIGS["matmul_k0"], a_d0)
-    tiles = triton.cdiv(a_d0, cfg["BM"]) * triton.cdiv(48, cfg["BN"])
+    tiles = _cdiv(a_d0, cfg["BM"]) * _cdiv(48, cfg["BN"])
     split = _mm_split(cfg, dev, tiles * 1, 32, (a_d0 * 48))
     if tiles > 0:
         if split > 1:
@@ -894,7 +900,7 @@ def dense_const(x):
     y = torch.empty((x_d0, 4), dtype=torch.float32, device=dev)
     cfg = CONFIGS["dense_const_k1"]
     total = (x_d0 * 4)
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(dense_const_k1, grid, (x, c, y, x_d0, x_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
@@ -920,11 +926,11 @@ def twice(x):
     result1 = torch.empty((8,), dtype=torch.float32, device=dev)
     cfg = CONFIGS["twice_k0_p0"]
     total = 8
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     _launch(twice_k0_p0, grid, (x, result0, result1, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     cfg = CONFIGS["twice_k0_p1"]
     total = 8
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     _launch(twice_k0_p1, grid, (x, result0, result1, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return (result0, result1)
 
@@ -938,7 +944,7 @@ def mm_split(a, w, b):
     a_d0 = a.shape[0]
     e = torch.empty((a_d0, 40), dtype=torch.bfloat16, device=dev)
     cfg = _mm_config(CONFIGS["mm_split_k0"], a_d0)
-    tiles = triton.cdiv(a_d0, cfg["BM"]) * triton.cdiv(40, cfg["BN"])
+    tiles = _cdiv(a_d0, cfg["BM"]) * _cdiv(40, cfg["BN"])
     split = _mm_split(cfg, dev, tiles * 1, 12300, (a_d0 * 40))
     if tiles > 0:
         if split > 1:
@@ -961,7 +967,7 @@ def bmm_split(a, b):
     a_d1 = a.shape[1]
     c = torch.empty((3, a_d1, 24), dtype=torch.bfloat16, device=dev)
     cfg = _mm_config(CONFIGS["bmm_split_k0"], a_d1)
-    tiles = triton.cdiv(a_d1, cfg["BM"]) * triton.cdiv(24, cfg["BN"])
+    tiles = _cdiv(a_d1, cfg["BM"]) * _cdiv(24, cfg["BN"])
     split = _mm_split(cfg, dev, tiles * 3, 7000, ((3 * a_d1) * 24))
     if tiles > 0:
         if split > 1:
@@ -985,7 +991,7 @@ def gateup_split(x, wg, wu):
     x_d0 = x.shape[0]
     y = torch.empty((x_d0, 96), dtype=torch.bfloat16, device=dev)
     cfg = _mm_config(CONFIGS["gateup_split_k0"], x_d0)
-    tiles = triton.cdiv(x_d0, cfg["BM"]) * triton.cdiv(96, cfg["BN"])
+    tiles = _cdiv(x_d0, cfg["BM"]) * _cdiv(96, cfg["BN"])
     split = _mm_split(cfg, dev, tiles * 1, 6500, ((2 * x_d0) * 96))
     if tiles > 0:
         if split > 1:
@@ -1008,7 +1014,7 @@ def one_row(x, w, r):
     dev = x.device
     z = torch.empty((1, 512), dtype=torch.bfloat16, device=dev)
     cfg = _mm_config(CONFIGS["one_row_k0"], 1)
-    tiles = triton.cdiv(1, cfg["BM"]) * triton.cdiv(512, cfg["BN"])
+    tiles = _cdiv(1, cfg["BM"]) * _cdiv(512, cfg["BN"])
     split = _mm_split(cfg, dev, tiles * 1, 4096, 512)
     if tiles > 0:
         if split > 1:
@@ -1032,7 +1038,7 @@ def w8a8_split(x, q, s):
     x_d0 = x.shape[0]
     z = torch.empty((x_d0, 40), dtype=torch.bfloat16, device=dev)
     cfg = _mm_config(CONFIGS["w8a8_split_k0"], x_d0)
-    tiles = triton.cdiv(x_d0, cfg["BM"]) * triton.cdiv(40, cfg["BN"])
+    tiles = _cdiv(x_d0, cfg["BM"]) * _cdiv(40, cfg["BN"])
     split = _mm_split(cfg, dev, tiles * 1, 8000, (x_d0 * 40))
     if tiles > 0:
         if split > 1:
@@ -1073,12 +1079,12 @@ def kv_update(kc, vc, pos, k, c, v):
     r = torch.empty((1, 8, k_d2, 128), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["kv_update_k0"]
     total = ((8 * k_d2) * 128)
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(kv_update_k0, grid, (k, c, r, k_d2, c_d2, k_d2, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     cfg = CONFIGS["kv_update_k1"]
     total = ((8 * pos_d0) * 128)
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(kv_update_k1, grid, (r, pos, kc, k_d2, pos_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     cfg = CONFIGS["kv_update_k2"]
@@ -1105,7 +1111,7 @@ def kv_fused(kc, pos, k, c):
     c_d2 = c.shape[2]
     cfg = CONFIGS["kv_fused_k0"]
     total = ((8 * pos_d0) * 128)
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(kv_fused_k0, grid, (k, c, pos, kc, k_d2, c_d2, pos_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return None

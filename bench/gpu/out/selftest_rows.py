@@ -471,6 +471,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -549,7 +555,7 @@ def short_rows(x, w):
     x_d0 = x.shape[0]
     y = torch.empty((x_d0, 64), dtype=torch.float32, device=dev)
     cfg = _fit_rows(CONFIGS["short_rows_k0"], x_d0)
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    grid = (_cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(short_rows_k0, grid, (x, w, y, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y
@@ -562,7 +568,7 @@ def masked_rows(x):
     x_d0 = x.shape[0]
     p = torch.empty((x_d0, 3000), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["masked_rows_k0"]
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    grid = (_cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(masked_rows_k0, grid, (x, p, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return p
@@ -598,12 +604,12 @@ def two_pass(x):
         row_max = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
         row_sum = torch.empty((x_d0, 1), dtype=torch.float32, device=dev)
         cfg = _fit_rows(CONFIGS["two_pass_k1"], x_d0)
-        grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+        grid = (_cdiv(x_d0, cfg["ROWS"]),)
         if grid[0] > 0:
             _launch(two_pass_k1, grid, (x, split_max, split_sum, p, row_max, row_sum, x_d0, x_d0, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     if x_d0 <= 263:
         cfg = CONFIGS["two_pass_k2"]
-        grid = (triton.cdiv((x_d0 * 16), cfg["ROWS"]),)
+        grid = (_cdiv((x_d0 * 16), cfg["ROWS"]),)
         if grid[0] > 0:
             _launch(two_pass_k2, grid, (x, row_max, row_sum, p, x_d0, x_d0, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     if x_d0 >= 264:
@@ -621,7 +627,7 @@ def row_min(x):
     x_d0 = x.shape[0]
     m = torch.empty((x_d0,), dtype=torch.int32, device=dev)
     cfg = _fit_rows(CONFIGS["row_min_k0"], x_d0)
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    grid = (_cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(row_min_k0, grid, (x, m, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return m
@@ -644,7 +650,7 @@ def norm_rope(x, w, cos, sin, sign):
     sin_d1 = sin.shape[1]
     o = torch.empty((1, x_d1, 4, 128), dtype=torch.bfloat16, device=dev)
     cfg = _fit_rows(CONFIGS["norm_rope_k0"], (x_d1 * 4))
-    grid = (triton.cdiv((x_d1 * 4), cfg["ROWS"]),)
+    grid = (_cdiv((x_d1 * 4), cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(norm_rope_k0, grid, (x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, x_d1), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return o
@@ -675,7 +681,7 @@ def stored_transposed(x):
     x_d0 = x.shape[0]
     t = torch.empty((64, x_d0), dtype=torch.float32, device=dev)
     cfg = _fit_rows(CONFIGS["stored_transposed_k0"], x_d0)
-    grid = (triton.cdiv(x_d0, cfg["ROWS"]),)
+    grid = (_cdiv(x_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(stored_transposed_k0, grid, (x, t, x_d0, x_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return t

@@ -274,6 +274,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -361,12 +367,12 @@ def softmax(s):
         row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
         row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=dev)
         cfg = _fit_rows(CONFIGS["softmax_k1"], s_d0)
-        grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+        grid = (_cdiv(s_d0, cfg["ROWS"]),)
         if grid[0] > 0:
             _launch(softmax_k1, grid, (s, split_max, split_sum, y, row_max, row_sum, s_d0, s_d0, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     if s_d0 <= 263:
         cfg = CONFIGS["softmax_k2"]
-        grid = (triton.cdiv((s_d0 * 32), cfg["ROWS"]),)
+        grid = (_cdiv((s_d0 * 32), cfg["ROWS"]),)
         if grid[0] > 0:
             _launch(softmax_k2, grid, (s, row_max, row_sum, y, s_d0, s_d0, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     if s_d0 >= 264:

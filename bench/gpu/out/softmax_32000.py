@@ -87,6 +87,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -136,7 +142,7 @@ def softmax(s):
     s_d0 = s.shape[0]
     y = torch.empty((s_d0, 32000), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["softmax_k0"]
-    grid = (triton.cdiv(s_d0, cfg["ROWS"]),)
+    grid = (_cdiv(s_d0, cfg["ROWS"]),)
     if grid[0] > 0:
         _launch(softmax_k0, grid, (s, y, s_d0, s_d0), BLOCK=cfg["BLOCK"], ROWS=cfg["ROWS"], num_warps=cfg["num_warps"])
     return y

@@ -83,6 +83,12 @@ except (ImportError, ValueError):
 _compiled = {}
 
 
+def _cdiv(a, b):
+    # (triton.cdiv is a constexpr function in Triton 3.6: a call through
+    # its wrapper costs several times this one)
+    return -(-a // b)
+
+
 def _launch(kern, grid, args, **meta):
     global _fast_launch
     if not _fast_launch:
@@ -137,7 +143,7 @@ def swiglu(g, u):
     y = torch.empty((g_d0, 28672), dtype=torch.bfloat16, device=dev)
     cfg = CONFIGS["swiglu_k0"]
     total = (g_d0 * 28672)
-    grid = (triton.cdiv(total, cfg["BLOCK"]),)
+    grid = (_cdiv(total, cfg["BLOCK"]),)
     if grid[0] > 0:
         _launch(swiglu_k0, grid, (g, u, y, g_d0, u_d0, g_d0, total), BLOCK=cfg["BLOCK"], WIDE=total + cfg["BLOCK"] > WIDE_FROM, num_warps=cfg["num_warps"])
     return y
