@@ -13,7 +13,8 @@ import (
 // The PTX emitter writes two files per function into the `-o` directory:
 //
 //	tfc --emit=ptx --target=h200 -o out/ model.tir
-//	out/rms_silu_mul.ptx   the kernels, for ptxas -arch=sm_90
+//	out/rms_silu_mul.ptx   the kernels, for ptxas -arch=sm_90 (sm_90a
+//	                       where a matmul takes wgmma: its .target says so)
 //	out/rms_silu_mul.py    rms_silu_mul(*args) on CUDA tensors
 //
 // The kernels are planned by the pipeline for the target named (vector

@@ -37,7 +37,9 @@ torch.manual_seed(0)
 def ptxas_all(out):
     ok = True
     for f in sorted(glob.glob(os.path.join(out, "**", "*.ptx"), recursive=True)):
-        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", f, "-o", "/dev/null"], capture_output=True, text=True)
+        # (-arch=sm_90a for a module of sm_90a: a matmul on wgmma)
+        arch = "sm_90a" if "\n.target sm_90a" in open(f).read() else "sm_90"
+        r = subprocess.run(["ptxas", "-arch=" + arch, "-v", f, "-o", "/dev/null"], capture_output=True, text=True)
         text = r.stdout + r.stderr
         if r.returncode != 0:
             print("FAIL ptxas", os.path.basename(f))
