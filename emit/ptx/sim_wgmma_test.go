@@ -229,6 +229,10 @@ func.func @rows4096(%x: tensor<4096x64xbf16>, %w: tensor<8192x64xbf16>) -> tenso
   %y = graph.matmul %x, %w {transpose_b = true} : (tensor<4096x64xbf16>, tensor<8192x64xbf16>) -> tensor<4096x8192xbf16>
   return %y : tensor<4096x8192xbf16>
 }
+func.func @narrow(%x: tensor<67x640xbf16>, %w: tensor<136x640xbf16>) -> tensor<67x136xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<67x640xbf16>, tensor<136x640xbf16>) -> tensor<67x136xbf16>
+  return %y : tensor<67x136xbf16>
+}
 func.func @long_swiglu(%x: tensor<?x512xf16>, %wg: tensor<136x512xf16>, %wu: tensor<136x512xf16>) -> tensor<?x136xf16> {
   %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
   %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x512xf16>, tensor<136x512xf16>) -> tensor<?x136xf16>
@@ -276,7 +280,7 @@ func TestWGMMAForm(t *testing.T) {
 	for _, fn := range []string{"tb", "deep_tb", "long_tb", "wide", "rows4096"} {
 		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 256 x 64, 256 threads (2 warpgroups of 64 x 256)", fn)
 	}
-	for _, fn := range []string{"kv", "deep_swiglu", "long_swiglu", "rows1"} {
+	for _, fn := range []string{"kv", "deep_swiglu", "long_swiglu", "rows1", "narrow"} {
 		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 128 x 64, 256 threads (2 warpgroups of 64 x 128)", fn)
 	}
 	assert.Equal(t, 4, strings.Count(files["long_tb.ptx"], "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"))
@@ -307,6 +311,7 @@ func TestSimulatedWGMMA(t *testing.T) {
 			{"deep_swiglu", 5, 320, false},
 			{"long_tb", 67, 640, true}, {"long_tb", 3, 640, true},
 			{"wide", 67, 256, true},
+			{"narrow", 67, 640, true}, // one dot product in 128 x 128 tiles (static rows)
 			{"long_swiglu", 5, 512, false},
 		}
 		for _, c := range cases {
