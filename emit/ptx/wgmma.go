@@ -5,15 +5,16 @@ import (
 )
 
 // This file is the wgmma form of the tensor-core matmul (sm_90a's
-// warpgroup MMA): the same 128 x 128 CTA tile, tile order, split-K and
-// epilogue as the mma.sync form of tc.go, with the multiply done by
-// wgmma.mma_async reading both operands from shared memory.
+// warpgroup MMA): the tile order, split-K and epilogue of the mma.sync
+// form of tc.go, with the multiply done by wgmma.mma_async reading both
+// operands from shared memory, in CTA tiles of 128 x BN (BN 128, or 256
+// for one dot product: wgWideN).
 //
 //	256 threads: warpgroup w (warps 4w..4w+3) owns rows 64w..64w+63 of
-//	  the tile, one m64n128k16 accumulator of 64 f32 a thread per dot
-//	  product (the mma.sync C fragment, warp q of the group its rows
-//	  16q..16q+15)
-//	a stage: A [128][64] then each B [128][64] (K-major: B is [n, k]),
+//	  the tile, one m64nBNk16 accumulator of BN/2 f32 a thread per dot
+//	  product (the mma.sync C fragment repeated along n, warp q of the
+//	  group its rows 16q..16q+15)
+//	a stage: A [128][64] then each B [BN][64] (K-major: B is [n, k]),
 //	  rows of 128 bytes in the 128-byte swizzle: 16-byte chunk c of row r
 //	  lies at chunk c ^ (r % 8), the stages at 1024-byte boundaries
 //	for kt:
@@ -36,7 +37,7 @@ import (
 // It takes kernels whose operands all have 16-byte aligned rows, K a
 // multiple of 64 and every B [n, k] (transpose_b: linear layers' weights);
 // the others keep mma.sync. On an H100 it ran the Llama-3-8B projections
-// at 0.65-0.88 of cuBLAS at 4096 rows where mma.sync ran at 0.42-0.51
+// at 0.76-0.88 of cuBLAS at 4096 rows where mma.sync ran at 0.42-0.51
 // (bench/results/gpu-h100-2026-12-07-wgmma.txt). WGMMA switches it off
 // (tfc: TENSORFORGE_PTX_MMA=sync).
 
