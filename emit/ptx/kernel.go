@@ -56,6 +56,10 @@ type kernelInfo struct {
 	// wgmma: the kernel uses sm_90a's wgmma (the module's target is then
 	// sm_90a)
 	wgmma bool
+	// narrow: the 128-column twin of a wide wgmma matmul whose rows are
+	// `?` (same parameters), launched where the wide tiles would not
+	// fill the SMs
+	narrow *kernelInfo
 }
 
 // ixv is an index value: a register plus a constant, or a constant alone
@@ -156,7 +160,18 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 	ke := newKernelEmitter(k, entry, newAsm("$L_"+entry))
 	ke.plan = makePlan(ke)
 	ke.emit()
-	return ke.info(), ke.text(), nil
+	info, text = ke.info(), ke.text()
+	if tp := ke.plan.tc; tp != nil && tp.wideDyn {
+		wgNarrow = true
+		defer func() { wgNarrow = false }()
+		name := entry + wgTwinSuffix
+		twin := newKernelEmitter(k, name, newAsm("$L_"+name))
+		twin.plan = makePlan(twin)
+		twin.emit()
+		info.narrow = twin.info()
+		text += "\n" + twin.text()
+	}
+	return info, text, nil
 }
 
 // catchEmit, deferred, turns the panic that stops the translation of k

@@ -332,6 +332,9 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 			if !helperSeen[info.entry] {
 				helperSeen[info.entry] = true
 				helpers = append(helpers, info.gridPy)
+				if info.narrow != nil {
+					helpers = append(helpers, info.narrow.gridPy)
+				}
 			}
 			all := append(append([]string(nil), bufNames...), extents...)
 			if g, ok := l.Guard(); ok {
@@ -355,8 +358,24 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 			}
 			if mm := info.mm; mm != nil {
 				// a matmul on tensor cores: split-K chosen here from the tiles (M)
-				line("_launch_mm(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s), device, sm, %d, %d)", info.entry, info.entry,
-					prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)), mm.steps, mm.wsTile)
+				launchMM := func(in *kernelInfo) {
+					line("_launch_mm(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s), device, sm, %d, %d)", in.entry, in.entry,
+						prefixAll(", ", extents), in.block, in.shared, strings.Join(all, ", ")+trailingComma(len(all)), in.mm.steps, in.mm.wsTile)
+				}
+				if info.narrow != nil {
+					// `?` rows: the wide tiles where they fill the SMs, else the 128-column twin
+					outer := indent
+					line("if _grid_%s(sm%s) >= sm:", info.entry, prefixAll(", ", extents))
+					indent = outer + "    "
+					launchMM(info)
+					indent = outer
+					line("else:")
+					indent = outer + "    "
+					launchMM(info.narrow)
+					indent = outer
+				} else {
+					launchMM(info)
+				}
 				hasMM = true
 			} else if info.parts > 1 {
 				// the parts' CTAs end to end, and where each starts
@@ -399,6 +418,9 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 	for _, h := range sortedKeys(infos) {
 		in := infos[h]
 		fmt.Fprintf(&sb, "    (%q, %d, %d),\n", in.entry, in.block, in.shared)
+		if n := in.narrow; n != nil {
+			fmt.Fprintf(&sb, "    (%q, %d, %d),\n", n.entry, n.block, n.shared)
+		}
 	}
 	sb.WriteString(")\n")
 	sb.WriteString(functionsRuntime)

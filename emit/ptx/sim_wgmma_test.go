@@ -280,6 +280,18 @@ func TestWGMMAForm(t *testing.T) {
 	for _, fn := range []string{"tb", "deep_tb", "long_tb", "wide", "rows4096"} {
 		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 256 x 64, 256 threads (2 warpgroups of 64 x 256)", fn)
 	}
+	// `?` rows: the wide kernel and its 128-column twin, the launcher
+	// choosing by the SM count; static rows: one kernel
+	for _, fn := range []string{"tb", "deep_tb", "long_tb", "wide"} {
+		assert.Contains(t, files[fn+".ptx"], ".visible .entry "+fn+"_k0"+wgTwinSuffix+"(", fn)
+		assert.Contains(t, files[fn+".py"], fmt.Sprintf("    if _grid_%s_k0(sm, ", fn), fn)
+		assert.Contains(t, files[fn+".py"], fmt.Sprintf(`_launch_mm(fns, "%s_k0%s", _grid_%s_k0%s(sm, `, fn, wgTwinSuffix, fn, wgTwinSuffix), fn)
+		assert.Equal(t, 1, strings.Count(files[fn+".ptx"], "CTA tile 128 x 128 x 64"), fn)
+		assert.Contains(t, files[fn+".ptx"], "// The 128-column twin of the kernel above", fn)
+	}
+	for _, fn := range []string{"rows4096", "rows1", "narrow", "kv"} {
+		assert.NotContains(t, files[fn+".ptx"], wgTwinSuffix, fn)
+	}
 	for _, fn := range []string{"kv", "deep_swiglu", "long_swiglu", "rows1", "narrow"} {
 		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 128 x 64, 256 threads (2 warpgroups of 64 x 128)", fn)
 	}
@@ -298,12 +310,18 @@ func TestWGMMAForm(t *testing.T) {
 // TestSimulatedWGMMA runs the wgmma kernels in the simulator against the
 // loop interpreter within TestSimulatedMatMul's bound: rows past a tile
 // and a single row, one and two dot products, K of 1 to 10 steps (5
-// stages for one dot product, 4 for two), split-K off and on.
+// stages for 128 x 128 tiles, 4 for 128 x 256 or two dot products),
+// split-K off and on, and both kernels of a `?`-row matmul: the
+// 128-column twin where the wide tiles would leave the 132 SMs idle (all
+// these sizes), the wide kernel where they fill them (the SMs set to 1).
 func TestSimulatedWGMMA(t *testing.T) {
 	withWGMMA(func() {
 		m := lower(t, wgmmaSrc, fullPipeline, "h200")
 		g, err := parser.Parse("test.tir", wgmmaSrc)
 		require.NoError(t, err)
+		var ran []string
+		simTwins = &ran
+		defer func() { simTwins = nil }()
 		cases := []mmCase{
 			{"tb", 130, 64, true}, {"tb", 1, 64, true},
 			{"kv", 130, 64, true},
@@ -311,7 +329,6 @@ func TestSimulatedWGMMA(t *testing.T) {
 			{"deep_swiglu", 5, 320, false},
 			{"long_tb", 67, 640, true}, {"long_tb", 3, 640, true},
 			{"wide", 67, 256, true},
-			{"narrow", 67, 640, true}, // one dot product in 128 x 128 tiles (static rows)
 			{"long_swiglu", 5, 512, false},
 		}
 		for _, c := range cases {
@@ -319,17 +336,35 @@ func TestSimulatedWGMMA(t *testing.T) {
 				checkMatMul(t, m, g, c)
 			})
 		}
+		assert.Contains(t, ran, "tb_k0"+wgTwinSuffix)
+		assert.Contains(t, ran, "long_tb_k0"+wgTwinSuffix)
+		assert.NotContains(t, ran, "long_tb_k0")
 		// the parts forced: whole (every slot refilled while the wgmma of
 		// the step before reads another), and 3 uneven parts
 		defer func(old int64) { simSplitK = old }(simSplitK)
 		for _, split := range []int64{1, 3} {
 			simSplitK = split
-			for _, c := range []mmCase{{"long_tb", 67, 640, true}, {"long_swiglu", 5, 512, false}} {
+			cs := []mmCase{{"long_swiglu", 5, 512, false}}
+			if split == 1 {
+				cs = append(cs, mmCase{"long_tb", 67, 640, true})
+			}
+			for _, c := range cs {
 				t.Run(fmt.Sprintf("%s/%d/split%d", c.fn, c.rows, split), func(t *testing.T) {
 					checkMatMul(t, m, g, c)
 				})
 			}
 		}
+		// the wide kernels of `?` rows
+		simSplitK = 0
+		defer func(old int64) { simSMs = old }(simSMs)
+		simSMs = 1
+		ran = nil
+		for _, c := range []mmCase{{"tb", 130, 64, true}, {"long_tb", 67, 640, true}, {"wide", 67, 256, true}} {
+			t.Run(fmt.Sprintf("%s/%d/wide", c.fn, c.rows), func(t *testing.T) {
+				checkMatMul(t, m, g, c)
+			})
+		}
+		assert.Equal(t, []string{"tb_k0", "long_tb_k0", "wide_k0"}, ran)
 	})
 }
 

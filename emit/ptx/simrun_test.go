@@ -24,6 +24,8 @@ var simGrid = 3
 var (
 	simSMs    int64 = 132
 	simSplitK int64
+	// simTwins, when set, records the entry of each launch
+	simTwins  *[]string
 	simSplits []int64
 )
 
@@ -285,14 +287,25 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 			}
 			var cnt uint64
 			var tiles int64
+			mmTiles := func(in *kernelInfo) int64 {
+				ob := bufs[l.Args()[in.mm.out]]
+				nd := len(ob.shape)
+				n := (ob.shape[nd-2] + tcBM - 1) / tcBM * ((ob.shape[nd-1] + in.mm.bn - 1) / in.mm.bn)
+				for _, d := range ob.shape[:nd-2] {
+					n *= d
+				}
+				return n
+			}
+			if info.narrow != nil && mmTiles(info) < simSMs {
+				// `?` rows whose wide tiles leave SMs idle: the twin
+				info = info.narrow
+			}
+			if simTwins != nil {
+				*simTwins = append(*simTwins, info.entry)
+			}
 			if mm := info.mm; mm != nil {
 				// split-K, as _launch_mm chooses it (or simSplitK)
-				ob := bufs[l.Args()[mm.out]]
-				nd := len(ob.shape)
-				tiles = (ob.shape[nd-2] + tcBM - 1) / tcBM * ((ob.shape[nd-1] + tcBN - 1) / tcBN)
-				for _, d := range ob.shape[:nd-2] {
-					tiles *= d
-				}
+				tiles = mmTiles(info)
 				split := tcSplit(tiles, simSMs, mm.steps)
 				if simSplitK > 0 {
 					split = simSplitK

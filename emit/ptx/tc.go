@@ -91,6 +91,12 @@ type tcPlan struct {
 	// bn: the columns of a CTA tile (tcBN; the wgmma form of one dot
 	// product takes 256)
 	bn int64
+	// wideDyn: bn is wgWideN for rows that are `?`: the kernel comes with
+	// a 128-column twin the launcher takes where the wide tiles would
+	// leave SMs idle (wgmma.go)
+	wideDyn bool
+	// twin: this is that 128-column twin
+	twin bool
 }
 
 func (tp *tcPlan) sharedBytes() int64 {
@@ -1053,7 +1059,8 @@ const tcMinSteps = 4
 type tcLaunch struct {
 	out    int   // the result's index among the kernel's arguments
 	steps  int64 // ceil(K / tcBK)
-	wsTile int64 // f32 of the workspace per tile and part: dots * 128 * 128
+	wsTile int64 // f32 of the workspace per tile and part: dots * 128 * bn
+	bn     int64 // the columns of a tile
 }
 
 // tcLaunch describes a matmul on tensor cores for the launcher; nil for
@@ -1063,7 +1070,7 @@ func (ke *kernelEmitter) tcLaunch() *tcLaunch {
 	if tp == nil {
 		return nil
 	}
-	l := &tcLaunch{out: -1, steps: ceilDiv(tp.K, tcBK), wsTile: int64(len(tp.mm.Dots)) * tcBM * tp.bn}
+	l := &tcLaunch{out: -1, steps: ceilDiv(tp.K, tcBK), wsTile: int64(len(tp.mm.Dots)) * tcBM * tp.bn, bn: tp.bn}
 	for i, a := range ke.body.Args {
 		if a == tp.out {
 			l.out = i

@@ -44,6 +44,13 @@ import (
 // WGMMA makes matmul kernels that can take the wgmma form take it.
 var WGMMA = true
 
+// wgNarrow makes planWG keep 128 columns: set while emitting the twin of
+// a wide kernel whose rows are `?` (emitKernel).
+var wgNarrow = false
+
+// wgTwinSuffix names the 128-column twin of a wide kernel.
+const wgTwinSuffix = "_n128"
+
 const (
 	wgAlign = 1024 // the 128-byte swizzle repeats every 8 rows of 128 bytes
 	// wgDescHi: swizzle 128B (bit 62), stride byte offset 1024 >> 4 = 64
@@ -66,8 +73,9 @@ const (
 	// 0.80 -> 0.88; at 1 and 32 rows (split-K over fewer tiles) they lost
 	// 0.77-0.93 -> 0.66-0.82 (bench/results/gpu-h100-2026-12-07-wgmma.txt).
 	// So a matmul whose rows are static takes them only where the wide
-	// tiles fill the SMs (wgSMs); one whose rows are `?` takes them (one
-	// module serves every row count: prefill's).
+	// tiles fill the SMs (wgSMs); one whose rows are `?` is emitted both
+	// ways, and the launcher takes the wide kernel where its tiles fill
+	// the device's SMs, the 128-column twin elsewhere.
 	wgWideN = 256
 	wgSMs   = 132 // the H100's and H200's
 )
@@ -90,9 +98,11 @@ func wgmmaTakes(tp *tcPlan) bool {
 // else -1.
 func planWG(tp *tcPlan, rowTiles int64) {
 	tp.wg = true
-	if len(tp.transB) == 1 && tp.N > tcBN && (rowTiles < 0 || rowTiles*ceilDiv(tp.N, wgWideN) >= wgSMs) {
+	if len(tp.transB) == 1 && tp.N > tcBN && !wgNarrow && (rowTiles < 0 || rowTiles*ceilDiv(tp.N, wgWideN) >= wgSMs) {
 		tp.bn = wgWideN
+		tp.wideDyn = rowTiles < 0
 	}
+	tp.twin = wgNarrow && len(tp.transB) == 1 && tp.N > tcBN && rowTiles < 0
 	tp.threads, tp.warpsN, tp.wtn = 256, 1, tp.bn
 	row := int64(tcBK * 2) // a K row of a stage: 128 bytes
 	tp.bOff = tp.bOff[:0]
@@ -173,9 +183,13 @@ func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd)
 
 // describeWG says what the wgmma form of tp is, for the kernel's comment.
 func (tp *tcPlan) describeWG() []string {
-	return []string{
+	var out []string
+	if tp.twin {
+		out = append(out, "The 128-column twin of the kernel above: the launcher takes it where that kernel's 128 x 256 tiles would leave SMs idle (few rows).")
+	}
+	return append(out,
 		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk16 %s with both operands in shared memory, f32 accumulators; %d dot product(s), every B [n, k].", tcBM, tp.bn, tcBK, tp.threads, tp.bn, tp.bn, halfName(tp.half), len(tp.transB)),
 		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all, from the first 1024-byte boundary), rows of 128 bytes in the 128-byte swizzle; copies: cp.async.cg 16 bytes, %d stages ahead, one step's wgmma in flight.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
 		splitKLine,
-	}
+	)
 }
