@@ -125,27 +125,17 @@ func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, w *walk) (int, bo
 		}
 	case loop.OpYield:
 		if f, ok := loop.AsFor(u.Block().ParentOp()); ok && carriedSafe(f) {
-			var ws []*ir.Value
-			for i, w := range u.Operands() {
-				if w == v {
-					if !ke.combinesRelative(f, i, v) {
-						return fullBits, false
-					}
-					ws = append(ws, f.Values()[i], f.Body().Entry().Args[1+i])
-				}
+			ws, ok := ke.carriedAs(f, u.Operands(), v)
+			if !ok {
+				return fullBits, false
 			}
 			return through(ws...)
 		}
 	case loop.OpFor:
 		if f, ok := loop.AsFor(u); ok && carriedSafe(f) {
-			var ws []*ir.Value
-			for i, w := range f.Inits() {
-				if w == v {
-					if !ke.combinesRelative(f, i, v) {
-						return fullBits, false
-					}
-					ws = append(ws, f.Values()[i], f.Body().Entry().Args[1+i])
-				}
+			ws, ok := ke.carriedAs(f, f.Inits(), v)
+			if !ok {
+				return fullBits, false
 			}
 			if len(ws) > 0 {
 				return through(ws...)
@@ -170,6 +160,23 @@ func (ke *kernelEmitter) useNeed(v *ir.Value, u *ir.Operation, w *walk) (int, bo
 		return min(need, significandBits(elemKindOf(st.Memref().Type()))), partial
 	}
 	return fullBits, false
+}
+
+// carriedAs is what v becomes where it is the carried value i of loop f
+// (among vals: f's inits, or its yield's operands): f's result and its
+// body's argument i, for every i at which v stands; false where such a
+// value does not combine relative errors (combinesRelative).
+func (ke *kernelEmitter) carriedAs(f loop.ForOp, vals []*ir.Value, v *ir.Value) ([]*ir.Value, bool) {
+	var ws []*ir.Value
+	for i, w := range vals {
+		if w == v {
+			if !ke.combinesRelative(f, i, v) {
+				return nil, false
+			}
+			ws = append(ws, f.Values()[i], f.Body().Entry().Args[1+i])
+		}
+	}
+	return ws, true
 }
 
 // carriedSafe reports whether a loop's carried values are combined across

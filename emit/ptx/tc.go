@@ -526,8 +526,11 @@ func (ke *kernelEmitter) emitTC() {
 	tid := ke.tid
 	warp := ke.b64("shr.u64", tid, intImm(5, rB32))
 	lane := ke.b64("and.b64", tid, intImm(31, rB64))
-	wm := ke.b64("shr.u64", warp, intImm(tp.warpsN/2, rB32)) // warpsN is 2 or 4
-	wn := ke.b64("and.b64", warp, intImm(tp.warpsN-1, rB64))
+	var wm, wn opnd // mma.sync: the warp's place in the tile
+	if !tp.wg {
+		wm = ke.b64("shr.u64", warp, intImm(tp.warpsN/2, rB32)) // warpsN is 2 or 4
+		wn = ke.b64("and.b64", warp, intImm(tp.warpsN-1, rB64))
+	}
 	g := ke.b64("shr.u64", lane, intImm(2, rB32))
 	t4 := ke.b64("and.b64", lane, intImm(3, rB64))
 	base := ke.smemCTA
