@@ -14,6 +14,16 @@ partitioner, then trimmed:
   .contiguous()` of a per-head norm), which the region writes in that
   layout through the view's index map where PyTorch would copy it again;
   a cat is a copy, and stays;
+- a view inside a region that only views the region's inputs (DeepSeek's
+  latent keys and values viewed as heads and transposed, the keys' part
+  concatenated in the region, the values' part read by attention) is made
+  again by PyTorch for the readers outside the region, where it costs
+  nothing, rather than written by the region as one more result;
+- a strided view outside a region that the region reads, kept out by the
+  rule that ends a region at an in-place update (the expand over heads of
+  a KV cache just updated), is pulled into the region when it keeps the
+  last axis contiguous: the kernel reads the tensor through it where the
+  launcher would first copy the whole view to be contiguous;
 - a region with nothing left to compute is dropped.
 """
 
@@ -73,6 +83,7 @@ class TableSupport(OperatorSupport):
 
 
 EDGE_VIEW = "a view or copy at the edge of a region: PyTorch makes it as cheaply (a view costs nothing there, a cat one copy either way), and the region reads or writes the tensor as it is"
+VIEW_AGAIN = "a view of a region's inputs read outside the region: PyTorch makes it again there, where it costs nothing, rather than the region writing it as a result"
 NOTHING = "its region would compute nothing but views and copies"
 
 
@@ -130,6 +141,104 @@ def _trim(nodes):
     return nodes, peeled
 
 
+def _written(gm):
+    """The nodes some op writes in place (through views of them): a view of
+    one read after the write must not be made again outside its region,
+    where it would see the write."""
+    out = set()
+    for n in gm.graph.nodes:
+        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
+        if schema is None:
+            continue
+        for j, a in enumerate(schema.arguments):
+            if a.alias_info is None or not a.alias_info.is_write:
+                continue
+            v = n.args[j] if j < len(n.args) else n.kwargs.get(a.name)
+            while isinstance(v, torch.fx.Node):
+                out.add(v)
+                v = v.args[0] if v.op == "call_function" and optable.is_view(v) and v.args else None
+    return out
+
+
+def _views_outside(gm, nodes, order, written):
+    """Give the readers outside a region of a view of the region's inputs a
+    copy of that view made outside the region (see the module comment).
+
+    A node of the region is a pure view when it is free (optable.is_free)
+    and each of its inputs is outside the region, and not written in
+    place, or is a pure view itself. Returns the views made outside."""
+    pure, made = set(), {}
+    for n in sorted(nodes, key=order.get):
+        if optable.is_free(n) and all(a in pure if a in nodes else a not in written for a in n.all_input_nodes):
+            pure.add(n)
+
+    def outside(n):
+        if n not in nodes:
+            return n
+        if n not in made:
+            args = [outside(a) for a in n.all_input_nodes]
+            with gm.graph.inserting_after(max(args, key=order.get)):
+                c = gm.graph.node_copy(n, lambda a: outside(a))
+            c.meta = dict(n.meta)
+            order[c] = order[max(args, key=order.get)] + 0.5
+            made[n] = c
+        return made[n]
+
+    for n in sorted(pure, key=order.get):
+        readers = [u for u in n.users if u not in nodes]
+        if not readers:
+            continue
+        c = outside(n)
+        for u in readers:
+            u.replace_input_with(n, c)
+    # views of the region now read by nothing
+    for n in sorted(pure, key=order.get, reverse=True):
+        if not n.users:
+            nodes.discard(n)
+            gm.graph.erase_node(n)
+    return sorted(made.values(), key=order.get)
+
+
+def _inner_contiguous(n):
+    """Whether node n's value has a last axis of stride 1 (or of extent 1)."""
+    v = n.meta.get("val")
+    if isinstance(v, torch.Tensor):
+        return v.dim() == 0 or v.shape[-1] == 1 or v.stride()[-1] == 1
+    tm = n.meta.get("tensor_meta")
+    if tm is None or getattr(tm, "stride", None) is None:
+        return False
+    return len(tm.shape) == 0 or tm.shape[-1] == 1 or tm.stride[-1] == 1
+
+
+def _views_inside(gm, nodes, order, enabled, written, claimed):
+    """Pull into a region (nodes) copies of the strided views outside it that
+    it reads (see the module comment): not of a view another region may hold
+    (claimed), nor of one that reads or is a tensor written in place.
+    Returns the views pulled in."""
+    pulled = []
+    changed = True
+    while changed:
+        changed = False
+        for n in sorted(nodes, key=order.get):
+            for v in n.all_input_nodes:
+                if v in nodes or v in claimed or v in written or not optable.is_free(v) or _contiguous(v) or not _inner_contiguous(v):
+                    continue
+                if any(a in written for a in v.all_input_nodes) or optable.lookup(v).check(v, enabled) is not None:
+                    continue
+                with gm.graph.inserting_before(n):
+                    c = gm.graph.node_copy(v)
+                c.meta = dict(v.meta)
+                order[c] = order[n] - 0.5
+                for u in [u for u in v.users if u in nodes]:
+                    u.replace_input_with(v, c)
+                nodes.add(c)
+                pulled.append(v)
+                if not v.users:
+                    gm.graph.erase_node(v)
+                changed = True
+    return pulled
+
+
 def partition(gm, log=None, enabled=()):
     """Fuse the supported regions of gm into submodules fused_0, fused_1, ...
 
@@ -142,14 +251,19 @@ def partition(gm, log=None, enabled=()):
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     proposed = partitioner.propose_partitions()
     kept, in_region = [], set()
+    written = _written(gm)
+    claimed = {n for p in proposed for n in p.nodes}  # nodes another region may hold
     for p in proposed:
         nodes, peeled = _trim(p.nodes)
         for n in peeled:
             log.fallback(n, EDGE_VIEW)
+        for n in _views_outside(gm, nodes, order, written):
+            log.fallback(n, VIEW_AGAIN)
         if not any(not optable.is_free(n) for n in nodes):
             for n in nodes:
                 log.fallback(n, NOTHING)
             continue
+        _views_inside(gm, nodes, order, enabled, written, claimed)
         # an ordered set, so that the fused submodule (and its .tir) is the same on every run
         p.nodes = {n: None for n in sorted(nodes, key=order.get)}
         kept.append(p)

@@ -400,6 +400,64 @@ class FrontendTest(unittest.TestCase):
         self.assertIn(torch.ops.aten.cat.default, in_region, log.format())
         self.assertIn(torch.ops.aten.slice.Tensor, in_region, log.format())
 
+    def test_view_of_inputs_read_outside_is_no_result(self):
+        # DeepSeek's latent keys and values viewed as heads and transposed: the
+        # keys' part is concatenated in the region, the values' part is read by
+        # attention (here top-k) outside it; the region must not write the
+        # whole transposed tensor as a result for it, PyTorch views it again
+        class LatentValues(torch.nn.Module):
+            def forward(self, kv, k_rot):
+                b, t, _ = kv.shape
+                kvh = kv.view(b, t, 4, 16).transpose(1, 2)
+                k_pass, v = torch.split(kvh, [8, 8], dim=-1)
+                k = torch.cat((k_pass, k_rot.expand(b, 4, t, 4)), dim=-1)
+                return k * 2.0, torch.topk(v, 2).values
+
+        ins = (torch.randn(2, 5, 64), torch.randn(2, 1, 5, 4))
+        compiled = self.run_case(LatentValues(), ins, atol=0, rtol=0, regions=1)
+        self.assertIn(partition.VIEW_AGAIN, compiled.log.format())
+        results = [ln for ln in compiled.tir.splitlines() if ln.strip().startswith("return")]
+        self.assertEqual(len(results), 1, compiled.tir)
+        self.assertNotIn(",", results[0], compiled.tir)  # k * 2 only, not the transposed heads
+
+    def test_view_of_an_input_written_in_place_stays_a_result(self):
+        # a view of a cache the region updates in place, read outside: made
+        # again outside, it would see the update
+        class Update(torch.nn.Module):
+            def forward(self, cache, pos, x):
+                old = cache.transpose(0, 1)
+                cache.index_copy_(0, pos, x * 2.0)
+                return torch.topk(old, 2).values
+
+        ins = (torch.randn(4, 6), torch.tensor([1]), torch.randn(1, 6))
+        with torch.no_grad():
+            want = Update()(ins[0].clone(), *ins[1:])
+            c = tensorforge.compile_module(Update(), *ins, options=self.opts())
+            got = c(ins[0].clone(), *ins[1:])
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+        self.assertNotIn(partition.VIEW_AGAIN, c.log.format())
+
+    def test_expand_of_an_updated_cache_is_read_inside(self):
+        # DeepSeek's rotary keys: a one-head cache updated in place, then
+        # expanded over the heads and concatenated; the expand, kept out of the
+        # update's region, is read by the next region through its index map,
+        # not copied whole to be contiguous for it
+        class ExpandAfterUpdate(torch.nn.Module):
+            def forward(self, cache, pos, x, kp):
+                cache.index_copy_(2, pos, x * 2.0)
+                return torch.cat((kp, cache.expand(2, 3, 6, 4)), dim=-1) * 3.0
+
+        ins = (torch.randn(2, 1, 6, 4), torch.tensor([1]), torch.randn(2, 1, 1, 4), torch.randn(2, 3, 6, 8))
+        with torch.no_grad():
+            want = ExpandAfterUpdate()(ins[0].clone(), *ins[1:])
+            c = tensorforge.compile_module(ExpandAfterUpdate(), *ins, options=self.opts())
+            got = c(ins[0].clone(), *ins[1:])
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+        self.assertEqual(len(c.kernels), 2, c.log.format())
+        self.assertIn("graph.broadcast_to", c.tir)
+        header = c.tir.split("func.func @region_1(")[1].split("\n")[0]
+        self.assertNotIn("tensor<2x3x6x4xf32>", header)  # no argument is the expanded view
+
     def test_cat_skips_a_legacy_empty_operand(self):
         # transformers' DynamicCache starts each layer with torch.tensor([]) and
         # concatenates the first keys to it along the tokens: torch.cat skips a
