@@ -37,15 +37,15 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	}
 	var leadExt []*ir.Value
 	var cols *ir.Value
-	width := int64(1)
+	width, widest := int64(1), int64(1) // the kernel's, and the widest loop's between cuts
 	if n > 0 {
 		leadExt, cols = ext[:n-1], ext[n-1]
-		width = viewWidth(rollWidth(k.vectorWidth(info.Shape[n-1], ev.alongRow()), info.Ops), info.Views)
+		widest = rollWidth(k.vectorWidth(info.Shape[n-1], ev.alongRow()), info.Ops)
 		if len(info.OutViews) > 0 {
-			width = outViewWidth(width, info.OutViews)
+			widest = outViewWidth(widest, info.OutViews)
 		}
+		width = viewWidth(widest, info.Views)
 	}
-	k.setAttr("vector_width", intAttr(width))
 	rows := k.product(k.kb, leadExt)
 
 	// the loops over the row: a vector loop, and a scalar tail for a dynamic row
@@ -59,13 +59,18 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	case width == 1 && (info.Views == nil || len(info.Views.Cuts) == 0):
 		spans = []span{{k.index(0), cols, k.index(1), 0}}
 	case info.Views != nil && len(info.Views.Cuts) > 0:
-		// one loop per stretch between the edges of concat pieces
-		lo, lanes := int64(0), width
-		if width == 1 {
-			lanes = 0
-		}
+		// one loop per stretch between the edges of concat pieces, each
+		// as wide as the reads of the pieces in it allow
+		lo := int64(0)
+		width = 1
 		for _, c := range append(slices.Clone(info.Views.Cuts), info.Shape[n-1]) {
-			spans = append(spans, span{k.index(lo), k.index(c), k.index(width), lanes})
+			w := info.Views.SpanWidth(widest, lo, c)
+			lanes := w
+			if w == 1 {
+				lanes = 0
+			}
+			spans = append(spans, span{k.index(lo), k.index(c), k.index(w), lanes})
+			width = max(width, w)
 			lo = c
 		}
 	case info.Shape[n-1] != ir.Dynamic:
@@ -76,6 +81,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		main.Name = "nvec"
 		spans = []span{{k.index(0), main, k.index(width), width}, {main, cols, k.index(1), 0}}
 	}
+	k.setAttr("vector_width", intAttr(width))
 
 	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
 		ev.rowIdx = k.splitRow(b, r, leadExt)

@@ -18,7 +18,7 @@ import (
 var viewCases = []struct {
 	name    string
 	kernels int
-	width   int64 // the kernel's vector width on h200 (0: not checked)
+	width   int64 // the kernel's vector width on h200, its widest loop's (0: not checked)
 	// sums: a row kernel, whose sums run in another order (the bound of
 	// difftest_test.go instead of 0 ULP)
 	sums bool
@@ -74,7 +74,7 @@ func.func @f(%q: tensor<2x4x16xbf16>, %cos: tensor<4x16xbf16>, %sin: tensor<4x16
   %y = graph.add %a, %b : tensor<2x4x16xbf16>
   return %y : tensor<2x4x16xbf16>
 }`},
-	{name: "concat-of-three-uneven-pieces", kernels: 1, width: 2, src: `
+	{name: "concat-of-three-uneven-pieces", kernels: 1, width: 4, src: `
 func.func @f(%a: tensor<3x2xf32>, %b: tensor<3x6xf32>, %c: tensor<3x4xf32>) -> tensor<3x12xf32> {
   %e = graph.exp %b : tensor<3x6xf32>
   %k = graph.concat %a, %e, %c {axis = 1} : (tensor<3x2xf32>, tensor<3x6xf32>, tensor<3x4xf32>) -> tensor<3x12xf32>
@@ -185,6 +185,36 @@ func TestDiffViews(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSpanWidths: the loops of an element-wise kernel between the edges of
+// concat pieces take each the widest vectors the reads of its pieces allow:
+// DeepSeek's query heads, 128 columns copied and 64 of rotary embedding of
+// interleaved pairs (read every second element, one lane at a time).
+func TestSpanWidths(t *testing.T) {
+	src := `
+func.func @f(%q: tensor<4x192xbf16>, %c: tensor<4x32xbf16>) -> tensor<4x192xbf16> {
+  %nope = graph.slice %q {offsets = [0, 0], sizes = [4, 128]} : (tensor<4x192xbf16>) -> tensor<4x128xbf16>
+  %ev = graph.slice %q {offsets = [0, 128], sizes = [4, 32], strides = [1, 2]} : (tensor<4x192xbf16>) -> tensor<4x32xbf16>
+  %od = graph.slice %q {offsets = [0, 129], sizes = [4, 32], strides = [1, 2]} : (tensor<4x192xbf16>) -> tensor<4x32xbf16>
+  %a = graph.mul %ev, %c : tensor<4x32xbf16>
+  %b = graph.mul %od, %c : tensor<4x32xbf16>
+  %k = graph.concat %nope, %a, %b {axis = 1} : (tensor<4x128xbf16>, tensor<4x32xbf16>, tensor<4x32xbf16>) -> tensor<4x192xbf16>
+  return %k : tensor<4x192xbf16>
+}`
+	pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
+	runDiff(t, diffCase{name: "span-widths", src: src, pipeline: pipeline, target: "h200", exact: true, dyn: 4, unfitOK: true})
+	m := lowerText(t, src, pipeline, "h200")
+	text := ir.Print(m.Operation, ir.PrintOptions{})
+	var steps []string
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[0] == "loop.for" && strings.Contains(line, `dist = "threads"`) {
+			steps = append(steps, strings.TrimSuffix(f[3], ","))
+		}
+	}
+	// the 128 copied columns by 8 lanes (16 bytes), the two rotary pieces by 1
+	assert.Equal(t, []string{"%c8", "%c1", "%c1"}, steps, text)
+	assert.Contains(t, text, "-> vector<8xbf16>")
 }
 
 // TestViewOfAReductionStaysApart: a view of a row kernel's reduction is a

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tensorforge/tensorforge/dialects/graph"
@@ -268,6 +269,40 @@ type ViewPlan struct {
 	// Scalar is set when some vector would not be contiguous: the kernel
 	// runs one lane at a time.
 	Scalar bool
+	// limits are Scalar and Divides by the columns they hold for: a
+	// concat's piece is read only in the columns it fills, and a loop
+	// over those columns alone may take wider vectors than another.
+	limits []viewLimit
+}
+
+// viewLimit is one requirement of a read through views on the columns
+// [lo, hi) of the kernel: lanes one at a time (scalar), or a vector width
+// dividing divides.
+type viewLimit struct {
+	lo, hi  int64
+	scalar  bool
+	divides int64
+}
+
+// SpanWidth is the vector width, w or less, of a loop over the columns
+// [lo, hi) between two cuts: one that divides both ends and every extent
+// and offset the reads in those columns require.
+func (p *ViewPlan) SpanWidth(w, lo, hi int64) int64 {
+	for w > 1 && (lo%w != 0 || hi%w != 0) {
+		w /= 2
+	}
+	for _, l := range p.limits {
+		if l.hi <= lo || l.lo >= hi {
+			continue
+		}
+		if l.scalar {
+			return 1
+		}
+		for w > 1 && l.divides%w != 0 {
+			w /= 2
+		}
+	}
+	return w
 }
 
 // planViews walks the body of a kernel with views from its
@@ -287,47 +322,68 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 	if n == 0 {
 		return plan, nil
 	}
+	// the walk follows the columns [lo, hi) of the kernel a value is read
+	// at: all of them, or below a concat along the column those of the
+	// piece read
 	type visit struct {
-		v *ir.Value
-		m ColumnMap
+		v      *ir.Value
+		m      ColumnMap
+		lo, hi int64
 	}
 	seen := map[visit]bool{}
 	cuts := map[int64]bool{}
-	var walk func(v *ir.Value, m ColumnMap) error
-	walk = func(v *ir.Value, m ColumnMap) error {
-		if seen[visit{v, m}] {
+	scalar := func(lo, hi int64) {
+		plan.Scalar = true
+		plan.limits = append(plan.limits, viewLimit{lo: lo, hi: hi, scalar: true})
+	}
+	divides := func(lo, hi, d int64) {
+		plan.Divides = append(plan.Divides, d)
+		plan.limits = append(plan.limits, viewLimit{lo: lo, hi: hi, divides: d})
+	}
+	var walk func(v *ir.Value, m ColumnMap, lo, hi int64) error
+	walk = func(v *ir.Value, m ColumnMap, lo, hi int64) error {
+		if seen[visit{v, m, lo, hi}] {
 			return nil
 		}
-		seen[visit{v, m}] = true
+		seen[visit{v, m, lo, hi}] = true
 		s := shapeOf(v)
 		switch m.Kind {
 		case ColumnAt:
 			if m.Dim != len(s)-1 {
-				plan.Scalar = true
+				scalar(lo, hi)
 			} else if m.Off != 0 {
-				plan.Divides = append(plan.Divides, abs64(m.Off))
+				divides(lo, hi, abs64(m.Off))
 			}
 		case ColumnLanes:
 			if last := s[len(s)-1]; last != ir.Dynamic {
-				plan.Divides = append(plan.Divides, last)
+				divides(lo, hi, last)
 			} else {
-				plan.Scalar = true
+				scalar(lo, hi)
 			}
 		case ColumnScattered:
-			plan.Scalar = true
+			scalar(lo, hi)
 		}
 		op := v.DefiningOp()
 		if op == nil || !inBody[op] || isConstant(op) || isRowReduction(op) {
 			return nil
 		}
+		// the columns of the kernel each operand is read at
+		ranges := make([][2]int64, len(op.Operands()))
+		for i := range ranges {
+			ranges[i] = [2]int64{lo, hi}
+		}
 		if c, ok := graph.AsConcat(op); ok && m.Kind == ColumnAt && m.Dim == ConcatAxis(c) {
 			edge := int64(0)
-			for _, x := range c.Inputs()[:len(c.Inputs())-1] {
-				edge += shapeOf(x)[m.Dim]
-				if cut := edge - m.Off; cut > 0 && cut < shape[n-1] {
-					cuts[cut] = true
+			for i, x := range c.Inputs() {
+				next := edge + shapeOf(x)[m.Dim]
+				if i < len(c.Inputs())-1 {
+					if cut := next - m.Off; cut > 0 && cut < shape[n-1] {
+						cuts[cut] = true
+					}
+					plan.Divides = append(plan.Divides, shapeOf(x)[m.Dim])
 				}
-				plan.Divides = append(plan.Divides, shapeOf(x)[m.Dim])
+				ranges[i] = [2]int64{max(lo, edge-m.Off), min(hi, next-m.Off)}
+				edge = next
 			}
 		}
 		if r, ok := graph.AsRoll(op); ok {
@@ -347,14 +403,20 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 			if err != nil {
 				return err
 			}
-			if err := walk(a, am); err != nil {
-				return err
+			if r := ranges[i]; r[0] < r[1] {
+				if err := walk(a, am, r[0], r[1]); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
+	cols := shape[n-1]
+	if cols == ir.Dynamic {
+		cols = math.MaxInt64
+	}
 	for _, y := range starts {
-		if err := walk(y, ColumnMap{Kind: ColumnAt, Dim: len(shapeOf(y)) - 1}); err != nil {
+		if err := walk(y, ColumnMap{Kind: ColumnAt, Dim: len(shapeOf(y)) - 1}, 0, cols); err != nil {
 			return nil, err
 		}
 	}
