@@ -46,6 +46,8 @@ def main():
     ap.add_argument("batch", nargs="?", type=int, default=1)
     ap.add_argument("--matmul", action="store_true", help="also TensorForge with the matmul option")
     ap.add_argument("--only-matmul", action="store_true", help="TensorForge with the matmul option alone")
+    ap.add_argument("--ptx", action="store_true", help="also TensorForge with the PTX emitter")
+    ap.add_argument("--only", default="", help="a comma list of the modes' labels to run alone")
     args = ap.parse_args()
     cfg, layer, rope = e2e.build_layer(args.model)
     b = args.batch
@@ -55,16 +57,24 @@ def main():
     pe = rope(x, pos)
     kvh = cfg.num_key_value_heads
     hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    k0 = torch.randn(b, kvh, 2048, hd, device="cuda", dtype=torch.bfloat16)
-    v0 = torch.randn(b, kvh, 2048, hd, device="cuda", dtype=torch.bfloat16)
+    hdk, hdv = hd, hd
+    if hasattr(cfg, "kv_lora_rank"):
+        # multi-head latent attention caches a latent and its rotary part (as run.py)
+        kvh, hdk, hdv = 1, cfg.kv_lora_rank, cfg.qk_rope_head_dim
+    k0 = torch.randn(b, kvh, 2048, hdk, device="cuda", dtype=torch.bfloat16)
+    v0 = torch.randn(b, kvh, 2048, hdv, device="cuda", dtype=torch.bfloat16)
     modes = [("inductor default", {}),
              ("tensorforge triton cublas", dict(backend="tensorforge", options=dict(target="h200", matmul=False))),
              ("tensorforge triton", dict(backend="tensorforge", options=dict(target="h200")))]
+    if args.ptx:
+        modes.append(("tensorforge ptx", dict(backend="tensorforge", options=dict(target="h200", emitter="ptx"))))
     if args.only_matmul:
         modes = []
     if args.matmul or args.only_matmul:
         modes.append(("tensorforge triton matmul", dict(backend="tensorforge",
                                                         options=dict(target="h200", matmul=True))))
+    if args.only:
+        modes = [m for m in modes if m[0] in args.only.split(",")]
     with torch.no_grad():
         for label, kw in modes:
             torch._dynamo.reset()

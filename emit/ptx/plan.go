@@ -210,10 +210,14 @@ func staticIndex(v *ir.Value) (int64, bool) {
 }
 
 // staticTrip is the trip count of a loop with constant bounds, or -1.
-func staticTrip(f loop.ForOp) int64 {
-	lb, ok1 := staticIndex(f.Lower())
-	ub, ok2 := staticIndex(f.Upper())
-	st, ok3 := staticIndex(f.Step())
+func staticTrip(f loop.ForOp) int64 { return staticRange(f.Lower(), f.Upper(), f.Step()) }
+
+// staticRange is the trip count of a loop from lower to upper by step, or
+// -1 when one of them is not a constant.
+func staticRange(lower, upper, step *ir.Value) int64 {
+	lb, ok1 := staticIndex(lower)
+	ub, ok2 := staticIndex(upper)
+	st, ok3 := staticIndex(step)
 	if !ok1 || !ok2 || !ok3 || st <= 0 {
 		return -1
 	}
@@ -362,10 +366,15 @@ func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
 		ph := &flatPhase{loop: d, trip: staticTrip(f), nested: hasNested(d)}
 		switch {
 		case ph.trip >= 0 && ph.trip <= flatBlock/2:
-			ph.group = int(pow2Ceil(max(ph.trip, 1)))
+			g := int(pow2Ceil(max(ph.trip, 1)))
+			u := 1
+			if n := staticRange(ke.grid.Lower(), ke.grid.Upper(), ke.grid.Step()); !ph.nested && (shortUnrollTiles == 0 || n >= 0 && ceilDiv(n, int64(flatBlock/g)) >= shortUnrollTiles) {
+				u = min(ShortUnroll, g)
+			}
+			ph.group = g / u
 			ph.rows = flatBlock / ph.group
-			ph.unroll = 1
-			ph.guard = int64(ph.group) != ph.trip
+			ph.unroll = u
+			ph.guard = int64(g) != ph.trip
 		default:
 			ph.group, ph.rows = flatBlock, 1
 			ph.unroll = int(targetIters)
@@ -386,6 +395,23 @@ func (pl *plan) tryFlat(ke *kernelEmitter, gb *ir.Block) bool {
 	}
 	return true
 }
+
+// ShortUnroll is the copies per thread of a short loop of a flat kernel
+// (a tile of several instances) with shortUnrollTiles tiles or more: each
+// thread takes that many of an instance's iterations, their loads issued
+// together. On an H100, DeepSeek's keys at decode b32 (8388608 rows of
+// 128 bf16 read through a transpose, and 64 more) ran in 2.12 ms at 2
+// against 3.45 ms at 1 (and 2.14 at 4), where a kernel of a few hundred
+// tiles (a decode step's RoPE) ran 1 to 2 us slower at 2 than at 1:
+// bench/results/gpu-h100-2026-12-07-short-unroll.txt.
+var ShortUnroll = 2
+
+// shortUnrollTiles is four rounds of the largest grid a flat kernel takes
+// on a GPU of 132 SMs (gridPython): below it, the tiles do not fill the GPU
+// many times over and a thread's single load is not what limits them. A
+// kernel over a `?` count of instances keeps one copy; 0 unrolls every
+// short loop (the simulator's tests).
+var shortUnrollTiles int64 = 4 * 132 * 8 * 2048 / flatBlock
 
 // flatUnroll is the copies per thread of a long loop of a flat kernel
 // with a static trip count: targetIters, or where that leaves the last
@@ -922,6 +948,8 @@ func (pl *plan) describeLoops() []string {
 		for i, ph := range pl.phases {
 			if ph.join {
 				out = append(out, fmt.Sprintf("Loop %d: in loop %d's tiles, after it.", i, i-1))
+			} else if ph.rows > 1 && ph.unroll > 1 {
+				out = append(out, fmt.Sprintf("Loop %d: a tile is %d instances x %d iterations, %d per thread.", i, ph.rows, ph.group*ph.unroll, ph.unroll))
 			} else if ph.rows > 1 {
 				out = append(out, fmt.Sprintf("Loop %d: a tile is %d instances x %d iterations, a thread each.", i, ph.rows, ph.group))
 			} else {

@@ -434,6 +434,37 @@ func TestSimulatedViews(t *testing.T) {
 	}
 }
 
+// TestSimulatedShortUnroll runs flat kernels with short loops
+// (testdata/short_unroll.tir) with every such loop unrolled, ShortUnroll
+// copies per thread with the loads of the copies first, as kernels of
+// many tiles take them: guards (48 of 64 iterations), concat pieces, views.
+func TestSimulatedShortUnroll(t *testing.T) {
+	defer func(n int64, u int) { shortUnrollTiles, ShortUnroll = n, u }(shortUnrollTiles, ShortUnroll)
+	for _, u := range []int{2, 4} {
+		shortUnrollTiles, ShortUnroll = 0, u
+		m := lowerFile(t, "testdata/short_unroll.tir")
+		files, err := emitted(m)
+		require.NoError(t, err)
+		for _, c := range []simCase{
+			{fn: "heads_t", shapes: [][]int64{{3, 5, 4, 64}, {64}}, ulps: 1},
+			{fn: "rope_half", shapes: [][]int64{{5, 4, 128}, {4, 128}, {4, 128}}, ulps: 1},
+			{fn: "latent_keys", shapes: [][]int64{{2, 6, 3, 32}, {2, 1, 6, 16}}},
+			{fn: "pairs", shapes: [][]int64{{7, 3, 96}, {3, 48}}, ulps: 1},
+		} {
+			t.Run(fmt.Sprintf("%s/unroll=%d", c.fn, u), func(t *testing.T) {
+				unrolled := false
+				for _, fl := range files {
+					if fl.Name == identifier(c.fn)+".ptx" {
+						unrolled = strings.Contains(fl.Text, fmt.Sprintf(", %d per thread.", u))
+					}
+				}
+				require.True(t, unrolled, "%s: no loop of %d copies per thread", c.fn, u)
+				runSimCase(t, m, c, true)
+			})
+		}
+	}
+}
+
 // TestSimulatedIndexCopy: the caches the PTX kernels update in place hold
 // what the loop interpreter's do (the new positions, one past the end
 // clamped, every other element untouched, NaN and inf included).
