@@ -755,12 +755,17 @@ func (pl *plan) promotable(al *ir.Operation) (int64, bool) {
 	if !ok || len(m.Shape) != 1 {
 		return 0, false
 	}
+	// the loops of the accesses share their lower bound, step and lanes:
+	// copy t of each holds the same elements, lane·step + lower + t·G·step
+	// (a loop over a shorter stretch, a row's last chunk, has fewer copies)
 	var space *loopPlan
-	var lb, ub, st int64
+	var lb, st int64
 	lanes := 0
+	var copies, stored int
 	for _, user := range buf.Users() {
 		var idx []*ir.Value
 		var access ir.Type
+		isStore := false
 		switch {
 		case user.Name() == loop.OpLoad && user.Operand(0) == buf:
 			l := loop.LoadOp{Operation: user}
@@ -768,6 +773,7 @@ func (pl *plan) promotable(al *ir.Operation) (int64, bool) {
 		case user.Name() == loop.OpStore && user.Operand(1) == buf && user.Operand(0) != buf:
 			s := loop.StoreOp{Operation: user}
 			idx, access = s.Indices(), s.Value().Type()
+			isStore = true
 		default:
 			return 0, false
 		}
@@ -781,26 +787,29 @@ func (pl *plan) promotable(al *ir.Operation) (int64, bool) {
 			return 0, false
 		}
 		l, _ := staticIndex(f.Lower())
-		u, _ := staticIndex(f.Upper())
 		s, _ := staticIndex(f.Step())
 		w := lanesOf(access)
 		if int64(w) != s {
 			return 0, false
 		}
 		if space == nil {
-			space, lb, ub, st, lanes = lp, l, u, s, w
-		} else if l != lb || u != ub || s != st || w != lanes {
+			space, lb, st, lanes = lp, l, s, w
+		} else if l != lb || s != st || w != lanes {
 			return 0, false
 		}
+		copies = max(copies, lp.unroll)
+		if isStore {
+			stored = max(stored, lp.unroll)
+		}
 	}
-	if space == nil {
-		return 0, false
+	if space == nil || stored < copies {
+		return 0, false // a copy read that no loop stores (not in a program that reads what it wrote)
 	}
 	per := int64(1)
 	if m.Elem.Kind.ByteSize() == 8 {
 		per = 2
 	}
-	return int64(space.unroll) * int64(lanes) * per, true
+	return int64(copies) * int64(lanes) * per, true
 }
 
 // prefetchBudget bounds the registers per thread that hold loads issued

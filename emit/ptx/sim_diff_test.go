@@ -383,6 +383,15 @@ func.func @lse_split(%x: tensor<?x65536xbf16>) -> tensor<?xbf16> {
 	require.Contains(t, text, "row_max")
 	require.Contains(t, text, "memref<?x4xf32, dram>")
 	require.Contains(t, text, "memref<?x16xf32, dram>")
+	// the chunk each thread stores and reads back lives in its registers,
+	// the row's shorter last chunk (70000 = 17 x 4096 + 368) in a prefix of them
+	files, err := emitted(m)
+	require.NoError(t, err)
+	for _, fl := range files {
+		if fl.Name == "lse.ptx" || fl.Name == "softmax.ptx" {
+			require.Contains(t, fl.Text, "Sram in registers: %chunk", fl.Name)
+		}
+	}
 	for _, c := range []simCase{
 		{fn: "lse", shapes: [][]int64{{2, 70000}}, ulps: 8, rel: 1e-6},
 		{fn: "lse_split", shapes: [][]int64{{3, 65536}}, ulps: 1},
