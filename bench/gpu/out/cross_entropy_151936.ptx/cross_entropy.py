@@ -98,9 +98,9 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cross_entropy.p
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("cross_entropy_k0", 128, 16400),
+    ("cross_entropy_k0", 128, 16),
     ("cross_entropy_k1", 256, 0),
-    ("cross_entropy_k2", 128, 16400),
+    ("cross_entropy_k2", 128, 16),
 )
 
 _modules = {}
@@ -187,9 +187,9 @@ def cross_entropy(*args):
     if logits_d0 <= 263:
         split_max = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
         split_sum = torch.empty((logits_d0, 16), dtype=torch.float32, device=device)
-        _launch(fns, "cross_entropy_k0", _grid_cross_entropy_k0(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 128, 16400, stream, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
+        _launch(fns, "cross_entropy_k0", _grid_cross_entropy_k0(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 128, 16, stream, (logits, target, loss, split_max, split_sum, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
     if logits_d0 <= 263:
         _launch(fns, "cross_entropy_k1", _grid_cross_entropy_k1(sm, logits_d0, target_d0, logits_d0, logits_d0, logits_d0), 256, 0, stream, (logits, target, split_max, split_sum, loss, logits_d0, target_d0, logits_d0, logits_d0, logits_d0))
     if logits_d0 >= 264:
-        _launch(fns, "cross_entropy_k2", _grid_cross_entropy_k2(sm, logits_d0, target_d0, logits_d0), 128, 16400, stream, (logits, target, loss, logits_d0, target_d0, logits_d0))
+        _launch(fns, "cross_entropy_k2", _grid_cross_entropy_k2(sm, logits_d0, target_d0, logits_d0), 128, 16, stream, (logits, target, loss, logits_d0, target_d0, logits_d0))
     return loss

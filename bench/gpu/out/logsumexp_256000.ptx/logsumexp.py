@@ -98,9 +98,9 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logsumexp.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("logsumexp_k0", 128, 16400),
+    ("logsumexp_k0", 128, 16),
     ("logsumexp_k1", 256, 0),
-    ("logsumexp_k2", 128, 16400),
+    ("logsumexp_k2", 128, 16),
 )
 
 _modules = {}
@@ -182,9 +182,9 @@ def logsumexp(*args):
     if s_d0 <= 263:
         split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
         split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
-        _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0, s_d0, s_d0), 128, 16400, stream, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
+        _launch(fns, "logsumexp_k0", _grid_logsumexp_k0(sm, s_d0, s_d0, s_d0, s_d0), 128, 16, stream, (s, l, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
     if s_d0 <= 263:
         _launch(fns, "logsumexp_k1", _grid_logsumexp_k1(sm, s_d0, s_d0, s_d0, s_d0), 256, 0, stream, (s, split_max, split_sum, l, s_d0, s_d0, s_d0, s_d0))
     if s_d0 >= 264:
-        _launch(fns, "logsumexp_k2", _grid_logsumexp_k2(sm, s_d0, s_d0), 128, 16400, stream, (s, l, s_d0, s_d0))
+        _launch(fns, "logsumexp_k2", _grid_logsumexp_k2(sm, s_d0, s_d0), 128, 16, stream, (s, l, s_d0, s_d0))
     return l

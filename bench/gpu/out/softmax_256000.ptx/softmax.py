@@ -98,7 +98,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "softmax.ptx")
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("softmax_k0", 128, 16400),
+    ("softmax_k0", 128, 16),
     ("softmax_k1", 256, 0),
     ("softmax_k2", 256, 0),
     ("softmax_k3", 256, 64104),
@@ -207,7 +207,7 @@ def softmax(*args):
     if s_d0 <= 263:
         split_max = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
         split_sum = torch.empty((s_d0, 32), dtype=torch.float32, device=device)
-        _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0), 128, 16400, stream, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
+        _launch(fns, "softmax_k0", _grid_softmax_k0(sm, s_d0, s_d0, s_d0, s_d0), 128, 16, stream, (s, y, split_max, split_sum, s_d0, s_d0, s_d0, s_d0))
     if s_d0 <= 263:
         row_max = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
         row_sum = torch.empty((s_d0, 1), dtype=torch.float32, device=device)
