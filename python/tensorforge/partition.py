@@ -141,6 +141,14 @@ def _trim(nodes):
     return nodes, peeled
 
 
+def _renumber(gm, order):
+    """Number gm's nodes in graph order again, after nodes were inserted:
+    regions list their nodes in that order, which must be the same on
+    every run (no ties)."""
+    order.clear()
+    order.update({n: i for i, n in enumerate(gm.graph.nodes)})
+
+
 def _written(gm):
     """The nodes some op writes in place (through views of them): a view of
     one read after the write must not be made again outside its region,
@@ -177,10 +185,13 @@ def _views_outside(gm, nodes, order, written):
             return n
         if n not in made:
             args = [outside(a) for a in n.all_input_nodes]
-            with gm.graph.inserting_after(max(args, key=order.get)):
+            at = max(args, key=order.get)
+            if at.op == "placeholder":  # after every placeholder, where the code starts
+                at = [p for p in gm.graph.nodes if p.op == "placeholder"][-1]
+            with gm.graph.inserting_after(at):
                 c = gm.graph.node_copy(n, lambda a: outside(a))
             c.meta = dict(n.meta)
-            order[c] = order[max(args, key=order.get)] + 0.5
+            _renumber(gm, order)
             made[n] = c
         return made[n]
 
@@ -228,7 +239,7 @@ def _views_inside(gm, nodes, order, enabled, written, claimed):
                 with gm.graph.inserting_before(n):
                     c = gm.graph.node_copy(v)
                 c.meta = dict(v.meta)
-                order[c] = order[n] - 0.5
+                _renumber(gm, order)
                 for u in [u for u in v.users if u in nodes]:
                     u.replace_input_with(v, c)
                 nodes.add(c)

@@ -419,6 +419,8 @@ class FrontendTest(unittest.TestCase):
         results = [ln for ln in compiled.tir.splitlines() if ln.strip().startswith("return")]
         self.assertEqual(len(results), 1, compiled.tir)
         self.assertNotIn(",", results[0], compiled.tir)  # k * 2 only, not the transposed heads
+        again = self.run_case(LatentValues(), ins, atol=0, rtol=0, regions=1)
+        self.assertEqual(compiled.tir, again.tir)  # the views made outside leave the order the same
 
     def test_view_of_an_input_written_in_place_stays_a_result(self):
         # a view of a cache the region updates in place, read outside: made
