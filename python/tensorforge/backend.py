@@ -53,14 +53,7 @@ def mutated_inputs(gm):
     index = {ph: i for i, ph in enumerate(placeholders)}
     out = set()
     for n in gm.graph.nodes:
-        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
-        if schema is None:
-            continue
-        for j, a in enumerate(schema.arguments):
-            info = a.alias_info
-            if info is None or not info.is_write:
-                continue
-            v = n.args[j] if j < len(n.args) else n.kwargs.get(a.name)
+        for v in fxpasses.written_operands(n):
             # through views of an input (kc[:, :] in torch 1.x traces): ops
             # whose result aliases their first argument
             while isinstance(v, torch.fx.Node) and fxpasses.aliases_first(v):

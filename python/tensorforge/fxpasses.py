@@ -894,6 +894,19 @@ def linears_as_calls(gm):
     return changed
 
 
+def written_operands(n):
+    """The arguments node n writes in place, as its op's schema marks them
+    (index_copy_'s cache, copy_'s destination): fx Nodes or other values."""
+    schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
+    if schema is None:
+        return []
+    out = []
+    for j, a in enumerate(schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            out.append(n.args[j] if j < len(n.args) else n.kwargs.get(a.name))
+    return out
+
+
 def aliases_first(n):
     """Whether node n's result may share storage with its first argument: its
     schema says so (view, reshape, slice, permute, expand, ...), or it is

@@ -31,7 +31,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
-from . import optable
+from . import fxpasses, optable
 
 
 class FallbackLog:
@@ -155,16 +155,10 @@ def _written(gm):
     where it would see the write."""
     out = set()
     for n in gm.graph.nodes:
-        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
-        if schema is None:
-            continue
-        for j, a in enumerate(schema.arguments):
-            if a.alias_info is None or not a.alias_info.is_write:
-                continue
-            v = n.args[j] if j < len(n.args) else n.kwargs.get(a.name)
+        for v in fxpasses.written_operands(n):
             while isinstance(v, torch.fx.Node):
                 out.add(v)
-                v = v.args[0] if v.op == "call_function" and optable.is_view(v) and v.args else None
+                v = v.args[0] if fxpasses.aliases_first(v) else None
     return out
 
 
