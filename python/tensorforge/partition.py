@@ -205,14 +205,20 @@ def _views_outside(gm, nodes, order, written):
 
 
 def _inner_contiguous(n):
-    """Whether node n's value has a last axis of stride 1 (or of extent 1)."""
+    """Whether node n's value has a last axis of stride 1 (or of extent 1).
+    A symbolic extent or stride there counts as no: asking would add a
+    guard on it."""
     v = n.meta.get("val")
     if isinstance(v, torch.Tensor):
-        return v.dim() == 0 or v.shape[-1] == 1 or v.stride()[-1] == 1
-    tm = n.meta.get("tensor_meta")
-    if tm is None or getattr(tm, "stride", None) is None:
-        return False
-    return len(tm.shape) == 0 or tm.shape[-1] == 1 or tm.stride[-1] == 1
+        shape, stride = tuple(v.shape), tuple(v.stride())
+    else:
+        tm = n.meta.get("tensor_meta")
+        if tm is None or getattr(tm, "stride", None) is None:
+            return False
+        shape, stride = tuple(tm.shape), tuple(tm.stride)
+    if not shape:
+        return True
+    return any(type(x) is int and x == 1 for x in (shape[-1], stride[-1]))
 
 
 def _views_inside(gm, nodes, order, enabled, written, claimed):
