@@ -10,8 +10,18 @@
 # the row, RoPE, cross-entropy and decode workloads against eager,
 # torch.compile and a copy), vocab (softmax over 256000 and 32000 beside the
 # hand-written bulk-copy kernel), e2e-MODEL (bench/e2e/run.py on one model's
-# layer, every shape), greedy (the 2-layer LlamaForCausalLM decode loop).
+# layer, every shape), greedy (the 2-layer LlamaForCausalLM decode loop),
+# autotune-MODEL (one model's headline shapes, prefill 1x4096 and decode
+# b32, beside Inductor's max-autotune-no-cudagraphs too: it tunes for
+# minutes), matmul (the PTX matmul's wgmma and mma.sync forms beside cuBLAS,
+# after `bash bench/gpu/wgmma.sh build` here).
 # Results go to OUT (run.py's JSON, e2e JSON) and standard output.
+#
+# Every issue's figures in three calls of at most 10 minutes (about 25 of a
+# session's 30 minutes of device time):
+#   kernels,vocab,matmul
+#   e2e-llama3-8b,e2e-qwen3-8b,e2e-mistral-7b,e2e-gemma2-9b,e2e-deepseek-v3
+#   greedy,autotune-llama3-8b
 set -uo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-kernels,vocab,e2e-llama3-8b}
@@ -40,6 +50,15 @@ for s in "${list[@]}"; do
     m=${s#e2e-}
     TENSORFORGE_TFC=.bin/tfc timeout 240 python3 bench/e2e/run.py "$out/e2e-$m" --models "$m" --no-greedy \
       --autotune none --modes "$modes" 2>&1 | grep -E " \| |rror"
+    ;;
+  autotune-*)
+    m=${s#autotune-}
+    TENSORFORGE_TFC=.bin/tfc timeout 400 python3 bench/e2e/run.py "$out/autotune-$m" --models "$m" --no-greedy \
+      --autotune headline --shapes "prefill 1x4096,decode b32 kv2048" \
+      --modes "$modes,inductor max-autotune-no-cudagraphs" 2>&1 | grep -E " \| |rror"
+    ;;
+  matmul)
+    timeout 330 bash bench/gpu/wgmma.sh run "$out/matmul" 2>&1 | grep -vE "Warning|^\s*$" | head -80
     ;;
   greedy)
     TENSORFORGE_TFC=.bin/tfc timeout 200 python3 bench/e2e/run.py "$out/greedy" --models '' 2>&1 | grep -E "greedy|rror"
