@@ -243,6 +243,7 @@ def _compile_aten(gm, example_inputs, opts, matmul=None):
     """compile_aten of one graph; matmul, when given, is decide_matmul's answer."""
     fxpasses.reinplace_input_updates(gm)
     fxpasses.splits_as_slices(gm)
+    fxpasses.var_mean_as_parts(gm)
     fxpasses.fills_as_cat(gm)
     fxpasses.rotate_half_as_roll(gm)
     fxpasses.sink_transposes(gm)

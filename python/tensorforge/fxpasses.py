@@ -149,6 +149,51 @@ def _meta_like(node, f):
     return {"val": f(torch.empty(shape, dtype=dtype, device="meta"))}
 
 
+def var_mean_as_parts(gm):
+    """``var_mean`` with its ``getitem`` as ``var`` and ``mean`` of the same operand.
+
+    LayerNorm decomposes to ``var_mean`` (a tuple of two tensors, which the
+    op table cannot translate); its parts are row reductions that fuse with
+    the normalisation around them into one kernel, and the mean ``var``
+    computes is the same ``graph.reduce_mean`` as the one beside it, which
+    cse merges. Returns the number of parts rewritten.
+    """
+    import operator
+
+    g = gm.graph
+    changed = 0
+    for n in list(g.nodes):
+        if n.op != "call_function" or n.target != aten.var_mean.correction:
+            continue
+        users = list(n.users)
+        if not all(u.op == "call_function" and u.target is operator.getitem and u.args[1] in (0, 1) for u in users):
+            continue
+        x = n.args[0]
+        dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+        if dims is None:
+            shape, _ = _shape_dtype(x)
+            if shape is None:
+                continue
+            dims = list(range(len(shape)))
+        keep = n.kwargs.get("keepdim", False)
+        for u in users:
+            with g.inserting_before(u):
+                if u.args[1] == 0:
+                    part = g.call_function(aten.var.correction, (x, dims),
+                                           {"correction": n.kwargs.get("correction"), "keepdim": keep})
+                else:
+                    part = g.call_function(aten.mean.dim, (x, dims, keep))
+            part.meta.update(u.meta)
+            u.replace_all_uses_with(part)
+            g.erase_node(u)
+            changed += 1
+        g.erase_node(n)
+    if changed:
+        g.lint()
+        gm.recompile()
+    return changed
+
+
 def fills_as_cat(gm):
     """An empty tensor filled slice by slice as the ``cat`` of the slices' values.
 

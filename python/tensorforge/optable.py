@@ -259,6 +259,67 @@ class Reduce(Kind):
         return fn.op(decl.tir, [x], out, {"axes": axes, "keepdim": keep}, node=node)
 
 
+class Var(Kind):
+    """``var.correction`` (x, dims, correction=, keepdim=): the mean of the squared
+    deviations from the mean over dims, times N / (N - correction) (1 when
+    None); in f32 for bf16 and f16 operands, as PyTorch accumulates them,
+    rounded once to the result's type."""
+
+    def _axes(self, node, rank):
+        dims = _arg(node, 1, "dim", None)
+        if dims is None or dims == []:
+            return list(range(rank))
+        if isinstance(dims, int):
+            dims = [dims]
+        return _norm_axes(list(dims), rank)
+
+    def _correction(self, node):
+        c = node.kwargs.get("correction")
+        return 1 if c is None else c
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        inp = info_of(node.args[0])
+        if inp.dtype not in FLOATS or _out(node).dtype not in FLOATS:
+            raise Unsupported("the variance of integers")
+        n = 1
+        for a in self._axes(node, inp.rank):
+            if inp.shape[a] is DYNAMIC:
+                raise Unsupported("reduces a dimension of run-time extent")
+            n *= inp.shape[a]
+        c = self._correction(node)
+        if not _is_scalar(c) or n - c <= 0:
+            raise Unsupported("a correction of %r over %d elements" % (c, n))
+
+    def emit(self, decl, fn, node):
+        inp, out = info_of(node.args[0]), _out(node)
+        axes = self._axes(node, inp.rank)
+        keep = bool(_arg(node, 3, "keepdim", False))
+        ct = torch.float32 if out.dtype in (torch.bfloat16, torch.float16) else out.dtype
+        x = fn.value(node.args[0], ct)
+        full = inp.with_dtype(ct)
+        kept = TensorInfo([1 if i in axes else d for i, d in enumerate(inp.shape)], ct,
+                          [None if i in axes else s for i, s in enumerate(inp.symbols)])
+        mean = fn.op("graph.reduce_mean", [x], kept, {"axes": axes, "keepdim": True})
+        dev = fn.op("graph.sub", [x, mean], full)
+        sq = fn.op("graph.mul", [dev, dev], full)
+        n = 1
+        for a in axes:
+            n *= inp.shape[a]
+        c = self._correction(node)
+        res = out.with_dtype(ct)
+        steps = [("graph.reduce_mean", [sq], {"axes": axes, "keepdim": keep})]
+        if c:
+            steps.append(("graph.mul", [None, fn.constant(float(n) / float(n - c), ct)], None))
+        v = None
+        for i, (op, operands, attrs) in enumerate(steps):
+            last = i == len(steps) - 1 and ct == out.dtype
+            v = fn.op(op, [v if o is None else o for o in operands], res, attrs, node=node if last else None)
+        if ct != out.dtype:
+            v = fn.cast(v, res, out, node=node)
+        return v
+
+
 class Norm(Kind):
     """``_softmax``, ``_log_softmax`` (x, dim, half_to_float) and ``logsumexp``."""
 
@@ -752,6 +813,7 @@ DECLS = [
     OpDecl("aten.mean.dim", REDUCE, "graph.reduce_mean"),
     OpDecl("aten.mean.default", REDUCE, "graph.reduce_mean"),
     OpDecl("aten.sum.default", REDUCE, "graph.reduce_sum"),
+    OpDecl("aten.var.correction", Var()),
     OpDecl("aten.amax.default", REDUCE, "graph.reduce_max"),
     OpDecl("aten.amin.default", REDUCE, "graph.reduce_min"),
     OpDecl("aten._softmax.default", NORM, "graph.softmax"),

@@ -239,6 +239,68 @@ class FrontendTest(unittest.TestCase):
         self.assertIn("graph.reduce_mean", c.tir)
         self.assertIn("graph.rsqrt", c.tir)
 
+    def test_layer_norm_is_one_kernel(self):
+        # LayerNorm decomposes to var_mean, whose parts (var, mean) are row
+        # reductions fused with the residual add before and the GELU after
+        class AddNormGelu(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln = torch.nn.LayerNorm(64)
+                with torch.no_grad():
+                    self.ln.weight.normal_(1.0, 0.1)
+                    self.ln.bias.normal_(0.0, 0.1)
+
+            def forward(self, x, r):
+                return torch.nn.functional.gelu(self.ln(x + r), approximate="tanh")
+
+        ins = (torch.randn(3, 5, 64) * 3 + 7, torch.randn(3, 5, 64))
+        c = self.run_case(AddNormGelu(), ins, atol=1e-5, rtol=1e-5, regions=1)
+        self.assertIn("graph.reduce_mean", c.tir)
+        self.assertNotIn("var_mean", c.log.format())
+
+    def test_layer_norm_bf16_against_float64(self):
+        # in f32 inside the kernel, rounded once to bf16: within half a bf16
+        # ULP of the float64 LayerNorm (torch 1.13's CPU kernel is not, so
+        # the reference is float64, not eager)
+        torch.manual_seed(0)
+        ln = torch.nn.LayerNorm(64).to(BF)
+        with torch.no_grad():
+            ln.weight.normal_(1.0, 0.1)
+            ln.bias.normal_(0.0, 0.1)
+        x = (torch.randn(4, 7, 64) * 4 + 10).to(BF)
+        with torch.no_grad():
+            c = tensorforge.compile_module(ln, x, options=self.opts())
+            got = c(x).double()
+            xd = x.double()
+            mu = xd.mean(-1, keepdim=True)
+            ref = (xd - mu) / torch.sqrt(((xd - mu) ** 2).mean(-1, keepdim=True) + 1e-5)
+            ref = ref * ln.weight.double() + ln.bias.double()
+        ulp = torch.exp2(torch.floor(torch.log2(ref.abs().clamp_min(1e-30))) - 7)
+        self.assertLessEqual(((got - ref).abs() / ulp).max().item(), 0.5 + 1e-6)
+        self.assertEqual(len(c.kernels), 1, c.log.format())
+
+    def test_variance(self):
+        # torch.var: unbiased (correction 1) and biased, keepdim or not, over
+        # one axis and two; a correction that leaves no degree of freedom
+        # stays in PyTorch
+        class Vars(torch.nn.Module):
+            def forward(self, x):
+                return (torch.var(x * 2.0, dim=-1), torch.var(x, dim=-1, unbiased=False, keepdim=True) + 1.0,
+                        torch.var(x.exp(), dim=(1, 2)))
+
+        x = torch.randn(4, 7, 48) * 3 + 5
+        c = self.run_case(Vars(), (x,), atol=1e-4, rtol=1e-5)
+        self.assertNotIn("stays in PyTorch", c.log.format())
+        self.assertEqual(c.tir.count("graph.reduce_mean"), 6, c.tir)  # a mean and a mean of squares each
+
+        class Single(torch.nn.Module):
+            def forward(self, x):
+                return torch.var(x * 2.0, dim=-1, keepdim=True) + 1.0
+
+        with torch.no_grad():
+            c = tensorforge.compile_module(Single(), torch.randn(3, 1), options=self.opts())
+        self.assertIn("a correction of 1 over 1 elements", c.log.format())
+
     def test_rmsnorm_f32_extremes(self):
         x = torch.randn(4, 64)
         x[0, 0], x[1, 3], x[2, :] = 3e38, 1e-40, 0.0
