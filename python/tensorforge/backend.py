@@ -317,7 +317,8 @@ def _decompositions():
 
     aten = torch.ops.aten
     wanted = [getattr(aten, n) for n in ("native_layer_norm", "addcmul", "lerp", "hardswish", "masked_fill",
-                                         "rsub", "silu_backward", "softplus", "hardsigmoid", "mish")
+                                         "rsub", "silu_backward", "softplus", "hardsigmoid", "mish",
+                                         "leaky_relu", "hardtanh", "elu", "clamp_min", "clamp_max")
               if hasattr(aten, n)]
     return get_decompositions(wanted)
 

@@ -320,6 +320,52 @@ class Var(Kind):
         return v
 
 
+class VectorNorm(Kind):
+    """``linalg_vector_norm(x, ord, dim, keepdim)`` and ``norm.ScalarOpt_dim(x, p, dim,
+    keepdim)`` of order 2 (F.normalize, QK L2 norms): the square root of the sum
+    of squares, in f32 for bf16 and f16 operands, rounded once to the result's
+    type."""
+
+    def _parts(self, decl, node):
+        if decl.params.get("legacy"):  # norm.ScalarOpt_dim(self, p, dim, keepdim)
+            return _arg(node, 1, "p", 2), _arg(node, 2, "dim", None), bool(_arg(node, 3, "keepdim", False))
+        return _arg(node, 1, "ord", 2), _arg(node, 2, "dim", None), bool(_arg(node, 3, "keepdim", False))
+
+    def _axes(self, dims, rank):
+        if dims is None or dims == []:
+            return list(range(rank))
+        if isinstance(dims, int):
+            dims = [dims]
+        return _norm_axes(list(dims), rank)
+
+    def check(self, decl, node):
+        _need_tensor(node, node.args[0], "the operand")
+        inp, out = info_of(node.args[0]), _out(node)
+        order, dims, _ = self._parts(decl, node)
+        if order != 2:
+            raise Unsupported("a norm of order %r (order 2 is compiled)" % (order,))
+        if inp.dtype not in FLOATS or out.dtype not in FLOATS:
+            raise Unsupported("the norm of integers")
+        if node.kwargs.get("dtype") is not None:
+            raise Unsupported("a dtype= argument")
+        for a in self._axes(dims, inp.rank):
+            if inp.shape[a] is DYNAMIC:
+                raise Unsupported("reduces a dimension of run-time extent")
+
+    def emit(self, decl, fn, node):
+        inp, out = info_of(node.args[0]), _out(node)
+        _, dims, keep = self._parts(decl, node)
+        axes = self._axes(dims, inp.rank)
+        ct = torch.float32 if out.dtype in (torch.bfloat16, torch.float16) else out.dtype
+        x = fn.value(node.args[0], ct)
+        sq = fn.op("graph.mul", [x, x], inp.with_dtype(ct))
+        res = out.with_dtype(ct)
+        total = fn.op("graph.reduce_sum", [sq], res, {"axes": axes, "keepdim": keep})
+        if ct == out.dtype:
+            return fn.op("graph.sqrt", [total], res, node=node)
+        return fn.cast(fn.op("graph.sqrt", [total], res), res, out, node=node)
+
+
 class Norm(Kind):
     """``_softmax``, ``_log_softmax`` (x, dim, half_to_float) and ``logsumexp``."""
 
@@ -814,6 +860,8 @@ DECLS = [
     OpDecl("aten.mean.default", REDUCE, "graph.reduce_mean"),
     OpDecl("aten.sum.default", REDUCE, "graph.reduce_sum"),
     OpDecl("aten.var.correction", Var()),
+    OpDecl("aten.linalg_vector_norm.default", VectorNorm()),
+    OpDecl("aten.norm.ScalarOpt_dim", VectorNorm(), legacy=True),
     OpDecl("aten.amax.default", REDUCE, "graph.reduce_max"),
     OpDecl("aten.amin.default", REDUCE, "graph.reduce_min"),
     OpDecl("aten._softmax.default", NORM, "graph.softmax"),

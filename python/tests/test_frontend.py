@@ -301,6 +301,43 @@ class FrontendTest(unittest.TestCase):
             c = tensorforge.compile_module(Single(), torch.randn(3, 1), options=self.opts())
         self.assertIn("a correction of 1 over 1 elements", c.log.format())
 
+    def test_activations_by_decomposition(self):
+        # leaky_relu, hardtanh, elu, clamp_min and clamp_max decompose into
+        # declared ops: one kernel each with the op after them
+        F = torch.nn.functional
+        cases = [("leaky_relu", lambda x: F.leaky_relu(x, 0.1) * 2.0),
+                 ("hardtanh", lambda x: F.hardtanh(x, -0.5, 0.75) * 2.0),
+                 ("elu", lambda x: F.elu(x) * 2.0),
+                 ("clamp_min", lambda x: torch.clamp_min(x, 0.25) * 2.0),
+                 ("clamp_max", lambda x: torch.clamp_max(x, 0.25) * 2.0)]
+        x = torch.randn(4, 32) * 3
+        x[0, :4] = torch.tensor([float("inf"), -float("inf"), float("nan"), 0.0])
+        for name, fn in cases:
+            with self.subTest(name):
+                with torch.no_grad():
+                    c = tensorforge.compile_module(fn, x, options=self.opts())
+                    torch.testing.assert_close(c(x), fn(x), atol=1e-6, rtol=1e-6, equal_nan=True)
+                self.assertEqual(len(c.kernels), 1, c.log.format())
+                self.assertNotIn("stays in PyTorch", c.log.format())
+
+    def test_l2_norm(self):
+        # F.normalize (a norm of order 2, clamped, divided by): one kernel; in
+        # bf16 the norm is summed in f32 and rounded once
+        F = torch.nn.functional
+        fn = lambda x: F.normalize(x, dim=-1) * 2.0  # noqa: E731
+        x = torch.randn(6, 64) * 5
+        c = self.run_case(fn, (x,), atol=1e-6, rtol=1e-5, regions=1)
+        self.assertIn("graph.reduce_sum", c.tir)
+        xb = x.to(BF)
+        with torch.no_grad():
+            cb = tensorforge.compile_module(lambda t: torch.linalg.vector_norm(t, dim=-1), xb, options=self.opts())
+            got = cb(xb).double()
+        ref = xb.double().pow(2).sum(-1).sqrt()
+        self.assertLessEqual(((got - ref).abs() / ref).max().item(), 2.0 ** -8)
+        with torch.no_grad():
+            c3 = tensorforge.compile_module(lambda t: torch.linalg.vector_norm(t, 3, dim=-1), x, options=self.opts())
+        self.assertIn("a norm of order 3", c3.log.format())
+
     def test_rmsnorm_f32_extremes(self):
         x = torch.randn(4, 64)
         x[0, 0], x[1, 3], x[2, :] = 3e38, 1e-40, 0.0
