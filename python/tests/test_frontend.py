@@ -200,6 +200,42 @@ def _tfc():
         raise unittest.SkipTest(str(e)) if os.environ.get("TENSORFORGE_ALLOW_NO_TFC") else AssertionError(str(e))
 
 
+class GPT2Block(torch.nn.Module):
+    """GPT-2's block: pre-LayerNorm attention (causal mask by masked_fill) and a
+    GELU MLP, each with a residual add."""
+
+    def __init__(self, d=64, h=4):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (a.view(b, t, self.h, d // self.h).transpose(1, 2) for a in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.h)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class Router(torch.nn.Module):
+    """A mixture-of-experts router (Mixtral's): softmax over the experts in
+    f32, the top 2 (in PyTorch), their weights renormalised."""
+
+    def __init__(self, d=64, e=8):
+        super().__init__()
+        self.gate = torch.nn.Linear(d, e, bias=False)
+
+    def forward(self, x):
+        p = torch.nn.functional.softmax(self.gate(x), dim=-1, dtype=torch.float)
+        w, idx = torch.topk(p, 2, dim=-1)
+        return (w / w.sum(-1, keepdim=True)).to(x.dtype), idx
+
+
 class FrontendTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -337,6 +373,22 @@ class FrontendTest(unittest.TestCase):
         with torch.no_grad():
             c3 = tensorforge.compile_module(lambda t: torch.linalg.vector_norm(t, 3, dim=-1), x, options=self.opts())
         self.assertIn("a norm of order 3", c3.log.format())
+
+    def test_gpt2_block(self):
+        # LayerNorm 1 alone (the qkv projection follows), the masked softmax,
+        # residual add + LayerNorm 2, the GELU between the MLP's matmuls, the
+        # last residual add: five kernels; matmuls, the mask's factories and
+        # tril stay in PyTorch
+        torch.manual_seed(0)
+        c = self.run_case(GPT2Block(), (torch.randn(2, 8, 64),), atol=2e-6, rtol=1e-5, regions=5)
+        log = c.log.format()
+        self.assertIn("stays in PyTorch: tril", log)
+        self.assertNotIn("var_mean", log)
+
+    def test_moe_router(self):
+        torch.manual_seed(0)
+        c = self.run_case(Router(), (torch.randn(2, 8, 64),), atol=1e-6, rtol=1e-6, regions=2)
+        self.assertIn("top-k stays in PyTorch", c.log.format())
 
     def test_rmsnorm_f32_extremes(self):
         x = torch.randn(4, 64)
