@@ -55,6 +55,14 @@ func init() {
 			default:
 				return fmt.Errorf("TENSORFORGE_PTX_MMA=%q: expected \"wgmma\" (sm_90a's warpgroup MMA where a matmul can take it, the default) or \"sync\" (mma.sync everywhere)", v)
 			}
+			switch v := os.Getenv("TENSORFORGE_PTX_PIPELINE"); v {
+			case "", "0":
+				ptx.Pipeline = false
+			case "1":
+				ptx.Pipeline = true
+			default:
+				return fmt.Errorf("TENSORFORGE_PTX_PIPELINE=%q: expected 1 (issue the next chunk's loads of an online row kernel an iteration ahead) or 0 (the default)", v)
+			}
 			_, err := ptx.WriteDir(req.Module, req.OutPath)
 			return err
 		},

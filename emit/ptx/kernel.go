@@ -127,6 +127,7 @@ type kernelEmitter struct {
 
 	preReduced map[*ir.Operation][]opnd
 	prefetched map[prefetchKey][]opnd // loads issued ahead of their loop body
+	piped      map[prefetchKey]*wordLoad // loads issued an iteration ahead (pipeline.go)
 	halves     map[string]halfSrc     // 16-bit lanes unpacked from a 32-bit word
 	hoisted    map[*ir.Operation]addr
 	precision  map[*ir.Value]int  // memo of precisionNeeded
@@ -195,7 +196,7 @@ func newKernelEmitter(k loop.KernelOp, entry string, a *asm) *kernelEmitter {
 		k: k, entry: entry, gridName: entry, a: a,
 		vals: map[*ir.Value][]opnd{}, ixs: map[*ir.Value]ixv{}, mults: map[*ir.Value]int64{},
 		bufs: map[*ir.Value]*buffer{}, preReduced: map[*ir.Operation][]opnd{}, hoisted: map[*ir.Operation]addr{},
-		prefetched: map[prefetchKey][]opnd{}, halves: map[string]halfSrc{},
+		prefetched: map[prefetchKey][]opnd{}, piped: map[prefetchKey]*wordLoad{}, halves: map[string]halfSrc{},
 		addrCache: map[string]opnd{},
 	}
 	ke.body = k.Body().Entry()

@@ -122,6 +122,12 @@ func (ke *kernelEmitter) emitSerialLoop(f loop.ForOp) {
 	c := ke.freshCopies(ke.initLanes(f), kinds)
 	body := f.Body().Entry()
 	ke.hoistAddresses(f.Operation)
+	pp := ke.plan.pipeline[f.Operation]
+	var cur map[prefetchKey]*wordLoad
+	if pp != nil {
+		a.comment("the first chunk's loads, ahead of the loop (pipelined)")
+		cur = ke.pipeLoads(f, pp, lb, nil)
+	}
 	i := a.reg(rB64)
 	a.ins("mov.b64", i, ke.ixReg(lb))
 	ubr := ke.ixReg(ub)
@@ -133,6 +139,18 @@ func (ke *kernelEmitter) emitSerialLoop(f loop.ForOp) {
 	a.bra(&p, false, exit)
 	ke.pushScope()
 	iv := body.Args[0]
+	var next map[prefetchKey]*wordLoad
+	if pp != nil {
+		a.comment("the next chunk's loads, in flight while this one is combined")
+		ni := a.reg(rB64)
+		a.ins("add.s64", ni, i, stepr)
+		more := a.reg(rPred)
+		a.ins("setp.lt.s64", more, ni, ubr)
+		next = ke.pipeLoads(f, pp, ixv{reg: ni, has: true}, &more)
+		for _, k := range pp.keys(ke) {
+			ke.piped[k] = cur[k]
+		}
+	}
 	ke.ixs[iv] = ixv{reg: i, has: true}
 	ke.mults[iv] = gcd(ke.multOf(f.Lower()), ke.multOf(f.Step()))
 	saved := ke.curLoop
@@ -140,6 +158,13 @@ func (ke *kernelEmitter) emitSerialLoop(f loop.ForOp) {
 	y := ke.emitBody(body, c)
 	ke.curLoop = saved
 	ke.assign(c, y)
+	if pp != nil {
+		a.comment("the next chunk's words become this one's")
+		for _, k := range pp.keys(ke) {
+			ke.movWords(cur[k], next[k])
+			delete(ke.piped, k)
+		}
+	}
 	ke.popScope()
 	a.ins("add.s64", i, i, stepr)
 	a.bra(nil, false, head)

@@ -389,6 +389,11 @@ func (ke *kernelEmitter) load(op *ir.Operation) {
 		ke.vals[op.Result(0)] = lanes
 		return
 	}
+	if wl, ok := ke.piped[prefetchKey{op, ke.copyIdx}]; ok {
+		delete(ke.piped, prefetchKey{op, ke.copyIdx})
+		ke.vals[op.Result(0)] = ke.unpackWords(wl)
+		return
+	}
 	ad := ke.access(op, b, l.Indices())
 	ke.vals[op.Result(0)] = ke.loadLanes(b, ad, int64(lanesOf(t)), elemKindOf(t))
 }
@@ -422,27 +427,7 @@ func (ke *kernelEmitter) prefetchLoads(loads []*ir.Operation, c int, guard *opnd
 
 // loadLanes reads w lanes of kind k at ad.
 func (ke *kernelEmitter) loadLanes(b *buffer, ad addr, w int64, k ir.ElemKind) []opnd {
-	a := ke.a
-	pc := split(w, b.esize, alignOf(b, ad))
-	per := pc.chunk / b.esize // lanes per chunk
-	out := make([]opnd, 0, w)
-	opc := b.memOp(true)
-	if pc.words > 1 {
-		opc += ".v" + itoa(pc.words)
-	}
-	opc += "." + wordType(k, pc.word, b.esize, true)
-	wc := wordClass(k, pc.word, b.esize)
-	for c := int64(0); c < w/per; c++ {
-		words := make([]opnd, pc.words)
-		for i := range words {
-			words[i] = a.reg(wc)
-		}
-		a.raw(ke.ldPred, false, opc, vecRef(words), memRef(ad.reg, ad.off+c*pc.chunk))
-		for _, wd := range words {
-			out = append(out, ke.unpack(wd, pc.word/b.esize, b.esize, k)...)
-		}
-	}
-	return out
+	return ke.unpackWords(ke.loadWords(b, ad, w, k))
 }
 
 // unpack splits a loaded word into n lanes of esize bytes of kind k.

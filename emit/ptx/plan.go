@@ -69,6 +69,9 @@ type plan struct {
 	// shuffles and barriers; for a flat loop the loads of every copy
 	// before the first copy's arithmetic
 	prefetch map[*ir.Operation][]*ir.Operation
+	// pipeline lists the serial loops over chunks whose next chunk's
+	// loads are issued an iteration ahead (pipeline.go)
+	pipeline map[*ir.Operation]*pipePlan
 	// narrowRows keeps sram rows widened from bf16 or f16 in their narrow
 	// form between the loops (widened again where read): where loads are
 	// held ahead of a combine, the registers matter more than one
@@ -143,6 +146,7 @@ func makePlan(ke *kernelEmitter) *plan {
 		loops: map[*ir.Operation]*loopPlan{}, promoted: map[*ir.Operation]bool{},
 		allocOffset: map[*ir.Operation]int64{}, barrierAfter: map[*ir.Operation]bool{},
 		distributed: map[*ir.Operation]bool{}, prefetch: map[*ir.Operation][]*ir.Operation{},
+		pipeline: map[*ir.Operation]*pipePlan{},
 	}
 	gb := ke.grid.Body().Entry()
 	if gb == nil {
@@ -542,6 +546,7 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 			seenCombine = true
 		}
 	}
+	left -= pl.planPipelines(ke, gb, left)
 	pl.rows = 1
 	if pl.group < 32 {
 		pl.rows = groupsBlock / pl.group

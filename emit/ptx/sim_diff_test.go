@@ -418,6 +418,51 @@ func.func @lse_split(%x: tensor<?x65536xbf16>) -> tensor<?xbf16> {
 	}
 }
 
+// TestSimulatedPipeline runs the online kernels with their chunk loops
+// pipelined (Pipeline: the next chunk's loads issued at the top of each
+// iteration, the last one's predicated off), f32 and bf16 rows with a
+// shorter last chunk, split rows and whole, specials among the inputs.
+func TestSimulatedPipeline(t *testing.T) {
+	defer func(on bool) { Pipeline = on }(Pipeline)
+	Pipeline = true
+	src := `
+func.func @lse(%x: tensor<?x70000xf32>) -> tensor<?xf32> {
+  %y = graph.logsumexp %x {axis = -1} : (tensor<?x70000xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+func.func @softmax(%x: tensor<?x70000xbf16>) -> tensor<?x70000xbf16> {
+  %y = graph.softmax %x {axis = -1} : tensor<?x70000xbf16>
+  return %y : tensor<?x70000xbf16>
+}
+func.func @lse_bf16(%x: tensor<?x20000xbf16>) -> tensor<?xf32> {
+  %c = graph.cast %x : (tensor<?x20000xbf16>) -> tensor<?x20000xf32>
+  %y = graph.logsumexp %c {axis = -1} : (tensor<?x20000xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+`
+	for _, pipeline := range []string{fullPipeline, strings.Replace(fullPipeline, "lower-to-loops", "lower-to-loops{split-rows-below=1}", 1)} {
+		m := lower(t, src, pipeline, "h200")
+		files, err := emitted(m)
+		require.NoError(t, err)
+		for _, fl := range files {
+			if strings.HasSuffix(fl.Name, ".ptx") {
+				require.Contains(t, fl.Text, "the next chunk's loads, in flight while this one is combined", fl.Name)
+			}
+		}
+		for _, c := range []simCase{
+			{fn: "lse", shapes: [][]int64{{2, 70000}}, ulps: 8, rel: 1e-6},
+			{fn: "softmax", shapes: [][]int64{{2, 70000}}, ulps: 1},
+			{fn: "lse_bf16", shapes: [][]int64{{3, 20000}}, ulps: 8, rel: 1e-6},
+		} {
+			for _, specials := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/split=%v/specials=%v", c.fn, pipeline == fullPipeline, specials), func(t *testing.T) {
+					runSimCase(t, m, c, specials)
+				})
+			}
+		}
+	}
+}
+
 // TestSimulatedViews runs element-wise kernels that read through views
 // (testdata/views.tir): the loads follow the views' index maps, vectors
 // where the column stays contiguous, one lane at a time where a transpose
