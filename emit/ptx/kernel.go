@@ -126,9 +126,9 @@ type kernelEmitter struct {
 	copyIdx int
 
 	preReduced map[*ir.Operation][]opnd
-	prefetched map[prefetchKey][]opnd // loads issued ahead of their loop body
+	prefetched map[prefetchKey][]opnd    // loads issued ahead of their loop body
 	piped      map[prefetchKey]*wordLoad // loads issued an iteration ahead (pipeline.go)
-	halves     map[string]halfSrc     // 16-bit lanes unpacked from a 32-bit word
+	halves     map[string]halfSrc        // 16-bit lanes unpacked from a 32-bit word
 	hoisted    map[*ir.Operation]addr
 	precision  map[*ir.Value]int  // memo of precisionNeeded
 	nonNeg     map[*ir.Value]bool // memo of nonNegative
