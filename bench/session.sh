@@ -14,12 +14,14 @@
 # autotune-MODEL (one model's headline shapes, prefill 1x4096 and decode
 # b32, beside Inductor's max-autotune-no-cudagraphs too: it tunes for
 # minutes), matmul (the PTX matmul's wgmma and mma.sync forms beside cuBLAS,
-# after `bash bench/gpu/wgmma.sh build` here).
+# after `bash bench/gpu/wgmma.sh build` here), pipeline (the PTX online
+# kernels pipelined beside the default, after `bash
+# bench/gpu/pipeline_ab.sh build` here).
 # Results go to OUT (run.py's JSON, e2e JSON) and standard output.
 #
 # Every issue's figures in three calls of at most 10 minutes (about 25 of a
 # session's 30 minutes of device time):
-#   kernels,vocab,matmul
+#   kernels,vocab,matmul,pipeline
 #   e2e-llama3-8b,e2e-qwen3-8b,e2e-mistral-7b,e2e-gemma2-9b,e2e-deepseek-v3
 #   greedy,autotune-llama3-8b
 set -uo pipefail
@@ -59,6 +61,9 @@ for s in "${list[@]}"; do
     ;;
   matmul)
     timeout 330 bash bench/gpu/wgmma.sh run "$out/matmul" 2>&1 | grep -vE "Warning|^\s*$" | head -80
+    ;;
+  pipeline)
+    timeout 300 bash bench/gpu/pipeline_ab.sh run "$out/pipeline" 2>&1 | tail -40
     ;;
   greedy)
     TENSORFORGE_TFC=.bin/tfc timeout 200 python3 bench/e2e/run.py "$out/greedy" --models '' 2>&1 | grep -E "greedy|rror"
