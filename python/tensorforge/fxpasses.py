@@ -176,18 +176,9 @@ def var_mean_as_parts(gm):
                 continue
             dims = list(range(len(shape)))
         keep = n.kwargs.get("keepdim", False)
-        for u in users:
-            with g.inserting_before(u):
-                if u.args[1] == 0:
-                    part = g.call_function(aten.var.correction, (x, dims),
-                                           {"correction": n.kwargs.get("correction"), "keepdim": keep})
-                else:
-                    part = g.call_function(aten.mean.dim, (x, dims, keep))
-            part.meta.update(u.meta)
-            u.replace_all_uses_with(part)
-            g.erase_node(u)
-            changed += 1
-        g.erase_node(n)
+        changed += _parts_of_tuple(g, n, lambda i: g.call_function(
+            aten.var.correction, (x, dims), {"correction": n.kwargs.get("correction"), "keepdim": keep})
+            if i == 0 else g.call_function(aten.mean.dim, (x, dims, keep)))
     if changed:
         g.lint()
         gm.recompile()
@@ -285,6 +276,21 @@ def fills_as_cat(gm):
 _SPLITS = (aten.split_with_sizes.default, aten.split.Tensor)
 
 
+def _parts_of_tuple(g, n, part):
+    """Replace each ``getitem`` of tuple node n by part(index), built where the
+    getitem was and given its meta, then drop n. Returns the parts made."""
+    count = 0
+    for u in list(n.users):
+        with g.inserting_before(u):
+            p = part(u.args[1])
+        p.meta.update(u.meta)
+        u.replace_all_uses_with(p)
+        g.erase_node(u)
+        count += 1
+    g.erase_node(n)
+    return count
+
+
 def splits_as_slices(gm):
     """``split`` and ``split_with_sizes`` with their ``getitem`` as ``slice`` views.
 
@@ -316,15 +322,8 @@ def splits_as_slices(gm):
         users = list(n.users)
         if not all(u.op == "call_function" and u.target is operator.getitem and isinstance(u.args[1], int) for u in users):
             continue
-        for u in users:
-            i = u.args[1]
-            with g.inserting_before(u):
-                sl = g.call_function(aten.slice.Tensor, (x, dim, starts[i], starts[i] + sizes[i]))
-            sl.meta.update(u.meta)
-            u.replace_all_uses_with(sl)
-            g.erase_node(u)
-            changed += 1
-        g.erase_node(n)
+        changed += _parts_of_tuple(g, n, lambda i: g.call_function(
+            aten.slice.Tensor, (x, dim, starts[i], starts[i] + sizes[i])))
     if changed:
         g.lint()
         gm.recompile()

@@ -39,6 +39,15 @@ def _is_tensor_arg(a):
     return isinstance(a, torch.fx.Node) and info_of(a) is not None
 
 
+def _reduce_axes(dims, rank):
+    """The axes a reduction's ``dim`` argument names (None or []: all), from 0."""
+    if dims is None or dims == []:
+        return list(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return _norm_axes(list(dims), rank)
+
+
 def _is_scalar(a):
     return isinstance(a, (int, float, bool)) and not isinstance(a, torch.fx.Node)
 
@@ -233,12 +242,7 @@ class Reduce(Kind):
     """``sum/mean/amax/amin`` over dims, with keepdim; ``dtype=`` as a cast first."""
 
     def _axes(self, node, rank):
-        dims = _arg(node, 1, "dim", None)
-        if dims is None or dims == []:
-            return list(range(rank))
-        if isinstance(dims, int):
-            dims = [dims]
-        return _norm_axes(list(dims), rank)
+        return _reduce_axes(_arg(node, 1, "dim", None), rank)
 
     def check(self, decl, node):
         _need_tensor(node, node.args[0], "the operand")
@@ -266,12 +270,7 @@ class Var(Kind):
     rounded once to the result's type."""
 
     def _axes(self, node, rank):
-        dims = _arg(node, 1, "dim", None)
-        if dims is None or dims == []:
-            return list(range(rank))
-        if isinstance(dims, int):
-            dims = [dims]
-        return _norm_axes(list(dims), rank)
+        return _reduce_axes(_arg(node, 1, "dim", None), rank)
 
     def _correction(self, node):
         c = node.kwargs.get("correction")
@@ -331,13 +330,6 @@ class VectorNorm(Kind):
             return _arg(node, 1, "p", 2), _arg(node, 2, "dim", None), bool(_arg(node, 3, "keepdim", False))
         return _arg(node, 1, "ord", 2), _arg(node, 2, "dim", None), bool(_arg(node, 3, "keepdim", False))
 
-    def _axes(self, dims, rank):
-        if dims is None or dims == []:
-            return list(range(rank))
-        if isinstance(dims, int):
-            dims = [dims]
-        return _norm_axes(list(dims), rank)
-
     def check(self, decl, node):
         _need_tensor(node, node.args[0], "the operand")
         inp, out = info_of(node.args[0]), _out(node)
@@ -348,14 +340,14 @@ class VectorNorm(Kind):
             raise Unsupported("the norm of integers")
         if node.kwargs.get("dtype") is not None:
             raise Unsupported("a dtype= argument")
-        for a in self._axes(dims, inp.rank):
+        for a in _reduce_axes(dims, inp.rank):
             if inp.shape[a] is DYNAMIC:
                 raise Unsupported("reduces a dimension of run-time extent")
 
     def emit(self, decl, fn, node):
         inp, out = info_of(node.args[0]), _out(node)
         _, dims, keep = self._parts(decl, node)
-        axes = self._axes(dims, inp.rank)
+        axes = _reduce_axes(dims, inp.rank)
         ct = torch.float32 if out.dtype in (torch.bfloat16, torch.float16) else out.dtype
         x = fn.value(node.args[0], ct)
         sq = fn.op("graph.mul", [x, x], inp.with_dtype(ct))
