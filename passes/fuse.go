@@ -352,6 +352,10 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		return roleBarrier, fmt.Sprintf("'%s' holds a dense tensor, which kernels read from memory", op.Name())
 	case isElementwisePrimitive(op) || isRowReduction(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather:
 		return roleFusible, ""
+	case isReduceOp(op) && f.target.Family != target.Tenstorrent:
+		// a reduce kernel with its element-wise producers and consumers
+		// (reduce_kernel.go)
+		return roleFusible, ""
 	case IsView(op) && f.target.Family == target.Tenstorrent && tileAligned(op):
 		// the reader reads other tiles of the same row block
 		return roleFusible, ""

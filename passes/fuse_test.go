@@ -322,16 +322,41 @@ var fuseCases = []fuseCase{
 		},
 	},
 	{
-		name: "a reduction over another axis",
+		name: "a reduction over another axis takes its producers and consumers",
 		src: `func.func @f(%x: tensor<4x8xf32>) -> tensor<8xf32> {
   %a = graph.exp %x : tensor<4x8xf32>
   %s = graph.reduce_sum %a {axes = [0]} : (tensor<4x8xf32>) -> tensor<8xf32>
   %l = graph.log %s : tensor<8xf32>
   return %l : tensor<8xf32>
 }`,
-		top: []string{"graph.exp", "graph.reduce_sum", "graph.log"},
+		top: []string{"graph.fused"},
 		remarks: []string{
-			"did not fuse 'graph.reduce_sum' with its producer 'graph.exp' at 2:3: 'graph.reduce_sum' reduces axes [0], not the last axis alone, so it is a kernel of its own",
+			"formed a reduce kernel of 3 ops over [4, 8]: reads 1 tensor, writes 1 tensor",
+		},
+	},
+	{
+		name: "a producer read after a reduction over another axis stays apart",
+		src: `func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = graph.exp %x : tensor<4x8xf32>
+  %s = graph.reduce_sum %a {axes = [0], keepdim = true} : (tensor<4x8xf32>) -> tensor<1x8xf32>
+  %y = graph.div %a, %s : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}`,
+		top: []string{"graph.exp", "graph.reduce_sum", "graph.div"},
+		remarks: []string{
+			"did not fuse 'graph.reduce_sum' with its producer 'graph.exp' at 2:3: incompatible iteration space: 'graph.exp' op is a result of the kernel over [4, 8], the reduction's operand shape: a reduce kernel writes results over [1, 8] only (at 2:3)",
+		},
+	},
+	{
+		name: "two reductions over other axes are two kernels",
+		src: `func.func @f(%x: tensor<4x6x8xf32>) -> tensor<8xf32> {
+  %a = graph.reduce_sum %x {axes = [0]} : (tensor<4x6x8xf32>) -> tensor<6x8xf32>
+  %b = graph.reduce_max %a {axes = [0]} : (tensor<6x8xf32>) -> tensor<8xf32>
+  return %b : tensor<8xf32>
+}`,
+		top: []string{"graph.reduce_sum", "graph.reduce_max"},
+		remarks: []string{
+			"did not fuse 'graph.reduce_max' with its producer 'graph.reduce_sum' at 2:3: incompatible iteration space: 'graph.reduce_max' op is a second reduction over axes other than the last alone beside the one at 2:3: a reduce kernel has one (at 3:3)",
 		},
 	},
 	{

@@ -531,6 +531,7 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 	if len(matmuls) > 0 {
 		return c.matmul(matmuls, reductions)
 	}
+	var others []*ir.Operation // reductions over other axes than the last alone
 	for _, op := range body {
 		if IsView(op) {
 			continue
@@ -539,9 +540,24 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 			return nil, ir.OpError(op, "is a kernel of its own (%s), so it cannot share a kernel with other ops", k)
 		}
 		if isReduceOp(op) && !isRowReduction(op) {
-			axes, _ := reductionAxes(op)
-			return nil, ir.OpError(op, "reduces axes %s, not the last axis alone, so it is a kernel of its own", graph.FormatShape(axes))
+			others = append(others, op)
 		}
+	}
+	if len(others) > 0 {
+		red := others[0]
+		axes, _ := reductionAxes(red)
+		switch {
+		case len(others) > 1:
+			return nil, ir.OpError(others[1], "is a second reduction over axes other than the last alone beside the one at %s: a reduce kernel has one", locString(red.Loc))
+		case len(reductions) > 0:
+			return nil, ir.OpError(red, "reduces axes %s, not the last axis alone, so it cannot share a row kernel with the reduction at %s", graph.FormatShape(axes), locString(reductions[0].Loc))
+		}
+		for _, op := range body {
+			if IsView(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather {
+				return nil, ir.OpError(op, "is a view, a roll or a gather, which a reduce kernel (the reduction at %s over axes %s) does not read through", locString(red.Loc), graph.FormatShape(axes))
+			}
+		}
+		return reduceKernel(ops, body, red, inputs, outputs)
 	}
 	if len(reductions) == 0 {
 		for _, op := range body {

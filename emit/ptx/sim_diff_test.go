@@ -460,6 +460,23 @@ func.func @lse_bf16(%x: tensor<?x20000xbf16>) -> tensor<?xf32> {
 	}
 }
 
+// TestSimulatedReduceKernels runs reduce kernels with their producers and
+// consumers (testdata/reduce_kernels.tir): one kernel each, against the
+// loop interpreter, specials among the inputs.
+func TestSimulatedReduceKernels(t *testing.T) {
+	m := lowerFile(t, "testdata/reduce_kernels.tir")
+	require.Equal(t, 3, strings.Count(ir.Print(m.Operation, ir.PrintOptions{}), "loop.kernel {"))
+	for _, c := range []simCase{
+		{fn: "colsum", shapes: [][]int64{{6, 40}, {40}}, ulps: 4, rel: 1e-6},
+		{fn: "tokmax", shapes: [][]int64{{2, 7, 24}, {1, 1, 24}}},
+		{fn: "rms_over_tokens", shapes: [][]int64{{3, 5, 16}}, ulps: 2},
+	} {
+		for _, specials := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/specials=%v", c.fn, specials), func(t *testing.T) { runSimCase(t, m, c, specials) })
+		}
+	}
+}
+
 // TestSimulatedViews runs element-wise kernels that read through views
 // (testdata/views.tir): the loads follow the views' index maps, vectors
 // where the column stays contiguous, one lane at a time where a transpose

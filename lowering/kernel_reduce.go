@@ -1,0 +1,140 @@
+package lowering
+
+import (
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/passes"
+)
+
+// reduceFused builds a reduce kernel with the element-wise work around its
+// reduction (passes/reduce_kernel.go): one program instance per row of the
+// result and a serial loop over the row, as a reduction alone has
+// (generic), and for each element of the result a serial loop over the
+// reduced elements that computes the producers at each from the kernel's
+// inputs and combines them; then the consumers, and the stores:
+//
+//	loop.parallel %c0, %c1, %c1 {dist = "grid"} {
+//	^bb0(%r: index):
+//	  loop.for %c0, %c128, %c1 {
+//	  ^bb0(%j: index):
+//	    %acc = loop.for %c0, %c64, %c1, %zero {
+//	    ^bb0(%e: index, %a: f32):
+//	      %x = loop.load %in, %e, %j : (memref<64x128xf32, dram>, index, index) -> f32
+//	      %ex = loop.exp %x : f32
+//	      %s = loop.add %a, %ex : f32
+//	      loop.yield %s : f32
+//	    } : (index, index, index, f32) -> f32
+//	    %b = loop.load %bias, %j : (memref<128xf32, dram>, index) -> f32
+//	    %y = loop.mul %acc, %b : f32
+//	    loop.store %y, %out, %j : (f32, memref<128xf32, dram>, index) -> ()
+//	    loop.yield
+//	  } : index
+//	  loop.yield
+//	} : index
+//
+// Values between the ops are held as in element-wise kernels (f32 for
+// narrow floats by default, each op's type with exact rounding).
+func (k *kernelBuilder) reduceFused(fused *ir.Operation, info *passes.KernelInfo) error {
+	k.setAttr("vector_width", intAttr(1))
+	red := info.Op
+	entry := fused.Region(0).Entry()
+	bufs := map[*ir.Value]*ir.Value{}
+	for i, a := range entry.Args {
+		bufs[a] = k.ins[i]
+	}
+	x := red.Operand(0)
+	in, out := shapeOf(x), shapeOf(red.Result(0))
+	axes := reduceAxes(red, len(in))
+	keep, _ := red.Attr("keepdim").(ir.BoolAttr)
+	kind := reduceKind(red)
+	res := elemOf(red.Result(0))
+	ce := computeElem(elemOf(x), res)
+	count := int64(1)
+	var redExt []*ir.Value
+	for _, a := range axes {
+		count *= in[a]
+		redExt = append(redExt, k.index(in[a]))
+	}
+	ev := &evaluator{k: k, info: info}
+	newScope := func(b *ir.Builder) *scope {
+		return &scope{ev: ev, b: b, vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{},
+			splat: map[*ir.Value]*ir.Value{}, recip: map[*ir.Value]*ir.Value{}}
+	}
+	g := &genericKernel{k: k, buffers: bufs}
+	outs := yielded(fused)
+	k.eachIndex(k.outs[0], func(b *ir.Builder, idx []*ir.Value) {
+		acc := must(loop.BuildFor(b, k.loc, k.index(0), k.index(count), k.index(1), []*ir.Value{k.constant(ce, identity(kind, ce))}, "serial", nil,
+			func(bb *ir.Builder, l *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
+				l.Name = "e"
+				rix := g.split(bb, l, redExt)
+				full := make([]*ir.Value, len(in))
+				o, ri := 0, 0
+				for d := range in {
+					if ri < len(axes) && axes[ri] == int64(d) {
+						full[d] = rix[ri]
+						ri++
+						if bool(keep) {
+							o++
+						}
+						continue
+					}
+					full[d] = idx[o]
+					o++
+				}
+				s := newScope(bb)
+				v := s.compute(k.valueAt(s, bufs, x, full, in), ce)
+				next := bb.Insert(ir.NewOperation(combineOp(kind), k.loc, []*ir.Value{carried[0], v}, []ir.Type{ce}, nil, 0))
+				if err := next.Def().Verify(next); err != nil {
+					return nil, err
+				}
+				return next.Results(), nil
+			})).Values()[0]
+		acc.Name = "acc"
+		s := newScope(b)
+		s.vals[red.Result(0)] = s.cast(acc, ev.hold(res, ce))
+		for i, y := range outs {
+			v := s.cast(k.valueAt(s, bufs, y, idx, out), elemOf(y))
+			must(loop.BuildStore(b, k.loc, v, k.outs[i], idx))
+		}
+	})
+	return nil
+}
+
+// valueAt computes body value v of a reduce kernel at point idx of space
+// (the reduction's operand shape, or its result's): a splat constant, a
+// load of a kernel input at the broadcast index, or an element-wise op of
+// such values.
+func (k *kernelBuilder) valueAt(s *scope, bufs map[*ir.Value]*ir.Value, v *ir.Value, idx []*ir.Value, space []int64) *ir.Value {
+	if x, ok := s.vals[v]; ok {
+		return x
+	}
+	var r *ir.Value
+	op := v.DefiningOp()
+	switch c, isConst := graph.AsConstant(op); {
+	case isConst && c.Value().IsSplat():
+		r = k.constant(elemOf(v), c.Value().At(0))
+	case bufs[v] != nil:
+		sh := shapeOf(v)
+		at := make([]*ir.Value, len(sh))
+		off := len(space) - len(sh)
+		for j, e := range sh {
+			if e == 1 && space[off+j] != 1 {
+				at[j] = k.index(0)
+			} else {
+				at[j] = idx[off+j]
+			}
+		}
+		r = must(loop.BuildLoad(s.b, k.loc, bufs[v], at, elemOf(v))).Output()
+	case op != nil:
+		args := make([]*ir.Value, op.NumOperands())
+		for i, a := range op.Operands() {
+			args[i] = k.valueAt(s, bufs, a, idx, space)
+		}
+		r = s.emit(op, args)
+	default:
+		panic(lowerError{ir.Errorf(k.loc, "a reduce kernel reads a value it has no buffer for")})
+	}
+	s.vals[v] = r
+	return r
+}

@@ -1,0 +1,67 @@
+package lowering
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// reduceKernelCases are reductions over other axes than the last alone
+// with element-wise producers and consumers: each one kernel.
+var reduceKernelCases = []struct {
+	name, src string
+}{
+	{"column-sum-of-exp-times-bias", `
+func.func @f(%x: tensor<6x16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
+  %e = graph.exp %x : tensor<6x16xf32>
+  %s = graph.reduce_sum %e {axes = [0]} : (tensor<6x16xf32>) -> tensor<16xf32>
+  %y = graph.mul %s, %b : tensor<16xf32>
+  return %y : tensor<16xf32>
+}`},
+	{"middle-axis-mean-of-squares-sqrt", `
+func.func @f(%x: tensor<3x5x8xf32>) -> tensor<3x8xf32> {
+  %q = graph.mul %x, %x : tensor<3x5x8xf32>
+  %s = graph.reduce_mean %q {axes = [1]} : (tensor<3x5x8xf32>) -> tensor<3x8xf32>
+  %r = graph.sqrt %s : tensor<3x8xf32>
+  return %r : tensor<3x8xf32>
+}`},
+	{"bf16-max-over-tokens-keepdim-and-the-max-itself", `
+func.func @f(%x: tensor<2x7x8xbf16>, %w: tensor<1x1x8xbf16>) -> (tensor<2x1x8xbf16>, tensor<2x1x8xbf16>) {
+  %a = graph.abs %x : tensor<2x7x8xbf16>
+  %m = graph.reduce_max %a {axes = [1], keepdim = true} : (tensor<2x7x8xbf16>) -> tensor<2x1x8xbf16>
+  %s = graph.mul %m, %w : (tensor<2x1x8xbf16>, tensor<1x1x8xbf16>) -> tensor<2x1x8xbf16>
+  return %m, %s : tensor<2x1x8xbf16>, tensor<2x1x8xbf16>
+}`},
+	{"sum-over-two-leading-axes-of-a-broadcast-product", `
+func.func @f(%x: tensor<4x3x8xf32>, %g: tensor<3x1xf32>) -> tensor<8xf32> {
+  %p = graph.mul %x, %g : (tensor<4x3x8xf32>, tensor<3x1xf32>) -> tensor<4x3x8xf32>
+  %s = graph.reduce_sum %p {axes = [0, 1]} : (tensor<4x3x8xf32>) -> tensor<8xf32>
+  %n = graph.neg %s : tensor<8xf32>
+  return %n : tensor<8xf32>
+}`},
+	{"run-time-rows-kept", `
+func.func @f(%x: tensor<?x4x8xf32>) -> tensor<?x8xf32> {
+  %t = graph.tanh %x : tensor<?x4x8xf32>
+  %s = graph.reduce_sum %t {axes = [1]} : (tensor<?x4x8xf32>) -> tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}`},
+}
+
+// TestDiffReduceKernels: each case is one reduce kernel (the producers
+// computed in the loop over the reduced elements, the consumers after it),
+// and its results are the graph interpreter's in both rounding modes.
+func TestDiffReduceKernels(t *testing.T) {
+	pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
+	for _, c := range reduceKernelCases {
+		t.Run(c.name, func(t *testing.T) {
+			runDiff(t, diffCase{name: c.name, src: c.src, pipeline: pipeline, target: "h200", dyn: 3})
+			m := lowerText(t, c.src, pipeline, "h200")
+			text := ir.Print(m.Operation, ir.PrintOptions{})
+			require.Equal(t, 1, strings.Count(text, "loop.kernel {"), text)
+			require.Equal(t, 0, strings.Count(text, "loop.alloc_dram"), text) // nothing between kernels
+		})
+	}
+}

@@ -1,0 +1,118 @@
+package passes
+
+import (
+	"slices"
+
+	"github.com/tensorforge/tensorforge/dialects/graph"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// This file classifies a reduce kernel with the element-wise work around
+// its reduction: a reduction over axes other than the last alone (a
+// column sum, a mean over the tokens) whose operand is computed in the
+// kernel from its inputs by element-wise ops over the operand's shape
+// (its producers), and whose result the kernel carries on through
+// element-wise ops over the result's shape (its consumers):
+//
+//	%e = graph.exp %x : tensor<64x128xf32>
+//	%s = graph.reduce_sum %e {axes = [0]} : (tensor<64x128xf32>) -> tensor<128xf32>
+//	%y = graph.mul %s, %b : tensor<128xf32>
+//
+// is one kernel: for each element of the result a loop over the reduced
+// elements computes exp at each and sums, then the product is stored; the
+// exponentials are never written to memory. A producer's value read by
+// anything but the reduction and other producers (a result of the kernel,
+// a consumer) would have to be written over the operand's shape as well,
+// so such a group is refused, and the reduction stays apart.
+
+// reduceKernel classifies ops (body: without constants) around the one
+// reduction red over axes other than the last alone.
+func reduceKernel(ops, body []*ir.Operation, red *ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo, error) {
+	in, out := shapeOf(red.Operand(0)), shapeOf(red.Result(0))
+	axes, _ := reductionAxes(red)
+	for _, a := range axes {
+		if in[a] == ir.Dynamic {
+			return nil, ir.OpError(red, "reduces axis %d of run-time extent, which a reduce kernel's loop over the reduced elements needs static", a)
+		}
+	}
+	inBody := map[*ir.Operation]bool{}
+	for _, op := range body {
+		inBody[op] = true
+	}
+	// the producers: the ops of the body the reduction's operand is computed by
+	before := map[*ir.Operation]bool{}
+	var mark func(v *ir.Value)
+	mark = func(v *ir.Value) {
+		op := v.DefiningOp()
+		if op == nil || !inBody[op] || before[op] {
+			return
+		}
+		before[op] = true
+		for _, x := range op.Operands() {
+			mark(x)
+		}
+	}
+	mark(red.Operand(0))
+	for _, op := range body {
+		switch {
+		case op == red:
+		case !isElementwisePrimitive(op):
+			return nil, ir.OpError(op, "is not element-wise, so it cannot share a kernel with '%s', a reduction over axes %s", red.Name(), graph.FormatShape(axes))
+		case before[op]:
+			if !slices.Equal(shapeOf(op.Result(0)), in) {
+				return nil, ir.OpError(op, "computes %s, not the shape %s the reduction at %s reads, so it cannot be its producer in a reduce kernel",
+					graph.FormatShape(shapeOf(op.Result(0))), graph.FormatShape(in), locString(red.Loc))
+			}
+			for _, u := range op.Result(0).Users() {
+				if u != red && !before[u] && inBody[u] {
+					return nil, ir.OpError(op, "is read by '%s' at %s after the reduction, so a reduce kernel would write it over %s as well", u.Name(), locString(u.Loc), graph.FormatShape(in))
+				}
+			}
+			if slices.Contains(outputs, op.Result(0)) {
+				return nil, ir.OpError(op, "is a result of the kernel over %s, the reduction's operand shape: a reduce kernel writes results over %s only", graph.FormatShape(in), graph.FormatShape(out))
+			}
+			if err := operandsBroadcast(op, in); err != nil {
+				return nil, err
+			}
+		default:
+			if !slices.Equal(shapeOf(op.Result(0)), out) {
+				return nil, ir.OpError(op, "computes %s after the reduction at %s, not its result shape %s", graph.FormatShape(shapeOf(op.Result(0))), locString(red.Loc), graph.FormatShape(out))
+			}
+			if err := operandsBroadcast(op, out); err != nil {
+				return nil, err
+			}
+			for _, x := range op.Operands() {
+				if d := x.DefiningOp(); d != nil && before[d] {
+					return nil, ir.OpError(op, "reads '%s' over %s, the reduction's operand shape, after the reduction", d.Name(), graph.FormatShape(in))
+				}
+			}
+		}
+	}
+	for i, y := range outputs {
+		if !slices.Equal(shapeOf(y), out) {
+			return nil, ir.Errorf(red.Loc, "a reduce kernel writes its results over the reduction's result shape %s, not %s (result #%d)", graph.FormatShape(out), graph.FormatShape(shapeOf(y)), i)
+		}
+	}
+	info := &KernelInfo{Kind: KernelReduce, Shape: slices.Clone(in), Op: red, Ops: ops, Phases: make([]int, len(ops)),
+		NumPhases: 1, access: map[*ir.Value]Access{}}
+	for _, v := range inputs {
+		info.access[v] = AccessWhole
+		info.Operands = append(info.Operands, AccessWhole)
+	}
+	for _, v := range outputs {
+		info.access[v] = AccessWhole
+		info.Results = append(info.Results, AccessWhole)
+	}
+	return info, nil
+}
+
+// operandsBroadcast checks that every operand of element-wise op
+// broadcasts to shape (broadcastsTo).
+func operandsBroadcast(op *ir.Operation, shape []int64) error {
+	for _, x := range op.Operands() {
+		if !broadcastsTo(shapeOf(x), shape) {
+			return ir.OpError(op, "reads an operand of shape %s, which does not broadcast to %s", graph.FormatShape(shapeOf(x)), graph.FormatShape(shape))
+		}
+	}
+	return nil
+}
