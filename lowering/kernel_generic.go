@@ -28,8 +28,8 @@ import (
 
 // generic builds the kernel of a graph.fused holding one such op.
 func (k *kernelBuilder) generic(fused *ir.Operation, info *passes.KernelInfo) error {
-	if info.Kind == passes.KernelReduce && (len(yielded(fused)) != 1 || yielded(fused)[0] != info.Op.Result(0) || len(info.Ops) > 1) {
-		return k.reduceFused(fused, info) // with producers and consumers
+	if info.Kind == passes.KernelReduce {
+		return k.reduceFused(fused, info) // alone, or with producers and consumers
 	}
 	k.setAttr("vector_width", intAttr(1))
 	g := &genericKernel{k: k, buffers: map[*ir.Value]*ir.Value{}}

@@ -63,7 +63,7 @@ func (k *kernelBuilder) reduceFused(fused *ir.Operation, info *passes.KernelInfo
 	}
 	g := &genericKernel{k: k, buffers: bufs}
 	outs := yielded(fused)
-	k.eachIndex(k.outs[0], func(b *ir.Builder, idx []*ir.Value) {
+	k.eachIndexChunked(k.outs[0], reduceChunk, func(b *ir.Builder, idx []*ir.Value) {
 		acc := must(loop.BuildFor(b, k.loc, k.index(0), k.index(count), k.index(1), []*ir.Value{k.constant(ce, identity(kind, ce))}, "serial", nil,
 			func(bb *ir.Builder, l *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
 				l.Name = "e"
@@ -137,4 +137,55 @@ func (k *kernelBuilder) valueAt(s *scope, bufs map[*ir.Value]*ir.Value, v *ir.Va
 	}
 	s.vals[v] = r
 	return r
+}
+
+// reduceChunk is the most elements of the last dimension of a reduce
+// kernel's result that one program instance takes: a result of one long
+// row (a column sum of [T, V]) is spread over V / chunk instances instead
+// of one, the chunk the largest divisor of V from reduceChunk down to
+// reduceChunk/8 (a static loop over the chunk, which every emitter
+// spreads over threads as it does a row's).
+const reduceChunk = 256
+
+// eachIndexChunked is eachIndex with the last dimension of buf, when
+// static and longer than chunk, cut into equal chunks of at most chunk
+// elements, one program instance each.
+func (k *kernelBuilder) eachIndexChunked(buf *ir.Value, chunk int64, body func(b *ir.Builder, idx []*ir.Value)) {
+	shape := buf.Type().(ir.MemRefType).Shape
+	n := len(shape)
+	size := int64(0)
+	if n > 0 && shape[n-1] != ir.Dynamic && shape[n-1] > chunk {
+		for c := chunk; c >= chunk/8; c-- {
+			if shape[n-1]%c == 0 {
+				size = c
+				break
+			}
+		}
+	}
+	if size == 0 {
+		k.eachIndex(buf, body)
+		return
+	}
+	ext := make([]*ir.Value, n)
+	for d := range ext {
+		ext[d] = k.dim(buf, d)
+	}
+	chunks := k.index(shape[n-1] / size)
+	rows := k.product(k.kb, append(append([]*ir.Value(nil), ext[:n-1]...), chunks))
+	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
+		c := r
+		var lead []*ir.Value
+		if n > 1 {
+			c = must(loop.BuildRemi(b, k.loc, r, chunks)).Output()
+			lead = k.splitRow(b, must(loop.BuildDivi(b, k.loc, r, chunks)).Output(), ext[:n-1])
+		}
+		lo := must(loop.BuildMuli(b, k.loc, c, k.index(size))).Output()
+		must(loop.BuildFor(b, k.loc, k.index(0), k.index(size), k.index(1), nil, "serial", nil,
+			func(bb *ir.Builder, i *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
+				j := must(loop.BuildAddi(bb, k.loc, lo, i)).Output()
+				j.Name = "j"
+				body(bb, append(append([]*ir.Value(nil), lead...), j))
+				return nil, nil
+			}))
+	})
 }
