@@ -65,3 +65,20 @@ func TestDiffReduceKernels(t *testing.T) {
 		})
 	}
 }
+
+// TestReduceKernelChunks: a reduction's long result row is spread over
+// instances of equal chunks (1000 = 4 x 250), and still computes the
+// graph interpreter's values.
+func TestReduceKernelChunks(t *testing.T) {
+	src := `
+func.func @f(%x: tensor<8x1000xf32>) -> tensor<1000xf32> {
+  %e = graph.exp %x : tensor<8x1000xf32>
+  %s = graph.reduce_sum %e {axes = [0]} : (tensor<8x1000xf32>) -> tensor<1000xf32>
+  return %s : tensor<1000xf32>
+}`
+	pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
+	runDiff(t, diffCase{name: "chunks", src: src, pipeline: pipeline, target: "h200"})
+	text := ir.Print(lowerText(t, src, pipeline, "h200").Operation, ir.PrintOptions{})
+	require.Contains(t, text, "loop.parallel %c0, %c4, %c1 {dist = \"grid\"}", text)
+	require.Contains(t, text, "loop.for %c0, %c250, %c1 {", text)
+}
