@@ -390,6 +390,22 @@ class FrontendTest(unittest.TestCase):
         c = self.run_case(Router(), (torch.randn(2, 8, 64),), atol=1e-6, rtol=1e-6, regions=2)
         self.assertIn("top-k stays in PyTorch", c.log.format())
 
+    def test_mean_pooling_over_tokens(self):
+        # sentence embeddings: the masked mean over the tokens (a reduction
+        # over the middle axis) fused with the product before it and the
+        # division after it (a reduce kernel), the mask's count apart
+        def pool(h, mask):
+            m = mask.unsqueeze(-1).to(h.dtype)
+            return (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
+
+        h, mask = torch.randn(3, 10, 32), (torch.rand(3, 10) > 0.3).long()
+        mask[0] = 0  # a sequence with no tokens: 0 / 1e-9
+        c = self.run_case(pool, (h, mask), atol=1e-6, rtol=1e-6, regions=1)
+        out = subprocess.run([self.tfc, "-", "-O2", "--emit=tir"], input=c.tir, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn('kind = "generic"', out.stdout)
+        self.assertLessEqual(out.stdout.count("loop.kernel {"), 3, out.stdout)
+
     def test_rmsnorm_f32_extremes(self):
         x = torch.randn(4, 64)
         x[0, 0], x[1, 3], x[2, :] = 3e38, 1e-40, 0.0
