@@ -83,7 +83,7 @@ func (k *kernelBuilder) reduceFused(fused *ir.Operation, info *passes.KernelInfo
 					o++
 				}
 				s := newScope(bb)
-				v := s.compute(k.valueAt(s, bufs, x, full, in), ce)
+				v := s.compute(k.valueAt(s, bufs, x, full, in, true), ce)
 				next := bb.Insert(ir.NewOperation(combineOp(kind), k.loc, []*ir.Value{carried[0], v}, []ir.Type{ce}, nil, 0))
 				if err := next.Def().Verify(next); err != nil {
 					return nil, err
@@ -94,7 +94,7 @@ func (k *kernelBuilder) reduceFused(fused *ir.Operation, info *passes.KernelInfo
 		s := newScope(b)
 		s.vals[red.Result(0)] = s.cast(acc, ev.hold(res, ce))
 		for i, y := range outs {
-			v := s.cast(k.valueAt(s, bufs, y, idx, out), elemOf(y))
+			v := s.cast(k.valueAt(s, bufs, y, idx, out, true), elemOf(y))
 			must(loop.BuildStore(b, k.loc, v, k.outs[i], idx))
 		}
 	})
@@ -103,11 +103,24 @@ func (k *kernelBuilder) reduceFused(fused *ir.Operation, info *passes.KernelInfo
 
 // valueAt computes body value v of a reduce kernel at point idx of space
 // (the reduction's operand shape, or its result's): a splat constant, a
-// load of a kernel input at the broadcast index, or an element-wise op of
-// such values.
-func (k *kernelBuilder) valueAt(s *scope, bufs map[*ir.Value]*ir.Value, v *ir.Value, idx []*ir.Value, space []int64) *ir.Value {
-	if x, ok := s.vals[v]; ok {
+// load of a kernel input at the broadcast index, an input read through
+// views (their index maps), or an element-wise op of such values. Values
+// at the scope's own point are kept in the scope (direct); a view's
+// operand is read at another point each time.
+func (k *kernelBuilder) valueAt(s *scope, bufs map[*ir.Value]*ir.Value, v *ir.Value, idx []*ir.Value, space []int64, direct bool) *ir.Value {
+	if x, ok := s.vals[v]; ok && direct {
 		return x
+	}
+	// the point of v's own shape: NumPy broadcasting from the right
+	sh := shapeOf(v)
+	at := make([]*ir.Value, len(sh))
+	off := len(space) - len(sh)
+	for j, e := range sh {
+		if e == 1 && space[off+j] != 1 {
+			at[j] = k.index(0)
+		} else {
+			at[j] = idx[off+j]
+		}
 	}
 	var r *ir.Value
 	op := v.DefiningOp()
@@ -115,27 +128,22 @@ func (k *kernelBuilder) valueAt(s *scope, bufs map[*ir.Value]*ir.Value, v *ir.Va
 	case isConst && c.Value().IsSplat():
 		r = k.constant(elemOf(v), c.Value().At(0))
 	case bufs[v] != nil:
-		sh := shapeOf(v)
-		at := make([]*ir.Value, len(sh))
-		off := len(space) - len(sh)
-		for j, e := range sh {
-			if e == 1 && space[off+j] != 1 {
-				at[j] = k.index(0)
-			} else {
-				at[j] = idx[off+j]
-			}
-		}
 		r = must(loop.BuildLoad(s.b, k.loc, bufs[v], at, elemOf(v))).Output()
+	case passes.IsView(op):
+		x := op.Operand(0)
+		r = s.cast(k.valueAt(s, bufs, x, s.mapPointAt(s.b, op, 0, at), shapeOf(x), false), s.ev.heldElem(v))
 	case op != nil:
 		args := make([]*ir.Value, op.NumOperands())
 		for i, a := range op.Operands() {
-			args[i] = k.valueAt(s, bufs, a, idx, space)
+			args[i] = k.valueAt(s, bufs, a, at, sh, direct)
 		}
 		r = s.emit(op, args)
 	default:
 		panic(lowerError{ir.Errorf(k.loc, "a reduce kernel reads a value it has no buffer for")})
 	}
-	s.vals[v] = r
+	if direct {
+		s.vals[v] = r
+	}
 	return r
 }
 

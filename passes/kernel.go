@@ -553,8 +553,8 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 			return nil, ir.OpError(red, "reduces axes %s, not the last axis alone, so it cannot share a row kernel with the reduction at %s", graph.FormatShape(axes), locString(reductions[0].Loc))
 		}
 		for _, op := range body {
-			if IsView(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather {
-				return nil, ir.OpError(op, "is a view, a roll or a gather, which a reduce kernel (the reduction at %s over axes %s) does not read through", locString(red.Loc), graph.FormatShape(axes))
+			if op.Name() == graph.OpRoll || op.Name() == graph.OpGather {
+				return nil, ir.OpError(op, "is a roll or a gather, which a reduce kernel (the reduction at %s over axes %s) does not read through", locString(red.Loc), graph.FormatShape(axes))
 			}
 		}
 		return reduceKernel(ops, body, red, inputs, outputs)

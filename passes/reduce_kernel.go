@@ -54,8 +54,15 @@ func reduceKernel(ops, body []*ir.Operation, red *ir.Operation, inputs, outputs 
 	}
 	mark(red.Operand(0))
 	for _, op := range body {
+		if IsView(op) {
+			if err := inputView(op, inBody, outputs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, op := range body {
 		switch {
-		case op == red:
+		case op == red, IsView(op):
 		case !isElementwisePrimitive(op):
 			return nil, ir.OpError(op, "is not element-wise, so it cannot share a kernel with '%s', a reduction over axes %s", red.Name(), graph.FormatShape(axes))
 		case before[op]:
@@ -104,6 +111,30 @@ func reduceKernel(ops, body []*ir.Operation, red *ir.Operation, inputs, outputs 
 		info.Results = append(info.Results, AccessWhole)
 	}
 	return info, nil
+}
+
+// inputView checks that view op of a reduce kernel views a kernel input
+// (through other views at most) in a way the kernel reads by index
+// arithmetic alone: a transpose, a slice, a broadcast_to, or a reshape
+// that regroups dimensions. A concat (whose piece a point selects) and a
+// roll stay out.
+func inputView(op *ir.Operation, inBody map[*ir.Operation]bool, outputs []*ir.Value) error {
+	switch op.Name() {
+	case graph.OpTranspose, graph.OpSlice, graph.OpBroadcastTo:
+	case graph.OpReshape:
+		if _, ok := ReshapeGroups(graph.ReshapeOp{Operation: op}); !ok {
+			return ir.OpError(op, "regroups a dynamic dimension with others, which a reduce kernel does not read through")
+		}
+	default:
+		return ir.OpError(op, "is a view a reduce kernel does not read through (a transpose, a slice, a broadcast_to or a reshape it does)")
+	}
+	if d := op.Operand(0).DefiningOp(); d != nil && inBody[d] && !IsView(d) {
+		return ir.OpError(op, "views '%s', a value the kernel computes: a reduce kernel reads through views of its inputs only", d.Name())
+	}
+	if slices.Contains(outputs, op.Result(0)) {
+		return ir.OpError(op, "is a result of the kernel: a reduce kernel writes the reduction's results, not views")
+	}
+	return nil
 }
 
 // operandsBroadcast checks that every operand of element-wise op

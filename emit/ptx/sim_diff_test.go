@@ -465,9 +465,10 @@ func.func @lse_bf16(%x: tensor<?x20000xbf16>) -> tensor<?xf32> {
 // loop interpreter, specials among the inputs.
 func TestSimulatedReduceKernels(t *testing.T) {
 	m := lowerFile(t, "testdata/reduce_kernels.tir")
-	require.Equal(t, 3, strings.Count(ir.Print(m.Operation, ir.PrintOptions{}), "loop.kernel {"))
+	require.Equal(t, 4, strings.Count(ir.Print(m.Operation, ir.PrintOptions{}), "loop.kernel {"))
 	for _, c := range []simCase{
 		{fn: "colsum", shapes: [][]int64{{6, 40}, {40}}, ulps: 4, rel: 1e-6},
+		{fn: "heads_mean", shapes: [][]int64{{5, 32}, {4, 1}}, ulps: 1},
 		{fn: "tokmax", shapes: [][]int64{{2, 7, 24}, {1, 1, 24}}},
 		{fn: "rms_over_tokens", shapes: [][]int64{{3, 5, 16}}, ulps: 2},
 	} {
