@@ -91,7 +91,7 @@ func TestDiffReduceKernels(t *testing.T) {
 			m := lowerText(t, c.src, pipeline, "h200")
 			text := ir.Print(m.Operation, ir.PrintOptions{})
 			require.Equal(t, 1, strings.Count(text, "loop.kernel {"), text)
-			require.Contains(t, text, `kind = "generic"`, text) // a reduce kernel
+			require.Contains(t, text, `kind = "generic"`, text)               // a reduce kernel
 			require.Equal(t, 0, strings.Count(text, "loop.alloc_dram"), text) // nothing between kernels
 		})
 	}
