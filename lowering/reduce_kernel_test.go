@@ -72,6 +72,13 @@ func.func @f(%x: tensor<8x8xf32>) -> tensor<8xf32> {
   %s = graph.reduce_sum %a {axes = [0]} : (tensor<8x8xf32>) -> tensor<8xf32>
   return %s : tensor<8xf32>
 }`},
+	{"column-sum-of-a-transposed-exp", `
+func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %e = graph.exp %x : tensor<4x8xf32>
+  %t = graph.transpose %e {perm = [1, 0]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %s = graph.reduce_sum %t {axes = [0]} : (tensor<8x4xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}`},
 	{"run-time-rows-kept", `
 func.func @f(%x: tensor<?x4x8xf32>) -> tensor<?x8xf32> {
   %t = graph.tanh %x : tensor<?x4x8xf32>
@@ -112,4 +119,32 @@ func.func @f(%x: tensor<8x1000xf32>) -> tensor<1000xf32> {
 	text := ir.Print(lowerText(t, src, pipeline, "h200").Operation, ir.PrintOptions{})
 	require.Contains(t, text, "loop.parallel %c0, %c4, %c1 {dist = \"grid\"}", text)
 	require.Contains(t, text, "loop.for %c0, %c250, %c1 {", text)
+}
+
+// TestDiffSplitReductions: on a GPU target a reduction over a long axis
+// with few results is reduced in two kernels (2048 = 64 x 32 here: the
+// first reduces chunks of 32 with the producers, the second the 64 partial
+// results with the consumers), within the sums' bound of the graph
+// interpreter in both rounding modes; on the CPU it stays one kernel.
+func TestDiffSplitReductions(t *testing.T) {
+	src := `
+func.func @sum(%x: tensor<2048x8xbf16>) -> tensor<8xf32> {
+  %c = graph.cast %x : (tensor<2048x8xbf16>) -> tensor<2048x8xf32>
+  %e = graph.exp %c : tensor<2048x8xf32>
+  %s = graph.reduce_sum %e {axes = [0]} : (tensor<2048x8xf32>) -> tensor<8xf32>
+  %l = graph.log %s : tensor<8xf32>
+  return %l : tensor<8xf32>
+}
+func.func @max(%x: tensor<3x1024x4xf32>) -> tensor<3x1x4xf32> {
+  %a = graph.abs %x : tensor<3x1024x4xf32>
+  %m = graph.reduce_max %a {axes = [1], keepdim = true} : (tensor<3x1024x4xf32>) -> tensor<3x1x4xf32>
+  return %m : tensor<3x1x4xf32>
+}`
+	pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
+	runDiff(t, diffCase{name: "split", src: src, pipeline: pipeline, target: "h200"})
+	gpu := ir.Print(lowerText(t, src, pipeline, "h200").Operation, ir.PrintOptions{})
+	require.Equal(t, 4, strings.Count(gpu, "loop.kernel {"), gpu)
+	require.Contains(t, gpu, "memref<64x8xf32, dram>", gpu) // the partial sums
+	cpu := ir.Print(lowerText(t, src, pipeline, "cpu").Operation, ir.PrintOptions{})
+	require.Equal(t, 2, strings.Count(cpu, "loop.kernel {"), cpu)
 }

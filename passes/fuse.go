@@ -61,10 +61,15 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 		}
 		return true
 	})
-	// rolls of computed work become rolls of what kernels read
+	// rolls of computed work become rolls of what kernels read; on GPUs,
+	// reductions over a long axis with few results reduce in two steps
+	gpu := newFuser(ctx, opts, nil).target.Family
 	for _, fn := range funcs {
 		if body := (ir.Func{Operation: fn}).Body(); body != nil {
 			sinkRolls(body)
+			if gpu == target.CUDA || gpu == target.Metal {
+				splitReductions(ctx, body)
+			}
 		}
 	}
 	// A kernel exists to write results: ops nobody reads would form groups

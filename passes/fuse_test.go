@@ -348,16 +348,16 @@ var fuseCases = []fuseCase{
 		},
 	},
 	{
-		name: "a reduce kernel reads through views of its inputs, not of values it computes",
+		name: "a reduce kernel reads through views of what its reduction reads",
 		src: `func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   %e = graph.exp %x : tensor<4x8xf32>
   %t = graph.transpose %e {perm = [1, 0]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
   %s = graph.reduce_sum %t {axes = [0]} : (tensor<8x4xf32>) -> tensor<4xf32>
   return %s : tensor<4xf32>
 }`,
-		top: []string{"graph.fused", "graph.reduce_sum"},
+		top: []string{"graph.fused"},
 		remarks: []string{
-			"did not fuse 'graph.reduce_sum' with its producer 'graph.transpose' at 3:3: incompatible iteration space: 'graph.transpose' op views 'graph.exp', a value the kernel computes: a reduce kernel reads through views of its inputs only (at 3:3)",
+			"formed a reduce kernel of 3 ops over [8, 4]: reads 1 tensor, writes 1 tensor",
 		},
 	},
 	{

@@ -55,7 +55,7 @@ func reduceKernel(ops, body []*ir.Operation, red *ir.Operation, inputs, outputs 
 	mark(red.Operand(0))
 	for _, op := range body {
 		if IsView(op) {
-			if err := inputView(op, inBody, outputs); err != nil {
+			if err := inputView(op, inBody, before, outputs); err != nil {
 				return nil, err
 			}
 		}
@@ -66,19 +66,18 @@ func reduceKernel(ops, body []*ir.Operation, red *ir.Operation, inputs, outputs 
 		case !isElementwisePrimitive(op):
 			return nil, ir.OpError(op, "is not element-wise, so it cannot share a kernel with '%s', a reduction over axes %s", red.Name(), graph.FormatShape(axes))
 		case before[op]:
-			if !slices.Equal(shapeOf(op.Result(0)), in) {
-				return nil, ir.OpError(op, "computes %s, not the shape %s the reduction at %s reads, so it cannot be its producer in a reduce kernel",
-					graph.FormatShape(shapeOf(op.Result(0))), graph.FormatShape(in), locString(red.Loc))
-			}
+			// computed at each point of its own shape the reduction reads
+			// it at (through views, which map the point)
+			own := shapeOf(op.Result(0))
 			for _, u := range op.Result(0).Users() {
 				if u != red && !before[u] && inBody[u] {
-					return nil, ir.OpError(op, "is read by '%s' at %s after the reduction, so a reduce kernel would write it over %s as well", u.Name(), locString(u.Loc), graph.FormatShape(in))
+					return nil, ir.OpError(op, "is read by '%s' at %s after the reduction, so a reduce kernel would write it over %s as well", u.Name(), locString(u.Loc), graph.FormatShape(own))
 				}
 			}
 			if slices.Contains(outputs, op.Result(0)) {
-				return nil, ir.OpError(op, "is a result of the kernel over %s, the reduction's operand shape: a reduce kernel writes results over %s only", graph.FormatShape(in), graph.FormatShape(out))
+				return nil, ir.OpError(op, "is a result of the kernel over %s, the reduction's operand shape: a reduce kernel writes results over %s only", graph.FormatShape(own), graph.FormatShape(out))
 			}
-			if err := operandsBroadcast(op, in); err != nil {
+			if err := operandsBroadcast(op, own); err != nil {
 				return nil, err
 			}
 		default:
@@ -114,11 +113,11 @@ func reduceKernel(ops, body []*ir.Operation, red *ir.Operation, inputs, outputs 
 }
 
 // inputView checks that view op of a reduce kernel views a kernel input
-// (through other views at most) in a way the kernel reads by index
-// arithmetic alone: a transpose, a slice, a broadcast_to, or a reshape
-// that regroups dimensions. A concat (whose piece a point selects) and a
-// roll stay out.
-func inputView(op *ir.Operation, inBody map[*ir.Operation]bool, outputs []*ir.Value) error {
+// or, on the way to the reduction (before), a value the kernel computes
+// there, in a way the kernel reads by index arithmetic alone: a transpose,
+// a slice, a broadcast_to, or a reshape that regroups dimensions. A concat
+// (whose piece a point selects) and a roll stay out.
+func inputView(op *ir.Operation, inBody, before map[*ir.Operation]bool, outputs []*ir.Value) error {
 	switch op.Name() {
 	case graph.OpTranspose, graph.OpSlice, graph.OpBroadcastTo:
 	case graph.OpReshape:
@@ -128,8 +127,8 @@ func inputView(op *ir.Operation, inBody map[*ir.Operation]bool, outputs []*ir.Va
 	default:
 		return ir.OpError(op, "is a view a reduce kernel does not read through (a transpose, a slice, a broadcast_to or a reshape it does)")
 	}
-	if d := op.Operand(0).DefiningOp(); d != nil && inBody[d] && !IsView(d) {
-		return ir.OpError(op, "views '%s', a value the kernel computes: a reduce kernel reads through views of its inputs only", d.Name())
+	if d := op.Operand(0).DefiningOp(); d != nil && inBody[d] && !IsView(d) && !before[op] {
+		return ir.OpError(op, "views '%s', a value the kernel computes after the reduction: a reduce kernel reads through views of its inputs and of what the reduction reads only", d.Name())
 	}
 	if slices.Contains(outputs, op.Result(0)) {
 		return ir.OpError(op, "is a result of the kernel: a reduce kernel writes the reduction's results, not views")
@@ -146,4 +145,107 @@ func operandsBroadcast(op *ir.Operation, shape []int64) error {
 		}
 	}
 	return nil
+}
+
+// splitThreads is the number of threads a GPU reduce kernel should have
+// at least (two full waves of 1024 threads on 132 SMs): below it, a
+// reduction over a long axis is split in two (splitReductions).
+const splitThreads = 2 * 132 * 1024
+
+// splitReductions rewrites, on GPU targets, each reduction over one axis
+// other than the last whose result has too few elements to give a reduce
+// kernel's threads (one per result element) enough work in parallel, and
+// whose reduced extent R is long: the axis is viewed as [S, R/S], reduced
+// over R/S first (S times more threads, each a loop of R/S), then over S:
+//
+//	%m = graph.reduce_max %a {axes = [0]} : (tensor<4096x4096xf32>) -> tensor<4096xf32>
+//
+// becomes
+//
+//	%v = graph.reshape %a : (tensor<4096x4096xf32>) -> tensor<128x32x4096xf32>
+//	%p = graph.reduce_max %v {axes = [1]} : (tensor<128x32x4096xf32>) -> tensor<128x4096xf32>
+//	%m = graph.reduce_max %p {axes = [0]} : (tensor<128x4096xf32>) -> tensor<4096xf32>
+//
+// The first reduction takes the producers into its kernel, the second the
+// consumers. S is the smallest divisor of R that reaches splitThreads,
+// with chunks of at least 32. A sum is then added in another order.
+func splitReductions(ctx *ir.PassContext, body *ir.Block) {
+	var todo []*ir.Operation
+	for op := body.First(); op != nil; op = op.Next() {
+		if isReduceOp(op) && !isRowReduction(op) {
+			todo = append(todo, op)
+		}
+	}
+	for _, op := range todo {
+		axes, ok := reductionAxes(op)
+		in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
+		if !ok || len(axes) != 1 || int(axes[0]) == len(in)-1 || slices.Contains(out, ir.Dynamic) {
+			continue
+		}
+		d := int(axes[0])
+		r, n := in[d], int64(1)
+		for _, e := range out {
+			n *= e
+		}
+		if r == ir.Dynamic || n >= splitThreads {
+			continue
+		}
+		s := int64(0)
+		for c := int64(2); c <= r/32; c++ {
+			if r%c == 0 && c*n >= splitThreads {
+				s = c
+				break
+			}
+		}
+		if s == 0 {
+			for c := r / 32; c >= 2; c-- { // the most the chunks allow
+				if r%c == 0 {
+					s = c
+					break
+				}
+			}
+		}
+		if s < 2 {
+			continue
+		}
+		keep := false
+		if k, ok := op.Attr("keepdim").(ir.BoolAttr); ok {
+			keep = bool(k)
+		}
+		elem := op.Operand(0).Type().(ir.TensorType).Elem
+		split := append(append(append([]int64(nil), in[:d]...), s, r/s), in[d+1:]...)
+		part := append(append(append([]int64(nil), in[:d]...), s), in[d+1:]...)
+		b := ir.NewBuilderBefore(op)
+		v, err := graph.BuildReshape(b, op.Loc, op.Operand(0), ir.TensorType{Shape: split, Elem: elem})
+		if err != nil {
+			continue
+		}
+		build := func(x *ir.Value, axis int64, keepdim bool) *ir.Value {
+			var res *ir.Value
+			switch op.Name() {
+			case graph.OpReduceSum:
+				o, e := graph.BuildReduceSum(b, op.Loc, x, []int64{axis}, keepdim)
+				err, res = e, o.Output()
+			case graph.OpReduceMax:
+				o, e := graph.BuildReduceMax(b, op.Loc, x, []int64{axis}, keepdim)
+				err, res = e, o.Output()
+			default:
+				o, e := graph.BuildReduceMin(b, op.Loc, x, []int64{axis}, keepdim)
+				err, res = e, o.Output()
+			}
+			return res
+		}
+		p := build(v.Output(), int64(d+1), false)
+		if err != nil || !slices.Equal(shapeOf(p), part) {
+			continue
+		}
+		y := build(p, int64(d), keep)
+		if err != nil || !slices.Equal(shapeOf(y), out) {
+			continue
+		}
+		ctx.Remark("fusion", op.Loc, "split '%s' over axis %d of %d elements into %d x %d, reduced in two kernels: %d results alone would be %d threads",
+			op.Name(), d, r, s, r/s, n, n)
+		op.Result(0).ReplaceAllUsesWith(y)
+		op.Erase()
+	}
 }

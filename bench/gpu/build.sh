@@ -101,7 +101,8 @@ rope_4096 rope_4096 1
 decode_rope_32 rope_32 1
 decode_gqa_scores_32x2048 gqa_scores 1
 k_norm_4096 k_norm 4096
-decode_k_norm_32 k_norm 32"
+decode_k_norm_32 k_norm 32
+channel_scale_4096x4096 channel_scale 1"
 for t in 1 32; do
   for d in 8192 5120 14336; do
     shapes="$shapes

@@ -76,6 +76,10 @@ def ref_swiglu(g, u):
     return (rb(F.silu(g)) * u,)
 
 
+def ref_channel_scale(x):
+    return ((x.abs().amax(0) / 127.0).clamp_min(1e-5),)
+
+
 def ref_softmax(s):
     return (torch.softmax(s, -1),)
 
@@ -132,6 +136,10 @@ def eager_rms_silu_mul(x, w, z):
 
 def eager_swiglu(g, u):
     return F.silu(g) * u
+
+
+def eager_channel_scale(x):
+    return (x.float().abs().amax(0) / 127.0).clamp_min(1e-5)
 
 
 def eager_softmax(s):
@@ -355,6 +363,9 @@ for T in (4096, 32):
     WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"k_norm_{T}", "k_norm", "k_norm",
                               (lambda T=T: (randn(1, T, 1024), randn(128))), eager_k_norm, ref_k_norm,
                               decode=T < 4096))
+# per-channel int8 scales over the tokens (a reduce kernel over the first axis)
+WORKLOADS.append(Workload("channel_scale_4096x4096", "channel_scale", "channel_scale",
+                          lambda: (randn(4096, 4096, scale=3.0),), eager_channel_scale, ref_channel_scale))
 # the scores of grouped-query attention at a decode step: q.k^T over keys
 # broadcast to the query heads, masked, softmax (one row kernel)
 WORKLOADS.append(Workload("decode_gqa_scores_32x2048", "gqa_scores", "gqa_scores", make_gqa_scores,
