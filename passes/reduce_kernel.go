@@ -191,14 +191,14 @@ func splitReductions(ctx *ir.PassContext, body *ir.Block) {
 			continue
 		}
 		s := int64(0)
-		for c := int64(2); c <= r/32; c++ {
+		for c := int64(2); c <= min(r/32, 1<<16); c++ {
 			if r%c == 0 && c*n >= splitThreads {
 				s = c
 				break
 			}
 		}
 		if s == 0 {
-			for c := r / 32; c >= 2; c-- { // the most the chunks allow
+			for c := min(r/32, 1<<16); c >= 2; c-- { // the most the chunks allow
 				if r%c == 0 {
 					s = c
 					break
@@ -220,32 +220,40 @@ func splitReductions(ctx *ir.PassContext, body *ir.Block) {
 		if err != nil {
 			continue
 		}
-		build := func(x *ir.Value, axis int64, keepdim bool) *ir.Value {
-			var res *ir.Value
-			switch op.Name() {
-			case graph.OpReduceSum:
-				o, e := graph.BuildReduceSum(b, op.Loc, x, []int64{axis}, keepdim)
-				err, res = e, o.Output()
-			case graph.OpReduceMax:
-				o, e := graph.BuildReduceMax(b, op.Loc, x, []int64{axis}, keepdim)
-				err, res = e, o.Output()
-			default:
-				o, e := graph.BuildReduceMin(b, op.Loc, x, []int64{axis}, keepdim)
-				err, res = e, o.Output()
-			}
-			return res
-		}
-		p := build(v.Output(), int64(d+1), false)
+		p, err := buildReduce(b, op, v.Output(), int64(d+1), false)
 		if err != nil || !slices.Equal(shapeOf(p), part) {
 			continue
 		}
-		y := build(p, int64(d), keep)
+		y, err := buildReduce(b, op, p, int64(d), keep)
 		if err != nil || !slices.Equal(shapeOf(y), out) {
 			continue
 		}
-		ctx.Remark("fusion", op.Loc, "split '%s' over axis %d of %d elements into %d x %d, reduced in two kernels: %d results alone would be %d threads",
-			op.Name(), d, r, s, r/s, n, n)
+		ctx.Remark("fusion", op.Loc, "split '%s' over axis %d of %d elements into %d x %d, reduced in two kernels: its %d results, a thread each, would leave the GPU idle",
+			op.Name(), d, r, s, r/s, n)
 		op.Result(0).ReplaceAllUsesWith(y)
 		op.Erase()
 	}
+}
+
+// buildReduce builds a reduction of the kind of op over axis of x.
+func buildReduce(b *ir.Builder, op *ir.Operation, x *ir.Value, axis int64, keepdim bool) (*ir.Value, error) {
+	switch op.Name() {
+	case graph.OpReduceSum:
+		o, err := graph.BuildReduceSum(b, op.Loc, x, []int64{axis}, keepdim)
+		if err != nil {
+			return nil, err
+		}
+		return o.Output(), nil
+	case graph.OpReduceMax:
+		o, err := graph.BuildReduceMax(b, op.Loc, x, []int64{axis}, keepdim)
+		if err != nil {
+			return nil, err
+		}
+		return o.Output(), nil
+	}
+	o, err := graph.BuildReduceMin(b, op.Loc, x, []int64{axis}, keepdim)
+	if err != nil {
+		return nil, err
+	}
+	return o.Output(), nil
 }
