@@ -97,24 +97,37 @@ func outViewWidth(w int64, chains map[*ir.Value][]*ir.Operation) int64 {
 }
 
 // spaceExtent is extent d of the iteration space of an element-wise or
-// row kernel info, whose body yields yields: output 0's, or where results
-// are stored through views (whose buffers have the views' shapes), the
-// static extent, that of a result or input of the space's shape, or that
-// of the dimension of a viewed result that d becomes.
+// row kernel info, whose body yields yields: output 0's where it has the
+// space's shape, or else (a result broadcast over the space, results
+// stored through views, whose buffers have the views' shapes) the static
+// extent, that of a result or input of the space's shape, or that of the
+// dimension of a viewed result that d becomes.
 func (k *kernelBuilder) spaceExtent(info *passes.KernelInfo, d int, yields []*ir.Value) *ir.Value {
-	if len(info.OutViews) == 0 {
+	if len(info.OutViews) == 0 && len(yields) > 0 && slices.Equal(shapeOf(yields[0]), info.Shape) {
 		return k.dim(k.outs[0], d)
 	}
 	if e := info.Shape[d]; e != ir.Dynamic {
 		return k.index(e)
 	}
+	// a buffer whose dimension d is the space's `?` itself: a full value,
+	// or a per-row one ([R..., 1] or [R...], led by the rows)
+	spans := func(buf *ir.Value, a passes.Access) bool {
+		s := buf.Type().(ir.MemRefType).Shape
+		switch a {
+		case passes.AccessFull:
+			return len(s) == len(info.Shape) && s[d] == ir.Dynamic
+		case passes.AccessPerRow:
+			return d < len(s) && s[d] == ir.Dynamic
+		}
+		return false
+	}
 	for i, a := range info.Results {
-		if a == passes.AccessFull || a == passes.AccessPerRow {
+		if spans(k.outs[i], a) {
 			return k.dim(k.outs[i], d)
 		}
 	}
 	for i, a := range info.Operands {
-		if a == passes.AccessFull && len(k.ins[i].Type().(ir.MemRefType).Shape) == len(info.Shape) {
+		if spans(k.ins[i], a) {
 			return k.dim(k.ins[i], d)
 		}
 	}

@@ -1,11 +1,13 @@
 package lowering
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tensorforge/tensorforge/dialects/graph/randprog"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -147,4 +149,23 @@ func.func @max(%x: tensor<3x1024x4xf32>) -> tensor<3x1x4xf32> {
 	require.Contains(t, gpu, "memref<64x8xf32, dram>", gpu) // the partial sums
 	cpu := ir.Print(lowerText(t, src, pipeline, "cpu").Operation, ir.PrintOptions{})
 	require.Equal(t, 2, strings.Count(cpu, "loop.kernel {"), cpu)
+}
+
+// TestDiffRandomRegressions runs random programs (beyond the first 300
+// seeds of TestDiffRandomPrograms) that found bugs: an element-wise kernel
+// whose result #0 is broadcast over the space (1089, 1381: the grid took
+// its extent), rows of static length beside values of run-time length
+// along them (593), rows reduced from a constant broadcast over a result's
+// rows (463), a per-row divisor whose reciprocal overflows (531, 1259: a
+// sum of subnormal exponentials), per-row results led by the rows (399).
+func TestDiffRandomRegressions(t *testing.T) {
+	for _, seed := range []int64{399, 463, 531, 593, 1089, 1259, 1381} {
+		m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
+		require.NoError(t, err)
+		runPipeline(t, m, "dce,decompose,dce,fuse", "h200")
+		text := ir.Print(m.Operation, ir.PrintOptions{})
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			runDiffOn(t, diffCase{name: fmt.Sprintf("seed %d", seed), src: text, target: "h200", dyn: randprog.DynExtent}, true)
+		})
+	}
 }

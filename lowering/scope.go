@@ -691,6 +691,47 @@ func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
 	return s.cast(s.op(name, cargs, cargs[0].Type(), attrs), s.ev.hold(res, ce))
 }
 
+// reciprocalFinite reports whether divisor v is known to have a finite
+// f32 reciprocal wherever the quotient is finite: a constant of magnitude
+// 2^-120 or more (or zero), or a sum of exponentials of a row less its
+// maximum (softmax's denominator, at least 1). A sum of exponentials that
+// may all be subnormal (exp(x) / sum(exp(x)) written without the maximum)
+// has a reciprocal that overflows where the quotients are 1, so its
+// division stays a division.
+func reciprocalFinite(v *ir.Value) bool {
+	op := v.DefiningOp()
+	if c, ok := graph.AsConstant(op); ok && c.Value().IsSplat() {
+		x := math.Abs(c.Value().At(0))
+		return x == 0 || x >= 0x1p-120
+	}
+	if op == nil || !isRowReduction(op) || op.Name() != graph.OpReduceSum {
+		return false
+	}
+	e := op.Operand(0).DefiningOp()
+	if e == nil || (e.Name() != graph.OpExp && e.Name() != graph.OpExp2) {
+		return false
+	}
+	d := e.Operand(0).DefiningOp()
+	if d == nil || d.Name() != graph.OpSub {
+		return false
+	}
+	return isRowMaxOf(d.Operand(1), d.Operand(0))
+}
+
+// isRowMaxOf reports whether m is the maximum of the rows of a, or that
+// maximum with its infinities replaced (legalize-numerics' guard: a select
+// of it and a constant).
+func isRowMaxOf(m, a *ir.Value) bool {
+	op := m.DefiningOp()
+	if op == nil {
+		return false
+	}
+	if op.Name() == graph.OpSelect {
+		return isRowMaxOf(op.Operand(1), a) || isRowMaxOf(op.Operand(2), a)
+	}
+	return op.Name() == graph.OpReduceMax && isRowReduction(op) && op.Operand(0) == a
+}
+
 // divByRowValue lowers a division, in the loop over the row of a row
 // kernel, of a value by a per-row value (softmax's normalisation by its
 // sum, a mean by a count) as a multiplication by the divisor's
@@ -705,7 +746,7 @@ func (s *scope) emit(op *ir.Operation, args []*ir.Value) *ir.Value {
 func (s *scope) divByRowValue(op *ir.Operation, args []*ir.Value) *ir.Value {
 	ev := s.ev
 	if op.Name() != graph.OpDiv || ev.k.exact || ev.info.Kind != passes.KernelRow || s.parent == nil || s.space != nil ||
-		!ev.varying[op.Operand(0)] || ev.varying[op.Operand(1)] {
+		!ev.varying[op.Operand(0)] || ev.varying[op.Operand(1)] || !reciprocalFinite(op.Operand(1)) {
 		return nil
 	}
 	res := elemOf(op.Result(0))

@@ -822,11 +822,19 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 	if len(c.outputs) == 0 {
 		return nil, fmt.Errorf("a kernel must write at least one result")
 	}
-	shape := shapeOf(c.outputs[0])
+	shape := slices.Clone(shapeOf(c.outputs[0]))
 	for i, v := range c.outputs[1:] {
-		if s := shapeOf(v); !sameShape(s, shape) {
+		s := shapeOf(v)
+		if !sameShape(s, shape) {
 			return nil, c.errAt(v, "an element-wise kernel writes results of one shape, but result #%d has shape %s and result #0 %s",
 				i+1, graph.FormatShape(s), graph.FormatShape(shape))
+		}
+		// the space is the largest: a static extent over `?`, `?` over 1
+		// (a result of extent 1 there is broadcast over the space)
+		for d, e := range s {
+			if shape[d] == 1 || (shape[d] == ir.Dynamic && e != 1) {
+				shape[d] = e
+			}
 		}
 	}
 	info := &KernelInfo{Kind: KernelElementwise, Shape: slices.Clone(shape), Ops: c.ops, Phases: make([]int, len(c.ops)),
@@ -1069,16 +1077,45 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 		c.rowReductions[r] = true
 	}
 	first := reductions[0]
-	c.shape = shapeOf(first.Operand(0))
+	c.shape = slices.Clone(shapeOf(first.Operand(0)))
 	for _, r := range reductions[1:] {
 		if s := shapeOf(r.Operand(0)); !sameShape(s, c.shape) {
 			return nil, ir.OpError(r, "reduces rows of %s, but the kernel's rows are %s (reduced by '%s' at %s)",
 				graph.FormatShape(s), graph.FormatShape(c.shape), first.Name(), locString(first.Loc))
 		}
 	}
+	// the rows are the largest of the reduced rows and the results over
+	// the whole space: a static extent over `?`, `?` over 1 (a reduction
+	// of a constant broadcast over the rows of a result)
+	var full [][]int64
+	for _, r := range reductions {
+		full = append(full, shapeOf(r.Operand(0)))
+	}
+	for _, v := range c.outputs {
+		if s := shapeOf(v); len(s) == len(c.shape) && sameShape(s, c.shape) {
+			full = append(full, s)
+		}
+	}
+	for _, s := range full {
+		for d := 0; d < len(s)-1; d++ {
+			if c.shape[d] == 1 || (c.shape[d] == ir.Dynamic && s[d] != 1) {
+				c.shape[d] = s[d]
+			}
+		}
+	}
 	rowLen := c.shape[len(c.shape)-1]
 	if rowLen == ir.Dynamic {
 		return nil, ir.OpError(first, "reduces rows of dynamic length; a row kernel needs a static row length")
+	}
+	// a value over the whole space of run-time extent along the rows may
+	// be longer than them
+	for _, op := range c.ops {
+		for _, v := range append(op.Operands(), op.Results()...) {
+			if s, ok := ir.ShapeOf(v.Type()); ok && len(s) == len(c.shape) && s[len(s)-1] == ir.Dynamic {
+				return nil, ir.OpError(op, "reads or computes a value of run-time extent along the rows, which are %d long (reduced by '%s' at %s)",
+					rowLen, first.Name(), locString(first.Loc))
+			}
+		}
 	}
 	// views: what only a view reads is computed at the points it maps to,
 	// outside the classes of the rows
