@@ -169,3 +169,24 @@ func TestDiffRandomRegressions(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffRandomProgramsTargets runs random programs fused for the CPU and
+// for Metal, whose fusion differs from the GPU's (reductions are not split,
+// the scratchpads differ), as TestDiffRandomPrograms does for the h200.
+func TestDiffRandomProgramsTargets(t *testing.T) {
+	n := int64(600)
+	if testing.Short() {
+		n = 60
+	}
+	for _, tgt := range []string{"cpu", "m3-max"} {
+		for seed := int64(1); seed <= n; seed++ {
+			m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
+			require.NoError(t, err)
+			runPipeline(t, m, "dce,decompose,dce,fuse", tgt)
+			text := ir.Print(m.Operation, ir.PrintOptions{})
+			t.Run(fmt.Sprintf("%s/seed%d", tgt, seed), func(t *testing.T) {
+				runDiffOn(t, diffCase{name: fmt.Sprintf("seed %d", seed), src: text, target: tgt, dyn: randprog.DynExtent}, true)
+			})
+		}
+	}
+}
