@@ -10,8 +10,9 @@ import (
 )
 
 // This file builds the kernels of the ops that are kernels of their own:
-// transpose, slice, concat, broadcast_to, reshape and reductions
-// over other axes than the last alone, and dense constants. They are
+// transpose, slice, concat, broadcast_to, reshape, gather and dense
+// constants (reductions over other axes than the last alone, with or
+// without element-wise work around them: kernel_reduce.go). They are
 // scalar loops over the output elements, one program instance per output
 // row, with the index arithmetic of the op:
 //
@@ -56,8 +57,6 @@ func (k *kernelBuilder) generic(fused *ir.Operation, info *passes.KernelInfo) er
 			return g.read(b, op.Operand(0), g.broadcastIndex(b, op.Operand(0), idx))
 		case graph.OpReshape:
 			return g.reshape(b, op, out, idx)
-		case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin:
-			return g.reduce(b, op, idx)
 		case graph.OpGather:
 			return g.gather(b, op, idx)
 		}
@@ -285,60 +284,6 @@ func (g *genericKernel) reshape(b *ir.Builder, op *ir.Operation, out *ir.Value, 
 		inExt[d] = g.extent(in, d)
 	}
 	return g.read(b, in, g.split(b, g.linear(b, idx, outExt), inExt))
-}
-
-// cast converts a scalar to element e.
-func (g *genericKernel) cast(b *ir.Builder, x *ir.Value, e ir.ElemType) *ir.Value {
-	if elemOf(x) == e {
-		return x
-	}
-	return must(loop.BuildCast(b, g.k.loc, x, e)).Output()
-}
-
-// reduce: a serial loop over the reduced elements of one output element,
-// in row-major order, as the graph interpreter accumulates.
-func (g *genericKernel) reduce(b *ir.Builder, op *ir.Operation, idx []*ir.Value) *ir.Value {
-	x := op.Operand(0)
-	in := shapeOf(x)
-	axes := reduceAxes(op, len(in))
-	keep, _ := op.Attr("keepdim").(ir.BoolAttr)
-	kind := reduceKind(op)
-	res := elemOf(op.Result(0))
-	ce := computeElem(elemOf(x), res)
-	count := int64(1)
-	var redExt []*ir.Value
-	for _, a := range axes {
-		count *= in[a]
-		redExt = append(redExt, g.k.index(in[a]))
-	}
-	acc := must(loop.BuildFor(b, g.k.loc, g.k.index(0), g.k.index(count), g.k.index(1), []*ir.Value{g.k.constant(ce, identity(kind, ce))}, "serial", nil,
-		func(bb *ir.Builder, l *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
-			l.Name = "e"
-			red := g.split(bb, l, redExt)
-			full := make([]*ir.Value, len(in))
-			o, ri := 0, 0
-			for d := range in {
-				if ri < len(axes) && axes[ri] == int64(d) {
-					full[d] = red[ri]
-					ri++
-					if bool(keep) {
-						o++
-					}
-					continue
-				}
-				full[d] = idx[o]
-				o++
-			}
-			v := g.cast(bb, g.read(bb, x, full), ce)
-			op := combineOp(kind)
-			next := bb.Insert(ir.NewOperation(op, g.k.loc, []*ir.Value{carried[0], v}, []ir.Type{ce}, nil, 0))
-			if err := next.Def().Verify(next); err != nil {
-				return nil, err
-			}
-			return next.Results(), nil
-		})).Values()[0]
-	acc.Name = "acc"
-	return g.cast(b, acc, res)
 }
 
 // concat copies each operand into its place along the axis: one program
