@@ -42,9 +42,12 @@ import (
 // Kernels that read the same full tensor are then merged as well
 // (logsumexp and reduce_max of the same rows become one kernel). A value
 // used both inside a kernel and after it becomes one of its results.
-// Splat constants are cloned into every kernel that uses them. matmul,
-// transpose, reshape, broadcast_to, slice, concat, reductions over other
-// axes and dense constants stay kernels of their own. A row kernel whose
+// Splat constants are cloned into every kernel that uses them. A
+// reduction over other axes than the last forms a reduce kernel with its
+// element-wise producers and consumers (reduce_kernel.go; on GPUs split in
+// two first where its results are few and its axis long). matmul (but for
+// its epilogue), transpose, reshape, broadcast_to, slice and concat not
+// read through by a kernel, and dense constants stay kernels of their own. A row kernel whose
 // kept rows do not fit the target's scratchpad is planned "two-pass".
 // With --remarks=fusion every decision is explained, including why a
 // producer and its consumer were not fused.
@@ -63,7 +66,7 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 	})
 	// rolls of computed work become rolls of what kernels read; on GPUs,
 	// reductions over a long axis with few results reduce in two steps
-	gpu := newFuser(ctx, opts, nil).target.Family
+	gpu := fuseTarget(ctx, opts).Family
 	for _, fn := range funcs {
 		if body := (ir.Func{Operation: fn}).Body(); body != nil {
 			sinkRolls(body)
@@ -322,7 +325,9 @@ type fuser struct {
 	copies map[*ir.Operation]*ir.Operation
 }
 
-func newFuser(ctx *ir.PassContext, opts FuseOptions, ops []*ir.Operation) *fuser {
+// fuseTarget is the machine fuse plans for: the option's, the pass
+// context's, or the CPU.
+func fuseTarget(ctx *ir.PassContext, opts FuseOptions) *target.Target {
 	t := opts.Target
 	if t == nil && ctx != nil {
 		t = ctx.Target
@@ -330,7 +335,11 @@ func newFuser(ctx *ir.PassContext, opts FuseOptions, ops []*ir.Operation) *fuser
 	if t == nil {
 		t, _ = target.Lookup("cpu")
 	}
-	f := &fuser{ctx: ctx, maxOps: opts.MaxOps, target: t, nodes: ops,
+	return t
+}
+
+func newFuser(ctx *ir.PassContext, opts FuseOptions, ops []*ir.Operation) *fuser {
+	f := &fuser{ctx: ctx, maxOps: opts.MaxOps, target: fuseTarget(ctx, opts), nodes: ops,
 		pos: map[*ir.Operation]int{}, group: map[*ir.Operation]*fusionGroup{}}
 	for i, op := range ops {
 		f.pos[op] = i

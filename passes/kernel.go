@@ -815,6 +815,17 @@ func allOnes(s []int64) bool {
 	return true
 }
 
+// widen makes the first n extents of space (agreeing with s, sameShape)
+// the larger of the two: a static extent over `?`, `?` over 1, where a
+// value of extent 1 is broadcast over the space.
+func widen(space, s []int64, n int) {
+	for d := 0; d < n; d++ {
+		if space[d] == 1 || (space[d] == ir.Dynamic && s[d] != 1) {
+			space[d] = s[d]
+		}
+	}
+}
+
 // elementwise classifies a body without reductions: the iteration space is
 // the shape of the outputs, which must agree.
 func (c *classifier) elementwise() (*KernelInfo, error) {
@@ -829,13 +840,7 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 			return nil, c.errAt(v, "an element-wise kernel writes results of one shape, but result #%d has shape %s and result #0 %s",
 				i+1, graph.FormatShape(s), graph.FormatShape(shape))
 		}
-		// the space is the largest: a static extent over `?`, `?` over 1
-		// (a result of extent 1 there is broadcast over the space)
-		for d, e := range s {
-			if shape[d] == 1 || (shape[d] == ir.Dynamic && e != 1) {
-				shape[d] = e
-			}
-		}
+		widen(shape, s, len(s))
 	}
 	info := &KernelInfo{Kind: KernelElementwise, Shape: slices.Clone(shape), Ops: c.ops, Phases: make([]int, len(c.ops)),
 		NumPhases: 1, access: make(map[*ir.Value]Access, len(c.ops)+len(c.inputs))}
@@ -1087,20 +1092,12 @@ func (c *classifier) row(all []*ir.Operation) (*KernelInfo, error) {
 	// the rows are the largest of the reduced rows and the results over
 	// the whole space: a static extent over `?`, `?` over 1 (a reduction
 	// of a constant broadcast over the rows of a result)
-	var full [][]int64
-	for _, r := range reductions {
-		full = append(full, shapeOf(r.Operand(0)))
+	for _, r := range reductions[1:] {
+		widen(c.shape, shapeOf(r.Operand(0)), len(c.shape)-1)
 	}
 	for _, v := range c.outputs {
 		if s := shapeOf(v); len(s) == len(c.shape) && sameShape(s, c.shape) {
-			full = append(full, s)
-		}
-	}
-	for _, s := range full {
-		for d := 0; d < len(s)-1; d++ {
-			if c.shape[d] == 1 || (c.shape[d] == ir.Dynamic && s[d] != 1) {
-				c.shape[d] = s[d]
-			}
+			widen(c.shape, s, len(s)-1)
 		}
 	}
 	rowLen := c.shape[len(c.shape)-1]

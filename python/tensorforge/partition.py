@@ -224,9 +224,7 @@ def _inner_contiguous(n):
 def _views_inside(gm, nodes, order, enabled, written, claimed):
     """Pull into a region (nodes) copies of the strided views outside it that
     it reads (see the module comment): not of a view another region may hold
-    (claimed), nor of one that reads or is a tensor written in place.
-    Returns the views pulled in."""
-    pulled = []
+    (claimed), nor of one that reads or is a tensor written in place."""
     changed = True
     while changed:
         changed = False
@@ -243,11 +241,9 @@ def _views_inside(gm, nodes, order, enabled, written, claimed):
                 for u in [u for u in v.users if u in nodes]:
                     u.replace_input_with(v, c)
                 nodes.add(c)
-                pulled.append(v)
                 if not v.users:
                     gm.graph.erase_node(v)
                 changed = True
-    return pulled
 
 
 def partition(gm, log=None, enabled=()):
