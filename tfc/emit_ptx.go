@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/tensorforge/tensorforge/emit/ptx"
@@ -62,6 +63,22 @@ func init() {
 				ptx.Pipeline = true
 			default:
 				return fmt.Errorf("TENSORFORGE_PTX_PIPELINE=%q: expected 1 (issue the next chunk's loads of an online row kernel an iteration ahead) or 0 (the default)", v)
+			}
+			switch v := os.Getenv("TENSORFORGE_PTX_DECODE"); v {
+			case "", "1":
+				ptx.TCDecode = true
+			case "0":
+				ptx.TCDecode = false
+			default:
+				return fmt.Errorf("TENSORFORGE_PTX_DECODE=%q: expected 1 (matmuls of at most 16 rows per matrix in 16-row tiles, the default) or 0 (the 128-row tiles everywhere)", v)
+			}
+			switch v := os.Getenv("TENSORFORGE_PTX_DECODE_BK"); v {
+			case "":
+				ptx.TCDecodeBK = 128
+			case "64", "128", "256":
+				ptx.TCDecodeBK, _ = strconv.ParseInt(v, 10, 64)
+			default:
+				return fmt.Errorf("TENSORFORGE_PTX_DECODE_BK=%q: expected 64, 128 (the default) or 256 (the K of a stage of the decode form)", v)
 			}
 			_, err := ptx.WriteDir(req.Module, req.OutPath)
 			return err

@@ -58,7 +58,7 @@ def main():
     out = args.out or os.environ.get("OUT") or os.path.join(HERE, "out")
     os.makedirs(out, exist_ok=True)
     print(f"{'kernel':8s} {'rows':>5s} {'form':>8s} {'err':>6s} {'ptx ms':>8s} {'triton':>8s} {'cuBLAS':>8s} "
-          f"{'ptx/cuBLAS':>10s} {'TFLOP/s':>8s}")
+          f"{'ptx/cuBLAS':>10s} {'TFLOP/s':>8s} {'wTB/s':>6s}")
     recs = []
     for name in names:
         mod, form = launcher(args.ptxdir, name)
@@ -98,9 +98,11 @@ def main():
                 flops = 2.0 * m * K * N * nw
                 rec["ptx_tflops"] = flops / rec["ptx_ms"] / 1e9
                 rec["ptx_over_cublas"] = rec["cublas_ms"] / rec["ptx_ms"]
+                # the weights' bytes over the time: what bounds a decode step
+                rec["ptx_weight_TBs"] = 2.0 * K * N * nw / rec["ptx_ms"] / 1e9
                 print(f"{name:8s} {m:5d} {form:>8s} {rec['err_ptx']:6.2f} {rec['ptx_ms']:8.4f} "
                       f"{rec.get('triton_ms', float('nan')):8.4f} {rec['cublas_ms']:8.4f} "
-                      f"{rec['ptx_over_cublas']:10.2f} {rec['ptx_tflops']:8.1f}", flush=True)
+                      f"{rec['ptx_over_cublas']:10.2f} {rec['ptx_tflops']:8.1f} {rec['ptx_weight_TBs']:6.2f}", flush=True)
             except Exception as e:  # noqa: BLE001 - reported, the rest still runs
                 rec["error"] = repr(e)[:300]
                 print(f"{name:8s} {m:5d} FAILED {e}", flush=True)

@@ -60,6 +60,11 @@ type kernelInfo struct {
 	// `?` (same parameters), launched where the wide tiles would not
 	// fill the SMs
 	narrow *kernelInfo
+	// decode: the 16-row twin of a matmul whose rows are `?` (same
+	// parameters, decode.go), launched for tcDecodeRows rows or fewer;
+	// gridPy then also defines `_rows_<entry>(sm, e0, ...)`, the rows of
+	// a matrix of the result
+	decode *kernelInfo
 }
 
 // ixv is an index value: a register plus a constant, or a constant alone
@@ -170,6 +175,16 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 		twin.plan = makePlan(twin)
 		twin.emit()
 		info.narrow = twin.info()
+		text += "\n" + twin.text()
+	}
+	if tp := ke.plan.tc; tp != nil && tp.decodeDyn {
+		tcDecodeTwin = true
+		defer func() { tcDecodeTwin = false }()
+		name := entry + tcDecodeSuffix
+		twin := newKernelEmitter(k, name, newAsm("$L_"+name))
+		twin.plan = makePlan(twin)
+		twin.emit()
+		info.decode = twin.info()
 		text += "\n" + twin.text()
 	}
 	return info, text, nil

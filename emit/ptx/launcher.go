@@ -332,8 +332,10 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 			if !helperSeen[info.entry] {
 				helperSeen[info.entry] = true
 				helpers = append(helpers, info.gridPy)
-				if info.narrow != nil {
-					helpers = append(helpers, info.narrow.gridPy)
+				for _, twin := range []*kernelInfo{info.narrow, info.decode} {
+					if twin != nil {
+						helpers = append(helpers, twin.gridPy)
+					}
 				}
 			}
 			all := append(append([]string(nil), bufNames...), extents...)
@@ -362,18 +364,28 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 					line("_launch_mm(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s), device, sm, %d, %d)", in.entry, in.entry,
 						prefixAll(", ", extents), in.block, in.shared, strings.Join(all, ", ")+trailingComma(len(all)), in.mm.steps, in.mm.wsTile)
 				}
-				if info.narrow != nil {
+				outer := indent
+				branch := func(cond string, in *kernelInfo) {
+					line("%s", cond)
+					indent = outer + "    "
+					launchMM(in)
+					indent = outer
+				}
+				switch {
+				case info.decode != nil && info.narrow != nil:
+					// `?` rows: the 16-row tiles for few rows, the wide tiles
+					// where they fill the SMs, else the 128-column twin
+					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), tcDecodeRows), info.decode)
+					branch(fmt.Sprintf("elif _grid_%s(sm%s) >= sm:", info.entry, prefixAll(", ", extents)), info)
+					branch("else:", info.narrow)
+				case info.decode != nil:
+					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), tcDecodeRows), info.decode)
+					branch("else:", info)
+				case info.narrow != nil:
 					// `?` rows: the wide tiles where they fill the SMs, else the 128-column twin
-					outer := indent
-					line("if _grid_%s(sm%s) >= sm:", info.entry, prefixAll(", ", extents))
-					indent = outer + "    "
-					launchMM(info)
-					indent = outer
-					line("else:")
-					indent = outer + "    "
-					launchMM(info.narrow)
-					indent = outer
-				} else {
+					branch(fmt.Sprintf("if _grid_%s(sm%s) >= sm:", info.entry, prefixAll(", ", extents)), info)
+					branch("else:", info.narrow)
+				default:
 					launchMM(info)
 				}
 				hasMM = true
@@ -418,8 +430,10 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 	for _, h := range sortedKeys(infos) {
 		in := infos[h]
 		fmt.Fprintf(&sb, "    (%q, %d, %d),\n", in.entry, in.block, in.shared)
-		if n := in.narrow; n != nil {
-			fmt.Fprintf(&sb, "    (%q, %d, %d),\n", n.entry, n.block, n.shared)
+		for _, n := range []*kernelInfo{in.narrow, in.decode} {
+			if n != nil {
+				fmt.Fprintf(&sb, "    (%q, %d, %d),\n", n.entry, n.block, n.shared)
+			}
 		}
 	}
 	sb.WriteString(")\n")
@@ -507,6 +521,9 @@ func (ke *kernelEmitter) gridPython() string {
 	pl := ke.plan
 	if pl.tc != nil {
 		fmt.Fprintf(&sb, "    return min(%s, 2147483647)\n", pl.tc.tilesPy)
+		if pl.tc.decodeDyn {
+			fmt.Fprintf(&sb, "\n\ndef _rows_%s(sm%s):\n    return %s\n", ke.gridName, prefixAll(", ", params), pl.tc.rowsPy)
+		}
 		return sb.String()
 	}
 	if len(pl.syncs) > 0 {

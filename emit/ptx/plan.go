@@ -537,7 +537,11 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 		f := loop.ForOp{Operation: op}
 		lp := pl.loops[op]
 		if seenCombine && lp.unroll > 0 && op.Block() == gb {
-			if used := pl.planPrefetch(ke, op, int64(lp.unroll), left, true); used > 0 {
+			// short rows (groups of less than a warp, several instances
+			// a CTA) take the weight's loads ahead too: a row is a few
+			// loads, and one issued after the combine waits its whole
+			// latency (a cache hit's included) with nothing in flight
+			if used := pl.planPrefetch(ke, op, int64(lp.unroll), left, pl.group >= 32); used > 0 {
 				left -= used
 				pl.narrowRows = true
 			}
@@ -829,7 +833,7 @@ var prefetchBudget int64 = 64
 // values defined outside the loop. With perInstance, only loads whose
 // address depends on the instance qualify: what every instance reads
 // alike (rmsnorm's weight) stays in the caches after the first, and is
-// not worth the registers.
+// not worth the registers (short rows pass false: their few loads are).
 func (pl *plan) planPrefetch(ke *kernelEmitter, loopOp *ir.Operation, copies, budget int64, perInstance bool) int64 {
 	body := loopOp.Region(0).Entry()
 	gridIV := ke.grid.Body().Entry().Args[0]
@@ -927,6 +931,9 @@ func (pl *plan) describe() []string {
 	if tp := pl.tc; tp != nil {
 		if tp.wg {
 			return tp.describeWG()
+		}
+		if tp.decode {
+			return tp.describeDecode()
 		}
 		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (%d warps, 2 x %d, warp tile 64 x %d), mma.sync.m16n8k16 %s, f32 accumulators.", tcBM, tcBN, tcBK, tp.threads, tp.threads/32, tp.warpsN, tp.wtn, halfName(tp.half))}
 		for d, t := range tp.transB {

@@ -587,3 +587,36 @@ func TestSimulatedIndexCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulatedFewRows runs row kernels of several instances per CTA
+// (short rows: groups of a few threads) on grids of 3 to 130 CTAs over 36
+// to 700 rows, in rounds and with CTAs to spare, against the loop
+// interpreter; their weights' loads are issued with the row's, ahead of
+// the combine.
+func TestSimulatedFewRows(t *testing.T) {
+	m := lowerFile(t, "testdata/few_rows.tir")
+	files, err := emitted(m)
+	require.NoError(t, err)
+	for _, fl := range files {
+		if fl.Name == "k_norm.ptx" {
+			require.Contains(t, fl.Text, "instance(s) per CTA of 256 threads.")
+			// the weight's 4 vectors go with the row's, before the shuffles
+			head := fl.Text[:strings.Index(fl.Text, "shfl.sync")]
+			require.Equal(t, 8, strings.Count(head, "ld.global.nc.v4.b32"), "the row's and the weight's loads ahead of the combine")
+		}
+	}
+	defer func(g int) { simGrid = g }(simGrid)
+	for _, grid := range []int{3, 7, 40, 130} {
+		simGrid = grid
+		for _, c := range []simCase{
+			{fn: "k_norm", shapes: [][]int64{{1, 9, 256}, {64}}, ulps: 2},
+			{fn: "k_norm", shapes: [][]int64{{1, 33, 256}, {64}}, ulps: 2},
+			{fn: "softmax_short", shapes: [][]int64{{37, 48}}, ulps: 4},
+			{fn: "softmax_short", shapes: [][]int64{{700, 48}}, ulps: 4},
+		} {
+			t.Run(fmt.Sprintf("%s/%v/grid%d", c.fn, c.shapes[0], grid), func(t *testing.T) {
+				runSimCase(t, m, c, true)
+			})
+		}
+	}
+}

@@ -246,16 +246,19 @@ func.func @long_swiglu(%x: tensor<?x512xf16>, %wg: tensor<136x512xf16>, %wu: ten
 func withWGMMA(f func()) { withForm(true, f) }
 
 // mmaSync turns the wgmma form off for the rest of test t.
+// (The decode form of few rows is off too: TestDecodeForm and
+// TestSimulatedDecode check it.)
 func mmaSync(t *testing.T) {
-	old := WGMMA
-	WGMMA = false
-	t.Cleanup(func() { WGMMA = old })
+	old, oldDecode := WGMMA, TCDecode
+	WGMMA, TCDecode = false, false
+	t.Cleanup(func() { WGMMA, TCDecode = old, oldDecode })
 }
 
+// withForm runs f with the wgmma form on or off and the decode form off.
 func withForm(wg bool, f func()) {
-	old := WGMMA
-	WGMMA = wg
-	defer func() { WGMMA = old }()
+	old, oldDecode := WGMMA, TCDecode
+	WGMMA, TCDecode = wg, false
+	defer func() { WGMMA, TCDecode = old, oldDecode }()
 	f()
 }
 

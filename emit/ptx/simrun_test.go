@@ -290,11 +290,18 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 			mmTiles := func(in *kernelInfo) int64 {
 				ob := bufs[l.Args()[in.mm.out]]
 				nd := len(ob.shape)
-				n := (ob.shape[nd-2] + tcBM - 1) / tcBM * ((ob.shape[nd-1] + in.mm.bn - 1) / in.mm.bn)
+				n := (ob.shape[nd-2] + in.mm.bm - 1) / in.mm.bm * ((ob.shape[nd-1] + in.mm.bn - 1) / in.mm.bn)
 				for _, d := range ob.shape[:nd-2] {
 					n *= d
 				}
 				return n
+			}
+			if info.decode != nil {
+				// `?` rows: the 16-row twin for few rows (_rows_<entry>)
+				ob := bufs[l.Args()[info.mm.out]]
+				if ob.shape[len(ob.shape)-2] <= tcDecodeRows {
+					info = info.decode
+				}
 			}
 			if info.narrow != nil && mmTiles(info) < simSMs {
 				// `?` rows whose wide tiles leave SMs idle: the twin

@@ -95,9 +95,34 @@ type tcPlan struct {
 	// a 128-column twin the launcher takes where the wide tiles would
 	// leave SMs idle (wgmma.go)
 	wideDyn bool
-	// twin: this is that 128-column twin
+	// twin: this is that 128-column twin (or, with decode, the 16-row
+	// twin of a kernel whose rows are `?`)
 	twin bool
+	// bm: the rows of a CTA tile (tcBM; the decode form's tcDecodeRows)
+	bm int64
+	// bk: the K of a stage (tcBK; the decode form's may be wider)
+	bk int64
+	// decode: the decode form (decode.go): tiles of 16 rows, warps side
+	// by side along N
+	decode bool
+	// decodeDyn: the rows are `?`, and the kernel comes with a twin in
+	// the decode form that the launcher takes for few rows
+	decodeDyn bool
+	// rowsPy is the Python spelling of the rows of a matrix of the
+	// result, for the launcher's choice of the decode twin
+	rowsPy string
 }
+
+// wtm is the rows of a warp's tile, ni its mma.sync tiles of 16 rows:
+// 64 (two warps along M) in the 128-row form, 16 in the decode form.
+func (tp *tcPlan) wtm() int64 {
+	if tp.decode {
+		return tp.bm
+	}
+	return tp.bm / 2
+}
+
+func (tp *tcPlan) ni() int { return int(tp.wtm() / 16) }
 
 func (tp *tcPlan) sharedBytes() int64 {
 	if tp.wg {
@@ -111,7 +136,7 @@ func (tp *tcPlan) pitchK() int64 {
 	if tp.wg {
 		return tcBK * 2
 	}
-	return tcPitchK * 2
+	return (tp.bk + tcPad) * 2
 }
 
 // ahead is the stages of K copied ahead of the one being multiplied: the
@@ -172,7 +197,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 			return nil, "its row code loops, stores or allocates"
 		}
 	}
-	tp := &tcPlan{mm: mm, K: mm.Dots[0].K, bn: tcBN}
+	tp := &tcPlan{mm: mm, K: mm.Dots[0].K, bn: tcBN, bm: tcBM, bk: tcBK}
 	n, ok := staticIndex(mm.Cols.Upper())
 	if !ok || n < 1 {
 		return nil, "its column count is not static"
@@ -224,9 +249,10 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	}
 	mPy := py(dims[len(dims)-2])
 	tiles := func() {
-		tp.tilesPy = fmt.Sprintf("%s * _cdiv(%s, %d) * %d", batchPy, mPy, tcBM, ceilDiv(tp.N, tp.bn))
+		tp.tilesPy = fmt.Sprintf("%s * _cdiv(%s, %d) * %d", batchPy, mPy, tp.bm, ceilDiv(tp.N, tp.bn))
 	}
 	mDim := dims[len(dims)-2]
+	tp.rowsPy = mPy
 
 	// the operands
 	row, col := gb.Args[0], mm.Cols.Body().Entry().Args[0]
@@ -292,6 +318,15 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 	}
 	tp.mm = mm
+	if decodeTakes(tp) {
+		if tcDecodeTwin || (mDim.ext == nil && mDim.n <= tcDecodeRows) {
+			planDecode(tp)
+			tp.twin = tcDecodeTwin
+			tiles()
+			return tp, ""
+		}
+		tp.decodeDyn = mDim.ext != nil && !wgNarrow // (the 128-column twin has none)
+	}
 	if wgmmaTakes(tp) {
 		rowTiles := int64(-1) // the tiles along the rows: unknown where an extent is `?`
 		if len(want) == 0 && mDim.n > 0 {
@@ -480,25 +515,26 @@ type tcOperand struct {
 	nLeft  opnd // [k, n] B: the halves of the chunk inside N (0 to 8)
 }
 
-// Copy geometry: a K row of a tile is tcBK/8 chunks of 16 bytes.
-const (
-	tcChunksK = tcBK / 8                   // chunks per K row (A, [n, k] B)
-	tcGroupM  = 16                         // tiles along M that take the columns in turn (L2 reuse of B)
-	tcKShift  = 5 + (tcBK/64)%2 + tcBK/128 // log2(tcBK) for 32, 64, 128
-)
+// Copy geometry: a K row of a tile is bk/8 chunks of 16 bytes.
+const tcGroupM = 16 // tiles along M that take the columns in turn (L2 reuse of B)
+
+// chunksK is the 16-byte chunks of a K row (A, [n, k] B), kShift
+// log2(bk).
+func (tp *tcPlan) chunksK() int64 { return tp.bk / 8 }
+func (tp *tcPlan) kShift() int64  { return int64(bits.TrailingZeros64(uint64(tp.bk))) }
 
 // rowsK is the K rows (A, [n, k] B) the CTA copies in one pass, passK
 // the passes over a 128-row tile; rowsN and passN the same for the rows
 // of a [k, n] B (16 chunks each).
-func (tp *tcPlan) rowsK() int64 { return tp.threads / tcChunksK }
-func (tp *tcPlan) passK() int   { return int(tcBM / tp.rowsK()) }
+func (tp *tcPlan) rowsK() int64 { return tp.threads / tp.chunksK() }
+func (tp *tcPlan) passK() int   { return int(tp.bm / tp.rowsK()) }
 func (tp *tcPlan) passB() int   { return int(tp.bn / tp.rowsK()) } // of a B [n, k]
 func (tp *tcPlan) rowsN() int64 { return tp.threads / (tcBN / 8) }
 func (tp *tcPlan) passN() int   { return int(tcBK / tp.rowsN()) }
 
 // fastK reports whether the chunks of an operand with rows aligned as
 // given never need clamping along K.
-func (tp *tcPlan) fastK(aligned bool) bool { return aligned && tp.K%tcBK == 0 }
+func (tp *tcPlan) fastK(aligned bool) bool { return aligned && tp.K%tp.bk == 0 }
 
 // emitTC writes the tensor-core kernel (after the kernel's prologue).
 func (ke *kernelEmitter) emitTC() {
@@ -514,7 +550,7 @@ func (ke *kernelEmitter) emitTC() {
 	}
 	nt := ceilDiv(tp.N, tp.bn)
 	mReg := ke.ixReg(M)
-	mt := ke.ixDiv(ke.ixAdd(M, constIx(tcBM-1)), constIx(tcBM))
+	mt := ke.ixDiv(ke.ixAdd(M, constIx(tp.bm-1)), constIx(tp.bm))
 	perMatrix := ke.ixMul(mt, constIx(nt))
 	tiles := ke.ixMul(batch, perMatrix)
 	tilesReg := ke.ixReg(tiles)
@@ -544,8 +580,8 @@ func (ke *kernelEmitter) emitTC() {
 		aLane, bLane = ke.tcLanes(tp, lane, wm, wn)
 	}
 	// where the thread's chunks land in stage 0
-	chunk := ke.b64("and.b64", tid, intImm(tcChunksK-1, rB64)) // 8-half chunk of a K row
-	crow := ke.b64("shr.u64", tid, intImm(tcKShift-3, rB32))   // row of a tile (and + tp.rowsK() per pass)
+	chunk := ke.b64("and.b64", tid, intImm(tp.chunksK()-1, rB64)) // 8-half chunk of a K row
+	crow := ke.b64("shr.u64", tid, intImm(tp.kShift()-3, rB32))   // row of a tile (and + tp.rowsK() per pass)
 	dChunk := chunk
 	if tp.wg {
 		// 128-byte swizzle: chunk c of row r lies at chunk c ^ (r % 8)
@@ -567,7 +603,7 @@ func (ke *kernelEmitter) emitTC() {
 	split := param(0)
 	wsBase := ke.b64("cvta.to.global.u64", param(1))
 	cntBase := ke.b64("cvta.to.global.u64", param(2))
-	kT := ceilDiv(tp.K, tcBK)
+	kT := ceilDiv(tp.K, tp.bk)
 	kPer := ke.b64("div.s64", ke.b64("add.s64", split, intImm(kT-1, rB64)), split) // steps of K a part
 	work := ke.b64("mul.lo.s64", tilesReg, split)
 
@@ -576,7 +612,7 @@ func (ke *kernelEmitter) emitTC() {
 	q := a.reg(rB64)
 	a.ins("mov.b64", q, ctaid)
 	tileL, done := a.newLabel(), a.newLabel()
-	a.comment("(tile, part of K) = (q %% tiles, q / tiles); tiles of %d x %d: batch-major, then groups of %d tiles along M that walk the columns", tcBM, tp.bn, tcGroupM)
+	a.comment("(tile, part of K) = (q %% tiles, q / tiles); tiles of %d x %d: batch-major, then groups of %d tiles along M that walk the columns", tp.bm, tp.bn, tcGroupM)
 	a.label(tileL)
 	p := a.reg(rPred)
 	a.ins("setp.ge.s64", p, q, work)
@@ -594,7 +630,7 @@ func (ke *kernelEmitter) emitTC() {
 	inGroup := ke.b64("rem.s64", rest, width)
 	mtile := ke.b64("add.s64", firstM, ke.b64("rem.s64", inGroup, gsz))
 	ntile := ke.b64("div.s64", inGroup, gsz)
-	m0 := ke.b64("shl.b64", mtile, intImm(7, rB32))
+	m0 := ke.b64("shl.b64", mtile, intImm(int64(bits.TrailingZeros64(uint64(tp.bm))), rB32)) // bm: a power of 2
 	n0 := ke.b64("shl.b64", ntile, intImm(int64(bits.TrailingZeros64(uint64(tp.bn))), rB32)) // bn: a power of 2
 	row0 := ke.b64("mul.lo.s64", bIdx, mReg)                                                 // the matrix's first row of the grid
 
@@ -655,7 +691,7 @@ func (ke *kernelEmitter) emitTC() {
 
 	// accumulators: ni x nj mma tiles of 16 x 8, 4 registers each (the
 	// wgmma form: one row of 16 tiles, a warp's 16 rows of m64n128)
-	ni, nj := 4, int(tp.wtn/8)
+	ni, nj := tp.ni(), int(tp.wtn/8)
 	if tp.wg {
 		ni, nj = 1, int(tp.bn/8)
 	}
@@ -669,7 +705,7 @@ func (ke *kernelEmitter) emitTC() {
 	}
 
 	stages, ahead := tp.stages, tp.ahead()
-	a.comment("prologue: the first %d stages of the part's K, [kLo, kHi) in steps of %d", ahead, tcBK)
+	a.comment("prologue: the first %d stages of the part's K, [kLo, kHi) in steps of %d", ahead, tp.bk)
 	for s := int64(0); s < ahead; s++ {
 		if s < kT {
 			skip := a.newLabel()
@@ -691,7 +727,7 @@ func (ke *kernelEmitter) emitTC() {
 	kL, kDone := a.newLabel(), a.newLabel()
 	pNone := ke.pred("setp.ge.s64", kLo, kHi)
 	a.bra(&pNone, false, kDone) // an empty part (split-K): its sums are 0
-	a.comment("the loop over K, %d at a time, %d stages", tcBK, stages)
+	a.comment("the loop over K, %d at a time, %d stages", tp.bk, stages)
 	a.label(kL)
 	ke.pushScope()
 	a.raw(nil, false, "cp.async.wait_group", itoa(ahead-1))
@@ -749,23 +785,24 @@ func (ke *kernelEmitter) tcStep(tp *tcPlan, sCur, aLane opnd, bLane []opnd, acc 
 		bBase[d] = ke.b64("add.s64", sCur, bLane[d])
 	}
 	typ := halfName(tp.half)
-	for kk := int64(0); kk < tcBK; kk += 16 {
-		af := make([][]opnd, 4)
+	pitch := tp.pitchK()
+	for kk := int64(0); kk < tp.bk; kk += 16 {
+		af := make([][]opnd, tp.ni())
 		for i := range af {
 			af[i] = ke.tcRegs(4)
-			a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(af[i]), memRef(aBase, int64(i)*16*tcPitchK*2+kk*2))
+			a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(af[i]), memRef(aBase, int64(i)*16*pitch+kk*2))
 		}
 		for d := range mm.Dots {
 			bf := make([][]opnd, nj/2)
 			for jp := range bf {
 				bf[jp] = ke.tcRegs(4)
 				if tp.transB[d] {
-					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(bf[jp]), memRef(bBase[d], int64(jp)*16*tcPitchK*2+kk*2))
+					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(bf[jp]), memRef(bBase[d], int64(jp)*16*pitch+kk*2))
 				} else {
 					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", vecRef(bf[jp]), memRef(bBase[d], kk*tcPitchN*2+int64(jp)*16*2))
 				}
 			}
-			for i := 0; i < 4; i++ {
+			for i := range af {
 				for j := 0; j < nj; j++ {
 					c := acc[d][(i*nj+j)*4 : (i*nj+j)*4+4]
 					b := bf[j/2][2*(j%2) : 2*(j%2)+2]
@@ -799,7 +836,7 @@ func (ke *kernelEmitter) tcEnd(tp *tcPlan, acc [][]opnd, ni, nj int, split, wsBa
 		mW = ke.b64("add.s64", mW, g)
 		nW = ke.b64("add.s64", n0, ke.b64("shl.b64", t4, intImm(1, rB32)))
 	} else {
-		mW = ke.b64("add.s64", m0, ke.b64("shl.b64", wm, intImm(6, rB32)))
+		mW = ke.b64("add.s64", m0, ke.b64("mul.lo.s64", wm, intImm(tp.wtm(), rB64)))
 		mW = ke.b64("add.s64", mW, g)
 		nW = ke.b64("add.s64", n0, ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)))
 		nW = ke.b64("add.s64", nW, ke.b64("shl.b64", t4, intImm(1, rB32)))
@@ -860,15 +897,15 @@ func (ke *kernelEmitter) tcLanes(tp *tcPlan, lane, wm, wn opnd) (opnd, []opnd) {
 	hi16 := ke.b64("shr.u64", lane, intImm(4, rB32))                                     // l / 16
 	mid8 := ke.b64("and.b64", ke.b64("shr.u64", lane, intImm(3, rB32)), intImm(1, rB64)) // (l / 8) % 2
 	// A: row wm*64 + l%16, column 8*(l/16)
-	aRow := ke.b64("mad.lo.s64", wm, intImm(64, rB64), l16)
-	aLane := ke.b64("mad.lo.s64", aRow, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", hi16, intImm(4, rB32)))
+	aRow := ke.b64("mad.lo.s64", wm, intImm(tp.wtm(), rB64), l16)
+	aLane := ke.b64("mad.lo.s64", aRow, intImm(tp.pitchK(), rB64), ke.b64("shl.b64", hi16, intImm(4, rB32)))
 	aLane = ke.b64("add.s64", aLane, ke.smemCTA)
 	bLane := make([]opnd, len(tp.mm.Dots))
 	for d, tr := range tp.transB {
 		if tr {
 			// rows n = wn*wtn + l%8 + 8*(l/16), column k 8*((l/8)%2)
 			n := ke.b64("add.s64", ke.b64("mad.lo.s64", wn, intImm(tp.wtn, rB64), l8), ke.b64("shl.b64", hi16, intImm(3, rB32)))
-			bLane[d] = ke.b64("mad.lo.s64", n, intImm(tcPitchK*2, rB64), ke.b64("shl.b64", mid8, intImm(4, rB32)))
+			bLane[d] = ke.b64("mad.lo.s64", n, intImm(tp.pitchK(), rB64), ke.b64("shl.b64", mid8, intImm(4, rB32)))
 		} else {
 			// rows k = l%8 + 8*((l/8)%2), column n wn*wtn + 8*(l/16)
 			kr := ke.b64("add.s64", l8, ke.b64("shl.b64", mid8, intImm(3, rB32)))
@@ -931,10 +968,10 @@ func (ke *kernelEmitter) tcAddr(ld loop.LoadOp, r opnd, col ixv, d int) opnd {
 func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt, sOff, dK0, dN0, kr opnd) {
 	a := ke.a
 	dK := ke.b64("add.s64", dK0, sOff)
-	k0 := ke.b64("shl.b64", kt, intImm(tcKShift, rB32))
+	k0 := ke.b64("shl.b64", kt, intImm(tp.kShift(), rB32))
 	var kb opnd // fast path: the bytes of the stage's first k in a K row
 	if tp.fastK(tp.alignedA) || tp.fastK(anyAlignedTrans(tp.alignedB, tp.transB)) {
-		kb = ke.b64("shl.b64", kt, intImm(tcKShift+1, rB32))
+		kb = ke.b64("shl.b64", kt, intImm(tp.kShift()+1, rB32))
 	}
 	// slow path: the thread's K chunk k0 + 8*chunk, the halves left in it
 	var kc, left, kcl opnd
@@ -942,7 +979,7 @@ func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt
 		if kc.s != "" {
 			return
 		}
-		chunk := ke.b64("and.b64", ke.tid, intImm(tcChunksK-1, rB64))
+		chunk := ke.b64("and.b64", ke.tid, intImm(tp.chunksK()-1, rB64))
 		kc = ke.b64("add.s64", k0, ke.b64("shl.b64", chunk, intImm(3, rB32)))
 		left = ke.b64("sub.s64", intImm(tp.K, rB64), kc)
 		left = ke.b64("max.s64", ke.b64("min.s64", left, intImm(8, rB64)), intImm(0, rB64))
@@ -1053,7 +1090,7 @@ func (ke *kernelEmitter) tcScalarChunk(src opnd, in func(e int) opnd, dst opnd, 
 // always launches one part (the kernel keeps its three parameters).
 var tcSplitK = true
 
-// tcMinSteps is the fewest steps of tcBK a part of split-K keeps (halved
+// tcMinSteps is the fewest steps of bk a part of split-K keeps (halved
 // parts stop there): the pipeline's prologue fills stages-1 of them.
 const tcMinSteps = 4
 
@@ -1061,9 +1098,10 @@ const tcMinSteps = 4
 // cores to choose and set up split-K.
 type tcLaunch struct {
 	out    int   // the result's index among the kernel's arguments
-	steps  int64 // ceil(K / tcBK)
-	wsTile int64 // f32 of the workspace per tile and part: dots * 128 * bn
+	steps  int64 // ceil(K / bk)
+	wsTile int64 // f32 of the workspace per tile and part: dots * bm * bn
 	bn     int64 // the columns of a tile
+	bm     int64 // its rows
 }
 
 // tcLaunch describes a matmul on tensor cores for the launcher; nil for
@@ -1073,7 +1111,7 @@ func (ke *kernelEmitter) tcLaunch() *tcLaunch {
 	if tp == nil {
 		return nil
 	}
-	l := &tcLaunch{out: -1, steps: ceilDiv(tp.K, tcBK), wsTile: int64(len(tp.mm.Dots)) * tcBM * tp.bn, bn: tp.bn}
+	l := &tcLaunch{out: -1, steps: ceilDiv(tp.K, tp.bk), wsTile: int64(len(tp.mm.Dots)) * tp.bm * tp.bn, bn: tp.bn, bm: tp.bm}
 	for i, a := range ke.body.Args {
 		if a == tp.out {
 			l.out = i

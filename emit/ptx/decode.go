@@ -1,0 +1,105 @@
+package ptx
+
+import "fmt"
+
+// This file is the decode form of the tensor-core matmul: the mma.sync
+// kernel of tc.go in CTA tiles of 16 rows, for results of at most
+// tcDecodeRows rows per matrix (a decode step's tokens, a batch of
+// single-query attention heads).
+//
+//	128 threads: 4 warps side by side along N, warp w the columns
+//	  16w..16w+15 of a 16 x 64 tile (2 mma.sync tiles of 16 x 8, 8 f32
+//	  accumulators a thread per dot product)
+//	a stage: A [16][64+8] then each B [64][64+8] ([n, k]: every B is
+//	  transpose_b, a linear layer's weight or attention's keys)
+//	up to tcDecodeStages stages, as many as let two CTAs share an SM
+//
+// A 128-row tile computes 128 rows where a decode step has 1 to 16: the
+// copies of A are a sixteenth of the bytes, the tensor cores do a
+// sixteenth of the work, and a tile has 64 columns, not 128 or 256, so
+// that the weight's rows spread over twice to four times the CTAs. What
+// bounds the kernel is then the weight's bytes: each CTA keeps
+// tcDecodeStages - 1 stages of them in flight.
+//
+// Where the rows are static, at most tcDecodeRows per matrix, the kernel
+// takes this form; where they are `?`, the kernel of the other forms
+// comes with a twin in this form (`<entry>_m16`) that the launcher takes
+// for tcDecodeRows rows or fewer. TCDecode switches it off (tfc:
+// TENSORFORGE_PTX_DECODE=0).
+
+// TCDecode makes matmul kernels of few rows take the decode form.
+var TCDecode = true
+
+// TCDecodeBK is the K of a decode stage at most (a power of 2 from 64 to
+// 256; halved, down to 64, where it does not divide K or K has fewer than
+// two such steps): each of the tile's B rows is read 2*BK contiguous
+// bytes at a time.
+var TCDecodeBK int64 = 128
+
+// tcDecodeTwin makes planTC plan the decode form: set while emitting the
+// 16-row twin of a kernel whose rows are `?` (emitKernel).
+var tcDecodeTwin = false
+
+// tcDecodeSuffix names the decode twin of a kernel whose rows are `?`.
+const tcDecodeSuffix = "_m16"
+
+const (
+	tcDecodeRows   = 16 // the rows of a decode tile (one mma.sync tile high)
+	tcDecodeBN     = 64 // its columns: four warps of 16
+	tcDecodeStages = 8  // at most; fewer where two CTAs would not fit an SM
+)
+
+// decodeTakes reports whether the matmul of tp can take the decode form:
+// every right operand [n, k], as the copies of a 64-row B tile are
+// written for.
+func decodeTakes(tp *tcPlan) bool {
+	if !TCDecode {
+		return false
+	}
+	for _, t := range tp.transB {
+		if !t {
+			return false
+		}
+	}
+	return true
+}
+
+// planDecode sets tp up for the decode form.
+func planDecode(tp *tcPlan) {
+	tp.decode = true
+	tp.bm, tp.bn = tcDecodeRows, tcDecodeBN
+	tp.threads, tp.warpsN, tp.wtn = 128, 4, tcDecodeBN/4
+	tp.bk = TCDecodeBK
+	for tp.bk > tcBK && (tp.K%tp.bk != 0 || tp.K < 2*tp.bk) {
+		tp.bk /= 2
+	}
+	off := tp.bm * tp.pitchK()
+	tp.bOff = tp.bOff[:0]
+	for range tp.transB {
+		tp.bOff = append(tp.bOff, off)
+		off += tp.bn * tp.pitchK()
+	}
+	tp.stageBytes = off
+	// no more stages than K has steps, plus the one being refilled: a
+	// short K (attention scores over a head of 128) leaves shared memory
+	// for more CTAs an SM (on an H100, 32 one-row matrices of 2048 x 128
+	// took 25.5 us of GPU time with 3 stages of 64, 37.1 with 5 of 128)
+	tp.stages = min(tcDecodeStages, ceilDiv(tp.K, tp.bk)+1)
+	for tp.stages > 3 && tp.sharedBytes() > tcSharedTwo {
+		tp.stages--
+	}
+}
+
+// describeDecode says what the decode form of tp is, for the kernel's
+// comment.
+func (tp *tcPlan) describeDecode() []string {
+	var out []string
+	if tp.twin {
+		out = append(out, fmt.Sprintf("The %d-row twin of the kernel above: the launcher takes it for %d rows or fewer.", tp.bm, tcDecodeRows))
+	}
+	return append(out,
+		fmt.Sprintf("Matmul on tensor cores, decode form: CTA tile %d x %d x %d, %d threads (%d warps side by side, warp tile %d x %d), mma.sync.m16n8k16 %s, f32 accumulators; %d dot product(s), every B [n, k].", tp.bm, tp.bn, tp.bk, tp.threads, tp.threads/32, tp.bm, tp.wtn, halfName(tp.half), len(tp.transB)),
+		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: cp.async.cg 16 bytes, %d stages ahead.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
+		splitKLine,
+	)
+}

@@ -1,0 +1,192 @@
+package ptx
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/parser"
+)
+
+// decodeSrc holds matmuls of few rows for the decode form (decode.go):
+// rows `?` (the twin) and static (the form itself), N past a tile of 64
+// (136), K of 1 to 5 steps and K = 200 (the clamped copies), K = 40 (A
+// and B rows not 16-byte aligned: the 2-byte copies), two dot products
+// with SwiGLU, a bias, and grouped-query attention's scores at a decode
+// step (a batch of one-row matrices, the keys broadcast to the heads);
+// @kn's B is [k, n], which the form does not take.
+const decodeSrc = `
+func.func @d_tb(%x: tensor<?x192xbf16>, %w: tensor<136x192xbf16>) -> tensor<?x136xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x192xbf16>, tensor<136x192xbf16>) -> tensor<?x136xbf16>
+  return %y : tensor<?x136xbf16>
+}
+func.func @d_k512(%x: tensor<?x512xbf16>, %w: tensor<136x512xbf16>) -> tensor<?x136xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x512xbf16>, tensor<136x512xbf16>) -> tensor<?x136xbf16>
+  return %y : tensor<?x136xbf16>
+}
+func.func @d_k200(%x: tensor<?x200xbf16>, %w: tensor<72x200xbf16>, %b: tensor<72xbf16>) -> tensor<?x72xbf16> {
+  %m = graph.matmul %x, %w {transpose_b = true} : (tensor<?x200xbf16>, tensor<72x200xbf16>) -> tensor<?x72xbf16>
+  %y = graph.add %m, %b : (tensor<?x72xbf16>, tensor<72xbf16>) -> tensor<?x72xbf16>
+  return %y : tensor<?x72xbf16>
+}
+func.func @d_k40(%x: tensor<?x40xf16>, %w: tensor<70x40xf16>) -> tensor<?x70xf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x40xf16>, tensor<70x40xf16>) -> tensor<?x70xf16>
+  return %y : tensor<?x70xf16>
+}
+func.func @d_swiglu(%x: tensor<?x320xbf16>, %wg: tensor<40x320xbf16>, %wu: tensor<40x320xbf16>) -> tensor<?x40xbf16> {
+  %g = graph.matmul %x, %wg {transpose_b = true} : (tensor<?x320xbf16>, tensor<40x320xbf16>) -> tensor<?x40xbf16>
+  %u = graph.matmul %x, %wu {transpose_b = true} : (tensor<?x320xbf16>, tensor<40x320xbf16>) -> tensor<?x40xbf16>
+  %s = graph.silu %g : tensor<?x40xbf16>
+  %y = graph.mul %s, %u : tensor<?x40xbf16>
+  return %y : tensor<?x40xbf16>
+}
+func.func @d_rows3(%x: tensor<3x128xbf16>, %w: tensor<200x128xbf16>) -> tensor<3x200xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<3x128xbf16>, tensor<200x128xbf16>) -> tensor<3x200xbf16>
+  return %y : tensor<3x200xbf16>
+}
+func.func @d_rows17(%x: tensor<17x128xbf16>, %w: tensor<200x128xbf16>) -> tensor<17x200xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<17x128xbf16>, tensor<200x128xbf16>) -> tensor<17x200xbf16>
+  return %y : tensor<17x200xbf16>
+}
+func.func @d_gqa(%q: tensor<8x1x64xbf16>, %k: tensor<2x1x72x64xbf16>, %mask: tensor<1x72xbf16>) -> tensor<8x1x72xbf16> {
+  %kb = graph.broadcast_to %k : (tensor<2x1x72x64xbf16>) -> tensor<2x4x72x64xbf16>
+  %kh = graph.reshape %kb : (tensor<2x4x72x64xbf16>) -> tensor<8x72x64xbf16>
+  %s = graph.matmul %q, %kh {transpose_b = true} : (tensor<8x1x64xbf16>, tensor<8x72x64xbf16>) -> tensor<8x1x72xbf16>
+  %y = graph.add %s, %mask : (tensor<8x1x72xbf16>, tensor<1x72xbf16>) -> tensor<8x1x72xbf16>
+  return %y : tensor<8x1x72xbf16>
+}
+func.func @d_kn(%x: tensor<?x128xbf16>, %w: tensor<128x136xbf16>) -> tensor<?x136xbf16> {
+  %y = graph.matmul %x, %w : (tensor<?x128xbf16>, tensor<128x136xbf16>) -> tensor<?x136xbf16>
+  return %y : tensor<?x136xbf16>
+}
+`
+
+// TestDecodeForm checks which kernels take the decode form: static rows
+// of at most 16 per matrix take it alone; `?` rows keep their kernel and
+// gain the 16-row twin, which the launcher takes for 16 rows or fewer
+// (`_rows_<entry>`, before the wide wgmma kernel's own choice); 17 static
+// rows and a [k, n] B do not take it.
+func TestDecodeForm(t *testing.T) {
+	files := emitFiles(t, decodeSrc)
+	// the K of a stage: TCDecodeBK (128) where it divides K in two steps
+	// or more, else halved down to 64
+	for fn, bk := range map[string]int{"d_tb": 64, "d_k512": 128, "d_k200": 64, "d_k40": 64, "d_swiglu": 64, "d_rows3": 64, "d_gqa": 64} {
+		text := files[fn+".ptx"]
+		checkText(t, fn, text)
+		form := fmt.Sprintf("// Matmul on tensor cores, decode form: CTA tile 16 x 64 x %d, 128 threads (4 warps side by side, warp tile 16 x 16), mma.sync.m16n8k16", bk)
+		assert.Equal(t, 1, strings.Count(text, form), fn)
+		_, err := parseSim(text)
+		require.NoError(t, err, fn)
+	}
+	for _, fn := range []string{"d_rows3", "d_gqa"} {
+		assert.NotContains(t, files[fn+".ptx"], tcDecodeSuffix, fn)
+		assert.NotContains(t, files[fn+".py"], "_rows_", fn)
+		assert.NotContains(t, files[fn+".ptx"], "wgmma", fn)
+	}
+	for _, fn := range []string{"d_tb", "d_k512", "d_k200", "d_k40", "d_swiglu"} {
+		assert.Contains(t, files[fn+".ptx"], ".visible .entry "+fn+"_k0"+tcDecodeSuffix+"(", fn)
+		assert.Contains(t, files[fn+".ptx"], "// The 16-row twin of the kernel above: the launcher takes it for 16 rows or fewer.", fn)
+		assert.Contains(t, files[fn+".py"], fmt.Sprintf("    if _rows_%s_k0(sm, ", fn), fn)
+		assert.Contains(t, files[fn+".py"], fmt.Sprintf(`_launch_mm(fns, "%s_k0%s", _grid_%s_k0%s(sm, `, fn, tcDecodeSuffix, fn, tcDecodeSuffix), fn)
+	}
+	// d_tb's wide wgmma kernel keeps its 128-column twin, chosen after
+	// the rows: three kernels, three branches
+	assert.Contains(t, files["d_tb.ptx"], ".visible .entry d_tb_k0"+wgTwinSuffix+"(")
+	assert.Regexp(t, `(?s)    if _rows_d_tb_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "d_tb_k0_m16".*\n    elif _grid_d_tb_k0\(sm, [^\n]*\) >= sm:\n        _launch_mm\(fns, "d_tb_k0",.*\n    else:\n        _launch_mm\(fns, "d_tb_k0_n128"`, files["d_tb.py"])
+	// two dot products: 8 accumulators each, 4 k-steps of 2 mma.sync each
+	// per stage in each of the two kernels' forms
+	assert.Contains(t, files["d_swiglu.ptx"], "2 dot product(s)")
+	for _, fn := range []string{"d_rows17", "d_kn"} {
+		assert.NotContains(t, files[fn+".ptx"], "decode form", fn)
+		assert.NotContains(t, files[fn+".ptx"], tcDecodeSuffix, fn)
+	}
+	// the stages: K's steps plus one, at most 8 and as many as let two
+	// CTAs share an SM: of 11520 bytes at BK = 64 (A 16 x 144, B 64 x 144),
+	// 4 for K = 192 and 3 for K = 128 (BK 64: two steps); of 21760 at BK =
+	// 128 (rows of 272 bytes), 5 for K = 512; two dot products at 64, 5 of
+	// 20736 for K = 320 (6 steps)
+	assert.Contains(t, files["d_tb.py"], `("d_tb_k0_m16", 128, 46080)`)
+	assert.Contains(t, files["d_rows3.py"], `("d_rows3_k0", 128, 34560)`)
+	assert.Contains(t, files["d_k512.py"], `("d_k512_k0_m16", 128, 108800)`)
+	assert.NotContains(t, files["d_tb.py"], "_rows_d_tb_k0_n128")
+	assert.Contains(t, files["d_swiglu.py"], `("d_swiglu_k0_m16", 128, 103680)`)
+	// switched off: no twin
+	old := TCDecode
+	TCDecode = false
+	defer func() { TCDecode = old }()
+	off := emitFiles(t, decodeSrc)
+	for _, fn := range []string{"d_tb", "d_rows3", "d_gqa"} {
+		assert.NotContains(t, off[fn+".ptx"], "decode form", fn)
+		assert.NotContains(t, off[fn+".py"], "_rows_", fn)
+	}
+}
+
+// TestSimulatedDecode runs the decode form in the simulator against the
+// loop interpreter within TestSimulatedMatMul's bound (K * 2^-23 *
+// sum |a b| before the result's rounding): 1, 5 and 16 rows of the `?`
+// kernels (the twin), 17 rows (the other kernel: the twin is not
+// launched), the static 3-row and attention kernels, split-K forced into
+// 3 parts with the CTAs run in both orders (the same bits), and inf and
+// NaN where the inputs put them.
+func TestSimulatedDecode(t *testing.T) {
+	for _, bk := range []int64{64, 256} {
+		// the other stage widths (K = 512: 8 steps of 64, 2 of 256; K =
+		// 128: 2 of 64 either way)
+		t.Run(fmt.Sprintf("bk%d", bk), func(t *testing.T) {
+			defer func(old int64) { TCDecodeBK = old }(TCDecodeBK)
+			TCDecodeBK = bk
+			m := lower(t, decodeSrc, fullPipeline, "h200")
+			g, err := parser.Parse("test.tir", decodeSrc)
+			require.NoError(t, err)
+			for _, c := range []mmCase{{"d_k512", 5, 512, true}, {"d_k512", 16, 512, true}, {"d_rows3", 3, 128, true}} {
+				t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
+					checkMatMul(t, m, g, c)
+				})
+			}
+		})
+	}
+	m := lower(t, decodeSrc, fullPipeline, "h200")
+	g, err := parser.Parse("test.tir", decodeSrc)
+	require.NoError(t, err)
+	var ran []string
+	simTwins = &ran
+	defer func() { simTwins = nil }()
+	cases := []mmCase{
+		{"d_tb", 1, 192, true}, {"d_tb", 5, 192, true}, {"d_tb", 16, 192, true}, {"d_tb", 17, 192, true},
+		{"d_k512", 1, 512, true}, {"d_k512", 11, 512, true},
+		{"d_k200", 5, 200, false}, {"d_k40", 16, 40, true}, {"d_k40", 1, 40, true},
+		{"d_swiglu", 5, 320, false}, {"d_swiglu", 1, 320, false},
+		{"d_rows3", 3, 128, true}, {"d_gqa", 1, 64, false},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
+			checkMatMul(t, m, g, c)
+		})
+	}
+	assert.Equal(t, []string{
+		"d_tb_k0_m16", "d_tb_k0_m16", "d_tb_k0_m16", "d_tb_k0_n128",
+		"d_k512_k0_m16", "d_k512_k0_m16",
+		"d_k200_k0_m16", "d_k40_k0_m16", "d_k40_k0_m16",
+		"d_swiglu_k0_m16", "d_swiglu_k0_m16",
+		"d_rows3_k0", "d_gqa_k0",
+	}, ran)
+	defer func() { simSplitK, simReverseCTAs = 0, false }()
+	for _, c := range []mmCase{{"d_tb", 5, 192, true}, {"d_k512", 16, 512, true}, {"d_swiglu", 16, 320, false}, {"d_gqa", 1, 64, false}} {
+		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
+			simSplitK, simReverseCTAs = 3, false
+			got := checkMatMul(t, m, g, c)
+			simReverseCTAs = true
+			again := checkMatMul(t, m, g, c)
+			for r := range got {
+				for i := range got[r].Data {
+					x, y := got[r].Data[i], again[r].Data[i]
+					require.True(t, x == y || math.IsNaN(x) && math.IsNaN(y), "%s: result %d [%d] is %v with the CTAs in order, %v last to first", c.fn, r, i, x, y)
+				}
+			}
+		})
+	}
+}
