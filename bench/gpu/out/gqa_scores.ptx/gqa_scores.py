@@ -98,7 +98,7 @@ _PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gqa_scores.ptx"
 
 # (entry, threads per CTA, dynamic shared memory bytes)
 _KERNELS = (
-    ("gqa_scores_k0", 256, 197632),
+    ("gqa_scores_k0", 128, 34560),
     ("gqa_scores_k1", 128, 16),
 )
 
@@ -200,7 +200,7 @@ def _launch_mm(fns, name, tiles, block, shared, stream, args, device, sm, steps,
 
 def _grid_gqa_scores_k0(sm):
     n = _trip(0, 32, 1)
-    return min(1 * 32 * _cdiv(1, 128) * 8, 2147483647)
+    return min(1 * 32 * _cdiv(1, 16) * 32, 2147483647)
 
 
 def _grid_gqa_scores_k1(sm):
@@ -223,6 +223,6 @@ def gqa_scores(*args):
     sm = _sm_count(device)
     p = torch.empty((32, 1, 2048), dtype=torch.bfloat16, device=device)
     v_ = torch.empty((32, 1, 2048), dtype=torch.float32, device=device)
-    _launch_mm(fns, "gqa_scores_k0", _grid_gqa_scores_k0(sm), 256, 197632, stream, (k, q, mask, v_), device, sm, 2, 32768)
+    _launch_mm(fns, "gqa_scores_k0", _grid_gqa_scores_k0(sm), 128, 34560, stream, (k, q, mask, v_), device, sm, 2, 1024)
     _launch(fns, "gqa_scores_k1", _grid_gqa_scores_k1(sm), 128, 16, stream, (v_, p))
     return p
