@@ -176,10 +176,18 @@ func (k *kernelBuilder) grid(rows *ir.Value, body func(b *ir.Builder, r *ir.Valu
 // dimensions of extents ext, row-major: the last one varies fastest.
 func (k *kernelBuilder) splitRow(b *ir.Builder, r *ir.Value, ext []*ir.Value) []*ir.Value {
 	idx := make([]*ir.Value, len(ext))
+	// the first dimension that is not a leading 1 takes what is left of
+	// r, with no division (a [1, T, 8] space of a batch of one: t = r / 8,
+	// not (r / 8) % T)
+	first := 0
+	for first < len(ext)-1 && isIndexConst(ext[first], 1) {
+		idx[first] = k.index(0)
+		first++
+	}
 	rest := r
-	for d := len(ext) - 1; d >= 0; d-- {
+	for d := len(ext) - 1; d >= first; d-- {
 		switch {
-		case d == 0:
+		case d == first:
 			idx[d] = rest
 		case isIndexConst(ext[d], 1):
 			idx[d] = k.index(0)

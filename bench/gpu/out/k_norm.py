@@ -27,26 +27,24 @@ def k_norm_k0(k, w, t, k_d1, t_d2, BLOCK: tl.constexpr, ROWS: tl.constexpr):
     rmask = r < t0
     cols = tl.arange(0, BLOCK)[None, :]
     t1 = r // 8
-    t2 = t1 % t_d2
-    t3 = r % 8
-    t4 = t3 * 128
-    t5 = t4 + cols
-    k_1 = tl.load(k + (t2 * 1024) + t5, mask=rmask)
+    t2 = r % 8
+    t3 = t2 * 128
+    t4 = t3 + cols
+    k_1 = tl.load(k + (t1 * 1024) + t4, mask=rmask)
     w_1 = tl.load(w + cols)
-    t6 = t1 // t_d2
     acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
-    t7 = k_1.to(tl.float32)
-    t8 = t7 * t7
-    t9 = acc + t8
-    acc_1 = tl.sum(t9, axis=1, keep_dims=True)
-    t10 = acc_1 * 0.0078125
-    t11 = t10 + 9.999999974752427e-07
-    t12 = tl.rsqrt(t11)
-    t13 = t7 * t12
-    t14 = w_1.to(tl.float32)
-    t15 = t13 * t14
-    t16 = t15.to(tl.bfloat16)
-    tl.store(t + (((((t6 * 8) + t3) * t_d2) + t2) * 128) + cols, t16, mask=rmask)
+    t5 = k_1.to(tl.float32)
+    t6 = t5 * t5
+    t7 = acc + t6
+    acc_1 = tl.sum(t7, axis=1, keep_dims=True)
+    t8 = acc_1 * 0.0078125
+    t9 = t8 + 9.999999974752427e-07
+    t10 = tl.rsqrt(t9)
+    t11 = t5 * t10
+    t12 = w_1.to(tl.float32)
+    t13 = t11 * t12
+    t14 = t13.to(tl.bfloat16)
+    tl.store(t + (((t2 * t_d2) + t1) * 128) + cols, t14, mask=rmask)
 
 
 def _tensor(fn, name, t, dtype, shape):

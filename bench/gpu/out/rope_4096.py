@@ -27,35 +27,34 @@ def rope_k0_p0(cos, sin, q, k, qe, ke, pid, BLOCK: tl.constexpr, ROWS: tl.conste
     cols_1 = 64 + tl.arange(0, 64)[None, :]
     t0 = r % 4096
     t1 = r // 4096
-    t2 = t1 % 32
-    t4 = t2 * 128
-    t5 = t4 + cols
-    q_1 = tl.load(q + (t0 * 4096) + t5, mask=rmask)
+    t2 = t1 * 128
+    t3 = t2 + cols
+    q_1 = tl.load(q + (t0 * 4096) + t3, mask=rmask)
     cos_1 = tl.load(cos + (t0 * 128) + cols, mask=rmask)
-    t6 = q_1.to(tl.float32)
-    t7 = cos_1.to(tl.float32)
-    t8 = t6 * t7
-    t9 = t4 + cols_1
-    q_2 = tl.load(q + (t0 * 4096) + t9, mask=rmask)
-    t10 = q_2.to(tl.float32)
-    t11 = -t10
+    t4 = q_1.to(tl.float32)
+    t5 = cos_1.to(tl.float32)
+    t6 = t4 * t5
+    t7 = t2 + cols_1
+    q_2 = tl.load(q + (t0 * 4096) + t7, mask=rmask)
+    t8 = q_2.to(tl.float32)
+    t9 = -t8
     sin_1 = tl.load(sin + (t0 * 128) + cols, mask=rmask)
-    t12 = sin_1.to(tl.float32)
-    t13 = t11 * t12
-    t14 = t8 + t13
-    t15 = t14.to(tl.bfloat16)
-    tl.store(qe + (((t2 * 4096) + t0) * 128) + cols, t15, mask=rmask)
+    t10 = sin_1.to(tl.float32)
+    t11 = t9 * t10
+    t12 = t6 + t11
+    t13 = t12.to(tl.bfloat16)
+    tl.store(qe + (((t1 * 4096) + t0) * 128) + cols, t13, mask=rmask)
     cos_2 = tl.load(cos + (t0 * 128) + cols_1, mask=rmask)
-    t16 = q_2.to(tl.float32)
-    t17 = cos_2.to(tl.float32)
-    t18 = t16 * t17
-    t19 = q_1.to(tl.float32)
+    t14 = q_2.to(tl.float32)
+    t15 = cos_2.to(tl.float32)
+    t16 = t14 * t15
+    t17 = q_1.to(tl.float32)
     sin_2 = tl.load(sin + (t0 * 128) + cols_1, mask=rmask)
-    t20 = sin_2.to(tl.float32)
-    t21 = t19 * t20
-    t22 = t18 + t21
-    t23 = t22.to(tl.bfloat16)
-    tl.store(qe + (((t2 * 4096) + t0) * 128) + cols_1, t23, mask=rmask)
+    t18 = sin_2.to(tl.float32)
+    t19 = t17 * t18
+    t20 = t16 + t19
+    t21 = t20.to(tl.bfloat16)
+    tl.store(qe + (((t1 * 4096) + t0) * 128) + cols_1, t21, mask=rmask)
 
 
 @triton.jit
@@ -67,35 +66,34 @@ def rope_k0_p1(cos, sin, q, k, qe, ke, pid, BLOCK: tl.constexpr, ROWS: tl.conste
     cols_1 = 64 + tl.arange(0, 64)[None, :]
     t0 = r % 4096
     t1 = r // 4096
-    t2 = t1 % 8
-    t4 = t2 * 128
-    t5 = t4 + cols
-    k_1 = tl.load(k + (t0 * 1024) + t5, mask=rmask)
+    t2 = t1 * 128
+    t3 = t2 + cols
+    k_1 = tl.load(k + (t0 * 1024) + t3, mask=rmask)
     cos_1 = tl.load(cos + (t0 * 128) + cols, mask=rmask)
-    t6 = k_1.to(tl.float32)
-    t7 = cos_1.to(tl.float32)
-    t8 = t6 * t7
-    t9 = t4 + cols_1
-    k_2 = tl.load(k + (t0 * 1024) + t9, mask=rmask)
-    t10 = k_2.to(tl.float32)
-    t11 = -t10
+    t4 = k_1.to(tl.float32)
+    t5 = cos_1.to(tl.float32)
+    t6 = t4 * t5
+    t7 = t2 + cols_1
+    k_2 = tl.load(k + (t0 * 1024) + t7, mask=rmask)
+    t8 = k_2.to(tl.float32)
+    t9 = -t8
     sin_1 = tl.load(sin + (t0 * 128) + cols, mask=rmask)
-    t12 = sin_1.to(tl.float32)
-    t13 = t11 * t12
-    t14 = t8 + t13
-    t15 = t14.to(tl.bfloat16)
-    tl.store(ke + (((t2 * 4096) + t0) * 128) + cols, t15, mask=rmask)
+    t10 = sin_1.to(tl.float32)
+    t11 = t9 * t10
+    t12 = t6 + t11
+    t13 = t12.to(tl.bfloat16)
+    tl.store(ke + (((t1 * 4096) + t0) * 128) + cols, t13, mask=rmask)
     cos_2 = tl.load(cos + (t0 * 128) + cols_1, mask=rmask)
-    t16 = k_2.to(tl.float32)
-    t17 = cos_2.to(tl.float32)
-    t18 = t16 * t17
-    t19 = k_1.to(tl.float32)
+    t14 = k_2.to(tl.float32)
+    t15 = cos_2.to(tl.float32)
+    t16 = t14 * t15
+    t17 = k_1.to(tl.float32)
     sin_2 = tl.load(sin + (t0 * 128) + cols_1, mask=rmask)
-    t20 = sin_2.to(tl.float32)
-    t21 = t19 * t20
-    t22 = t18 + t21
-    t23 = t22.to(tl.bfloat16)
-    tl.store(ke + (((t2 * 4096) + t0) * 128) + cols_1, t23, mask=rmask)
+    t18 = sin_2.to(tl.float32)
+    t19 = t17 * t18
+    t20 = t16 + t19
+    t21 = t20.to(tl.bfloat16)
+    tl.store(ke + (((t1 * 4096) + t0) * 128) + cols_1, t21, mask=rmask)
 
 
 @triton.jit

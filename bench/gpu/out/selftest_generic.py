@@ -644,15 +644,14 @@ def kv_update_k0(k, c, r, k_d2, c_d2, r_d2, total, BLOCK: tl.constexpr, WIDE: tl
     r_1 = offs // 128
     i = offs % 128
     t1 = r_1 // r_d2
-    t2 = t1 % 8
-    t3 = r_1 % r_d2
-    k_1 = tl.load(k + (((t2 * k_d2) + t3) * 128) + i, mask=emask)
-    c_1 = tl.load(c + (t3 * 128) + i, mask=emask)
-    t5 = k_1.to(tl.float32)
-    t6 = c_1.to(tl.float32)
-    t7 = t5 * t6
-    t8 = t7.to(tl.bfloat16)
-    tl.store(r + (((t2 * r_d2) + t3) * 128) + i, t8, mask=emask)
+    t2 = r_1 % r_d2
+    k_1 = tl.load(k + (((t1 * k_d2) + t2) * 128) + i, mask=emask)
+    c_1 = tl.load(c + (t2 * 128) + i, mask=emask)
+    t3 = k_1.to(tl.float32)
+    t4 = c_1.to(tl.float32)
+    t5 = t3 * t4
+    t6 = t5.to(tl.bfloat16)
+    tl.store(r + (((t1 * r_d2) + t2) * 128) + i, t6, mask=emask)
 
 
 @triton.jit
@@ -666,12 +665,11 @@ def kv_update_k1(r, pos, kc, r_d2, pos_d0, total, BLOCK: tl.constexpr, WIDE: tl.
     r_1 = offs // 128
     i = offs % 128
     t1 = r_1 // pos_d0
-    t2 = t1 % 8
-    t3 = r_1 % pos_d0
-    t4 = tl.load(r + (((t2 * r_d2) + t3) * 128) + i, mask=emask)
-    t6 = tl.load(pos + t3, mask=emask)
-    at = tl.maximum(tl.minimum(t6.to(tl.int64), 64 - 1), 0)
-    tl.store(kc + (((t2 * 64) + at) * 128) + i, t4, mask=emask)
+    t2 = r_1 % pos_d0
+    t3 = tl.load(r + (((t1 * r_d2) + t2) * 128) + i, mask=emask)
+    t4 = tl.load(pos + t2, mask=emask)
+    at = tl.maximum(tl.minimum(t4.to(tl.int64), 64 - 1), 0)
+    tl.store(kc + (((t1 * 64) + at) * 128) + i, t3, mask=emask)
 
 
 @triton.jit
@@ -681,15 +679,13 @@ def kv_update_k2(v, pos, vc, v_d1, pos_d0, BLOCK: tl.constexpr):
     r = pid.to(tl.int64)
     t1 = r % pos_d0
     t2 = r // pos_d0
-    t3 = t2 % 8
-    t4 = t2 // 8
     for c0 in range(0, 128, BLOCK):
         j = (c0 + tl.arange(0, BLOCK)).to(tl.int64)
         cmask = j < 128
-        t5 = tl.load(v + (((((t4 * v_d1) + t1) * 8) + t3) * 128) + j, mask=cmask)
-        t6 = tl.load(pos + t1)
-        at = tl.maximum(tl.minimum(t6.to(tl.int64), 64 - 1), 0)
-        tl.store(vc + (((t2 * 64) + at) * 128) + j, t5, mask=cmask)
+        t3 = tl.load(v + (((t1 * 8) + t2) * 128) + j, mask=cmask)
+        t4 = tl.load(pos + t1)
+        at = tl.maximum(tl.minimum(t4.to(tl.int64), 64 - 1), 0)
+        tl.store(vc + (((t2 * 64) + at) * 128) + j, t3, mask=cmask)
 
 
 @triton.jit
@@ -703,17 +699,16 @@ def kv_fused_k0(k, c, pos, kc, k_d2, c_d2, pos_d0, total, BLOCK: tl.constexpr, W
     r = offs // 128
     i = offs % 128
     t1 = r // pos_d0
-    t2 = t1 % 8
-    t3 = r % pos_d0
-    k_1 = tl.load(k + (((t2 * k_d2) + t3) * 128) + i, mask=emask)
-    c_1 = tl.load(c + (t3 * 128) + i, mask=emask)
-    t5 = tl.load(pos + t3, mask=emask)
-    at = tl.maximum(tl.minimum(t5.to(tl.int64), 64 - 1), 0)
-    t6 = k_1.to(tl.float32)
-    t7 = c_1.to(tl.float32)
-    t8 = t6 * t7
-    t9 = t8.to(tl.bfloat16)
-    tl.store(kc + (((t2 * 64) + at) * 128) + i, t9, mask=emask)
+    t2 = r % pos_d0
+    k_1 = tl.load(k + (((t1 * k_d2) + t2) * 128) + i, mask=emask)
+    c_1 = tl.load(c + (t2 * 128) + i, mask=emask)
+    t3 = tl.load(pos + t2, mask=emask)
+    at = tl.maximum(tl.minimum(t3.to(tl.int64), 64 - 1), 0)
+    t4 = k_1.to(tl.float32)
+    t5 = c_1.to(tl.float32)
+    t6 = t4 * t5
+    t7 = t6.to(tl.bfloat16)
+    tl.store(kc + (((t1 * 64) + at) * 128) + i, t7, mask=emask)
 
 
 def _tensor(fn, name, t, dtype, shape):

@@ -288,47 +288,46 @@ def norm_rope_k0(x, w, sign, cos, sin, o, x_d1, cos_d1, sin_d1, o_d1, BLOCK: tl.
     rmask = r < t0
     cols = tl.arange(0, BLOCK)[None, :]
     t1 = r // 4
-    t2 = t1 % o_d1
-    t3 = r % 4
-    x_1 = tl.load(x + (((t2 * 4) + t3) * 128) + cols, mask=rmask)
+    t2 = r % 4
+    x_1 = tl.load(x + (((t1 * 4) + t2) * 128) + cols, mask=rmask)
     w_1 = tl.load(w + cols)
-    cos_1 = tl.load(cos + (t2 * 128) + cols, mask=rmask)
-    t4 = cols + 64
-    t5 = t4 % 128
-    rolled = tl.load(w + t5)
-    t6 = cols + 64
-    t7 = t6 % 128
-    rolled_1 = tl.load(x + (((t2 * 4) + t3) * 128) + t7, mask=rmask)
+    cos_1 = tl.load(cos + (t1 * 128) + cols, mask=rmask)
+    t3 = cols + 64
+    t4 = t3 % 128
+    rolled = tl.load(w + t4)
+    t5 = cols + 64
+    t6 = t5 % 128
+    rolled_1 = tl.load(x + (((t1 * 4) + t2) * 128) + t6, mask=rmask)
     sign_1 = tl.load(sign + cols)
-    sin_1 = tl.load(sin + (t2 * 128) + cols, mask=rmask)
+    sin_1 = tl.load(sin + (t1 * 128) + cols, mask=rmask)
     acc = tl.full((ROWS, BLOCK), 0.0, tl.float32)
-    t9 = x_1.to(tl.float32)
-    t10 = t9 * t9
-    t11 = acc + t10
-    acc_1 = tl.sum(t11, axis=1, keep_dims=True)
-    t12 = acc_1 * 0.0078125
-    t13 = t12 + 9.999999974752427e-07
-    t14 = tl.rsqrt(t13)
-    t15 = t9 * t14
-    t16 = t15.to(tl.bfloat16)
-    t17 = w_1.to(tl.float32)
-    t18 = t16.to(tl.float32)
+    t7 = x_1.to(tl.float32)
+    t8 = t7 * t7
+    t9 = acc + t8
+    acc_1 = tl.sum(t9, axis=1, keep_dims=True)
+    t10 = acc_1 * 0.0078125
+    t11 = t10 + 9.999999974752427e-07
+    t12 = tl.rsqrt(t11)
+    t13 = t7 * t12
+    t14 = t13.to(tl.bfloat16)
+    t15 = w_1.to(tl.float32)
+    t16 = t14.to(tl.float32)
+    t17 = t15 * t16
+    t18 = cos_1.to(tl.float32)
     t19 = t17 * t18
-    t20 = cos_1.to(tl.float32)
-    t21 = t19 * t20
-    t22 = rolled_1.to(tl.float32)
-    t23 = t22 * t14
-    t24 = t23.to(tl.bfloat16)
-    t25 = rolled.to(tl.float32)
-    t26 = t24.to(tl.float32)
+    t20 = rolled_1.to(tl.float32)
+    t21 = t20 * t12
+    t22 = t21.to(tl.bfloat16)
+    t23 = rolled.to(tl.float32)
+    t24 = t22.to(tl.float32)
+    t25 = t23 * t24
+    t26 = sign_1.to(tl.float32)
     t27 = t25 * t26
-    t28 = sign_1.to(tl.float32)
+    t28 = sin_1.to(tl.float32)
     t29 = t27 * t28
-    t30 = sin_1.to(tl.float32)
-    t31 = t29 * t30
-    t32 = t21 + t31
-    t33 = t32.to(tl.bfloat16)
-    tl.store(o + (((t2 * 4) + t3) * 128) + cols, t33, mask=rmask)
+    t30 = t19 + t29
+    t31 = t30.to(tl.bfloat16)
+    tl.store(o + (((t1 * 4) + t2) * 128) + cols, t31, mask=rmask)
 
 
 @triton.jit
