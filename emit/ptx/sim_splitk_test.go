@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/parser"
 )
 
@@ -63,20 +64,31 @@ func TestSimulatedSplitK(t *testing.T) {
 	defer func() { simSplitK, simReverseCTAs, simSplits = 0, false, nil }()
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d/split%d", c.fn, c.rows, c.split), func(t *testing.T) {
-			simSplitK, simReverseCTAs, simSplits = c.split, false, nil
-			got := checkMatMul(t, m, g, c.mmCase)
-			require.Equal(t, []int64{c.split}, simSplits)
-			simReverseCTAs = true
-			again := checkMatMul(t, m, g, c.mmCase)
-			for r := range got {
-				for i := range got[r].Data {
-					x, y := got[r].Data[i], again[r].Data[i]
-					if !(x == y || math.IsNaN(x) && math.IsNaN(y)) {
-						t.Fatalf("%s: result %d [%d] is %v with the CTAs in order, %v last to first", c.fn, r, i, x, y)
-					}
-				}
-			}
+			simSplits = nil
+			checkMatMulSplit(t, m, g, c.mmCase, c.split)
+			require.Equal(t, []int64{c.split, c.split}, simSplits)
 		})
+	}
+}
+
+// checkMatMulSplit runs c with K cut into split parts, the CTAs in order
+// and then last to first (so that another part of each tile is the last
+// to finish), each within checkMatMul's bound, and requires the two
+// results to be the same bits.
+func checkMatMulSplit(t *testing.T, m, g ir.Module, c mmCase, split int64) {
+	t.Helper()
+	defer func() { simSplitK, simReverseCTAs = 0, false }()
+	simSplitK, simReverseCTAs = split, false
+	got := checkMatMul(t, m, g, c)
+	simReverseCTAs = true
+	again := checkMatMul(t, m, g, c)
+	for r := range got {
+		for i := range got[r].Data {
+			x, y := got[r].Data[i], again[r].Data[i]
+			if !(x == y || math.IsNaN(x) && math.IsNaN(y)) {
+				t.Fatalf("%s: result %d [%d] is %v with the CTAs in order, %v last to first", c.fn, r, i, x, y)
+			}
+		}
 	}
 }
 
