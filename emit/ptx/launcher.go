@@ -768,7 +768,8 @@ func mmRuntime() string {
 	return fmt.Sprintf(`
 
 # Split-K of the matmuls on tensor cores: a decode shape of a few rows has
-# ceil(M/128) * N/128 tiles, too few for the GPU, so K is cut into parts;
+# ceil(M/BM) * ceil(N/BN) tiles (BM 128, or 16 in the decode form), too few
+# for the GPU, so K is cut into parts;
 # the last part of each tile to finish adds them up in order and runs the
 # epilogue.
 _MM_SPLIT_K = %s

@@ -153,7 +153,8 @@ def _launch(fns, name, grid, block, shared, stream, args):
 
 
 # Split-K of the matmuls on tensor cores: a decode shape of a few rows has
-# ceil(M/128) * N/128 tiles, too few for the GPU, so K is cut into parts;
+# ceil(M/BM) * ceil(N/BN) tiles (BM 128, or 16 in the decode form), too few
+# for the GPU, so K is cut into parts;
 # the last part of each tile to finish adds them up in order and runs the
 # epilogue.
 _MM_SPLIT_K = True
