@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -176,6 +177,61 @@ func TestSimulatedDecode(t *testing.T) {
 	for _, c := range []mmCase{{"d_tb", 5, 192, true}, {"d_k512", 16, 512, true}, {"d_swiglu", 16, 320, false}, {"d_gqa", 1, 64, false}} {
 		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
 			checkMatMulSplit(t, m, g, c, 3)
+		})
+	}
+}
+
+// TestSimulatedDecodeRandom runs the decode form on matmuls of random
+// shapes against the loop interpreter, within TestSimulatedMatMul's bound:
+// K of 1 to 300 (every BK, the clamped and the 2-byte copies), N of 1 to
+// 200 (a last tile of any width), 1 to 16 rows, bf16 and f16, a batch of
+// matrices sharing one weight or with one each, and a bias epilogue.
+func TestSimulatedDecodeRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	var src strings.Builder
+	var cases []mmCase
+	for i := 0; i < 12; i++ {
+		k, n, m := 1+rng.Int63n(300), 1+rng.Int63n(200), 1+rng.Int63n(16)
+		typ := []string{"bf16", "f16"}[rng.Intn(2)]
+		fn := fmt.Sprintf("r%d", i)
+		switch i % 3 {
+		case 0: // one matrix, `?` rows
+			fmt.Fprintf(&src, `func.func @%s(%%x: tensor<?x%dx%s>, %%w: tensor<%dx%dx%s>) -> tensor<?x%dx%s> {
+  %%y = graph.matmul %%x, %%w {transpose_b = true} : (tensor<?x%dx%s>, tensor<%dx%dx%s>) -> tensor<?x%dx%s>
+  return %%y : tensor<?x%dx%s>
+}
+`, fn, k, typ, n, k, typ, n, typ, k, typ, n, k, typ, n, typ, n, typ)
+			cases = append(cases, mmCase{fn, m, k, true})
+		case 1: // a batch of 3 static-row matrices, a weight each
+			fmt.Fprintf(&src, `func.func @%s(%%x: tensor<3x%dx%dx%s>, %%w: tensor<3x%dx%dx%s>) -> tensor<3x%dx%dx%s> {
+  %%y = graph.matmul %%x, %%w {transpose_b = true} : (tensor<3x%dx%dx%s>, tensor<3x%dx%dx%s>) -> tensor<3x%dx%dx%s>
+  return %%y : tensor<3x%dx%dx%s>
+}
+`, fn, m, k, typ, n, k, typ, m, n, typ, m, k, typ, n, k, typ, m, n, typ, m, n, typ)
+			cases = append(cases, mmCase{fn, m, k, true})
+		default: // a bias, `?` rows
+			fmt.Fprintf(&src, `func.func @%s(%%x: tensor<?x%dx%s>, %%w: tensor<%dx%dx%s>, %%b: tensor<%dx%s>) -> tensor<?x%dx%s> {
+  %%m = graph.matmul %%x, %%w {transpose_b = true} : (tensor<?x%dx%s>, tensor<%dx%dx%s>) -> tensor<?x%dx%s>
+  %%y = graph.add %%m, %%b : (tensor<?x%dx%s>, tensor<%dx%s>) -> tensor<?x%dx%s>
+  return %%y : tensor<?x%dx%s>
+}
+`, fn, k, typ, n, k, typ, n, typ, n, typ, k, typ, n, k, typ, n, typ, n, typ, n, typ, n, typ, n, typ)
+			cases = append(cases, mmCase{fn, m, k, false})
+		}
+	}
+	m := lower(t, src.String(), fullPipeline, "h200")
+	g, err := parser.Parse("test.tir", src.String())
+	require.NoError(t, err)
+	files, err := emitted(m)
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, ".ptx") {
+			require.Contains(t, f.Text, "decode form", f.Name)
+		}
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d/K%d", c.fn, c.rows, c.K), func(t *testing.T) {
+			checkMatMul(t, m, g, c)
 		})
 	}
 }
