@@ -190,3 +190,40 @@ func TestDiffRandomProgramsTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffTileReductions checks fuse's rewrite for Tenstorrent targets: a
+// reduction over the second-to-last axis alone becomes a transpose of the
+// last two dimensions and a reduction of its rows (the same values, inf
+// and NaN included, before and after lowering); keepdim and other axes
+// are left as they are, and other targets keep their reductions.
+func TestDiffTileReductions(t *testing.T) {
+	src := `
+func.func @colsum(%x: tensor<40x24xf32>) -> tensor<24xf32> {
+  %e = graph.exp %x : tensor<40x24xf32>
+  %s = graph.reduce_sum %e {axes = [0]} : (tensor<40x24xf32>) -> tensor<24xf32>
+  %l = graph.log %s : tensor<24xf32>
+  return %l : tensor<24xf32>
+}
+func.func @mid_max(%x: tensor<3x40x8xbf16>) -> tensor<3x8xbf16> {
+  %m = graph.reduce_max %x {axes = [1]} : (tensor<3x40x8xbf16>) -> tensor<3x8xbf16>
+  return %m : tensor<3x8xbf16>
+}
+func.func @mid_min(%x: tensor<3x40x8xf32>) -> tensor<3x8xf32> {
+  %m = graph.reduce_min %x {axes = [-2]} : (tensor<3x40x8xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+func.func @kept(%x: tensor<40x8xf32>) -> tensor<1x8xf32> {
+  %m = graph.reduce_sum %x {axes = [0], keepdim = true} : (tensor<40x8xf32>) -> tensor<1x8xf32>
+  return %m : tensor<1x8xf32>
+}
+func.func @first_of_three(%x: tensor<5x4x8xf32>) -> tensor<4x8xf32> {
+  %m = graph.reduce_sum %x {axes = [0]} : (tensor<5x4x8xf32>) -> tensor<4x8xf32>
+  return %m : tensor<4x8xf32>
+}`
+	pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
+	runDiff(t, diffCase{name: "tile reductions", src: src, pipeline: pipeline, target: "wormhole-n300"})
+	fused := ir.Print(lowerText(t, src, "decompose,fuse", "wormhole-n300").Operation, ir.PrintOptions{})
+	require.Equal(t, 3, strings.Count(fused, "graph.transpose"), fused)
+	other := ir.Print(lowerText(t, src, "decompose,fuse", "cpu").Operation, ir.PrintOptions{})
+	require.Zero(t, strings.Count(other, "graph.transpose"), other)
+}

@@ -65,13 +65,18 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 		return true
 	})
 	// rolls of computed work become rolls of what kernels read; on GPUs,
-	// reductions over a long axis with few results reduce in two steps
+	// reductions over a long axis with few results reduce in two steps; on
+	// Tenstorrent, reductions over the second-to-last axis reduce rows of a
+	// transpose
 	gpu := fuseTarget(ctx, opts).Family
 	for _, fn := range funcs {
 		if body := (ir.Func{Operation: fn}).Body(); body != nil {
 			sinkRolls(body)
 			if gpu == target.CUDA || gpu == target.Metal {
 				splitReductions(ctx, body)
+			}
+			if gpu == target.Tenstorrent {
+				tileReductions(ctx, body, fuseTarget(ctx, opts).Name)
 			}
 		}
 	}

@@ -235,6 +235,52 @@ func splitReductions(ctx *ir.PassContext, body *ir.Block) {
 	}
 }
 
+// tileReductions rewrites, for a Tenstorrent target (named tname), each
+// reduction over the second-to-last axis alone (keepdim false) as a
+// transpose of the last two dimensions and the same reduction over the
+// last: the tt backend reduces rows of tiles (reduce_tile REDUCE_ROW) and
+// transposes tiles, and has no kernel for a reduction over another axis.
+// The transpose is a kernel of its own there (a copy of the operand
+// through DRAM); the reduction a row kernel with its producers' and
+// consumers' element-wise work. Other reductions over other axes stay as
+// they are, and the backend refuses them with a located error.
+func tileReductions(ctx *ir.PassContext, body *ir.Block, tname string) {
+	var todo []*ir.Operation
+	for op := body.First(); op != nil; op = op.Next() {
+		if isReduceOp(op) && !isRowReduction(op) {
+			todo = append(todo, op)
+		}
+	}
+	for _, op := range todo {
+		axes, ok := reductionAxes(op)
+		in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
+		if k, isBool := op.Attr("keepdim").(ir.BoolAttr); isBool && bool(k) {
+			continue
+		}
+		if !ok || len(in) < 2 || len(axes) != 1 || int(axes[0]) != len(in)-2 {
+			continue
+		}
+		perm := make([]int64, len(in))
+		for i := range perm {
+			perm[i] = int64(i)
+		}
+		perm[len(in)-2], perm[len(in)-1] = perm[len(in)-1], perm[len(in)-2]
+		b := ir.NewBuilderBefore(op)
+		tr, err := graph.BuildTranspose(b, op.Loc, op.Operand(0), perm)
+		if err != nil {
+			continue
+		}
+		y, err := buildReduce(b, op, tr.Output(), int64(len(in)-1), false)
+		if err != nil || !slices.Equal(shapeOf(y), out) {
+			tr.Operation.Erase()
+			continue
+		}
+		ctx.Remark("fusion", op.Loc, "'%s' over axis %d on %s: a transpose of the last two dimensions (a kernel of its own), then a reduction of its rows: the tt backend reduces rows of tiles", op.Name(), len(in)-2, tname)
+		op.Result(0).ReplaceAllUsesWith(y)
+		op.Erase()
+	}
+}
+
 // buildReduce builds a reduction of the kind of op over axis of x.
 func buildReduce(b *ir.Builder, op *ir.Operation, x *ir.Value, axis int64, keepdim bool) (*ir.Value, error) {
 	switch op.Name() {
