@@ -551,6 +551,13 @@ func (ke *kernelEmitter) emitTC() {
 	nt := ceilDiv(tp.N, tp.bn)
 	mReg := ke.ixReg(M)
 	mt := ke.ixDiv(ke.ixAdd(M, constIx(tp.bm-1)), constIx(tp.bm))
+	if tp.decode {
+		// a decode kernel runs for at most bm rows a matrix (static, or
+		// the launcher takes the twin for no more): one tile of rows, so
+		// that a tile is a matrix and a column tile, with no division by
+		// run-time tile counts
+		mt = constIx(1)
+	}
 	perMatrix := ke.ixMul(mt, constIx(nt))
 	tiles := ke.ixMul(batch, perMatrix)
 	tilesReg := ke.ixReg(tiles)
@@ -624,13 +631,16 @@ func (ke *kernelEmitter) emitTC() {
 	kHi := ke.b64("min.s64", ke.b64("add.s64", kLo, kPer), intImm(kT, rB64))
 	bIdx := ke.b64("div.s64", tq, perMatrixReg)
 	rest := ke.b64("rem.s64", tq, perMatrixReg)
-	width := intImm(tcGroupM*nt, rB64)
-	firstM := ke.b64("mul.lo.s64", ke.b64("div.s64", rest, width), intImm(tcGroupM, rB64))
-	gsz := ke.b64("min.s64", ke.b64("sub.s64", mtReg, firstM), intImm(tcGroupM, rB64))
-	inGroup := ke.b64("rem.s64", rest, width)
-	mtile := ke.b64("add.s64", firstM, ke.b64("rem.s64", inGroup, gsz))
-	ntile := ke.b64("div.s64", inGroup, gsz)
-	m0 := ke.b64("shl.b64", mtile, intImm(int64(bits.TrailingZeros64(uint64(tp.bm))), rB32)) // bm: a power of 2
+	m0, ntile := ke.b64("mov.b64", intImm(0, rB64)), rest // decode: the one tile of rows
+	if !tp.decode {
+		width := intImm(tcGroupM*nt, rB64)
+		firstM := ke.b64("mul.lo.s64", ke.b64("div.s64", rest, width), intImm(tcGroupM, rB64))
+		gsz := ke.b64("min.s64", ke.b64("sub.s64", mtReg, firstM), intImm(tcGroupM, rB64))
+		inGroup := ke.b64("rem.s64", rest, width)
+		mtile := ke.b64("add.s64", firstM, ke.b64("rem.s64", inGroup, gsz))
+		ntile = ke.b64("div.s64", inGroup, gsz)
+		m0 = ke.b64("shl.b64", mtile, intImm(int64(bits.TrailingZeros64(uint64(tp.bm))), rB32)) // bm: a power of 2
+	}
 	n0 := ke.b64("shl.b64", ntile, intImm(int64(bits.TrailingZeros64(uint64(tp.bn))), rB32)) // bn: a power of 2
 	row0 := ke.b64("mul.lo.s64", bIdx, mReg)                                                 // the matrix's first row of the grid
 
