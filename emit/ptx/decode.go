@@ -10,16 +10,20 @@ import "fmt"
 //	128 threads: 4 warps side by side along N, warp w the columns
 //	  16w..16w+15 of a 16 x 64 tile (2 mma.sync tiles of 16 x 8, 8 f32
 //	  accumulators a thread per dot product)
-//	a stage: A [16][64+8] then each B [64][64+8] ([n, k]: every B is
-//	  transpose_b, a linear layer's weight or attention's keys)
-//	up to tcDecodeStages stages, as many as let two CTAs share an SM
+//	a stage: A [16][BK+8] then each B [64][BK+8] ([n, k]: every B is
+//	  transpose_b, a linear layer's weight or attention's keys), BK 128
+//	  (TCDecodeBK) or less for a short K
+//	up to tcDecodeStages stages, no more than K's steps plus one, and as
+//	  many as let two CTAs share an SM
+//	one tile of rows a matrix: a tile is (matrix, column tile), K cut
+//	  into parts by split-K as in the 128-row forms
 //
-// A 128-row tile computes 128 rows where a decode step has 1 to 16: the
-// copies of A are a sixteenth of the bytes, the tensor cores do a
+// A 128-row tile computes 128 rows where a decode step has 1 to 16: here
+// the copies of A are a sixteenth of the bytes, the tensor cores do a
 // sixteenth of the work, and a tile has 64 columns, not 128 or 256, so
 // that the weight's rows spread over twice to four times the CTAs. What
-// bounds the kernel is then the weight's bytes: each CTA keeps
-// tcDecodeStages - 1 stages of them in flight.
+// bounds the kernel is then the weight's bytes: each CTA keeps all its
+// stages but one in flight.
 //
 // Where the rows are static, at most tcDecodeRows per matrix, the kernel
 // takes this form; where they are `?`, the kernel of the other forms
