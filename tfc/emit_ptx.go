@@ -72,6 +72,14 @@ func init() {
 			default:
 				return fmt.Errorf("TENSORFORGE_PTX_DECODE=%q: expected 1 (matmuls of at most 16 rows per matrix in 16-row tiles, the default) or 0 (the 128-row tiles everywhere)", v)
 			}
+			switch v := os.Getenv("TENSORFORGE_PTX_DECODE_ROWS"); v {
+			case "", "16":
+				ptx.TCDecodeMaxRows = 16
+			case "32":
+				ptx.TCDecodeMaxRows = 32
+			default:
+				return fmt.Errorf("TENSORFORGE_PTX_DECODE_ROWS=%q: expected 16 (the default) or 32 (the most rows a matrix of a matmul may have for the decode form)", v)
+			}
 			switch v := os.Getenv("TENSORFORGE_PTX_DECODE_BK"); v {
 			case "":
 				ptx.TCDecodeBK = 128

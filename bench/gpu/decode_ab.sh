@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The PTX matmul's decode form (16-row tiles, emit/ptx/decode.go) beside
 # the kernels it replaces for few rows (TENSORFORGE_PTX_DECODE=0: the
-# 128-row wgmma or mma.sync tiles), cuBLAS and the Triton kernels, in one
-# call, two rounds alternating. Here (Go):
+# 128-row wgmma or mma.sync tiles) and its 32-row tiles
+# (TENSORFORGE_PTX_DECODE_ROWS=32, form r32: measure with ROWS 1,32),
+# cuBLAS and the Triton kernels, in one call, two rounds alternating.
+# Here (Go):
 #
 #   bash bench/gpu/decode_ab.sh build
 #
-# writes .bin/tfc, both forms of bench/gpu/matmul/*.tir and of the
-# attention-scores workload into .bin/dec/on and .bin/dec/off, and the
+# writes .bin/tfc, the forms of bench/gpu/matmul/*.tir and of the
+# attention-scores workload into .bin/dec/{on,off,r32}, and the
 # Triton modules into .bin/mmtri; there (carry .bin):
 #
 #   bash bench/gpu/decode_ab.sh run OUT [ROWS]
 #
-# assembles both with ptxas (registers, spills), then runs
+# assembles them with ptxas (registers, spills), then runs
 # bench/gpu/matmul_ptx.py (every result checked on sampled rows against
 # float64, weights read from DRAM) and bench/gpu/run.py's
 # decode_gqa_scores_32x2048 (checked against float64) on each.
@@ -21,13 +23,14 @@ cd "$(dirname "$0")/../.."
 case ${1:-} in
 build)
   CGO_ENABLED=0 go build -o .bin/tfc ./tfc
-  for form in on off; do
-    v=1
+  for form in on off r32; do
+    v=1 rows=16
     [ "$form" = off ] && v=0
+    [ "$form" = r32 ] && rows=32
     rm -rf ".bin/dec/$form"
     mkdir -p ".bin/dec/$form"
     for f in bench/gpu/matmul/{qkv,qo,kv,up,down,gateup}.tir bench/gpu/workloads/gqa_scores.tir; do
-      TENSORFORGE_PTX_DECODE=$v .bin/tfc --emit=ptx --target=h200 "$f" -o ".bin/dec/$form/$(basename "$f" .tir).ptx"
+      TENSORFORGE_PTX_DECODE=$v TENSORFORGE_PTX_DECODE_ROWS=$rows .bin/tfc --emit=ptx --target=h200 "$f" -o ".bin/dec/$form/$(basename "$f" .tir).ptx"
     done
   done
   rm -rf .bin/mmtri
@@ -39,12 +42,12 @@ run)
   rows=${3:-1,16}
   mkdir -p "$out"
   nvidia-smi --query-gpu=name --format=csv,noheader
-  bash bench/gpu/ptx_check.sh .bin/dec/on 2>&1 | grep -E "_m16|gqa|rror"
-  for form in on off; do
+  bash bench/gpu/ptx_check.sh .bin/dec/on .bin/dec/r32 2>&1 | grep -E "_m16|_m32|gqa|rror"
+  for form in on off r32; do
     python3 bench/gpu/ptx_modules.py ".bin/dec/$form" "/tmp/dec-$form" >/dev/null
   done
   for r in 1 2; do
-    for form in on off; do
+    for form in on off r32; do
       echo "## $form round $r"
       timeout 150 python3 bench/gpu/matmul_ptx.py ".bin/dec/$form" --triton .bin/mmtri --rows "$rows" \
         --only qkv,qo,kv,up,down,gateup --out "$out/$form-$r" 2>&1 | grep -v Warning
@@ -54,7 +57,7 @@ run)
   done
   ;;
 *)
-  sed -n '2,18p' "$0"
+  sed -n '2,20p' "$0"
   exit 2
   ;;
 esac

@@ -3,14 +3,14 @@ package ptx
 import "fmt"
 
 // This file is the decode form of the tensor-core matmul: the mma.sync
-// kernel of tc.go in CTA tiles of 16 rows, for results of at most
-// tcDecodeRows rows per matrix (a decode step's tokens, a batch of
-// single-query attention heads).
+// kernel of tc.go in CTA tiles of 16 (or 32) rows, for results of at
+// most TCDecodeMaxRows rows per matrix (a decode step's tokens, a batch
+// of single-query attention heads).
 //
 //	128 threads: 4 warps side by side along N, warp w the columns
 //	  16w..16w+15 of a 16 x 64 tile (2 mma.sync tiles of 16 x 8, 8 f32
-//	  accumulators a thread per dot product)
-//	a stage: A [16][BK+8] then each B [64][BK+8] ([n, k]: every B is
+//	  accumulators a thread per dot product; twice that for 32 rows)
+//	a stage: A [bm][BK+8] then each B [64][BK+8] ([n, k]: every B is
 //	  transpose_b, a linear layer's weight or attention's keys), BK 128
 //	  (TCDecodeBK) or less for a short K
 //	up to tcDecodeStages stages, no more than K's steps plus one, and as
@@ -25,10 +25,11 @@ import "fmt"
 // bounds the kernel is then the weight's bytes: each CTA keeps all its
 // stages but one in flight.
 //
-// Where the rows are static, at most tcDecodeRows per matrix, the kernel
+// Where the rows are static, at most TCDecodeMaxRows per matrix, the kernel
 // takes this form; where they are `?`, the kernel of the other forms
-// comes with a twin in this form (`<entry>_m16`) that the launcher takes
-// for tcDecodeRows rows or fewer. TCDecode switches it off (tfc:
+// comes with a twin in this form (`<entry>_m16`, `_m32` with
+// TCDecodeMaxRows 32) that the launcher takes
+// for TCDecodeMaxRows rows or fewer. TCDecode switches it off (tfc:
 // TENSORFORGE_PTX_DECODE=0).
 
 // TCDecode makes matmul kernels of few rows take the decode form.
@@ -44,12 +45,19 @@ var TCDecodeBK int64 = 128
 // 16-row twin of a kernel whose rows are `?` (emitKernel).
 var tcDecodeTwin = false
 
-// tcDecodeSuffix names the decode twin of a kernel whose rows are `?`.
-const tcDecodeSuffix = "_m16"
+// TCDecodeMaxRows is the most rows a matrix of the result may have for
+// the decode form: 16 (one mma.sync tile high) or 32 (two, each warp
+// 32 x 16). Static rows take tiles of 16 rows up to 16 and of 32 beyond;
+// `?` rows get one twin of TCDecodeMaxRows rows. 32 has run in the
+// simulator only: 17 to 32 rows keep the 128-row forms by default.
+var TCDecodeMaxRows int64 = 16
+
+// decodeSuffix names the decode twin of bm rows of a kernel whose rows
+// are `?`.
+func decodeSuffix(bm int64) string { return fmt.Sprintf("_m%d", bm) }
 
 const (
-	tcDecodeRows   = 16 // the rows of a decode tile (one mma.sync tile high)
-	tcDecodeBN     = 64 // its columns: four warps of 16
+	tcDecodeBN     = 64 // the columns of a decode tile: four warps of 16
 	tcDecodeStages = 8  // at most; fewer where two CTAs would not fit an SM
 )
 
@@ -68,10 +76,10 @@ func decodeTakes(tp *tcPlan) bool {
 	return true
 }
 
-// planDecode sets tp up for the decode form.
-func planDecode(tp *tcPlan) {
+// planDecode sets tp up for the decode form in tiles of bm rows.
+func planDecode(tp *tcPlan, bm int64) {
 	tp.decode = true
-	tp.bm, tp.bn = tcDecodeRows, tcDecodeBN
+	tp.bm, tp.bn = bm, tcDecodeBN
 	tp.threads, tp.warpsN, tp.wtn = 128, 4, tcDecodeBN/4
 	tp.bk = TCDecodeBK
 	for tp.bk > tcBK && (tp.K%tp.bk != 0 || tp.K < 2*tp.bk) {
@@ -99,7 +107,7 @@ func planDecode(tp *tcPlan) {
 func (tp *tcPlan) describeDecode() []string {
 	var out []string
 	if tp.twin {
-		out = append(out, fmt.Sprintf("The %d-row twin of the kernel above: the launcher takes it for %d rows or fewer.", tp.bm, tcDecodeRows))
+		out = append(out, fmt.Sprintf("The %d-row twin of the kernel above: the launcher takes it for %d rows or fewer.", tp.bm, tp.bm))
 	}
 	return append(out,
 		fmt.Sprintf("Matmul on tensor cores, decode form: CTA tile %d x %d x %d, %d threads (%d warps side by side, warp tile %d x %d), mma.sync.m16n8k16 %s, f32 accumulators; %d dot product(s), every B [n, k].", tp.bm, tp.bn, tp.bk, tp.threads, tp.threads/32, tp.bm, tp.wtn, halfName(tp.half), len(tp.transB)),

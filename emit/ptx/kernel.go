@@ -61,7 +61,7 @@ type kernelInfo struct {
 	// fill the SMs
 	narrow *kernelInfo
 	// decode: the 16-row twin of a matmul whose rows are `?` (same
-	// parameters, decode.go), launched for tcDecodeRows rows or fewer;
+	// parameters, decode.go), launched for its tile's rows or fewer;
 	// gridPy then also defines `_rows_<entry>(sm, e0, ...)`, the rows of
 	// a matrix of the result
 	decode *kernelInfo
@@ -180,7 +180,7 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 	if tp := ke.plan.tc; tp != nil && tp.decodeDyn {
 		tcDecodeTwin = true
 		defer func() { tcDecodeTwin = false }()
-		name := entry + tcDecodeSuffix
+		name := entry + decodeSuffix(TCDecodeMaxRows)
 		twin := newKernelEmitter(k, name, newAsm("$L_"+name))
 		twin.plan = makePlan(twin)
 		twin.emit()

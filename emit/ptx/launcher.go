@@ -375,11 +375,11 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 				case info.decode != nil && info.narrow != nil:
 					// `?` rows: the 16-row tiles for few rows, the wide tiles
 					// where they fill the SMs, else the 128-column twin
-					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), tcDecodeRows), info.decode)
+					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), info.decode.mm.bm), info.decode)
 					branch(fmt.Sprintf("elif _grid_%s(sm%s) >= sm:", info.entry, prefixAll(", ", extents)), info)
 					branch("else:", info.narrow)
 				case info.decode != nil:
-					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), tcDecodeRows), info.decode)
+					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), info.decode.mm.bm), info.decode)
 					branch("else:", info)
 				case info.narrow != nil:
 					// `?` rows: the wide tiles where they fill the SMs, else the 128-column twin

@@ -83,15 +83,15 @@ func TestDecodeForm(t *testing.T) {
 		require.NoError(t, err, fn)
 	}
 	for _, fn := range []string{"d_rows3", "d_gqa"} {
-		assert.NotContains(t, files[fn+".ptx"], tcDecodeSuffix, fn)
+		assert.NotContains(t, files[fn+".ptx"], decodeSuffix(16), fn)
 		assert.NotContains(t, files[fn+".py"], "_rows_", fn)
 		assert.NotContains(t, files[fn+".ptx"], "wgmma", fn)
 	}
 	for _, fn := range []string{"d_tb", "d_k512", "d_k200", "d_k40", "d_swiglu"} {
-		assert.Contains(t, files[fn+".ptx"], ".visible .entry "+fn+"_k0"+tcDecodeSuffix+"(", fn)
+		assert.Contains(t, files[fn+".ptx"], ".visible .entry "+fn+"_k0"+decodeSuffix(16)+"(", fn)
 		assert.Contains(t, files[fn+".ptx"], "// The 16-row twin of the kernel above: the launcher takes it for 16 rows or fewer.", fn)
 		assert.Contains(t, files[fn+".py"], fmt.Sprintf("    if _rows_%s_k0(sm, ", fn), fn)
-		assert.Contains(t, files[fn+".py"], fmt.Sprintf(`_launch_mm(fns, "%s_k0%s", _grid_%s_k0%s(sm, `, fn, tcDecodeSuffix, fn, tcDecodeSuffix), fn)
+		assert.Contains(t, files[fn+".py"], fmt.Sprintf(`_launch_mm(fns, "%s_k0%s", _grid_%s_k0%s(sm, `, fn, decodeSuffix(16), fn, decodeSuffix(16)), fn)
 	}
 	// d_tb's wide wgmma kernel keeps its 128-column twin, chosen after
 	// the rows: three kernels, three branches
@@ -102,7 +102,7 @@ func TestDecodeForm(t *testing.T) {
 	assert.Contains(t, files["d_swiglu.ptx"], "2 dot product(s)")
 	for _, fn := range []string{"d_rows17", "d_kn"} {
 		assert.NotContains(t, files[fn+".ptx"], "decode form", fn)
-		assert.NotContains(t, files[fn+".ptx"], tcDecodeSuffix, fn)
+		assert.NotContains(t, files[fn+".ptx"], decodeSuffix(16), fn)
 	}
 	// the stages: K's steps plus one, at most 8 and as many as let two
 	// CTAs share an SM: of 11520 bytes at BK = 64 (A 16 x 144, B 64 x 144),
@@ -232,6 +232,53 @@ func TestSimulatedDecodeRandom(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d/K%d", c.fn, c.rows, c.K), func(t *testing.T) {
 			checkMatMul(t, m, g, c)
+		})
+	}
+}
+
+// TestSimulatedDecode32 runs the decode form with TCDecodeMaxRows 32
+// (tiles of 32 rows, two mma.sync tiles a warp; not the default): the
+// `?` kernels' twin is `_m32`, taken for 1 to 32 rows and not 33; static
+// rows take 16-row tiles up to 16 and 32-row tiles beyond; split-K in 3
+// parts gives the same bits in both CTA orders.
+func TestSimulatedDecode32(t *testing.T) {
+	defer func(old int64) { TCDecodeMaxRows = old }(TCDecodeMaxRows)
+	TCDecodeMaxRows = 32
+	src := decodeSrc + `
+func.func @d_rows20(%x: tensor<20x128xbf16>, %w: tensor<200x128xbf16>) -> tensor<20x200xbf16> {
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<20x128xbf16>, tensor<200x128xbf16>) -> tensor<20x200xbf16>
+  return %y : tensor<20x200xbf16>
+}
+`
+	m := lower(t, src, fullPipeline, "h200")
+	g, err := parser.Parse("test.tir", src)
+	require.NoError(t, err)
+	files, err := emitted(m)
+	require.NoError(t, err)
+	text := map[string]string{}
+	for _, f := range files {
+		text[f.Name] = f.Text
+	}
+	assert.Contains(t, text["d_tb.ptx"], ".visible .entry d_tb_k0_m32(")
+	assert.Contains(t, text["d_tb.py"], "    if _rows_d_tb_k0(sm, x_d0, x_d0) <= 32:\n")
+	assert.Contains(t, text["d_rows20.ptx"], "decode form: CTA tile 32 x 64")
+	assert.Contains(t, text["d_rows3.ptx"], "decode form: CTA tile 16 x 64")
+	assert.Contains(t, text["d_rows17.ptx"], "decode form: CTA tile 32 x 64")
+	var ran []string
+	simTwins = &ran
+	defer func() { simTwins = nil }()
+	for _, c := range []mmCase{
+		{"d_tb", 1, 192, true}, {"d_tb", 32, 192, true}, {"d_tb", 33, 192, true},
+		{"d_swiglu", 27, 320, false}, {"d_k512", 21, 512, true}, {"d_rows20", 20, 128, true},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
+			checkMatMul(t, m, g, c)
+		})
+	}
+	assert.Equal(t, []string{"d_tb_k0_m32", "d_tb_k0_m32", "d_tb_k0_n128", "d_swiglu_k0_m32", "d_k512_k0_m32", "d_rows20_k0"}, ran)
+	for _, c := range []mmCase{{"d_k512", 30, 512, true}, {"d_swiglu", 19, 320, false}} {
+		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
+			checkMatMulSplit(t, m, g, c, 3)
 		})
 	}
 }

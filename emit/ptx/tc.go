@@ -98,7 +98,7 @@ type tcPlan struct {
 	// twin: this is that 128-column twin (or, with decode, the 16-row
 	// twin of a kernel whose rows are `?`)
 	twin bool
-	// bm: the rows of a CTA tile (tcBM; the decode form's tcDecodeRows)
+	// bm: the rows of a CTA tile (tcBM; the decode form's 16 or 32)
 	bm int64
 	// bk: the K of a stage (tcBK; the decode form's may be wider)
 	bk int64
@@ -319,8 +319,12 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	}
 	tp.mm = mm
 	if decodeTakes(tp) {
-		if tcDecodeTwin || (mDim.ext == nil && mDim.n <= tcDecodeRows) {
-			planDecode(tp)
+		if tcDecodeTwin || (mDim.ext == nil && mDim.n <= TCDecodeMaxRows) {
+			bm := TCDecodeMaxRows
+			if mDim.ext == nil && mDim.n <= 16 {
+				bm = 16
+			}
+			planDecode(tp, bm)
 			tp.twin = tcDecodeTwin
 			tiles()
 			return tp, ""
