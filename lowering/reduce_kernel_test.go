@@ -170,15 +170,18 @@ func TestDiffRandomRegressions(t *testing.T) {
 	}
 }
 
-// TestDiffRandomProgramsTargets runs random programs fused for the CPU and
-// for Metal, whose fusion differs from the GPU's (reductions are not split,
-// the scratchpads differ), as TestDiffRandomPrograms does for the h200.
+// TestDiffRandomProgramsTargets runs random programs fused for the CPU,
+// for Metal and for Tenstorrent, whose fusion differs from the GPU's
+// (reductions are not split, the scratchpads differ; on Tenstorrent views
+// are kernels of their own and reductions over the second-to-last axis
+// transposes and row reductions), as TestDiffRandomPrograms does for the
+// h200.
 func TestDiffRandomProgramsTargets(t *testing.T) {
 	n := int64(600)
 	if testing.Short() {
 		n = 60
 	}
-	for _, tgt := range []string{"cpu", "m3-max"} {
+	for _, tgt := range []string{"cpu", "m3-max", "wormhole-n300"} {
 		for seed := int64(1); seed <= n; seed++ {
 			m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
 			require.NoError(t, err)
