@@ -10,9 +10,10 @@ import "fmt"
 //	128 threads: 4 warps side by side along N, warp w the columns
 //	  16w..16w+15 of a 16 x 64 tile (2 mma.sync tiles of 16 x 8, 8 f32
 //	  accumulators a thread per dot product; twice that for 32 rows)
-//	a stage: A [bm][BK+8] then each B [64][BK+8] ([n, k]: every B is
-//	  transpose_b, a linear layer's weight or attention's keys), BK 128
-//	  (TCDecodeBK) or less for a short K
+//	a stage: A [bm][BK+8] then each B: [64][BK+8] where it is [n, k] (a
+//	  linear layer's weight, attention's keys), [BK][64+8] where it is
+//	  [k, n] (read by ldmatrix.trans); BK 128 (TCDecodeBK) or less for a
+//	  short K
 //	up to tcDecodeStages stages, no more than K's steps plus one, and as
 //	  many as let two CTAs share an SM
 //	one tile of rows a matrix: a tile is (matrix, column tile), K cut
@@ -61,20 +62,8 @@ const (
 	tcDecodeStages = 8  // at most; fewer where two CTAs would not fit an SM
 )
 
-// decodeTakes reports whether the matmul of tp can take the decode form:
-// every right operand [n, k], as the copies of a 64-row B tile are
-// written for.
-func decodeTakes(tp *tcPlan) bool {
-	if !TCDecode {
-		return false
-	}
-	for _, t := range tp.transB {
-		if !t {
-			return false
-		}
-	}
-	return true
-}
+// decodeTakes reports whether the matmul of tp can take the decode form.
+func decodeTakes(tp *tcPlan) bool { return TCDecode }
 
 // planDecode sets tp up for the decode form in tiles of bm rows.
 func planDecode(tp *tcPlan, bm int64) {
@@ -87,9 +76,13 @@ func planDecode(tp *tcPlan, bm int64) {
 	}
 	off := tp.bm * tp.pitchK()
 	tp.bOff = tp.bOff[:0]
-	for range tp.transB {
+	for _, t := range tp.transB {
 		tp.bOff = append(tp.bOff, off)
-		off += tp.bn * tp.pitchK()
+		if t {
+			off += tp.bn * tp.pitchK() // [n, k]: bn rows of BK
+		} else {
+			off += tp.bk * tp.pitchN() // [k, n]: BK rows of bn
+		}
 	}
 	tp.stageBytes = off
 	// no more stages than K has steps, plus the one being refilled: a

@@ -18,7 +18,7 @@ import (
 // and B rows not 16-byte aligned: the 2-byte copies), two dot products
 // with SwiGLU, a bias, and grouped-query attention's scores at a decode
 // step (a batch of one-row matrices, the keys broadcast to the heads);
-// @kn's B is [k, n], which the form does not take.
+// @d_kn's B is [k, n] (ldmatrix.trans of 64-column rows).
 const decodeSrc = `
 func.func @d_tb(%x: tensor<?x192xbf16>, %w: tensor<136x192xbf16>) -> tensor<?x136xbf16> {
   %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x192xbf16>, tensor<136x192xbf16>) -> tensor<?x136xbf16>
@@ -69,12 +69,12 @@ func.func @d_kn(%x: tensor<?x128xbf16>, %w: tensor<128x136xbf16>) -> tensor<?x13
 // of at most 16 per matrix take it alone; `?` rows keep their kernel and
 // gain the 16-row twin, which the launcher takes for 16 rows or fewer
 // (`_rows_<entry>`, before the wide wgmma kernel's own choice); 17 static
-// rows and a [k, n] B do not take it.
+// rows do not take it.
 func TestDecodeForm(t *testing.T) {
 	files := emitFiles(t, decodeSrc)
 	// the K of a stage: TCDecodeBK (128) where it divides K in two steps
 	// or more, else halved down to 64
-	for fn, bk := range map[string]int{"d_tb": 64, "d_k512": 128, "d_k200": 64, "d_k40": 64, "d_swiglu": 64, "d_rows3": 64, "d_gqa": 64} {
+	for fn, bk := range map[string]int{"d_tb": 64, "d_k512": 128, "d_k200": 64, "d_k40": 64, "d_swiglu": 64, "d_rows3": 64, "d_gqa": 64, "d_kn": 64} {
 		text := files[fn+".ptx"]
 		checkText(t, fn, text)
 		form := fmt.Sprintf("// Matmul on tensor cores, decode form: CTA tile 16 x 64 x %d, 128 threads (4 warps side by side, warp tile 16 x 16), mma.sync.m16n8k16", bk)
@@ -87,7 +87,7 @@ func TestDecodeForm(t *testing.T) {
 		assert.NotContains(t, files[fn+".py"], "_rows_", fn)
 		assert.NotContains(t, files[fn+".ptx"], "wgmma", fn)
 	}
-	for _, fn := range []string{"d_tb", "d_k512", "d_k200", "d_k40", "d_swiglu"} {
+	for _, fn := range []string{"d_tb", "d_k512", "d_k200", "d_k40", "d_swiglu", "d_kn"} {
 		assert.Contains(t, files[fn+".ptx"], ".visible .entry "+fn+"_k0"+decodeSuffix(16)+"(", fn)
 		assert.Contains(t, files[fn+".ptx"], "// The 16-row twin of the kernel above: the launcher takes it for 16 rows or fewer.", fn)
 		assert.Contains(t, files[fn+".py"], fmt.Sprintf("    if _rows_%s_k0(sm, ", fn), fn)
@@ -100,7 +100,8 @@ func TestDecodeForm(t *testing.T) {
 	// two dot products: 8 accumulators each, 4 k-steps of 2 mma.sync each
 	// per stage in each of the two kernels' forms
 	assert.Contains(t, files["d_swiglu.ptx"], "2 dot product(s)")
-	for _, fn := range []string{"d_rows17", "d_kn"} {
+	assert.Contains(t, files["d_kn.ptx"], "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
+	for _, fn := range []string{"d_rows17"} {
 		assert.NotContains(t, files[fn+".ptx"], "decode form", fn)
 		assert.NotContains(t, files[fn+".ptx"], decodeSuffix(16), fn)
 	}
@@ -161,6 +162,7 @@ func TestSimulatedDecode(t *testing.T) {
 		{"d_k200", 5, 200, false}, {"d_k40", 16, 40, true}, {"d_k40", 1, 40, true},
 		{"d_swiglu", 5, 320, false}, {"d_swiglu", 1, 320, false},
 		{"d_rows3", 3, 128, true}, {"d_gqa", 1, 64, false},
+		{"d_kn", 1, 128, true}, {"d_kn", 16, 128, true}, {"d_kn", 17, 128, true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
@@ -173,8 +175,9 @@ func TestSimulatedDecode(t *testing.T) {
 		"d_k200_k0_m16", "d_k40_k0_m16", "d_k40_k0_m16",
 		"d_swiglu_k0_m16", "d_swiglu_k0_m16",
 		"d_rows3_k0", "d_gqa_k0",
+		"d_kn_k0_m16", "d_kn_k0_m16", "d_kn_k0",
 	}, ran)
-	for _, c := range []mmCase{{"d_tb", 5, 192, true}, {"d_k512", 16, 512, true}, {"d_swiglu", 16, 320, false}, {"d_gqa", 1, 64, false}} {
+	for _, c := range []mmCase{{"d_tb", 5, 192, true}, {"d_k512", 16, 512, true}, {"d_swiglu", 16, 320, false}, {"d_gqa", 1, 64, false}, {"d_kn", 9, 128, true}} {
 		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
 			checkMatMulSplit(t, m, g, c, 3)
 		})
@@ -185,16 +188,16 @@ func TestSimulatedDecode(t *testing.T) {
 // shapes against the loop interpreter, within TestSimulatedMatMul's bound:
 // K of 1 to 300 (every BK, the clamped and the 2-byte copies), N of 1 to
 // 200 (a last tile of any width), 1 to 16 rows, bf16 and f16, a batch of
-// matrices sharing one weight or with one each, and a bias epilogue.
+// matrices with a weight each, a bias epilogue, and B as [k, n].
 func TestSimulatedDecodeRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	var src strings.Builder
 	var cases []mmCase
-	for i := 0; i < 12; i++ {
+	for i := 0; i < 16; i++ {
 		k, n, m := 1+rng.Int63n(300), 1+rng.Int63n(200), 1+rng.Int63n(16)
 		typ := []string{"bf16", "f16"}[rng.Intn(2)]
 		fn := fmt.Sprintf("r%d", i)
-		switch i % 3 {
+		switch i % 4 {
 		case 0: // one matrix, `?` rows
 			fmt.Fprintf(&src, `func.func @%s(%%x: tensor<?x%dx%s>, %%w: tensor<%dx%dx%s>) -> tensor<?x%dx%s> {
   %%y = graph.matmul %%x, %%w {transpose_b = true} : (tensor<?x%dx%s>, tensor<%dx%dx%s>) -> tensor<?x%dx%s>
@@ -208,6 +211,13 @@ func TestSimulatedDecodeRandom(t *testing.T) {
   return %%y : tensor<3x%dx%dx%s>
 }
 `, fn, m, k, typ, n, k, typ, m, n, typ, m, k, typ, n, k, typ, m, n, typ, m, n, typ)
+			cases = append(cases, mmCase{fn, m, k, true})
+		case 3: // B [k, n], `?` rows
+			fmt.Fprintf(&src, `func.func @%s(%%x: tensor<?x%dx%s>, %%w: tensor<%dx%dx%s>) -> tensor<?x%dx%s> {
+  %%y = graph.matmul %%x, %%w : (tensor<?x%dx%s>, tensor<%dx%dx%s>) -> tensor<?x%dx%s>
+  return %%y : tensor<?x%dx%s>
+}
+`, fn, k, typ, k, n, typ, n, typ, k, typ, k, n, typ, n, typ, n, typ)
 			cases = append(cases, mmCase{fn, m, k, true})
 		default: // a bias, `?` rows
 			fmt.Fprintf(&src, `func.func @%s(%%x: tensor<?x%dx%s>, %%w: tensor<%dx%dx%s>, %%b: tensor<%dx%s>) -> tensor<?x%dx%s> {

@@ -533,8 +533,13 @@ func (tp *tcPlan) kShift() int64  { return int64(bits.TrailingZeros64(uint64(tp.
 func (tp *tcPlan) rowsK() int64 { return tp.threads / tp.chunksK() }
 func (tp *tcPlan) passK() int   { return int(tp.bm / tp.rowsK()) }
 func (tp *tcPlan) passB() int   { return int(tp.bn / tp.rowsK()) } // of a B [n, k]
-func (tp *tcPlan) rowsN() int64 { return tp.threads / (tcBN / 8) }
-func (tp *tcPlan) passN() int   { return int(tcBK / tp.rowsN()) }
+func (tp *tcPlan) rowsN() int64 { return tp.threads / tp.chunksN() }
+func (tp *tcPlan) passN() int   { return int(tp.bk / tp.rowsN()) }
+
+// chunksN is the 16-byte chunks of a [k, n] B row of a tile, pitchN the
+// bytes between two such rows in a stage (bn + tcPad halves).
+func (tp *tcPlan) chunksN() int64 { return tp.bn / 8 }
+func (tp *tcPlan) pitchN() int64  { return (tp.bn + tcPad) * 2 }
 
 // fastK reports whether the chunks of an operand with rows aligned as
 // given never need clamping along K.
@@ -599,9 +604,9 @@ func (ke *kernelEmitter) emitTC() {
 		dChunk = ke.b64("xor.b64", chunk, ke.b64("and.b64", crow, intImm(7, rB64)))
 	}
 	dK0 := ke.b64("add.s64", base, ke.b64("mad.lo.s64", crow, intImm(tp.pitchK(), rB64), ke.b64("shl.b64", dChunk, intImm(4, rB32))))
-	kr16 := ke.b64("shr.u64", tid, intImm(4, rB32)) // [k, n] B: K row of the chunk
-	c16 := ke.b64("and.b64", tid, intImm(15, rB64)) // [k, n] B: chunk of the row
-	dN0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", kr16, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
+	kr16 := ke.b64("shr.u64", tid, intImm(int64(bits.TrailingZeros64(uint64(tp.chunksN()))), rB32)) // [k, n] B: K row of the chunk
+	c16 := ke.b64("and.b64", tid, intImm(tp.chunksN()-1, rB64))                                       // [k, n] B: chunk of the row
+	dN0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", kr16, intImm(tp.pitchN(), rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
 
 	// split-K (the three parameters after the extents): the parts of K,
 	// the f32 workspace of their partial tiles, a counter per tile
@@ -813,7 +818,7 @@ func (ke *kernelEmitter) tcStep(tp *tcPlan, sCur, aLane opnd, bLane []opnd, acc 
 				if tp.transB[d] {
 					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", vecRef(bf[jp]), memRef(bBase[d], int64(jp)*16*pitch+kk*2))
 				} else {
-					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", vecRef(bf[jp]), memRef(bBase[d], kk*tcPitchN*2+int64(jp)*16*2))
+					a.raw(nil, false, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", vecRef(bf[jp]), memRef(bBase[d], kk*tp.pitchN()+int64(jp)*16*2))
 				}
 			}
 			for i := range af {
@@ -924,7 +929,7 @@ func (ke *kernelEmitter) tcLanes(tp *tcPlan, lane, wm, wn opnd) (opnd, []opnd) {
 			// rows k = l%8 + 8*((l/8)%2), column n wn*wtn + 8*(l/16)
 			kr := ke.b64("add.s64", l8, ke.b64("shl.b64", mid8, intImm(3, rB32)))
 			n := ke.b64("add.s64", ke.b64("mul.lo.s64", wn, intImm(tp.wtn, rB64)), ke.b64("shl.b64", hi16, intImm(3, rB32)))
-			bLane[d] = ke.b64("mad.lo.s64", kr, intImm(tcPitchN*2, rB64), ke.b64("shl.b64", n, intImm(1, rB32)))
+			bLane[d] = ke.b64("mad.lo.s64", kr, intImm(tp.pitchN(), rB64), ke.b64("shl.b64", n, intImm(1, rB32)))
 		}
 		bLane[d] = ke.b64("add.s64", ke.b64("add.s64", bLane[d], ke.smemCTA), intImm(tp.bOff[d], rB64))
 	}
@@ -1041,7 +1046,7 @@ func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt
 			kbN := ke.ixReg(ke.ixScale(ke.ixMul(ixv{reg: k0, has: true}, st), b.esize))
 			for h := 0; h < tp.passN(); h++ {
 				src := ke.b64("add.s64", op.src[h], kbN)
-				a.raw(nil, false, "cp.async.cg.shared.global", memRef(dN, tp.bOff[d]+int64(h)*tp.rowsN()*tcPitchN*2), memRef(src, 0), "16", op.size[h].s)
+				a.raw(nil, false, "cp.async.cg.shared.global", memRef(dN, tp.bOff[d]+int64(h)*tp.rowsN()*tp.pitchN()), memRef(src, 0), "16", op.size[h].s)
 			}
 			continue
 		}
@@ -1050,7 +1055,7 @@ func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt
 			kv := ke.pred("setp.lt.s64", k, intImm(tp.K, rB64))
 			kcl := ke.b64("min.s64", k, intImm(tp.K-1, rB64))
 			rowAddr := ke.b64("add.s64", op.row[0], ke.ixReg(ke.ixScale(ke.ixMul(ixv{reg: kcl, has: true}, st), b.esize)))
-			dOff := tp.bOff[d] + int64(h)*tp.rowsN()*tcPitchN*2
+			dOff := tp.bOff[d] + int64(h)*tp.rowsN()*tp.pitchN()
 			if tp.alignedB[d] {
 				ncl := ke.b64("min.s64", op.n, intImm(max(tp.N-8, 0), rB64))
 				src := ke.b64("add.s64", rowAddr, ke.b64("shl.b64", ncl, intImm(1, rB32)))
