@@ -528,8 +528,9 @@ func (tp *tcPlan) chunksK() int64 { return tp.bk / 8 }
 func (tp *tcPlan) kShift() int64  { return int64(bits.TrailingZeros64(uint64(tp.bk))) }
 
 // rowsK is the K rows (A, [n, k] B) the CTA copies in one pass, passK
-// the passes over a 128-row tile; rowsN and passN the same for the rows
-// of a [k, n] B (16 chunks each).
+// the passes over a tile of bm rows, passB over bn rows of a [n, k] B;
+// rowsN and passN the same for the BK rows of a [k, n] B (bn/8 chunks
+// each).
 func (tp *tcPlan) rowsK() int64 { return tp.threads / tp.chunksK() }
 func (tp *tcPlan) passK() int   { return int(tp.bm / tp.rowsK()) }
 func (tp *tcPlan) passB() int   { return int(tp.bn / tp.rowsK()) } // of a B [n, k]
@@ -604,9 +605,9 @@ func (ke *kernelEmitter) emitTC() {
 		dChunk = ke.b64("xor.b64", chunk, ke.b64("and.b64", crow, intImm(7, rB64)))
 	}
 	dK0 := ke.b64("add.s64", base, ke.b64("mad.lo.s64", crow, intImm(tp.pitchK(), rB64), ke.b64("shl.b64", dChunk, intImm(4, rB32))))
-	kr16 := ke.b64("shr.u64", tid, intImm(int64(bits.TrailingZeros64(uint64(tp.chunksN()))), rB32)) // [k, n] B: K row of the chunk
-	c16 := ke.b64("and.b64", tid, intImm(tp.chunksN()-1, rB64))                                       // [k, n] B: chunk of the row
-	dN0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", kr16, intImm(tp.pitchN(), rB64), ke.b64("shl.b64", c16, intImm(4, rB32))))
+	krN := ke.b64("shr.u64", tid, intImm(int64(bits.TrailingZeros64(uint64(tp.chunksN()))), rB32)) // [k, n] B: K row of the chunk
+	cN := ke.b64("and.b64", tid, intImm(tp.chunksN()-1, rB64))                                     // [k, n] B: chunk of the row
+	dN0 := ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", krN, intImm(tp.pitchN(), rB64), ke.b64("shl.b64", cN, intImm(4, rB32))))
 
 	// split-K (the three parameters after the extents): the parts of K,
 	// the f32 workspace of their partial tiles, a counter per tile
@@ -690,7 +691,7 @@ func (ke *kernelEmitter) emitTC() {
 		}
 		// [k, n]: rows k = tid/16 (and + 16 per pass), columns n0 + 8*(tid%16)
 		op.row = []opnd{ke.tcAddr(dot.Rhs, row0, constIx(0), d)}
-		op.n = ke.b64("add.s64", n0, ke.b64("shl.b64", c16, intImm(3, rB32)))
+		op.n = ke.b64("add.s64", n0, ke.b64("shl.b64", cN, intImm(3, rB32)))
 		op.nValid = ke.pred("setp.lt.s64", op.n, intImm(tp.N, rB64))
 		nLeft := ke.b64("sub.s64", intImm(tp.N, rB64), op.n)
 		op.nLeft = ke.b64("max.s64", ke.b64("min.s64", nLeft, intImm(8, rB64)), intImm(0, rB64))
@@ -701,7 +702,7 @@ func (ke *kernelEmitter) emitTC() {
 			base := ke.b64("add.s64", op.row[0], ke.b64("shl.b64", ncl, intImm(1, rB32)))
 			size := ke.b32("cvt.u32.u64", ke.b64("shl.b64", op.nLeft, intImm(1, rB32)))
 			for h := 0; h < tp.passN(); h++ {
-				k := ke.b64("add.s64", kr16, intImm(int64(tp.rowsN()*int64(h)), rB64))
+				k := ke.b64("add.s64", krN, intImm(int64(tp.rowsN()*int64(h)), rB64))
 				op.src = append(op.src, ke.b64("add.s64", base, ke.ixReg(ke.ixScale(ke.ixMul(ixv{reg: k, has: true}, st), b.esize))))
 				op.size = append(op.size, size)
 			}
@@ -732,7 +733,7 @@ func (ke *kernelEmitter) emitTC() {
 			ps := ke.pred("setp.ge.s64", ks, kHi)
 			a.bra(&ps, false, skip)
 			ke.pushScope()
-			ke.tcCopy(tp, &opA, opsB, ks, intImm(s*tp.stageBytes, rB64), dK0, dN0, kr16)
+			ke.tcCopy(tp, &opA, opsB, ks, intImm(s*tp.stageBytes, rB64), dK0, dN0, krN)
 			ke.popScope()
 			a.label(skip)
 		}
@@ -760,7 +761,7 @@ func (ke *kernelEmitter) emitTC() {
 	pk := ke.pred("setp.ge.s64", ktn, kHi)
 	a.bra(&pk, false, skip)
 	ke.pushScope()
-	ke.tcCopy(tp, &opA, opsB, ktn, sNext, dK0, dN0, kr16)
+	ke.tcCopy(tp, &opA, opsB, ktn, sNext, dK0, dN0, krN)
 	ke.popScope()
 	a.label(skip)
 	a.raw(nil, false, "cp.async.commit_group")
