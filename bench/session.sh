@@ -16,12 +16,14 @@
 # minutes), matmul (the PTX matmul's wgmma and mma.sync forms beside cuBLAS,
 # after `bash bench/gpu/wgmma.sh build` here), pipeline (the PTX online
 # kernels pipelined beside the default, after `bash
-# bench/gpu/pipeline_ab.sh build` here).
+# bench/gpu/pipeline_ab.sh build` here), decode (the PTX matmul's decode
+# form, 16- and 32-row tiles, beside the 128-row tiles and cuBLAS at 1, 16
+# and 32 rows, after `bash bench/gpu/decode_ab.sh build` here).
 # Results go to OUT (run.py's JSON, e2e JSON) and standard output.
 #
 # Every issue's figures in three calls of at most 10 minutes (about 25 of a
 # session's 30 minutes of device time):
-#   kernels,vocab,matmul,pipeline
+#   kernels,vocab,matmul,pipeline  (or kernels,vocab,decode)
 #   e2e-llama3-8b,e2e-qwen3-8b,e2e-mistral-7b,e2e-gemma2-9b,e2e-deepseek-v3
 #   greedy,autotune-llama3-8b
 set -uo pipefail
@@ -64,6 +66,9 @@ for s in "${list[@]}"; do
     ;;
   pipeline)
     timeout 300 bash bench/gpu/pipeline_ab.sh run "$out/pipeline" 2>&1 | tail -40
+    ;;
+  decode)
+    timeout 300 bash bench/gpu/decode_ab.sh run "$out/decode" 1,16,32 2>&1 | grep -vE "Warning|^\s*$" | tail -80
     ;;
   greedy)
     TENSORFORGE_TFC=.bin/tfc timeout 200 python3 bench/e2e/run.py "$out/greedy" --models '' 2>&1 | grep -E "greedy|rror"
