@@ -236,10 +236,11 @@ func splitReductions(ctx *ir.PassContext, body *ir.Block) {
 }
 
 // tileReductions rewrites, for a Tenstorrent target (named tname), each
-// reduction over the second-to-last axis alone (keepdim false) as a
-// transpose of the last two dimensions and the same reduction over the
-// last: the tt backend reduces rows of tiles (reduce_tile REDUCE_ROW) and
-// transposes tiles, and has no kernel for a reduction over another axis.
+// reduction over the second-to-last axis alone as a transpose of the last
+// two dimensions and the same reduction over the last (with keepdim, its
+// [..., C, 1] transposed back to [..., 1, C]): the tt backend reduces rows
+// of tiles (reduce_tile REDUCE_ROW) and transposes tiles, and has no
+// kernel for a reduction over another axis.
 // The transpose is a kernel of its own there (a copy of the operand
 // through DRAM); the reduction a row kernel with its producers' and
 // consumers' element-wise work. Other reductions over other axes stay as
@@ -254,11 +255,12 @@ func tileReductions(ctx *ir.PassContext, body *ir.Block, tname string) {
 	for _, op := range todo {
 		axes, ok := reductionAxes(op)
 		in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
-		if k, isBool := op.Attr("keepdim").(ir.BoolAttr); isBool && bool(k) {
-			continue
-		}
 		if !ok || len(in) < 2 || len(axes) != 1 || int(axes[0]) != len(in)-2 {
 			continue
+		}
+		keep := false
+		if k, isBool := op.Attr("keepdim").(ir.BoolAttr); isBool {
+			keep = bool(k)
 		}
 		perm := make([]int64, len(in))
 		for i := range perm {
@@ -266,16 +268,40 @@ func tileReductions(ctx *ir.PassContext, body *ir.Block, tname string) {
 		}
 		perm[len(in)-2], perm[len(in)-1] = perm[len(in)-1], perm[len(in)-2]
 		b := ir.NewBuilderBefore(op)
+		var made []*ir.Operation
+		undo := func() {
+			for i := len(made) - 1; i >= 0; i-- {
+				made[i].Erase()
+			}
+		}
 		tr, err := graph.BuildTranspose(b, op.Loc, op.Operand(0), perm)
 		if err != nil {
 			continue
 		}
-		y, err := buildReduce(b, op, tr.Output(), int64(len(in)-1), false)
-		if err != nil || !slices.Equal(shapeOf(y), out) {
-			tr.Operation.Erase()
+		made = append(made, tr.Operation)
+		y, err := buildReduce(b, op, tr.Output(), int64(len(in)-1), keep)
+		if err != nil {
+			undo()
 			continue
 		}
-		ctx.Remark("fusion", op.Loc, "'%s' over axis %d on %s: a transpose of the last two dimensions (a kernel of its own), then a reduction of its rows: the tt backend reduces rows of tiles", op.Name(), len(in)-2, tname)
+		made = append(made, y.DefiningOp())
+		how := "then a reduction of its rows"
+		if keep {
+			// [..., C, 1] back to [..., 1, C]: a transpose again
+			back, err := graph.BuildTranspose(b, op.Loc, y, perm)
+			if err != nil {
+				undo()
+				continue
+			}
+			y = back.Output()
+			made = append(made, back.Operation)
+			how = "a reduction of its rows, and a transpose of the [..., C, 1] result back"
+		}
+		if !slices.Equal(shapeOf(y), out) {
+			undo()
+			continue
+		}
+		ctx.Remark("fusion", op.Loc, "'%s' over axis %d on %s: a transpose of the last two dimensions (a kernel of its own), %s: the tt backend reduces rows of tiles", op.Name(), len(in)-2, tname, how)
 		op.Result(0).ReplaceAllUsesWith(y)
 		op.Erase()
 	}
