@@ -170,13 +170,7 @@ const splitThreads = 2 * 132 * 1024
 // consumers. S is the smallest divisor of R that reaches splitThreads,
 // with chunks of at least 32. A sum is then added in another order.
 func splitReductions(ctx *ir.PassContext, body *ir.Block) {
-	var todo []*ir.Operation
-	for op := body.First(); op != nil; op = op.Next() {
-		if isReduceOp(op) && !isRowReduction(op) {
-			todo = append(todo, op)
-		}
-	}
-	for _, op := range todo {
+	for _, op := range otherAxisReductions(body) {
 		axes, ok := reductionAxes(op)
 		in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
 		if !ok || len(axes) != 1 || int(axes[0]) == len(in)-1 || slices.Contains(out, ir.Dynamic) {
@@ -208,10 +202,7 @@ func splitReductions(ctx *ir.PassContext, body *ir.Block) {
 		if s < 2 {
 			continue
 		}
-		keep := false
-		if k, ok := op.Attr("keepdim").(ir.BoolAttr); ok {
-			keep = bool(k)
-		}
+		keep := keepdimOf(op)
 		elem := op.Operand(0).Type().(ir.TensorType).Elem
 		split := append(append(append([]int64(nil), in[:d]...), s, r/s), in[d+1:]...)
 		part := append(append(append([]int64(nil), in[:d]...), s), in[d+1:]...)
@@ -246,22 +237,13 @@ func splitReductions(ctx *ir.PassContext, body *ir.Block) {
 // consumers' element-wise work. Other reductions over other axes stay as
 // they are, and the backend refuses them with a located error.
 func tileReductions(ctx *ir.PassContext, body *ir.Block, tname string) {
-	var todo []*ir.Operation
-	for op := body.First(); op != nil; op = op.Next() {
-		if isReduceOp(op) && !isRowReduction(op) {
-			todo = append(todo, op)
-		}
-	}
-	for _, op := range todo {
+	for _, op := range otherAxisReductions(body) {
 		axes, ok := reductionAxes(op)
 		in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
 		if !ok || len(in) < 2 || len(axes) != 1 || int(axes[0]) != len(in)-2 {
 			continue
 		}
-		keep := false
-		if k, isBool := op.Attr("keepdim").(ir.BoolAttr); isBool {
-			keep = bool(k)
-		}
+		keep := keepdimOf(op)
 		perm := make([]int64, len(in))
 		for i := range perm {
 			perm[i] = int64(i)
@@ -305,6 +287,24 @@ func tileReductions(ctx *ir.PassContext, body *ir.Block, tname string) {
 		op.Result(0).ReplaceAllUsesWith(y)
 		op.Erase()
 	}
+}
+
+// otherAxisReductions lists the reductions of body over axes other than
+// the last alone, in order (the rewrites above replace them as they go).
+func otherAxisReductions(body *ir.Block) []*ir.Operation {
+	var out []*ir.Operation
+	for op := body.First(); op != nil; op = op.Next() {
+		if isReduceOp(op) && !isRowReduction(op) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// keepdimOf is a reduction's keepdim attribute (false when absent).
+func keepdimOf(op *ir.Operation) bool {
+	k, ok := op.Attr("keepdim").(ir.BoolAttr)
+	return ok && bool(k)
 }
 
 // buildReduce builds a reduction of the kind of op over axis of x.
