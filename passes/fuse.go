@@ -68,15 +68,15 @@ func Fuse(root *ir.Operation, ctx *ir.PassContext, opts FuseOptions) error {
 	// reductions over a long axis with few results reduce in two steps; on
 	// Tenstorrent, reductions over the second-to-last axis reduce rows of a
 	// transpose
-	gpu := fuseTarget(ctx, opts).Family
+	tg := fuseTarget(ctx, opts)
 	for _, fn := range funcs {
 		if body := (ir.Func{Operation: fn}).Body(); body != nil {
 			sinkRolls(body)
-			if gpu == target.CUDA || gpu == target.Metal {
+			if tg.Family == target.CUDA || tg.Family == target.Metal {
 				splitReductions(ctx, body)
 			}
-			if gpu == target.Tenstorrent {
-				tileReductions(ctx, body, fuseTarget(ctx, opts).Name)
+			if tg.Family == target.Tenstorrent {
+				tileReductions(ctx, body, tg.Name)
 			}
 		}
 	}

@@ -74,7 +74,7 @@ func init() {
 			}
 			switch v := os.Getenv("TENSORFORGE_PTX_DECODE_ROWS"); v {
 			case "", "16":
-				ptx.TCDecodeMaxRows = 16
+				ptx.TCDecodeMaxRows = ptx.DefaultDecodeMaxRows
 			case "32":
 				ptx.TCDecodeMaxRows = 32
 			default:
@@ -82,7 +82,7 @@ func init() {
 			}
 			switch v := os.Getenv("TENSORFORGE_PTX_DECODE_BK"); v {
 			case "":
-				ptx.TCDecodeBK = 128
+				ptx.TCDecodeBK = ptx.DefaultDecodeBK
 			case "64", "128", "256":
 				ptx.TCDecodeBK, _ = strconv.ParseInt(v, 10, 64)
 			default:

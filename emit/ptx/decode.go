@@ -40,7 +40,15 @@ var TCDecode = true
 // 256; halved, down to 64, where it does not divide K or K has fewer than
 // two such steps): each of the tile's B rows is read 2*BK contiguous
 // bytes at a time.
-var TCDecodeBK int64 = 128
+var TCDecodeBK = DefaultDecodeBK
+
+// DefaultDecodeBK and DefaultDecodeMaxRows are TCDecodeBK's and
+// TCDecodeMaxRows's defaults (tfc restores them when its environment does
+// not name others).
+const (
+	DefaultDecodeBK      int64 = 128
+	DefaultDecodeMaxRows int64 = 16
+)
 
 // tcDecodeTwin makes planTC plan the decode form: set while emitting the
 // 16-row twin of a kernel whose rows are `?` (emitKernel).
@@ -51,7 +59,7 @@ var tcDecodeTwin = false
 // 32 x 16). Static rows take tiles of 16 rows up to 16 and of 32 beyond;
 // `?` rows get one twin of TCDecodeMaxRows rows. 32 has run in the
 // simulator only: 17 to 32 rows keep the 128-row forms by default.
-var TCDecodeMaxRows int64 = 16
+var TCDecodeMaxRows = DefaultDecodeMaxRows
 
 // decodeSuffix names the decode twin of bm rows of a kernel whose rows
 // are `?`.

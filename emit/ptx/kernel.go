@@ -168,26 +168,29 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 	ke.emit()
 	info, text = ke.info(), ke.text()
 	if tp := ke.plan.tc; tp != nil && tp.wideDyn {
-		wgNarrow = true
-		defer func() { wgNarrow = false }()
-		name := entry + wgTwinSuffix
-		twin := newKernelEmitter(k, name, newAsm("$L_"+name))
-		twin.plan = makePlan(twin)
-		twin.emit()
-		info.narrow = twin.info()
-		text += "\n" + twin.text()
+		var t string
+		info.narrow, t = emitTwin(k, entry+wgTwinSuffix, &wgNarrow)
+		text += "\n" + t
 	}
 	if tp := ke.plan.tc; tp != nil && tp.decodeDyn {
-		tcDecodeTwin = true
-		defer func() { tcDecodeTwin = false }()
-		name := entry + decodeSuffix(TCDecodeMaxRows)
-		twin := newKernelEmitter(k, name, newAsm("$L_"+name))
-		twin.plan = makePlan(twin)
-		twin.emit()
-		info.decode = twin.info()
-		text += "\n" + twin.text()
+		var t string
+		info.decode, t = emitTwin(k, entry+decodeSuffix(TCDecodeMaxRows), &tcDecodeTwin)
+		text += "\n" + t
 	}
 	return info, text, nil
+}
+
+// emitTwin translates k again into entry name with *form set while it is
+// planned and emitted: a twin of a matmul whose rows are `?`, which the
+// launcher takes for some rows (wgNarrow: 128 columns; tcDecodeTwin: the
+// decode form).
+func emitTwin(k loop.KernelOp, name string, form *bool) (*kernelInfo, string) {
+	*form = true
+	defer func() { *form = false }()
+	twin := newKernelEmitter(k, name, newAsm("$L_"+name))
+	twin.plan = makePlan(twin)
+	twin.emit()
+	return twin.info(), twin.text()
 }
 
 // catchEmit, deferred, turns the panic that stops the translation of k
