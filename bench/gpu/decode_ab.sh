@@ -8,11 +8,13 @@
 #
 #   bash bench/gpu/decode_ab.sh build
 #
-# writes .bin/tfc, the forms of bench/gpu/matmul/*.tir and of the
-# attention-scores workload into .bin/dec/{on,off,r32}, and the
+# writes .bin/tfc, the forms of bench/gpu/matmul/*.tir (w8up: int8
+# weights, the dequantizing decode form), of the attention-scores
+# workload and of emit/ptx/testdata/dequant/matmuls.tir (assembled only) into
+# .bin/dec/{on,off,r32,bk256} (bk256: TENSORFORGE_PTX_DECODE_BK=256), the
 # Triton modules into .bin/mmtri; there (carry .bin):
 #
-#   bash bench/gpu/decode_ab.sh run OUT [ROWS]
+#   [FORMS="on off"] [ROUNDS=1] bash bench/gpu/decode_ab.sh run OUT [ROWS]
 #
 # assembles them with ptxas (registers, spills), then runs
 # bench/gpu/matmul_ptx.py (every result checked on sampled rows against
@@ -23,14 +25,16 @@ cd "$(dirname "$0")/../.."
 case ${1:-} in
 build)
   CGO_ENABLED=0 go build -o .bin/tfc ./tfc
-  for form in on off r32; do
-    v=1 rows=16
+  for form in on off r32 bk256; do
+    v=1 rows=16 bk=128
     [ "$form" = off ] && v=0
     [ "$form" = r32 ] && rows=32
+    [ "$form" = bk256 ] && bk=256
     rm -rf ".bin/dec/$form"
     mkdir -p ".bin/dec/$form"
-    for f in bench/gpu/matmul/{qkv,qo,kv,up,down,gateup}.tir bench/gpu/workloads/gqa_scores.tir; do
-      TENSORFORGE_PTX_DECODE=$v TENSORFORGE_PTX_DECODE_ROWS=$rows .bin/tfc --emit=ptx --target=h200 "$f" -o ".bin/dec/$form/$(basename "$f" .tir).ptx"
+    for f in bench/gpu/matmul/{qkv,qo,kv,up,down,gateup,w8up}.tir bench/gpu/workloads/gqa_scores.tir emit/ptx/testdata/dequant/matmuls.tir; do
+      TENSORFORGE_PTX_DECODE=$v TENSORFORGE_PTX_DECODE_ROWS=$rows TENSORFORGE_PTX_DECODE_BK=$bk \
+        .bin/tfc --emit=ptx --target=h200 "$f" -o ".bin/dec/$form/$(basename "$f" .tir).ptx"
     done
   done
   rm -rf .bin/mmtri
@@ -40,17 +44,18 @@ build)
 run)
   out=${2:-/tmp/dec}
   rows=${3:-1,16}
+  forms=${FORMS:-on off r32 bk256}
   mkdir -p "$out"
   nvidia-smi --query-gpu=name --format=csv,noheader
-  bash bench/gpu/ptx_check.sh .bin/dec/on .bin/dec/r32 2>&1 | grep -E "_m16|_m32|gqa|rror"
-  for form in on off r32; do
+  bash bench/gpu/ptx_check.sh .bin/dec/on .bin/dec/r32 2>&1 | grep -E "_m16|_m32|gqa|w8up|q_|rror"
+  for form in $forms; do
     python3 bench/gpu/ptx_modules.py ".bin/dec/$form" "/tmp/dec-$form" >/dev/null
   done
-  for r in 1 2; do
-    for form in on off r32; do
+  for r in $(seq "${ROUNDS:-2}"); do
+    for form in $forms; do
       echo "## $form round $r"
       timeout 150 python3 bench/gpu/matmul_ptx.py ".bin/dec/$form" --triton .bin/mmtri --rows "$rows" \
-        --only qkv,qo,kv,up,down,gateup --out "$out/$form-$r" 2>&1 | grep -v Warning
+        --only qkv,qo,kv,up,down,gateup,w8up --out "$out/$form-$r" 2>&1 | grep -v Warning
       timeout 60 python3 bench/gpu/run.py --quick --modules "/tmp/dec-$form" --out "$out/gqa-$form-$r" \
         --only decode_gqa_scores_32x2048 2>&1 | grep -v Warning
     done

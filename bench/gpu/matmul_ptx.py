@@ -99,7 +99,8 @@ def main():
                 rec["ptx_tflops"] = flops / rec["ptx_ms"] / 1e9
                 rec["ptx_over_cublas"] = rec["cublas_ms"] / rec["ptx_ms"]
                 # the weights' bytes over the time: what bounds a decode step
-                rec["ptx_weight_TBs"] = 2.0 * K * N * nw / rec["ptx_ms"] / 1e9
+                wbytes = 1.0 if name in ("w8up", "w8a8") else 2.0  # int8 weights: a byte each
+                rec["ptx_weight_TBs"] = wbytes * K * N * nw / rec["ptx_ms"] / 1e9
                 print(f"{name:8s} {m:5d} {form:>8s} {rec['err_ptx']:6.2f} {rec['ptx_ms']:8.4f} "
                       f"{rec.get('triton_ms', float('nan')):8.4f} {rec['cublas_ms']:8.4f} "
                       f"{rec['ptx_over_cublas']:10.2f} {rec['ptx_tflops']:8.1f} {rec['ptx_weight_TBs']:6.2f}", flush=True)

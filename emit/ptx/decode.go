@@ -86,7 +86,9 @@ func planDecode(tp *tcPlan, bm int64) {
 	tp.bOff = tp.bOff[:0]
 	for _, t := range tp.transB {
 		tp.bOff = append(tp.bOff, off)
-		if t {
+		if tp.dequant() {
+			off += tp.bn * tp.pitchB8() // [n, k] in its own bytes (dequant.go)
+		} else if t {
 			off += tp.bn * tp.pitchK() // [n, k]: bn rows of BK
 		} else {
 			off += tp.bk * tp.pitchN() // [k, n]: BK rows of bn
@@ -110,8 +112,25 @@ func (tp *tcPlan) describeDecode() []string {
 	if tp.twin {
 		out = append(out, fmt.Sprintf("The %d-row twin of the kernel above: the launcher takes it for %d rows or fewer.", tp.bm, tp.bm))
 	}
+	b := "every B [n, k]"
+	nk := 0
+	for _, t := range tp.transB {
+		if t {
+			nk++
+		}
+	}
+	switch nk {
+	case 0:
+		b = "every B [k, n]"
+	case len(tp.transB):
+	default:
+		b = "B [n, k] and [k, n]"
+	}
+	if tp.dequant() {
+		b = fmt.Sprintf("every B [n, k] %s, copied in its own bytes and converted to %s in registers (k permuted alike in A and B within blocks of 64)", tp.bKind[0], halfName(tp.half))
+	}
 	return append(out,
-		fmt.Sprintf("Matmul on tensor cores, decode form: CTA tile %d x %d x %d, %d threads (%d warps side by side, warp tile %d x %d), mma.sync.m16n8k16 %s, f32 accumulators; %d dot product(s), every B [n, k].", tp.bm, tp.bn, tp.bk, tp.threads, tp.threads/32, tp.bm, tp.wtn, halfName(tp.half), len(tp.transB)),
+		fmt.Sprintf("Matmul on tensor cores, decode form: CTA tile %d x %d x %d, %d threads (%d warps side by side, warp tile %d x %d), mma.sync.m16n8k16 %s, f32 accumulators; %d dot product(s), %s.", tp.bm, tp.bn, tp.bk, tp.threads, tp.threads/32, tp.bm, tp.wtn, halfName(tp.half), len(tp.transB), b),
 		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: cp.async.cg 16 bytes, %d stages ahead.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
 		splitKLine,
 	)

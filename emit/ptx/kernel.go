@@ -172,7 +172,7 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 		info.narrow, t = emitTwin(k, entry+wgTwinSuffix, &wgNarrow)
 		text += "\n" + t
 	}
-	if tp := ke.plan.tc; tp != nil && tp.decodeDyn {
+	if tp := ke.plan.tc; tp != nil && tp.decodeDyn || ke.plan.decodeTwinRows != "" {
 		var t string
 		info.decode, t = emitTwin(k, entry+decodeSuffix(TCDecodeMaxRows), &tcDecodeTwin)
 		text += "\n" + t

@@ -389,6 +389,19 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 					launchMM(info)
 				}
 				hasMM = true
+			} else if info.decode != nil {
+				// a dequantizing matmul whose rows are `?`: the decode
+				// form on tensor cores for few rows, else its loops
+				line("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), info.decode.mm.bm)
+				indent += "    "
+				line("_launch_mm(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s), device, sm, %d, %d)", info.decode.entry, info.decode.entry,
+					prefixAll(", ", extents), info.decode.block, info.decode.shared, strings.Join(all, ", ")+trailingComma(len(all)), info.decode.mm.steps, info.decode.mm.wsTile)
+				indent = indent[:len(indent)-4]
+				line("else:")
+				indent += "    "
+				line("_launch(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s))", info.entry, info.entry,
+					prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)))
+				hasMM = true
 			} else if info.parts > 1 {
 				// the parts' CTAs end to end, and where each starts
 				line("grid, starts = _parts_%s(sm%s)", info.entry, prefixAll(", ", extents))
@@ -525,6 +538,13 @@ func (ke *kernelEmitter) gridPython() string {
 			fmt.Fprintf(&sb, "\n\ndef _rows_%s(sm%s):\n    return %s\n", ke.gridName, prefixAll(", ", params), pl.tc.rowsPy)
 		}
 		return sb.String()
+	}
+	if pl.decodeTwinRows != "" {
+		// (the loops' grid follows)
+		fmt.Fprintf(&sb, "    return _grid_loops_%s(sm%s)\n\n\n", ke.gridName, prefixAll(", ", params))
+		fmt.Fprintf(&sb, "def _rows_%s(sm%s):\n    return %s\n\n\n", ke.gridName, prefixAll(", ", params), pl.decodeTwinRows)
+		fmt.Fprintf(&sb, "def _grid_loops_%s(sm%s):\n", ke.gridName, prefixAll(", ", params))
+		fmt.Fprintf(&sb, "    n = _trip(%s, %s, %s)\n", ke.pyExpr(g.Lower()), ke.pyExpr(g.Upper()), ke.pyExpr(g.Step()))
 	}
 	if len(pl.syncs) > 0 {
 		// instances that wait for each other (sync.go): a CTA each, as a

@@ -106,6 +106,11 @@ type plan struct {
 	// matmul kernel keeps the scalar loops
 	tc    *tcPlan
 	tcWhy string
+	// decodeTwinRows: the kernel keeps its loops and comes with a twin
+	// in the decode form of the tensor-core matmul (a dequantizing matmul
+	// whose rows are `?`); the Python spelling of a matrix's rows, which
+	// the launcher compares with the twin's tile
+	decodeTwinRows string
 }
 
 // loopPlan is how one threads loop runs.
@@ -159,14 +164,14 @@ func makePlan(ke *kernelEmitter) *plan {
 		pl.planGroups(ke, gb)
 		return pl
 	}
-	if tp, why := planTC(ke); tp != nil {
+	tp, why, twinRows := planTC(ke)
+	if tp != nil {
 		pl.tc = tp
 		pl.block, pl.group, pl.rows = int(tp.threads), int(tp.threads), 1
 		pl.shared = tp.sharedBytes()
 		return pl
-	} else {
-		pl.tcWhy = why
 	}
+	pl.tcWhy, pl.decodeTwinRows = why, twinRows
 	if pl.tryFlat(ke, gb) {
 		return pl
 	}

@@ -3,6 +3,7 @@ package ptx
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"strings"
 	"testing"
 
@@ -289,6 +290,113 @@ func.func @d_rows20(%x: tensor<20x128xbf16>, %w: tensor<200x128xbf16>) -> tensor
 	for _, c := range []mmCase{{"d_tb", 30, 192, true}, {"d_swiglu", 19, 320, false}} {
 		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
 			checkMatMulSplit(t, m, g, c, 3)
+		})
+	}
+}
+
+// dequantFile holds the dequantizing matmuls (its comment says which).
+const dequantFile = "testdata/dequant/matmuls.tir"
+
+// dequantSrc reads dequantFile.
+func dequantSrc(t *testing.T) string {
+	b, err := os.ReadFile(dequantFile)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestDequantForm checks which dequantizing matmuls take the decode form
+// on tensor cores: `?` rows keep their loops and gain the 16-row twin,
+// which the launcher takes for 16 rows or fewer; static rows take it
+// alone; the others keep the loops with a comment that says why.
+func TestDequantForm(t *testing.T) {
+	files := emitFiles(t, dequantSrc(t))
+	for fn, want := range map[string]string{
+		"q_i8":     "CTA tile 16 x 64 x 128, 128 threads (4 warps side by side, warp tile 16 x 16), mma.sync.m16n8k16 bf16, f32 accumulators; 1 dot product(s), every B [n, k] i8, copied in its own bytes and converted to bf16 in registers",
+		"q_e4":     "CTA tile 16 x 64 x 64, 128 threads (4 warps side by side, warp tile 16 x 16), mma.sync.m16n8k16 bf16, f32 accumulators; 1 dot product(s), every B [n, k] f8E4M3FN",
+		"q_e5":     "mma.sync.m16n8k16 f16, f32 accumulators; 1 dot product(s), every B [n, k] f8E5M2",
+		"q_u8":     "every B [n, k] ui8, copied in its own bytes and converted to f16",
+		"q_swiglu": "2 dot product(s), every B [n, k] i8",
+	} {
+		text := files[fn+".ptx"]
+		// (the loops of the `?` kernels read the weight with
+		// ld.global.s8, which the opcode list has not had from ptxas:
+		// only the twin is checked)
+		keep := fn + "_k0_m16("
+		if fn == "q_e5" {
+			keep = fn + "_k0("
+		}
+		checkText(t, fn, onlyEntries(text, keep))
+		assert.Contains(t, text, "// Matmul on tensor cores, decode form: ", fn)
+		assert.Contains(t, text, want, fn)
+	}
+	assert.NotContains(t, files["q_e5.ptx"], decodeSuffix(16))
+	for _, fn := range []string{"q_i8", "q_e4", "q_u8", "q_swiglu"} {
+		assert.Contains(t, files[fn+".ptx"], "converted on tensor cores in the decode form only (16 rows or fewer); the launcher takes the decode twin for few rows.", fn)
+		assert.Regexp(t, fmt.Sprintf(`(?s)    if _rows_%[1]s_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "%[1]s_k0_m16", .*\n    else:\n        _launch\(fns, "%[1]s_k0", `, fn), files[fn+".py"], fn)
+	}
+	for fn, why := range map[string]string{
+		"q_k96": "Matmul as scalar loops, not on tensor cores: its right operand is i8 and K = 96 is not a multiple of 64.",
+		"q_kn":  "Matmul as scalar loops, not on tensor cores: its right operand is i8 as [k, n]; the dequantizing form reads [n, k] (transpose_b).",
+	} {
+		assert.Contains(t, files[fn+".ptx"], why, fn)
+		assert.NotContains(t, files[fn+".ptx"], "mma.sync", fn)
+		assert.NotContains(t, files[fn+".py"], "_rows_", fn)
+	}
+}
+
+// onlyEntries is the module text with the entries whose name and
+// opening parenthesis do not start one of keep dropped: the twin of a
+// kernel whose own loops use instructions not checked with ptxas.
+func onlyEntries(text string, keep ...string) string {
+	parts := strings.Split(text, ".visible .entry ")
+	out := parts[0]
+	for _, p := range parts[1:] {
+		for _, k := range keep {
+			if strings.HasPrefix(p, k) {
+				out += ".visible .entry " + p
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestSimulatedDequant runs the dequantizing decode form in the simulator
+// against the loop interpreter within TestSimulatedMatMul's bound (the
+// conversions are exact): 1 to 16 rows of the twin and 17 of the loops,
+// the static kernel, BK of 64, 128 and 256, and split-K in 3 parts in
+// both CTA orders (the same bits).
+func TestSimulatedDequant(t *testing.T) {
+	src := dequantSrc(t)
+	m := lower(t, src, fullPipeline, "h200")
+	g, err := parser.Parse("test.tir", src)
+	require.NoError(t, err)
+	var ran []string
+	simTwins = &ran
+	defer func() { simTwins = nil }()
+	cases := []mmCase{
+		{"q_i8", 1, 256, false}, {"q_i8", 7, 256, false}, {"q_i8", 16, 256, false}, {"q_i8", 17, 256, false},
+		{"q_e4", 3, 192, true}, {"q_e5", 5, 512, true}, {"q_u8", 16, 128, true}, {"q_swiglu", 2, 320, false},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
+			checkMatMul(t, m, g, c)
+		})
+	}
+	assert.Equal(t, []string{"q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0", "q_e4_k0_m16", "q_e5_k0", "q_u8_k0_m16", "q_swiglu_k0_m16"}, ran)
+	for _, c := range []mmCase{{"q_i8", 4, 256, false}, {"q_swiglu", 9, 320, false}} {
+		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
+			checkMatMulSplit(t, m, g, c, 3)
+		})
+	}
+	for _, bk := range []int64{64, 256} {
+		t.Run(fmt.Sprintf("bk%d", bk), func(t *testing.T) {
+			defer func(old int64) { TCDecodeBK = old }(TCDecodeBK)
+			TCDecodeBK = bk
+			m := lower(t, src, fullPipeline, "h200")
+			for _, c := range []mmCase{{"q_e5", 5, 512, true}, {"q_i8", 9, 256, false}} {
+				checkMatMul(t, m, g, c)
+			}
 		})
 	}
 }

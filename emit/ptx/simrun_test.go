@@ -298,7 +298,7 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 			}
 			if info.decode != nil {
 				// `?` rows: the 16-row twin for few rows (_rows_<entry>)
-				ob := bufs[l.Args()[info.mm.out]]
+				ob := bufs[l.Args()[info.decode.mm.out]]
 				if ob.shape[len(ob.shape)-2] <= info.decode.mm.bm {
 					info = info.decode
 				}

@@ -108,6 +108,10 @@ type tcPlan struct {
 	// decodeDyn: the rows are `?`, and the kernel comes with a twin in
 	// the decode form that the launcher takes for few rows
 	decodeDyn bool
+	// bKind is the element type each dot product's right operand is
+	// stored in: the half type, or i8 / f8 converted in registers
+	// (dequant.go)
+	bKind []ir.ElemKind
 	// rowsPy is the Python spelling of the rows of a matrix of the
 	// result, for the launcher's choice of the decode twin
 	rowsPy string
@@ -156,33 +160,36 @@ const (
 )
 
 // planTC returns the tensor-core plan of a matmul kernel, or nil and why
-// it keeps the scalar loops ("" when it is not a matmul).
-func planTC(ke *kernelEmitter) (*tcPlan, string) {
+// it keeps the scalar loops ("" when it is not a matmul); twinRows, where
+// the kernel keeps its loops but gains a twin in the decode form (a
+// dequantizing matmul whose rows are `?`), is the Python spelling of the
+// rows of a matrix, for the launcher's choice.
+func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 	k := ke.k
 	if k.Kind() != "matmul" {
-		return nil, ""
+		return nil, "", ""
 	}
 	if !tensorCores {
-		return nil, "the tensor-core form is switched off (tensorCores)"
+		return nil, "the tensor-core form is switched off (tensorCores)", ""
 	}
 	mm, err := loop.MatchMatMul(k)
 	if err != nil {
-		return nil, "its loops are not those loop.MatchMatMul takes"
+		return nil, "its loops are not those loop.MatchMatMul takes", ""
 	}
 	if len(mm.Dots) > tcMaxDots {
-		return nil, fmt.Sprintf("%d dot products, more than the %d whose accumulators fit the registers", len(mm.Dots), tcMaxDots)
+		return nil, fmt.Sprintf("%d dot products, more than the %d whose accumulators fit the registers", len(mm.Dots), tcMaxDots), ""
 	}
 	if mm.Grid.Operation != ke.grid.Operation {
-		return nil, "its grid is not the kernel's"
+		return nil, "its grid is not the kernel's", ""
 	}
 	for _, v := range []*ir.Value{mm.Grid.Lower(), mm.Cols.Lower()} {
 		if c, ok := staticIndex(v); !ok || c != 0 {
-			return nil, "its loops do not start at 0"
+			return nil, "its loops do not start at 0", ""
 		}
 	}
 	for _, v := range []*ir.Value{mm.Grid.Step(), mm.Cols.Step()} {
 		if c, ok := staticIndex(v); !ok || c != 1 {
-			return nil, "its loops do not step by 1"
+			return nil, "its loops do not step by 1", ""
 		}
 	}
 	gb := mm.Grid.Body().Entry()
@@ -192,15 +199,15 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		case op == mm.Cols.Operation:
 			after = true
 		case after && op.Name() != loop.OpYield:
-			return nil, "code follows its loop over the columns"
+			return nil, "code follows its loop over the columns", ""
 		case !after && (op.NumRegions() > 0 || op.Name() == loop.OpStore || op.Name() == loop.OpAlloc):
-			return nil, "its row code loops, stores or allocates"
+			return nil, "its row code loops, stores or allocates", ""
 		}
 	}
-	tp := &tcPlan{mm: mm, K: mm.Dots[0].K, bn: tcBN, bm: tcBM, bk: tcBK}
+	tp = &tcPlan{mm: mm, K: mm.Dots[0].K, bn: tcBN, bm: tcBM, bk: tcBK}
 	n, ok := staticIndex(mm.Cols.Upper())
 	if !ok || n < 1 {
-		return nil, "its column count is not static"
+		return nil, "its column count is not static", ""
 	}
 	tp.N = n
 
@@ -215,7 +222,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 	}
 	if out == nil {
-		return nil, "no result is [..., M, N]"
+		return nil, "no result is [..., M, N]", ""
 	}
 	tp.out = out
 	dims := extentRefs(ke)[out]
@@ -230,11 +237,11 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	}
 	gs, gext, ok := productOf(mm.Grid.Upper())
 	if !ok || gs != static || len(gext) != len(want) {
-		return nil, "its grid is not the rows of its result"
+		return nil, "its grid is not the rows of its result", ""
 	}
 	for v, c := range gext {
 		if want[v] != c {
-			return nil, "its grid is not the rows of its result"
+			return nil, "its grid is not the rows of its result", ""
 		}
 	}
 	py := func(d extentRef) string {
@@ -261,54 +268,61 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		step := body.Last().Operand(0).DefiningOp()
 		if step == nil || step.Name() != loop.OpFma || lanesOf(step.Result(0).Type()) != 1 ||
 			elemKindOf(step.Result(0).Type()) != ir.F32 || step.Operand(2) != body.Args[1] {
-			return nil, "a dot product is not a sum of f32 fused multiply-adds (integer or f64 accumulation)"
+			return nil, "a dot product is not a sum of f32 fused multiply-adds (integer or f64 accumulation)", ""
 		}
 		lk, rk := elemKindOf(d.Lhs.Output().Type()), elemKindOf(d.Rhs.Output().Type())
-		if lk != rk || (lk != ir.BF16 && lk != ir.F16) {
-			return nil, fmt.Sprintf("it multiplies %s by %s; mma.sync takes bf16 x bf16 or f16 x f16 here", lk, rk)
+		// an i8 or f8 right operand widened to lk is exact: the decode
+		// form converts it in registers (a dequantize prologue)
+		narrow := lk != rk && (lk == ir.BF16 || lk == ir.F16) && dequantKind(rk)
+		if !narrow && (lk != rk || (lk != ir.BF16 && lk != ir.F16)) {
+			return nil, fmt.Sprintf("it multiplies %s by %s; mma.sync takes bf16 x bf16 or f16 x f16 here", lk, rk), ""
 		}
 		if i == 0 {
 			tp.half = lk
 		} else if lk != tp.half {
-			return nil, "its dot products multiply different types"
+			return nil, "its dot products multiply different types", ""
 		}
 		if lanesOf(d.Lhs.Output().Type()) != 1 || lanesOf(d.Rhs.Output().Type()) != 1 {
-			return nil, "its operands are read as vectors"
+			return nil, "its operands are read as vectors", ""
 		}
-		if !(isCastOf(step.Operand(0), d.Lhs.Output()) && isCastOf(step.Operand(1), d.Rhs.Output())) &&
-			!(isCastOf(step.Operand(1), d.Lhs.Output()) && isCastOf(step.Operand(0), d.Rhs.Output())) {
-			return nil, "a dot product multiplies other values than its operands widened to f32"
+		rhsOf := func(v *ir.Value) bool {
+			return isCastOf(v, d.Rhs.Output()) || narrow && isWidenedOf(v, d.Rhs.Output(), lk)
 		}
+		if !(isCastOf(step.Operand(0), d.Lhs.Output()) && rhsOf(step.Operand(1))) &&
+			!(isCastOf(step.Operand(1), d.Lhs.Output()) && rhsOf(step.Operand(0))) {
+			return nil, "a dot product multiplies other values than its operands widened to f32", ""
+		}
+		tp.bKind = append(tp.bKind, rk)
 		kv := body.Args[0]
 		li, ri := d.Lhs.Indices(), d.Rhs.Indices()
 		for _, x := range li[:len(li)-1] {
 			if x.DependsOn(kv) || x.DependsOn(col) {
-				return nil, "its left operand's rows depend on k or the column"
+				return nil, "its left operand's rows depend on k or the column", ""
 			}
 		}
 		if i > 0 {
 			l0 := mm.Dots[0].Lhs.Indices()
 			k0 := mm.Dots[0].Loop.Body().Entry().Args[0]
 			if len(l0) != len(li) {
-				return nil, "its dot products read the left operand differently"
+				return nil, "its dot products read the left operand differently", ""
 			}
 			for j := range li {
 				if !sameIndex(li[j], l0[j], kv, k0) {
-					return nil, "its dot products read the left operand differently"
+					return nil, "its dot products read the left operand differently", ""
 				}
 			}
 		}
 		nr := len(ri)
 		for _, x := range ri[:nr-2] {
 			if x.DependsOn(kv) || x.DependsOn(col) || !batchOnly(x, row, mDim) {
-				return nil, "its right operand varies within a matrix of the result"
+				return nil, "its right operand varies within a matrix of the result", ""
 			}
 		}
 		tp.transB = append(tp.transB, d.TransposeB)
 		bm := d.Rhs.Memref().Type().(ir.MemRefType)
 		last := bm.Shape[len(bm.Shape)-1]
 		if !d.TransposeB && last == ir.Dynamic {
-			return nil, "its right operand [k, n] has rows of dynamic length"
+			return nil, "its right operand [k, n] has rows of dynamic length", ""
 		}
 		tp.alignedB = append(tp.alignedB, last != ir.Dynamic && last%8 == 0)
 		if i == 0 {
@@ -318,6 +332,17 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 	}
 	tp.mm = mm
+	if why := tp.dequantWhy(); why != "" {
+		return nil, why, ""
+	}
+	if tp.dequant() && !(decodeTakes(tp) && (tcDecodeTwin || mDim.ext == nil && mDim.n <= TCDecodeMaxRows)) {
+		why := fmt.Sprintf("its right operand is %s, converted on tensor cores in the decode form only (%d rows or fewer)", tp.bKind[0], TCDecodeMaxRows)
+		if decodeTakes(tp) && mDim.ext != nil {
+			// `?` rows: these loops, and the decode form as a twin
+			return nil, why + "; the launcher takes the decode twin for few rows", mPy
+		}
+		return nil, why, ""
+	}
 	if decodeTakes(tp) {
 		if tcDecodeTwin || (mDim.ext == nil && mDim.n <= TCDecodeMaxRows) {
 			bm := TCDecodeMaxRows
@@ -327,7 +352,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 			planDecode(tp, bm)
 			tp.twin = tcDecodeTwin
 			tiles()
-			return tp, ""
+			return tp, "", ""
 		}
 		tp.decodeDyn = mDim.ext != nil && !wgNarrow // (the 128-column twin has none)
 	}
@@ -338,7 +363,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 		planWG(tp, rowTiles)
 		tiles()
-		return tp, ""
+		return tp, "", ""
 	}
 	tiles()
 	off := int64(tcBM * tcPitchK * 2)
@@ -368,9 +393,9 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		tp.stages--
 	}
 	if tp.sharedBytes() > maxSharedBytes {
-		return nil, "its stages do not fit shared memory"
+		return nil, "its stages do not fit shared memory", ""
 	}
-	return tp, ""
+	return tp, "", ""
 }
 
 // isCastOf reports whether v is load widened to f32 by one loop.cast.
@@ -517,6 +542,7 @@ type tcOperand struct {
 	n      opnd // [k, n] B: the first column of the thread's chunk
 	nValid opnd
 	nLeft  opnd // [k, n] B: the halves of the chunk inside N (0 to 8)
+	dst    opnd // a dequantized B: where the thread's chunk lands in stage 0
 }
 
 // Copy geometry: a K row of a tile is bk/8 chunks of 16 bytes.
@@ -593,6 +619,8 @@ func (ke *kernelEmitter) emitTC() {
 	if tp.wg {
 		base = ke.wgBase()
 		wgd = ke.wgDescriptors(tp, base, warp)
+	} else if tp.dequant() {
+		aLane, bLane = ke.dqLanes(tp, g, t4, wn)
 	} else {
 		aLane, bLane = ke.tcLanes(tp, lane, wm, wn)
 	}
@@ -674,6 +702,10 @@ func (ke *kernelEmitter) emitTC() {
 	}
 	for d, dot := range mm.Dots {
 		op := &opsB[d]
+		if tp.dequant() {
+			ke.dqOperand(tp, op, d, n0, row0)
+			continue
+		}
 		if tp.transB[d] {
 			for h := 0; h < tp.passB(); h++ {
 				n := ke.b64("add.s64", ke.b64("add.s64", n0, crow), intImm(int64(tp.rowsK()*int64(h)), rB64))
@@ -765,9 +797,12 @@ func (ke *kernelEmitter) emitTC() {
 	ke.popScope()
 	a.label(skip)
 	a.raw(nil, false, "cp.async.commit_group")
-	if tp.wg {
+	switch {
+	case tp.wg:
 		ke.wgStep(tp, wgd, sCur, acc)
-	} else {
+	case tp.dequant():
+		ke.dqStep(tp, sCur, aLane, bLane, acc, nj)
+	default:
 		ke.tcStep(tp, sCur, aLane, bLane, acc, nj)
 	}
 	// rotate the stages
@@ -1032,6 +1067,10 @@ func (ke *kernelEmitter) tcCopy(tp *tcPlan, opA *tcOperand, opsB []tcOperand, kt
 	}
 	for d := range opsB {
 		op := &opsB[d]
+		if tp.dequant() {
+			ke.dqCopy(tp, op, d, kt, sOff)
+			continue
+		}
 		if tp.transB[d] {
 			for h := 0; h < tp.passB(); h++ {
 				copyK(op, h, tp.alignedB[d], tp.bOff[d]+int64(h)*tp.rowsK()*tp.pitchK())
