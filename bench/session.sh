@@ -17,9 +17,10 @@
 # after `bash bench/gpu/wgmma.sh build` here), pipeline (the PTX online
 # kernels pipelined beside the default, after `bash
 # bench/gpu/pipeline_ab.sh build` here), decode (the PTX matmul's decode
-# form at BK 128 and 256, 16- and 32-row tiles, the int8-weight up
-# projection's dequantizing form, beside cuBLAS and Triton at 1, 16 and
-# 32 rows, after `bash bench/gpu/decode_ab.sh build` here).
+# form, the int8-weight up projection's dequantizing forms, beside cuBLAS
+# and Triton at 1, 16, 32 and 4096 rows, after `bash
+# bench/gpu/decode_ab.sh build` here; DECODE_FORMS="on r16 bk256" and
+# DECODE_ROWS choose decode_ab.sh's forms and rows).
 # Results go to OUT (run.py's JSON, e2e JSON) and standard output.
 #
 # Every issue's figures in three calls of at most 10 minutes (about 25 of a
@@ -69,7 +70,7 @@ for s in "${list[@]}"; do
     timeout 300 bash bench/gpu/pipeline_ab.sh run "$out/pipeline" 2>&1 | tail -40
     ;;
   decode)
-    FORMS="on r32 bk256" ROUNDS=1 timeout 300 bash bench/gpu/decode_ab.sh run "$out/decode" 1,16,32 2>&1 | grep -vE "Warning|^\s*$" | tail -100
+    FORMS="${DECODE_FORMS:-on}" ROUNDS=1 timeout 300 bash bench/gpu/decode_ab.sh run "$out/decode" "${DECODE_ROWS:-1,16,32,4096}" 2>&1 | grep -vE "Warning|^\s*$" | tail -100
     ;;
   greedy)
     TENSORFORGE_TFC=.bin/tfc timeout 200 python3 bench/e2e/run.py "$out/greedy" --models '' 2>&1 | grep -E "greedy|rror"

@@ -70,15 +70,15 @@ func init() {
 			case "0":
 				ptx.TCDecode = false
 			default:
-				return fmt.Errorf("TENSORFORGE_PTX_DECODE=%q: expected 1 (matmuls of at most 16 rows per matrix in 16-row tiles, the default) or 0 (the 128-row tiles everywhere)", v)
+				return fmt.Errorf("TENSORFORGE_PTX_DECODE=%q: expected 1 (matmuls of at most 32 rows per matrix in 16- and 32-row tiles, the default) or 0 (the 128-row tiles everywhere)", v)
 			}
 			switch v := os.Getenv("TENSORFORGE_PTX_DECODE_ROWS"); v {
-			case "", "16":
+			case "", "32":
 				ptx.TCDecodeMaxRows = ptx.DefaultDecodeMaxRows
-			case "32":
-				ptx.TCDecodeMaxRows = 32
+			case "16":
+				ptx.TCDecodeMaxRows = 16
 			default:
-				return fmt.Errorf("TENSORFORGE_PTX_DECODE_ROWS=%q: expected 16 (the default) or 32 (the most rows a matrix of a matmul may have for the decode form)", v)
+				return fmt.Errorf("TENSORFORGE_PTX_DECODE_ROWS=%q: expected 32 (the default) or 16 (the most rows a matrix of a matmul may have for the decode form)", v)
 			}
 			switch v := os.Getenv("TENSORFORGE_PTX_DECODE_BK"); v {
 			case "":

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# The PTX matmul's decode form (16-row tiles, emit/ptx/decode.go) beside
-# the kernels it replaces for few rows (TENSORFORGE_PTX_DECODE=0: the
-# 128-row wgmma or mma.sync tiles) and its 32-row tiles
-# (TENSORFORGE_PTX_DECODE_ROWS=32, form r32: measure with ROWS 1,32),
-# cuBLAS and the Triton kernels, in one call, two rounds alternating.
+# The PTX matmul's decode form (16- and 32-row tiles, emit/ptx/decode.go)
+# beside the kernels it replaces for few rows (TENSORFORGE_PTX_DECODE=0:
+# the 128-row wgmma or mma.sync tiles), the 16-row twin alone
+# (TENSORFORGE_PTX_DECODE_ROWS=16, form r16: measure with ROWS 1,32), BK
+# 256, cuBLAS and the Triton kernels, in one call, rounds alternating.
 # Here (Go):
 #
 #   bash bench/gpu/decode_ab.sh build
 #
 # writes .bin/tfc, the forms of bench/gpu/matmul/*.tir (w8up: int8
-# weights, the dequantizing decode form), of the attention-scores
-# workload and of emit/ptx/testdata/dequant/matmuls.tir (assembled only) into
-# .bin/dec/{on,off,r32,bk256} (bk256: TENSORFORGE_PTX_DECODE_BK=256), the
+# weights, the dequantizing forms), of the attention-scores workload and
+# of emit/ptx/testdata/dequant/matmuls.tir (assembled only) into
+# .bin/dec/{on,off,r16,bk256} (bk256: TENSORFORGE_PTX_DECODE_BK=256), the
 # Triton modules into .bin/mmtri; there (carry .bin):
 #
 #   [FORMS="on off"] [ROUNDS=1] bash bench/gpu/decode_ab.sh run OUT [ROWS]
@@ -25,10 +25,10 @@ cd "$(dirname "$0")/../.."
 case ${1:-} in
 build)
   CGO_ENABLED=0 go build -o .bin/tfc ./tfc
-  for form in on off r32 bk256; do
-    v=1 rows=16 bk=128
+  for form in on off r16 bk256; do
+    v=1 rows=32 bk=128
     [ "$form" = off ] && v=0
-    [ "$form" = r32 ] && rows=32
+    [ "$form" = r16 ] && rows=16
     [ "$form" = bk256 ] && bk=256
     rm -rf ".bin/dec/$form"
     mkdir -p ".bin/dec/$form"
@@ -44,10 +44,10 @@ build)
 run)
   out=${2:-/tmp/dec}
   rows=${3:-1,16}
-  forms=${FORMS:-on off r32 bk256}
+  forms=${FORMS:-on off r16 bk256}
   mkdir -p "$out"
   nvidia-smi --query-gpu=name --format=csv,noheader
-  bash bench/gpu/ptx_check.sh .bin/dec/on .bin/dec/r32 2>&1 | grep -E "_m16|_m32|gqa|w8up|q_|rror"
+  bash bench/gpu/ptx_check.sh .bin/dec/on 2>&1 | grep -E "_m16|_m32|gqa|w8up|q_|rror"
   for form in $forms; do
     python3 bench/gpu/ptx_modules.py ".bin/dec/$form" "/tmp/dec-$form" >/dev/null
   done

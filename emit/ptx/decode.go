@@ -28,10 +28,9 @@ import "fmt"
 //
 // Where the rows are static, at most TCDecodeMaxRows per matrix, the kernel
 // takes this form; where they are `?`, the kernel of the other forms
-// comes with a twin in this form (`<entry>_m16`, `_m32` with
-// TCDecodeMaxRows 32) that the launcher takes
-// for TCDecodeMaxRows rows or fewer. TCDecode switches it off (tfc:
-// TENSORFORGE_PTX_DECODE=0).
+// comes with twins in this form (`<entry>_m16`, and `_m32` where
+// TCDecodeMaxRows is 32) that the launcher takes for 16 rows or fewer and
+// for 17 to 32. TCDecode switches it off (tfc: TENSORFORGE_PTX_DECODE=0).
 
 // TCDecode makes matmul kernels of few rows take the decode form.
 var TCDecode = true
@@ -47,19 +46,32 @@ var TCDecodeBK = DefaultDecodeBK
 // not name others).
 const (
 	DefaultDecodeBK      int64 = 128
-	DefaultDecodeMaxRows int64 = 16
+	DefaultDecodeMaxRows int64 = 32
 )
 
-// tcDecodeTwin makes planTC plan the decode form: set while emitting the
-// 16-row twin of a kernel whose rows are `?` (emitKernel).
-var tcDecodeTwin = false
+// tcDecodeTwin makes planTC plan the decode form in tiles of that many
+// rows: set while emitting a decode twin of a kernel whose rows are `?`
+// (emitKernel); 0 otherwise.
+var tcDecodeTwin int64
 
 // TCDecodeMaxRows is the most rows a matrix of the result may have for
-// the decode form: 16 (one mma.sync tile high) or 32 (two, each warp
-// 32 x 16). Static rows take tiles of 16 rows up to 16 and of 32 beyond;
-// `?` rows get one twin of TCDecodeMaxRows rows. 32 has run in the
-// simulator only: 17 to 32 rows keep the 128-row forms by default.
+// the decode form: 32 (tiles of 16 rows up to 16, of 32 beyond: two
+// mma.sync tiles high, each warp 32 x 16) or 16. On an H100 (2026-12-07,
+// bench/results/gpu-h100-2026-12-07-s7-decode-w8.txt) 32-row tiles took
+// Llama-3-8B's projections at 32 rows from 0.0316 to 0.0282 ms (qo), 0.0305
+// to 0.0153 (kv), 0.0654 to 0.0634 (down) and 0.132 to 0.045 (the int8
+// up), against 0.0608 to 0.0645 for up; 1 to 16 rows ran 1-3% slower in
+// them than in 16-row tiles, hence the two twins.
 var TCDecodeMaxRows = DefaultDecodeMaxRows
+
+// decodeTwinRows is the tile rows of the decode twins of a kernel whose
+// rows are `?`: 16, and TCDecodeMaxRows where it is more.
+func decodeTwinRows() []int64 {
+	if TCDecodeMaxRows > 16 {
+		return []int64{16, TCDecodeMaxRows}
+	}
+	return []int64{16}
+}
 
 // decodeSuffix names the decode twin of bm rows of a kernel whose rows
 // are `?`.
@@ -109,7 +121,10 @@ func planDecode(tp *tcPlan, bm int64) {
 // comment.
 func (tp *tcPlan) describeDecode() []string {
 	var out []string
-	if tp.twin {
+	switch {
+	case tp.twin && tp.bm > 16:
+		out = append(out, fmt.Sprintf("The %d-row twin of the kernel above: the launcher takes it for 17 to %d rows.", tp.bm, tp.bm))
+	case tp.twin:
 		out = append(out, fmt.Sprintf("The %d-row twin of the kernel above: the launcher takes it for %d rows or fewer.", tp.bm, tp.bm))
 	}
 	b := "every B [n, k]"

@@ -123,10 +123,12 @@ func (ke *kernelEmitter) dqCopy(tp *tcPlan, op *tcOperand, d int, kt, sOff opnd)
 	}
 }
 
-// dqLanes is where the thread's fragment reads start in stage 0: row g
-// of A at k = 16*t4, and row wn*16 + g of each weight at byte 16*t4.
-func (ke *kernelEmitter) dqLanes(tp *tcPlan, g, t4, wn opnd) (opnd, []opnd) {
-	aq := ke.b64("mad.lo.s64", g, intImm(tp.pitchK(), rB64), ke.b64("shl.b64", t4, intImm(5, rB32)))
+// dqLanes is where the thread's fragment reads start in stage 0: row
+// wm*wtm + g of A at k = 16*t4, and row wn*wtn + g of each weight at
+// byte 16*t4.
+func (ke *kernelEmitter) dqLanes(tp *tcPlan, g, t4, wm, wn opnd) (opnd, []opnd) {
+	arow := ke.b64("mad.lo.s64", wm, intImm(tp.wtm(), rB64), g)
+	aq := ke.b64("mad.lo.s64", arow, intImm(tp.pitchK(), rB64), ke.b64("shl.b64", t4, intImm(5, rB32)))
 	aq = ke.b64("add.s64", aq, ke.smemCTA)
 	row := ke.b64("mad.lo.s64", wn, intImm(tp.wtn, rB64), g)
 	bq := ke.b64("mad.lo.s64", row, intImm(tp.pitchB8(), rB64), ke.b64("shl.b64", t4, intImm(4, rB32)))
@@ -141,7 +143,10 @@ func (ke *kernelEmitter) dqLanes(tp *tcPlan, g, t4, wn opnd) (opnd, []opnd) {
 // dqStep multiplies the stage at byte offset sCur: per 64-k block, the
 // left operand's fragments of its four k-steps by two ld.shared.v4 a
 // row, each weight's 16 bytes a column tile by one, converted to halves,
-// then the mma.sync of each step.
+// then the mma.sync of each step. With more than two row tiles a warp
+// (the 128-row form) a block is taken in two halves of two steps, so
+// that A's fragments of only two steps are held beside the accumulators
+// (the weight's word read again in the second half).
 func (ke *kernelEmitter) dqStep(tp *tcPlan, sCur, aq opnd, bq []opnd, acc [][]opnd, nj int) {
 	a := ke.a
 	typ := halfName(tp.half)
@@ -151,30 +156,37 @@ func (ke *kernelEmitter) dqStep(tp *tcPlan, sCur, aq opnd, bq []opnd, acc [][]op
 		bBase[d] = ke.b64("add.s64", sCur, bq[d])
 	}
 	pitch := tp.pitchK()
+	per := 4 // k-steps of a block taken at once
+	if tp.ni() > 2 {
+		per = 2
+	}
 	for blk := int64(0); blk < tp.bk/64; blk++ {
-		// af[i][s]: the four registers of k-step s of row tile i
-		af := make([][4][]opnd, tp.ni())
-		for i := range af {
-			var rows [2][]opnd // rows g and g+8: 8 words each
-			for h := range rows {
-				rows[h] = ke.tcRegs(8)
-				at := int64(i*16+8*h)*pitch + blk*128
-				a.raw(nil, false, "ld.shared.v4.b32", vecRef(rows[h][:4]), memRef(aBase, at))
-				a.raw(nil, false, "ld.shared.v4.b32", vecRef(rows[h][4:]), memRef(aBase, at+16))
+		for s0 := 0; s0 < 4; s0 += per {
+			// af[i][s-s0]: the four registers of k-step s of row tile i
+			af := make([][][]opnd, tp.ni())
+			for i := range af {
+				var rows [2][]opnd // rows g and g+8: 2 words a step
+				for h := range rows {
+					rows[h] = ke.tcRegs(2 * per)
+					at := int64(i*16+8*h)*pitch + blk*128 + int64(s0)*8
+					for v := 0; v < per/2; v++ {
+						a.raw(nil, false, "ld.shared.v4.b32", vecRef(rows[h][4*v:4*v+4]), memRef(aBase, at+int64(16*v)))
+					}
+				}
+				for s := 0; s < per; s++ {
+					af[i] = append(af[i], []opnd{rows[0][2*s], rows[1][2*s], rows[0][2*s+1], rows[1][2*s+1]})
+				}
 			}
-			for s := range af[i] {
-				af[i][s] = []opnd{rows[0][2*s], rows[1][2*s], rows[0][2*s+1], rows[1][2*s+1]}
-			}
-		}
-		for d := range tp.mm.Dots {
-			for j := 0; j < nj; j++ {
-				w := ke.tcRegs(4)
-				a.raw(nil, false, "ld.shared.v4.b32", vecRef(w), memRef(bBase[d], int64(j)*8*tp.pitchB8()+blk*64))
-				for s := 0; s < 4; s++ {
-					b := []opnd{ke.dqPair(w[s], 0, tp.bKind[d], tp.half), ke.dqPair(w[s], 1, tp.bKind[d], tp.half)}
-					for i := range af {
-						c := acc[d][(i*nj+j)*4 : (i*nj+j)*4+4]
-						a.raw(nil, false, "mma.sync.aligned.m16n8k16.row.col.f32."+typ+"."+typ+".f32", vecRef(c), vecRef(af[i][s]), vecRef(b), vecRef(c))
+			for d := range tp.mm.Dots {
+				for j := 0; j < nj; j++ {
+					w := ke.tcRegs(4)
+					a.raw(nil, false, "ld.shared.v4.b32", vecRef(w), memRef(bBase[d], int64(j)*8*tp.pitchB8()+blk*64))
+					for s := s0; s < s0+per; s++ {
+						b := []opnd{ke.dqPair(w[s], 0, tp.bKind[d], tp.half), ke.dqPair(w[s], 1, tp.bKind[d], tp.half)}
+						for i := range af {
+							c := acc[d][(i*nj+j)*4 : (i*nj+j)*4+4]
+							a.raw(nil, false, "mma.sync.aligned.m16n8k16.row.col.f32."+typ+"."+typ+".f32", vecRef(c), vecRef(af[i][s-s0]), vecRef(b), vecRef(c))
+						}
 					}
 				}
 			}

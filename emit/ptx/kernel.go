@@ -60,11 +60,12 @@ type kernelInfo struct {
 	// `?` (same parameters), launched where the wide tiles would not
 	// fill the SMs
 	narrow *kernelInfo
-	// decode: the 16-row twin of a matmul whose rows are `?` (same
-	// parameters, decode.go), launched for its tile's rows or fewer;
-	// gridPy then also defines `_rows_<entry>(sm, e0, ...)`, the rows of
-	// a matrix of the result
-	decode *kernelInfo
+	// decode: the decode twins of a matmul whose rows are `?` (same
+	// parameters, decode.go), by their tile's rows (16, then 32 where
+	// TCDecodeMaxRows is 32), each launched for its tile's rows or fewer
+	// and more than the previous one's; gridPy then also defines
+	// `_rows_<entry>(sm, e0, ...)`, the rows of a matrix of the result
+	decode []*kernelInfo
 }
 
 // ixv is an index value: a register plus a constant, or a constant alone
@@ -169,24 +170,31 @@ func emitKernel(k loop.KernelOp, entry string) (info *kernelInfo, text string, e
 	info, text = ke.info(), ke.text()
 	if tp := ke.plan.tc; tp != nil && tp.wideDyn {
 		var t string
-		info.narrow, t = emitTwin(k, entry+wgTwinSuffix, &wgNarrow)
+		info.narrow, t = emitTwin(k, entry+wgTwinSuffix, func(on bool) { wgNarrow = on })
 		text += "\n" + t
 	}
-	if tp := ke.plan.tc; tp != nil && tp.decodeDyn || ke.plan.decodeTwinRows != "" {
-		var t string
-		info.decode, t = emitTwin(k, entry+decodeSuffix(TCDecodeMaxRows), &tcDecodeTwin)
-		text += "\n" + t
+	if tp := ke.plan.tc; tp != nil && tp.decodeDyn {
+		for _, bm := range decodeTwinRows() {
+			in, t := emitTwin(k, entry+decodeSuffix(bm), func(on bool) {
+				tcDecodeTwin = 0
+				if on {
+					tcDecodeTwin = bm
+				}
+			})
+			info.decode = append(info.decode, in)
+			text += "\n" + t
+		}
 	}
 	return info, text, nil
 }
 
-// emitTwin translates k again into entry name with *form set while it is
-// planned and emitted: a twin of a matmul whose rows are `?`, which the
-// launcher takes for some rows (wgNarrow: 128 columns; tcDecodeTwin: the
-// decode form).
-func emitTwin(k loop.KernelOp, name string, form *bool) (*kernelInfo, string) {
-	*form = true
-	defer func() { *form = false }()
+// emitTwin translates k again into entry name with its form set (set
+// true, then false) while it is planned and emitted: a twin of a matmul
+// whose rows are `?`, which the launcher takes for some rows (wgNarrow:
+// 128 columns; tcDecodeTwin: the decode form).
+func emitTwin(k loop.KernelOp, name string, set func(bool)) (*kernelInfo, string) {
+	set(true)
+	defer set(false)
 	twin := newKernelEmitter(k, name, newAsm("$L_"+name))
 	twin.plan = makePlan(twin)
 	twin.emit()

@@ -332,7 +332,7 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 			if !helperSeen[info.entry] {
 				helperSeen[info.entry] = true
 				helpers = append(helpers, info.gridPy)
-				for _, twin := range []*kernelInfo{info.narrow, info.decode} {
+				for _, twin := range append([]*kernelInfo{info.narrow}, info.decode...) {
 					if twin != nil {
 						helpers = append(helpers, twin.gridPy)
 					}
@@ -371,36 +371,23 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 					launchMM(in)
 					indent = outer
 				}
+				// `?` rows: the decode twins' tiles of 16 (and 32) rows for
+				// few rows, then the wide tiles where they fill the SMs,
+				// else the 128-column twin
+				kw := "if"
+				for _, d := range info.decode {
+					branch(fmt.Sprintf("%s _rows_%s(sm%s) <= %d:", kw, info.entry, prefixAll(", ", extents), d.mm.bm), d)
+					kw = "elif"
+				}
 				switch {
-				case info.decode != nil && info.narrow != nil:
-					// `?` rows: the 16-row tiles for few rows, the wide tiles
-					// where they fill the SMs, else the 128-column twin
-					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), info.decode.mm.bm), info.decode)
-					branch(fmt.Sprintf("elif _grid_%s(sm%s) >= sm:", info.entry, prefixAll(", ", extents)), info)
-					branch("else:", info.narrow)
-				case info.decode != nil:
-					branch(fmt.Sprintf("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), info.decode.mm.bm), info.decode)
-					branch("else:", info)
 				case info.narrow != nil:
-					// `?` rows: the wide tiles where they fill the SMs, else the 128-column twin
-					branch(fmt.Sprintf("if _grid_%s(sm%s) >= sm:", info.entry, prefixAll(", ", extents)), info)
+					branch(fmt.Sprintf("%s _grid_%s(sm%s) >= sm:", kw, info.entry, prefixAll(", ", extents)), info)
 					branch("else:", info.narrow)
+				case len(info.decode) > 0:
+					branch("else:", info)
 				default:
 					launchMM(info)
 				}
-				hasMM = true
-			} else if info.decode != nil {
-				// a dequantizing matmul whose rows are `?`: the decode
-				// form on tensor cores for few rows, else its loops
-				line("if _rows_%s(sm%s) <= %d:", info.entry, prefixAll(", ", extents), info.decode.mm.bm)
-				indent += "    "
-				line("_launch_mm(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s), device, sm, %d, %d)", info.decode.entry, info.decode.entry,
-					prefixAll(", ", extents), info.decode.block, info.decode.shared, strings.Join(all, ", ")+trailingComma(len(all)), info.decode.mm.steps, info.decode.mm.wsTile)
-				indent = indent[:len(indent)-4]
-				line("else:")
-				indent += "    "
-				line("_launch(fns, %q, _grid_%s(sm%s), %d, %d, stream, (%s))", info.entry, info.entry,
-					prefixAll(", ", extents), info.block, info.shared, strings.Join(all, ", ")+trailingComma(len(all)))
 				hasMM = true
 			} else if info.parts > 1 {
 				// the parts' CTAs end to end, and where each starts
@@ -443,7 +430,7 @@ func emitLauncher(f ir.Func, file string, kernels map[string]loop.KernelOp, info
 	for _, h := range sortedKeys(infos) {
 		in := infos[h]
 		fmt.Fprintf(&sb, "    (%q, %d, %d),\n", in.entry, in.block, in.shared)
-		for _, n := range []*kernelInfo{in.narrow, in.decode} {
+		for _, n := range append([]*kernelInfo{in.narrow}, in.decode...) {
 			if n != nil {
 				fmt.Fprintf(&sb, "    (%q, %d, %d),\n", n.entry, n.block, n.shared)
 			}
@@ -538,13 +525,6 @@ func (ke *kernelEmitter) gridPython() string {
 			fmt.Fprintf(&sb, "\n\ndef _rows_%s(sm%s):\n    return %s\n", ke.gridName, prefixAll(", ", params), pl.tc.rowsPy)
 		}
 		return sb.String()
-	}
-	if pl.decodeTwinRows != "" {
-		// (the loops' grid follows)
-		fmt.Fprintf(&sb, "    return _grid_loops_%s(sm%s)\n\n\n", ke.gridName, prefixAll(", ", params))
-		fmt.Fprintf(&sb, "def _rows_%s(sm%s):\n    return %s\n\n\n", ke.gridName, prefixAll(", ", params), pl.decodeTwinRows)
-		fmt.Fprintf(&sb, "def _grid_loops_%s(sm%s):\n", ke.gridName, prefixAll(", ", params))
-		fmt.Fprintf(&sb, "    n = _trip(%s, %s, %s)\n", ke.pyExpr(g.Lower()), ke.pyExpr(g.Upper()), ke.pyExpr(g.Step()))
 	}
 	if len(pl.syncs) > 0 {
 		// instances that wait for each other (sync.go): a CTA each, as a

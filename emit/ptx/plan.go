@@ -106,11 +106,6 @@ type plan struct {
 	// matmul kernel keeps the scalar loops
 	tc    *tcPlan
 	tcWhy string
-	// decodeTwinRows: the kernel keeps its loops and comes with a twin
-	// in the decode form of the tensor-core matmul (a dequantizing matmul
-	// whose rows are `?`); the Python spelling of a matrix's rows, which
-	// the launcher compares with the twin's tile
-	decodeTwinRows string
 }
 
 // loopPlan is how one threads loop runs.
@@ -164,14 +159,14 @@ func makePlan(ke *kernelEmitter) *plan {
 		pl.planGroups(ke, gb)
 		return pl
 	}
-	tp, why, twinRows := planTC(ke)
+	tp, why := planTC(ke)
 	if tp != nil {
 		pl.tc = tp
 		pl.block, pl.group, pl.rows = int(tp.threads), int(tp.threads), 1
 		pl.shared = tp.sharedBytes()
 		return pl
 	}
-	pl.tcWhy, pl.decodeTwinRows = why, twinRows
+	pl.tcWhy = why
 	if pl.tryFlat(ke, gb) {
 		return pl
 	}
@@ -943,7 +938,10 @@ func (pl *plan) describe() []string {
 		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (%d warps, 2 x %d, warp tile 64 x %d), mma.sync.m16n8k16 %s, f32 accumulators.", tcBM, tcBN, tcBK, tp.threads, tp.threads/32, tp.warpsN, tp.wtn, halfName(tp.half))}
 		for d, t := range tp.transB {
 			b := "[k, n], ldmatrix.trans"
-			if t {
+			switch {
+			case tp.dequant():
+				b = fmt.Sprintf("[n, k] %s, copied in its own bytes and converted to %s in registers (k permuted alike in A and B within blocks of 64)", tp.bKind[d], halfName(tp.half))
+			case t:
 				b = "[n, k] (transpose_b), ldmatrix"
 			}
 			out = append(out, fmt.Sprintf("Dot product %d: B %s.", d, b))

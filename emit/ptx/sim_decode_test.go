@@ -67,10 +67,10 @@ func.func @d_kn(%x: tensor<?x128xbf16>, %w: tensor<128x136xbf16>) -> tensor<?x13
 `
 
 // TestDecodeForm checks which kernels take the decode form: static rows
-// of at most 16 per matrix take it alone; `?` rows keep their kernel and
-// gain the 16-row twin, which the launcher takes for 16 rows or fewer
-// (`_rows_<entry>`, before the wide wgmma kernel's own choice); 17 static
-// rows do not take it.
+// of at most 32 per matrix take it alone (tiles of 16 rows up to 16, of
+// 32 beyond); `?` rows keep their kernel and gain the 16- and 32-row
+// twins, which the launcher takes for 16 rows or fewer and for 17 to 32
+// (`_rows_<entry>`, before the wide wgmma kernel's own choice).
 func TestDecodeForm(t *testing.T) {
 	files := emitFiles(t, decodeSrc)
 	// the K of a stage: TCDecodeBK (128) where it divides K in two steps
@@ -97,15 +97,14 @@ func TestDecodeForm(t *testing.T) {
 	// d_tb's wide wgmma kernel keeps its 128-column twin, chosen after
 	// the rows: three kernels, three branches
 	assert.Contains(t, files["d_tb.ptx"], ".visible .entry d_tb_k0"+wgTwinSuffix+"(")
-	assert.Regexp(t, `(?s)    if _rows_d_tb_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "d_tb_k0_m16".*\n    elif _grid_d_tb_k0\(sm, [^\n]*\) >= sm:\n        _launch_mm\(fns, "d_tb_k0",.*\n    else:\n        _launch_mm\(fns, "d_tb_k0_n128"`, files["d_tb.py"])
+	assert.Regexp(t, `(?s)    if _rows_d_tb_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "d_tb_k0_m16".*\n    elif _rows_d_tb_k0\(sm, [^\n]*\) <= 32:\n        _launch_mm\(fns, "d_tb_k0_m32".*\n    elif _grid_d_tb_k0\(sm, [^\n]*\) >= sm:\n        _launch_mm\(fns, "d_tb_k0",.*\n    else:\n        _launch_mm\(fns, "d_tb_k0_n128"`, files["d_tb.py"])
 	// two dot products: 8 accumulators each, 4 k-steps of 2 mma.sync each
 	// per stage in each of the two kernels' forms
 	assert.Contains(t, files["d_swiglu.ptx"], "2 dot product(s)")
 	assert.Contains(t, files["d_kn.ptx"], "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
-	for _, fn := range []string{"d_rows17"} {
-		assert.NotContains(t, files[fn+".ptx"], "decode form", fn)
-		assert.NotContains(t, files[fn+".ptx"], decodeSuffix(16), fn)
-	}
+	// 17 static rows: 32-row tiles (two mma.sync tiles a warp)
+	assert.Contains(t, files["d_rows17.ptx"], "decode form: CTA tile 32 x 64 x 64, 128 threads (4 warps side by side, warp tile 32 x 16)")
+	assert.NotContains(t, files["d_rows17.ptx"], decodeSuffix(16))
 	// the stages: K's steps plus one, at most 8 and as many as let two
 	// CTAs share an SM: of 11520 bytes at BK = 64 (A 16 x 144, B 64 x 144),
 	// 4 for K = 192 and 3 for K = 128 (BK 64: two steps); of 21760 at BK =
@@ -171,12 +170,12 @@ func TestSimulatedDecode(t *testing.T) {
 		})
 	}
 	assert.Equal(t, []string{
-		"d_tb_k0_m16", "d_tb_k0_m16", "d_tb_k0_m16", "d_tb_k0_n128",
+		"d_tb_k0_m16", "d_tb_k0_m16", "d_tb_k0_m16", "d_tb_k0_m32",
 		"d_k512_k0_m16", "d_k512_k0_m16",
 		"d_k200_k0_m16", "d_k40_k0_m16", "d_k40_k0_m16",
 		"d_swiglu_k0_m16", "d_swiglu_k0_m16",
 		"d_rows3_k0", "d_gqa_k0",
-		"d_kn_k0_m16", "d_kn_k0_m16", "d_kn_k0",
+		"d_kn_k0_m16", "d_kn_k0_m16", "d_kn_k0_m32",
 	}, ran)
 	for _, c := range []mmCase{{"d_tb", 5, 192, true}, {"d_k512", 16, 512, true}, {"d_swiglu", 16, 320, false}, {"d_gqa", 1, 64, false}, {"d_kn", 9, 128, true}} {
 		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
@@ -247,14 +246,14 @@ func TestSimulatedDecodeRandom(t *testing.T) {
 	}
 }
 
-// TestSimulatedDecode32 runs the decode form with TCDecodeMaxRows 32
-// (tiles of 32 rows, two mma.sync tiles a warp; not the default): the
-// `?` kernels' twin is `_m32`, taken for 1 to 32 rows and not 33; static
-// rows take 16-row tiles up to 16 and 32-row tiles beyond; split-K in 3
-// parts gives the same bits in both CTA orders.
+// TestSimulatedDecode32 runs the decode form's 32-row tiles (two
+// mma.sync tiles a warp): the `?` kernels' `_m32` twin, taken for 17 to
+// 32 rows (`_m16` below, the other kernels above); static rows take
+// 16-row tiles up to 16 and 32-row tiles beyond; split-K in 3 parts gives
+// the same bits in both CTA orders. With TCDecodeMaxRows 16
+// (TENSORFORGE_PTX_DECODE_ROWS=16) there is no `_m32` twin and 17 static
+// rows keep the other forms.
 func TestSimulatedDecode32(t *testing.T) {
-	defer func(old int64) { TCDecodeMaxRows = old }(TCDecodeMaxRows)
-	TCDecodeMaxRows = 32
 	src := decodeSrc + `
 func.func @d_rows20(%x: tensor<20x128xbf16>, %w: tensor<200x128xbf16>) -> tensor<20x200xbf16> {
   %y = graph.matmul %x, %w {transpose_b = true} : (tensor<20x128xbf16>, tensor<200x128xbf16>) -> tensor<20x200xbf16>
@@ -271,7 +270,7 @@ func.func @d_rows20(%x: tensor<20x128xbf16>, %w: tensor<200x128xbf16>) -> tensor
 		text[f.Name] = f.Text
 	}
 	assert.Contains(t, text["d_tb.ptx"], ".visible .entry d_tb_k0_m32(")
-	assert.Contains(t, text["d_tb.py"], "    if _rows_d_tb_k0(sm, x_d0, x_d0) <= 32:\n")
+	assert.Contains(t, text["d_tb.py"], "    elif _rows_d_tb_k0(sm, x_d0, x_d0) <= 32:\n")
 	assert.Contains(t, text["d_rows20.ptx"], "decode form: CTA tile 32 x 64")
 	assert.Contains(t, text["d_rows3.ptx"], "decode form: CTA tile 16 x 64")
 	assert.Contains(t, text["d_rows17.ptx"], "decode form: CTA tile 32 x 64")
@@ -286,12 +285,22 @@ func.func @d_rows20(%x: tensor<20x128xbf16>, %w: tensor<200x128xbf16>) -> tensor
 			checkMatMul(t, m, g, c)
 		})
 	}
-	assert.Equal(t, []string{"d_tb_k0_m32", "d_tb_k0_m32", "d_tb_k0_n128", "d_swiglu_k0_m32", "d_k512_k0_m32", "d_rows20_k0"}, ran)
+	assert.Equal(t, []string{"d_tb_k0_m16", "d_tb_k0_m32", "d_tb_k0_n128", "d_swiglu_k0_m32", "d_k512_k0_m32", "d_rows20_k0"}, ran)
 	for _, c := range []mmCase{{"d_tb", 30, 192, true}, {"d_swiglu", 19, 320, false}} {
 		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
 			checkMatMulSplit(t, m, g, c, 3)
 		})
 	}
+	t.Run("rows16", func(t *testing.T) {
+		defer func(old int64) { TCDecodeMaxRows = old }(TCDecodeMaxRows)
+		TCDecodeMaxRows = 16
+		files := emitFiles(t, src)
+		assert.NotContains(t, files["d_tb.ptx"], decodeSuffix(32))
+		assert.Contains(t, files["d_tb.py"], "    if _rows_d_tb_k0(sm, x_d0, x_d0) <= 16:\n")
+		assert.Contains(t, files["d_tb.py"], "    elif _grid_d_tb_k0(sm, x_d0, x_d0) >= sm:\n")
+		assert.NotContains(t, files["d_rows17.ptx"], "decode form")
+		assert.Contains(t, files["d_rows3.ptx"], "decode form: CTA tile 16 x 64")
+	})
 }
 
 // dequantFile holds the dequantizing matmuls (its comment says which).
@@ -304,10 +313,12 @@ func dequantSrc(t *testing.T) string {
 	return string(b)
 }
 
-// TestDequantForm checks which dequantizing matmuls take the decode form
-// on tensor cores: `?` rows keep their loops and gain the 16-row twin,
-// which the launcher takes for 16 rows or fewer; static rows take it
-// alone; the others keep the loops with a comment that says why.
+// TestDequantForm checks the forms of dequantizing matmuls: `?` rows
+// take the 128-row mma.sync form (not wgmma, which reads B from shared
+// memory as halves) with the 16-row twin, which the launcher takes for 16
+// rows or fewer; static rows of 16 or fewer take the decode form alone;
+// K not a multiple of 64 and a weight [k, n] keep the loops with a
+// comment that says why.
 func TestDequantForm(t *testing.T) {
 	files := emitFiles(t, dequantSrc(t))
 	for fn, want := range map[string]string{
@@ -318,21 +329,16 @@ func TestDequantForm(t *testing.T) {
 		"q_swiglu": "2 dot product(s), every B [n, k] i8",
 	} {
 		text := files[fn+".ptx"]
-		// (the loops of the `?` kernels read the weight with
-		// ld.global.s8, which the opcode list has not had from ptxas:
-		// only the twin is checked)
-		keep := fn + "_k0_m16("
-		if fn == "q_e5" {
-			keep = fn + "_k0("
-		}
-		checkText(t, fn, onlyEntries(text, keep))
+		checkText(t, fn, text)
 		assert.Contains(t, text, "// Matmul on tensor cores, decode form: ", fn)
 		assert.Contains(t, text, want, fn)
+		assert.NotContains(t, text, "wgmma", fn)
 	}
 	assert.NotContains(t, files["q_e5.ptx"], decodeSuffix(16))
-	for _, fn := range []string{"q_i8", "q_e4", "q_u8", "q_swiglu"} {
-		assert.Contains(t, files[fn+".ptx"], "converted on tensor cores in the decode form only (16 rows or fewer); the launcher takes the decode twin for few rows.", fn)
-		assert.Regexp(t, fmt.Sprintf(`(?s)    if _rows_%[1]s_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "%[1]s_k0_m16", .*\n    else:\n        _launch\(fns, "%[1]s_k0", `, fn), files[fn+".py"], fn)
+	for fn, b := range map[string]string{"q_i8": "i8", "q_e4": "f8E4M3FN", "q_u8": "ui8", "q_swiglu": "i8"} {
+		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 128 x 64", fn)
+		assert.Contains(t, files[fn+".ptx"], "// Dot product 0: B [n, k] "+b+", copied in its own bytes", fn)
+		assert.Regexp(t, fmt.Sprintf(`(?s)    if _rows_%[1]s_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "%[1]s_k0_m16", .*\n    else:\n        _launch_mm\(fns, "%[1]s_k0", `, fn), files[fn+".py"], fn)
 	}
 	for fn, why := range map[string]string{
 		"q_k96": "Matmul as scalar loops, not on tensor cores: its right operand is i8 and K = 96 is not a multiple of 64.",
@@ -344,28 +350,13 @@ func TestDequantForm(t *testing.T) {
 	}
 }
 
-// onlyEntries is the module text with the entries whose name and
-// opening parenthesis do not start one of keep dropped: the twin of a
-// kernel whose own loops use instructions not checked with ptxas.
-func onlyEntries(text string, keep ...string) string {
-	parts := strings.Split(text, ".visible .entry ")
-	out := parts[0]
-	for _, p := range parts[1:] {
-		for _, k := range keep {
-			if strings.HasPrefix(p, k) {
-				out += ".visible .entry " + p
-				break
-			}
-		}
-	}
-	return out
-}
-
-// TestSimulatedDequant runs the dequantizing decode form in the simulator
+// TestSimulatedDequant runs the dequantizing forms in the simulator
 // against the loop interpreter within TestSimulatedMatMul's bound (the
-// conversions are exact): 1 to 16 rows of the twin and 17 of the loops,
-// the static kernel, BK of 64, 128 and 256, and split-K in 3 parts in
-// both CTA orders (the same bits).
+// conversions are exact): 1 to 16 rows of the decode twin, 17 to 130 of
+// the 128-row form (a partial tile of rows, two dot products on 256
+// threads), the static decode kernel, the two matmuls left to the loops,
+// the decode form's BK of 64, 128 and 256, and split-K in 3 parts in both
+// CTA orders (the same bits).
 func TestSimulatedDequant(t *testing.T) {
 	src := dequantSrc(t)
 	m := lower(t, src, fullPipeline, "h200")
@@ -375,16 +366,22 @@ func TestSimulatedDequant(t *testing.T) {
 	simTwins = &ran
 	defer func() { simTwins = nil }()
 	cases := []mmCase{
-		{"q_i8", 1, 256, false}, {"q_i8", 7, 256, false}, {"q_i8", 16, 256, false}, {"q_i8", 17, 256, false},
-		{"q_e4", 3, 192, true}, {"q_e5", 5, 512, true}, {"q_u8", 16, 128, true}, {"q_swiglu", 2, 320, false},
+		{"q_i8", 1, 256, false}, {"q_i8", 7, 256, false}, {"q_i8", 16, 256, false}, {"q_i8", 17, 256, false}, {"q_i8", 33, 256, false},
+		{"q_e4", 3, 192, true}, {"q_e4", 70, 192, true}, {"q_e5", 5, 512, true}, {"q_u8", 16, 128, true}, {"q_u8", 33, 128, true},
+		{"q_swiglu", 2, 320, false}, {"q_swiglu", 40, 320, false},
+		{"q_k96", 5, 96, true}, {"q_kn", 5, 128, true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
 			checkMatMul(t, m, g, c)
 		})
 	}
-	assert.Equal(t, []string{"q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0", "q_e4_k0_m16", "q_e5_k0", "q_u8_k0_m16", "q_swiglu_k0_m16"}, ran)
-	for _, c := range []mmCase{{"q_i8", 4, 256, false}, {"q_swiglu", 9, 320, false}} {
+	assert.Equal(t, []string{
+		"q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m32", "q_i8_k0",
+		"q_e4_k0_m16", "q_e4_k0", "q_e5_k0", "q_u8_k0_m16", "q_u8_k0",
+		"q_swiglu_k0_m16", "q_swiglu_k0", "q_k96_k0", "q_kn_k0",
+	}, ran)
+	for _, c := range []mmCase{{"q_i8", 4, 256, false}, {"q_swiglu", 9, 320, false}, {"q_i8", 40, 256, false}} {
 		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
 			checkMatMulSplit(t, m, g, c, 3)
 		})

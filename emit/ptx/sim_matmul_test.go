@@ -264,7 +264,7 @@ func checkMatMul(t *testing.T, m ir.Module, g ir.Module, c mmCase) []*geval.Tens
 
 // TestMatMulForm checks which matmul kernels take the tensor-core form:
 // the emitted PTX has cp.async, ldmatrix and mma.sync, and the i8 weight
-// keeps the scalar loops with a comment that says why.
+// is converted in registers.
 func TestMatMulForm(t *testing.T) {
 	mmaSync(t) // (TestWGMMAForm checks the wgmma form)
 	files := emitFiles(t, matmulSrc)
@@ -284,12 +284,8 @@ func TestMatMulForm(t *testing.T) {
 	assert.NotContains(t, files["tb.ptx"], ".trans.")
 	assert.Contains(t, files["mm_bf16.ptx"], "by 2-byte loads")
 	assert.Equal(t, 128, strings.Count(files["swiglu.ptx"], "mma.sync.aligned"))
-	w8 := files["w8.ptx"]
-	// (its scalar loops read the i8 weight with ld.global.s8, which the
-	// opcode list has not had from ptxas: not checked here; its decode
-	// twin is TestDequantForm's)
-	assert.NotContains(t, onlyEntries(w8, "w8_k0("), "mma.sync.aligned")
-	assert.Contains(t, w8, "Matmul as scalar loops, not on tensor cores: its right operand is i8, converted on tensor cores in the decode form only")
+	// the i8 weight: converted in registers (dequant.go, TestDequantForm)
+	assert.Contains(t, files["w8.ptx"], "// Dot product 0: B [n, k] i8, copied in its own bytes and converted to bf16 in registers")
 	// shared memory above 48 KiB: the launcher raises the limit
 	assert.Contains(t, files["tb.py"], `("tb_k0", 128, 110592)`)
 	assert.Contains(t, files["tb.py"], "cuFuncSetAttribute")

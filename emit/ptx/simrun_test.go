@@ -296,11 +296,12 @@ func simRunFunc(m ir.Module, fn string, inputs []*geval.Tensor) ([]*geval.Tensor
 				}
 				return n
 			}
-			if info.decode != nil {
-				// `?` rows: the 16-row twin for few rows (_rows_<entry>)
-				ob := bufs[l.Args()[info.decode.mm.out]]
-				if ob.shape[len(ob.shape)-2] <= info.decode.mm.bm {
-					info = info.decode
+			for _, d := range info.decode {
+				// `?` rows: the decode twins for few rows (_rows_<entry>)
+				ob := bufs[l.Args()[d.mm.out]]
+				if ob.shape[len(ob.shape)-2] <= d.mm.bm {
+					info = d
+					break
 				}
 			}
 			if info.narrow != nil && mmTiles(info) < simSMs {

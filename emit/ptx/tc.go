@@ -160,36 +160,33 @@ const (
 )
 
 // planTC returns the tensor-core plan of a matmul kernel, or nil and why
-// it keeps the scalar loops ("" when it is not a matmul); twinRows, where
-// the kernel keeps its loops but gains a twin in the decode form (a
-// dequantizing matmul whose rows are `?`), is the Python spelling of the
-// rows of a matrix, for the launcher's choice.
-func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
+// it keeps the scalar loops ("" when it is not a matmul).
+func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	k := ke.k
 	if k.Kind() != "matmul" {
-		return nil, "", ""
+		return nil, ""
 	}
 	if !tensorCores {
-		return nil, "the tensor-core form is switched off (tensorCores)", ""
+		return nil, "the tensor-core form is switched off (tensorCores)"
 	}
 	mm, err := loop.MatchMatMul(k)
 	if err != nil {
-		return nil, "its loops are not those loop.MatchMatMul takes", ""
+		return nil, "its loops are not those loop.MatchMatMul takes"
 	}
 	if len(mm.Dots) > tcMaxDots {
-		return nil, fmt.Sprintf("%d dot products, more than the %d whose accumulators fit the registers", len(mm.Dots), tcMaxDots), ""
+		return nil, fmt.Sprintf("%d dot products, more than the %d whose accumulators fit the registers", len(mm.Dots), tcMaxDots)
 	}
 	if mm.Grid.Operation != ke.grid.Operation {
-		return nil, "its grid is not the kernel's", ""
+		return nil, "its grid is not the kernel's"
 	}
 	for _, v := range []*ir.Value{mm.Grid.Lower(), mm.Cols.Lower()} {
 		if c, ok := staticIndex(v); !ok || c != 0 {
-			return nil, "its loops do not start at 0", ""
+			return nil, "its loops do not start at 0"
 		}
 	}
 	for _, v := range []*ir.Value{mm.Grid.Step(), mm.Cols.Step()} {
 		if c, ok := staticIndex(v); !ok || c != 1 {
-			return nil, "its loops do not step by 1", ""
+			return nil, "its loops do not step by 1"
 		}
 	}
 	gb := mm.Grid.Body().Entry()
@@ -199,15 +196,15 @@ func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 		case op == mm.Cols.Operation:
 			after = true
 		case after && op.Name() != loop.OpYield:
-			return nil, "code follows its loop over the columns", ""
+			return nil, "code follows its loop over the columns"
 		case !after && (op.NumRegions() > 0 || op.Name() == loop.OpStore || op.Name() == loop.OpAlloc):
-			return nil, "its row code loops, stores or allocates", ""
+			return nil, "its row code loops, stores or allocates"
 		}
 	}
-	tp = &tcPlan{mm: mm, K: mm.Dots[0].K, bn: tcBN, bm: tcBM, bk: tcBK}
+	tp := &tcPlan{mm: mm, K: mm.Dots[0].K, bn: tcBN, bm: tcBM, bk: tcBK}
 	n, ok := staticIndex(mm.Cols.Upper())
 	if !ok || n < 1 {
-		return nil, "its column count is not static", ""
+		return nil, "its column count is not static"
 	}
 	tp.N = n
 
@@ -222,7 +219,7 @@ func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 		}
 	}
 	if out == nil {
-		return nil, "no result is [..., M, N]", ""
+		return nil, "no result is [..., M, N]"
 	}
 	tp.out = out
 	dims := extentRefs(ke)[out]
@@ -237,11 +234,11 @@ func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 	}
 	gs, gext, ok := productOf(mm.Grid.Upper())
 	if !ok || gs != static || len(gext) != len(want) {
-		return nil, "its grid is not the rows of its result", ""
+		return nil, "its grid is not the rows of its result"
 	}
 	for v, c := range gext {
 		if want[v] != c {
-			return nil, "its grid is not the rows of its result", ""
+			return nil, "its grid is not the rows of its result"
 		}
 	}
 	py := func(d extentRef) string {
@@ -268,61 +265,61 @@ func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 		step := body.Last().Operand(0).DefiningOp()
 		if step == nil || step.Name() != loop.OpFma || lanesOf(step.Result(0).Type()) != 1 ||
 			elemKindOf(step.Result(0).Type()) != ir.F32 || step.Operand(2) != body.Args[1] {
-			return nil, "a dot product is not a sum of f32 fused multiply-adds (integer or f64 accumulation)", ""
+			return nil, "a dot product is not a sum of f32 fused multiply-adds (integer or f64 accumulation)"
 		}
 		lk, rk := elemKindOf(d.Lhs.Output().Type()), elemKindOf(d.Rhs.Output().Type())
 		// an i8 or f8 right operand widened to lk is exact: the decode
 		// form converts it in registers (a dequantize prologue)
 		narrow := lk != rk && (lk == ir.BF16 || lk == ir.F16) && dequantKind(rk)
 		if !narrow && (lk != rk || (lk != ir.BF16 && lk != ir.F16)) {
-			return nil, fmt.Sprintf("it multiplies %s by %s; mma.sync takes bf16 x bf16 or f16 x f16 here", lk, rk), ""
+			return nil, fmt.Sprintf("it multiplies %s by %s; mma.sync takes bf16 x bf16 or f16 x f16 here", lk, rk)
 		}
 		if i == 0 {
 			tp.half = lk
 		} else if lk != tp.half {
-			return nil, "its dot products multiply different types", ""
+			return nil, "its dot products multiply different types"
 		}
 		if lanesOf(d.Lhs.Output().Type()) != 1 || lanesOf(d.Rhs.Output().Type()) != 1 {
-			return nil, "its operands are read as vectors", ""
+			return nil, "its operands are read as vectors"
 		}
 		rhsOf := func(v *ir.Value) bool {
 			return isCastOf(v, d.Rhs.Output()) || narrow && isWidenedOf(v, d.Rhs.Output(), lk)
 		}
 		if !(isCastOf(step.Operand(0), d.Lhs.Output()) && rhsOf(step.Operand(1))) &&
 			!(isCastOf(step.Operand(1), d.Lhs.Output()) && rhsOf(step.Operand(0))) {
-			return nil, "a dot product multiplies other values than its operands widened to f32", ""
+			return nil, "a dot product multiplies other values than its operands widened to f32"
 		}
 		tp.bKind = append(tp.bKind, rk)
 		kv := body.Args[0]
 		li, ri := d.Lhs.Indices(), d.Rhs.Indices()
 		for _, x := range li[:len(li)-1] {
 			if x.DependsOn(kv) || x.DependsOn(col) {
-				return nil, "its left operand's rows depend on k or the column", ""
+				return nil, "its left operand's rows depend on k or the column"
 			}
 		}
 		if i > 0 {
 			l0 := mm.Dots[0].Lhs.Indices()
 			k0 := mm.Dots[0].Loop.Body().Entry().Args[0]
 			if len(l0) != len(li) {
-				return nil, "its dot products read the left operand differently", ""
+				return nil, "its dot products read the left operand differently"
 			}
 			for j := range li {
 				if !sameIndex(li[j], l0[j], kv, k0) {
-					return nil, "its dot products read the left operand differently", ""
+					return nil, "its dot products read the left operand differently"
 				}
 			}
 		}
 		nr := len(ri)
 		for _, x := range ri[:nr-2] {
 			if x.DependsOn(kv) || x.DependsOn(col) || !batchOnly(x, row, mDim) {
-				return nil, "its right operand varies within a matrix of the result", ""
+				return nil, "its right operand varies within a matrix of the result"
 			}
 		}
 		tp.transB = append(tp.transB, d.TransposeB)
 		bm := d.Rhs.Memref().Type().(ir.MemRefType)
 		last := bm.Shape[len(bm.Shape)-1]
 		if !d.TransposeB && last == ir.Dynamic {
-			return nil, "its right operand [k, n] has rows of dynamic length", ""
+			return nil, "its right operand [k, n] has rows of dynamic length"
 		}
 		tp.alignedB = append(tp.alignedB, last != ir.Dynamic && last%8 == 0)
 		if i == 0 {
@@ -333,43 +330,40 @@ func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 	}
 	tp.mm = mm
 	if why := tp.dequantWhy(); why != "" {
-		return nil, why, ""
-	}
-	if tp.dequant() && !(decodeTakes(tp) && (tcDecodeTwin || mDim.ext == nil && mDim.n <= TCDecodeMaxRows)) {
-		why := fmt.Sprintf("its right operand is %s, converted on tensor cores in the decode form only (%d rows or fewer)", tp.bKind[0], TCDecodeMaxRows)
-		if decodeTakes(tp) && mDim.ext != nil {
-			// `?` rows: these loops, and the decode form as a twin
-			return nil, why + "; the launcher takes the decode twin for few rows", mPy
-		}
-		return nil, why, ""
+		return nil, why
 	}
 	if decodeTakes(tp) {
-		if tcDecodeTwin || (mDim.ext == nil && mDim.n <= TCDecodeMaxRows) {
-			bm := TCDecodeMaxRows
-			if mDim.ext == nil && mDim.n <= 16 {
-				bm = 16
+		if tcDecodeTwin > 0 || (mDim.ext == nil && mDim.n <= TCDecodeMaxRows) {
+			bm := tcDecodeTwin
+			if bm == 0 {
+				bm = TCDecodeMaxRows
+				if mDim.n <= 16 {
+					bm = 16
+				}
 			}
 			planDecode(tp, bm)
-			tp.twin = tcDecodeTwin
+			tp.twin = tcDecodeTwin > 0
 			tiles()
-			return tp, "", ""
+			return tp, ""
 		}
 		tp.decodeDyn = mDim.ext != nil && !wgNarrow // (the 128-column twin has none)
 	}
-	if wgmmaTakes(tp) {
+	if !tp.dequant() && wgmmaTakes(tp) {
 		rowTiles := int64(-1) // the tiles along the rows: unknown where an extent is `?`
 		if len(want) == 0 && mDim.n > 0 {
 			rowTiles = static / mDim.n * ceilDiv(mDim.n, tcBM)
 		}
 		planWG(tp, rowTiles)
 		tiles()
-		return tp, "", ""
+		return tp, ""
 	}
 	tiles()
 	off := int64(tcBM * tcPitchK * 2)
 	for _, t := range tp.transB {
 		tp.bOff = append(tp.bOff, off)
-		if t {
+		if tp.dequant() {
+			off += tcBN * tp.pitchB8() // [n, k] in its own bytes (dequant.go)
+		} else if t {
 			off += tcBN * tcPitchK * 2
 		} else {
 			off += tcBK * tcPitchN * 2
@@ -379,8 +373,11 @@ func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 	// one dot product: 4 warps of 64 x 64 (128 accumulators a thread, 8
 	// ldmatrix.x4 for 32 mma.sync a k-step); two: 8 warps of 64 x 32 per
 	// dot product (the same ratio, A's fragments shared)
+	// (a dequantized weight: 8 warps for one dot product too, so that the
+	// converted fragments fit the registers beside the accumulators: on
+	// the H100 4 warps of 64 x 64 took 255 registers and spilled 408 bytes)
 	tp.threads, tp.warpsN = 256, 4
-	if len(mm.Dots) == 1 {
+	if len(mm.Dots) == 1 && !tp.dequant() {
 		tp.threads, tp.warpsN = 128, 2
 	}
 	tp.wtn = tcBN / tp.warpsN
@@ -393,9 +390,9 @@ func planTC(ke *kernelEmitter) (tp *tcPlan, why string, twinRows string) {
 		tp.stages--
 	}
 	if tp.sharedBytes() > maxSharedBytes {
-		return nil, "its stages do not fit shared memory", ""
+		return nil, "its stages do not fit shared memory"
 	}
-	return tp, "", ""
+	return tp, ""
 }
 
 // isCastOf reports whether v is load widened to f32 by one loop.cast.
@@ -620,7 +617,7 @@ func (ke *kernelEmitter) emitTC() {
 		base = ke.wgBase()
 		wgd = ke.wgDescriptors(tp, base, warp)
 	} else if tp.dequant() {
-		aLane, bLane = ke.dqLanes(tp, g, t4, wn)
+		aLane, bLane = ke.dqLanes(tp, g, t4, wm, wn)
 	} else {
 		aLane, bLane = ke.tcLanes(tp, lane, wm, wn)
 	}
