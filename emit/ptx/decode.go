@@ -99,6 +99,7 @@ func planDecode(tp *tcPlan, bm int64) {
 	for _, t := range tp.transB {
 		tp.bOff = append(tp.bOff, off)
 		if tp.dequant() {
+			tp.b8Off = append(tp.b8Off, off)
 			off += tp.bn * tp.pitchB8() // [n, k] in its own bytes (dequant.go)
 		} else if t {
 			off += tp.bn * tp.pitchK() // [n, k]: bn rows of BK

@@ -96,12 +96,12 @@ func (tp *tcPlan) pitchB8() int64 {
 // dqOperand sets up the copies of dot d's dequantized weight for the
 // tile of columns from n0: per pass, the address of the thread's chunk
 // at k = 0, its src-size (0 past N) and where it lands in stage 0.
-func (ke *kernelEmitter) dqOperand(tp *tcPlan, op *tcOperand, d int, n0, row0 opnd) {
+func (ke *kernelEmitter) dqOperand(tp *tcPlan, op *tcOperand, d int, n0, row0, base opnd) {
 	dot := tp.mm.Dots[d]
 	chunk := ke.b64("and.b64", ke.tid, intImm(tp.chunksB8()-1, rB64))
 	crow := ke.b64("shr.u64", ke.tid, intImm(int64(log2(int(tp.chunksB8()))), rB32))
 	off := ke.b64("shl.b64", chunk, intImm(4, rB32))
-	op.dst = ke.b64("add.s64", ke.smemCTA, ke.b64("mad.lo.s64", crow, intImm(tp.pitchB8(), rB64), off))
+	op.dst = ke.b64("add.s64", base, ke.b64("mad.lo.s64", crow, intImm(tp.pitchB8(), rB64), off))
 	for h := 0; h < tp.passB8(); h++ {
 		n := ke.b64("add.s64", ke.b64("add.s64", n0, crow), intImm(tp.rowsB8()*int64(h), rB64))
 		v := ke.pred("setp.lt.s64", n, intImm(tp.N, rB64))
@@ -119,8 +119,40 @@ func (ke *kernelEmitter) dqCopy(tp *tcPlan, op *tcOperand, d int, kt, sOff opnd)
 	dst := ke.b64("add.s64", op.dst, sOff)
 	for h := 0; h < tp.passB8(); h++ {
 		src := ke.b64("add.s64", op.src[h], kb)
-		ke.a.raw(nil, false, "cp.async.cg.shared.global", memRef(dst, tp.bOff[d]+int64(h)*tp.rowsB8()*tp.pitchB8()), memRef(src, 0), "16", op.size[h].s)
+		ke.a.raw(nil, false, "cp.async.cg.shared.global", memRef(dst, tp.b8Off[d]+int64(h)*tp.rowsB8()*tp.pitchB8()), memRef(src, 0), "16", op.size[h].s)
 	}
+}
+
+// wgConvert converts the weights' bytes of the stage at byte offset sCur
+// (from base) into its B tiles for wgmma: [bn][64] halves in rows of 128
+// bytes, 16-byte chunk c of row r at chunk c ^ (r % 8). Thread t converts
+// chunks q = t, t + threads, ...: row q / 8, weights 8c .. 8c+7 of it,
+// read as two words. The generic proxy's writes are fenced for the async
+// proxy and the CTA meets before the step's wgmma reads them.
+func (ke *kernelEmitter) wgConvert(tp *tcPlan, base, sCur opnd) {
+	a := ke.a
+	st := ke.b64("add.s64", base, sCur)
+	chunks := tp.bn * 8
+	for d := range tp.mm.Dots {
+		for h := int64(0); h < chunks/tp.threads; h++ {
+			q := ke.b64("add.s64", ke.tid, intImm(h*tp.threads, rB64))
+			r := ke.b64("shr.u64", q, intImm(3, rB32))
+			c := ke.b64("and.b64", q, intImm(7, rB64))
+			src := ke.b64("add.s64", st, ke.b64("mad.lo.s64", r, intImm(tp.pitchB8(), rB64), ke.b64("shl.b64", c, intImm(3, rB32))))
+			sw := ke.b64("xor.b64", c, ke.b64("and.b64", r, intImm(7, rB64)))
+			dst := ke.b64("add.s64", st, ke.b64("mad.lo.s64", r, intImm(tcBK*2, rB64), ke.b64("shl.b64", sw, intImm(4, rB32))))
+			w := ke.tcRegs(2)
+			a.raw(nil, false, "ld.shared.b32", w[0].s, memRef(src, tp.b8Off[d]))
+			a.raw(nil, false, "ld.shared.b32", w[1].s, memRef(src, tp.b8Off[d]+4))
+			out := []opnd{
+				ke.dqPair(w[0], 0, tp.bKind[d], tp.half), ke.dqPair(w[0], 1, tp.bKind[d], tp.half),
+				ke.dqPair(w[1], 0, tp.bKind[d], tp.half), ke.dqPair(w[1], 1, tp.bKind[d], tp.half),
+			}
+			a.raw(nil, false, "st.shared.v4.b32", memRef(dst, tp.bOff[d]), vecRef(out))
+		}
+	}
+	a.raw(nil, false, "fence.proxy.async.shared::cta")
+	a.ins("bar.sync", intImm(0, rB32))
 }
 
 // dqLanes is where the thread's fragment reads start in stage 0: row

@@ -314,11 +314,13 @@ func dequantSrc(t *testing.T) string {
 }
 
 // TestDequantForm checks the forms of dequantizing matmuls: `?` rows
-// take the 128-row mma.sync form (not wgmma, which reads B from shared
-// memory as halves) with the 16-row twin, which the launcher takes for 16
-// rows or fewer; static rows of 16 or fewer take the decode form alone;
-// K not a multiple of 64 and a weight [k, n] keep the loops with a
-// comment that says why.
+// take the wgmma form, each step converting the weight's bytes into the
+// stage's B (q_i8, N > 128: the wide tiles and their 128-column twin),
+// with the decode form's twins, which the launcher takes for up to 16 and
+// 32 rows; static rows of 16 or fewer take the decode form alone; with
+// TENSORFORGE_PTX_MMA=sync the 128-row mma.sync form converts fragments
+// in registers; K not a multiple of 64 and a weight [k, n] keep the loops
+// with a comment that says why.
 func TestDequantForm(t *testing.T) {
 	files := emitFiles(t, dequantSrc(t))
 	for fn, want := range map[string]string{
@@ -332,14 +334,17 @@ func TestDequantForm(t *testing.T) {
 		checkText(t, fn, text)
 		assert.Contains(t, text, "// Matmul on tensor cores, decode form: ", fn)
 		assert.Contains(t, text, want, fn)
-		assert.NotContains(t, text, "wgmma", fn)
 	}
 	assert.NotContains(t, files["q_e5.ptx"], decodeSuffix(16))
+	assert.NotContains(t, files["q_e5.ptx"], "wgmma")
 	for fn, b := range map[string]string{"q_i8": "i8", "q_e4": "f8E4M3FN", "q_u8": "ui8", "q_swiglu": "i8"} {
-		assert.Contains(t, files[fn+".ptx"], "// Matmul on tensor cores: CTA tile 128 x 128 x 64", fn)
-		assert.Contains(t, files[fn+".ptx"], "// Dot product 0: B [n, k] "+b+", copied in its own bytes", fn)
-		assert.Regexp(t, fmt.Sprintf(`(?s)    if _rows_%[1]s_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "%[1]s_k0_m16", .*\n    else:\n        _launch_mm\(fns, "%[1]s_k0", `, fn), files[fn+".py"], fn)
+		text := files[fn+".ptx"]
+		assert.Contains(t, text, "wgmma.mma_async.sync.aligned", fn)
+		assert.Contains(t, text, "every B [n, k] "+b+", copied in its own bytes and converted by each step into the stage's", fn)
+		assert.Regexp(t, fmt.Sprintf(`(?s)    if _rows_%[1]s_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "%[1]s_k0_m16", .*\n    elif _rows_%[1]s_k0\(sm, [^\n]*\) <= 32:\n        _launch_mm\(fns, "%[1]s_k0_m32", `, fn), files[fn+".py"], fn)
 	}
+	assert.Contains(t, files["q_i8.ptx"], "CTA tile 128 x 256 x 64")
+	assert.Contains(t, files["q_i8.ptx"], ".visible .entry q_i8_k0"+wgTwinSuffix+"(")
 	for fn, why := range map[string]string{
 		"q_k96": "Matmul as scalar loops, not on tensor cores: its right operand is i8 and K = 96 is not a multiple of 64.",
 		"q_kn":  "Matmul as scalar loops, not on tensor cores: its right operand is i8 as [k, n]; the dequantizing form reads [n, k] (transpose_b).",
@@ -348,15 +353,26 @@ func TestDequantForm(t *testing.T) {
 		assert.NotContains(t, files[fn+".ptx"], "mma.sync", fn)
 		assert.NotContains(t, files[fn+".py"], "_rows_", fn)
 	}
+	// mma.sync everywhere: the 128-row form on 8 warps
+	defer func(old bool) { WGMMA = old }(WGMMA)
+	WGMMA = false
+	sync := emitFiles(t, dequantSrc(t))
+	for fn, b := range map[string]string{"q_i8": "i8", "q_e4": "f8E4M3FN", "q_u8": "ui8"} {
+		text := sync[fn+".ptx"]
+		checkText(t, fn, text)
+		assert.Contains(t, text, "// Matmul on tensor cores: CTA tile 128 x 128 x 64, 256 threads (8 warps, 2 x 4, warp tile 64 x 32)", fn)
+		assert.Contains(t, text, "// Dot product 0: B [n, k] "+b+", copied in its own bytes", fn)
+		assert.NotContains(t, text, "wgmma", fn)
+	}
 }
 
 // TestSimulatedDequant runs the dequantizing forms in the simulator
 // against the loop interpreter within TestSimulatedMatMul's bound (the
-// conversions are exact): 1 to 16 rows of the decode twin, 17 to 130 of
-// the 128-row form (a partial tile of rows, two dot products on 256
-// threads), the static decode kernel, the two matmuls left to the loops,
-// the decode form's BK of 64, 128 and 256, and split-K in 3 parts in both
-// CTA orders (the same bits).
+// conversions are exact): 1 to 32 rows of the decode twins, more of the
+// wgmma form (the 128-column twin, the wide tiles, two dot products) and
+// of the 128-row mma.sync form, the static decode kernel, the two matmuls
+// left to the loops, the decode form's BK of 64, 128 and 256, and split-K
+// in 3 parts in both CTA orders (the same bits).
 func TestSimulatedDequant(t *testing.T) {
 	src := dequantSrc(t)
 	m := lower(t, src, fullPipeline, "h200")
@@ -377,10 +393,27 @@ func TestSimulatedDequant(t *testing.T) {
 		})
 	}
 	assert.Equal(t, []string{
-		"q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m32", "q_i8_k0",
+		"q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m32", "q_i8_k0_n128",
 		"q_e4_k0_m16", "q_e4_k0", "q_e5_k0", "q_u8_k0_m16", "q_u8_k0",
 		"q_swiglu_k0_m16", "q_swiglu_k0", "q_k96_k0", "q_kn_k0",
 	}, ran)
+	t.Run("wide", func(t *testing.T) {
+		// one SM: the 128 x 256 tiles fill it (q_i8_k0, not the twin)
+		defer func(old int64) { simSMs = old }(simSMs)
+		simSMs = 1
+		ran = ran[:0]
+		checkMatMul(t, m, g, mmCase{"q_i8", 130, 256, false})
+		assert.Equal(t, []string{"q_i8_k0"}, ran)
+	})
+	t.Run("sync", func(t *testing.T) {
+		// mma.sync everywhere: the 128-row form converts in registers
+		defer func(old bool) { WGMMA = old }(WGMMA)
+		WGMMA = false
+		m := lower(t, src, fullPipeline, "h200")
+		for _, c := range []mmCase{{"q_i8", 130, 256, false}, {"q_swiglu", 40, 320, false}, {"q_u8", 33, 128, true}} {
+			checkMatMul(t, m, g, c)
+		}
+	})
 	for _, c := range []mmCase{{"q_i8", 4, 256, false}, {"q_swiglu", 9, 320, false}, {"q_i8", 40, 256, false}} {
 		t.Run(fmt.Sprintf("%s/%d/split3", c.fn, c.rows), func(t *testing.T) {
 			checkMatMulSplit(t, m, g, c, 3)

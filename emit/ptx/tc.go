@@ -108,6 +108,10 @@ type tcPlan struct {
 	// decodeDyn: the rows are `?`, and the kernel comes with a twin in
 	// the decode form that the launcher takes for few rows
 	decodeDyn bool
+	// b8Off: where each dequantized weight's bytes lie in a stage (the
+	// wgmma form converts them into B at bOff; the mma.sync forms read
+	// them there: b8Off = bOff)
+	b8Off []int64
 	// bKind is the element type each dot product's right operand is
 	// stored in: the half type, or i8 / f8 converted in registers
 	// (dequant.go)
@@ -348,7 +352,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		}
 		tp.decodeDyn = mDim.ext != nil && !wgNarrow // (the 128-column twin has none)
 	}
-	if !tp.dequant() && wgmmaTakes(tp) {
+	if wgmmaTakes(tp) {
 		rowTiles := int64(-1) // the tiles along the rows: unknown where an extent is `?`
 		if len(want) == 0 && mDim.n > 0 {
 			rowTiles = static / mDim.n * ceilDiv(mDim.n, tcBM)
@@ -362,6 +366,7 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	for _, t := range tp.transB {
 		tp.bOff = append(tp.bOff, off)
 		if tp.dequant() {
+			tp.b8Off = append(tp.b8Off, off)
 			off += tcBN * tp.pitchB8() // [n, k] in its own bytes (dequant.go)
 		} else if t {
 			off += tcBN * tcPitchK * 2
@@ -700,7 +705,7 @@ func (ke *kernelEmitter) emitTC() {
 	for d, dot := range mm.Dots {
 		op := &opsB[d]
 		if tp.dequant() {
-			ke.dqOperand(tp, op, d, n0, row0)
+			ke.dqOperand(tp, op, d, n0, row0, base)
 			continue
 		}
 		if tp.transB[d] {
@@ -795,6 +800,9 @@ func (ke *kernelEmitter) emitTC() {
 	a.label(skip)
 	a.raw(nil, false, "cp.async.commit_group")
 	switch {
+	case tp.wg && tp.dequant():
+		ke.wgConvert(tp, base, sCur)
+		ke.wgStep(tp, wgd, sCur, acc)
 	case tp.wg:
 		ke.wgStep(tp, wgd, sCur, acc)
 	case tp.dequant():

@@ -111,6 +111,15 @@ func planWG(tp *tcPlan, rowTiles int64) {
 		tp.bOff = append(tp.bOff, off)
 		off += tp.bn * row
 	}
+	if tp.dequant() {
+		// the weights' bytes after the stage's halves: each step
+		// converts them into B (wgConvert)
+		tp.b8Off = tp.b8Off[:0]
+		for range tp.transB {
+			tp.b8Off = append(tp.b8Off, off)
+			off += tp.bn * tp.pitchB8()
+		}
+	}
 	tp.stageBytes = off
 	tp.stages = wgStages
 	for tp.stages > 3 && tp.sharedBytes() > maxSharedBytes {
@@ -181,6 +190,14 @@ func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd)
 	a.raw(nil, false, "wgmma.wait_group.sync.aligned", itoa(wgInFlight))
 }
 
+// wgDequantNote completes describeWG's line for dequantized weights.
+func (tp *tcPlan) wgDequantNote() string {
+	if !tp.dequant() {
+		return ""
+	}
+	return fmt.Sprintf(" %s, copied in its own bytes and converted by each step into the stage's %s B", tp.bKind[0], halfName(tp.half))
+}
+
 // describeWG says what the wgmma form of tp is, for the kernel's comment.
 func (tp *tcPlan) describeWG() []string {
 	var out []string
@@ -188,7 +205,7 @@ func (tp *tcPlan) describeWG() []string {
 		out = append(out, "The 128-column twin of the kernel above: the launcher takes it where that kernel's 128 x 256 tiles would leave SMs idle (few rows).")
 	}
 	return append(out,
-		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk16 %s with both operands in shared memory, f32 accumulators; %d dot product(s), every B [n, k].", tcBM, tp.bn, tcBK, tp.threads, tp.bn, tp.bn, halfName(tp.half), len(tp.transB)),
+		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk16 %s with both operands in shared memory, f32 accumulators; %d dot product(s), every B [n, k]%s.", tcBM, tp.bn, tcBK, tp.threads, tp.bn, tp.bn, halfName(tp.half), len(tp.transB), tp.wgDequantNote()),
 		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all, from the first 1024-byte boundary), rows of 128 bytes in the 128-byte swizzle; copies: cp.async.cg 16 bytes, %d stages ahead, one step's wgmma in flight.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
 		splitKLine,
 	)
