@@ -378,8 +378,11 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 	case IsView(op) && f.target.Family == target.Tenstorrent && tileAligned(op):
 		// the reader reads other tiles of the same row block
 		return roleFusible, ""
+	case IsView(op) && f.target.Family == target.Tenstorrent && f.readRows(op):
+		// the reader gathers the rows of a row block from other rows
+		return roleFusible, ""
 	case IsView(op) && f.target.Family == target.Tenstorrent:
-		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis", op.Name(), f.target.Name)
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis, and views of static shapes that keep the last axis and feed only reads (the reader gathers their rows)", op.Name(), f.target.Name)
 	case IsView(op):
 		return roleFusible, ""
 	case op.Name() == graph.OpMatMul:
@@ -1159,6 +1162,55 @@ func tileAligned(op *ir.Operation) bool {
 		return true
 	}
 	return false
+}
+
+// readRows reports whether view op, on a Tenstorrent target, only moves
+// whole rows of an operand that kernels read (not one they compute): a
+// slice, transpose, reshape or broadcast_to of static shapes keeping the
+// last axis whole and in place, of a function argument, of a barrier's
+// result or of such a view. A kernel reading through it addresses each of
+// its rows as a row of the operand, which the reader gathers (emit/tt:
+// rows mapped to other rows); a view of a value the kernel computes would
+// map its stores instead, which the writer does not do.
+func (f *fuser) readRows(op *ir.Operation) bool {
+	in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
+	static := func(sh []int64) bool {
+		for _, n := range sh {
+			if n == ir.Dynamic {
+				return false
+			}
+		}
+		return len(sh) > 0
+	}
+	if !static(in) || !static(out) || in[len(in)-1] != out[len(out)-1] {
+		return false
+	}
+	switch op.Name() {
+	case graph.OpSlice:
+		s, _ := graph.AsSlice(op)
+		off, strides := s.Offsets(), s.Strides()
+		n := len(in)
+		if len(off) != n || off[n-1] != 0 || len(strides) == n && strides[n-1] != 1 {
+			return false
+		}
+	case graph.OpTranspose:
+		t, _ := graph.AsTranspose(op)
+		if p := TransposePerm(t); p[len(p)-1] != int64(len(p)-1) {
+			return false
+		}
+	case graph.OpReshape, graph.OpBroadcastTo:
+	default:
+		return false
+	}
+	d := op.Operand(0).DefiningOp()
+	if d == nil || d.Block() != op.Block() {
+		return true
+	}
+	if IsView(d) {
+		return f.readRows(d)
+	}
+	r, _ := f.role(d)
+	return r == roleBarrier
 }
 
 // tileEpilogueOps are the element-wise ops a Tenstorrent matmul kernel

@@ -260,9 +260,10 @@ func (d *dataflowGen) has(ss []stmt) bool {
 func (d *dataflowGen) stmts(ss []stmt) {
 	w := &d.w
 	type xfer struct {
-		p   *param
-		cb  *cbuf
-		off int64
+		p      *param
+		cb     *cbuf
+		off    int64
+		rowMap string
 	}
 	var batch []xfer
 	flush := func() {
@@ -272,7 +273,7 @@ func (d *dataflowGen) stmts(ss []stmt) {
 		if d.reader {
 			var whole, gathered []xfer
 			for _, x := range batch {
-				if x.p.rowMap != "" {
+				if x.rowMap != "" {
 					gathered = append(gathered, x)
 				} else {
 					whole = append(whole, x)
@@ -300,7 +301,7 @@ func (d *dataflowGen) stmts(ss []stmt) {
 				w.line("cb_push_back(%s, 1);", x.cb.name)
 			}
 			for _, x := range gathered {
-				d.gather(x.p, x.cb, x.off)
+				d.gather(x.p, x.rowMap, x.cb, x.off)
 			}
 		} else {
 			for _, x := range batch {
@@ -331,11 +332,11 @@ func (d *dataflowGen) stmts(ss []stmt) {
 			}
 		case *readStmt:
 			if d.reader {
-				batch = append(batch, xfer{s.p, s.cb, s.off})
+				batch = append(batch, xfer{s.p, s.cb, s.off, s.rowMap})
 			}
 		case *writeStmt:
 			if !d.reader {
-				batch = append(batch, xfer{s.p, s.cb, 0})
+				batch = append(batch, xfer{s.p, s.cb, 0, ""})
 			}
 		case *sectionStmt:
 			// the writer waits for what a section pushes: a write after
@@ -396,10 +397,10 @@ func elemBytes(f format) int64 { return f.tileBytes() / (TileRows * TileCols) }
 // read into p's scratch page when it is not there already, and the row
 // (or, for one value per row, its value in column 0) copied across. Rows
 // past the kernel's last are zero, as the padding of a buffer is.
-func (d *dataflowGen) gather(p *param, cb *cbuf, off int64) {
+func (d *dataflowGen) gather(p *param, rowMap string, cb *cbuf, off int64) {
 	w := &d.w
 	eb := elemBytes(p.fmt)
-	w.line("// %s tile of %s gathered row by row: row r of the kernel reads row %s of %s", p.access, p.name, p.rowMap, p.name)
+	w.line("// %s tile of %s gathered row by row: row r of the kernel reads row %s of %s", p.access, p.name, rowMap, p.name)
 	if off != 0 {
 		w.line("// at column tile %s", colTileExpr(off))
 	}
@@ -419,7 +420,7 @@ func (d *dataflowGen) gather(p *param, cb *cbuf, off int64) {
 	}
 	w.line("continue;")
 	w.close()
-	w.line("const uint32_t src = %s;", p.rowMap)
+	w.line("const uint32_t src = %s;", rowMap)
 	if p.access == clsFull && off != 0 {
 		// shifted by whole tiles: p's row is static (columnShift)
 		w.line("const uint32_t tile = src / %d * %du + %s;", TileRows, p.rowTiles(), colTileExpr(off))

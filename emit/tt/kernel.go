@@ -75,7 +75,9 @@ type param struct {
 	// rowMap, when set, is the C++ expression of the row of the buffer
 	// (in its layout's matrix) that row r of the kernel reads: an operand
 	// broadcast over a leading dimension ([R0, 1, C] in [R0, R1, C] reads
-	// row r / R1). Its tiles are gathered row by row by the reader.
+	// row r / R1). Its tiles are gathered row by row by the reader. Loads
+	// through other views have their own (kgen.rowMaps); this is the
+	// first load's that gathers.
 	rowMap string
 	// scratch is the reader's page for the source tiles of a gather.
 	scratch *cbuf
@@ -236,6 +238,10 @@ type kgen struct {
 	// tiles, the shift in tiles: the reader's stream of that load reads
 	// the tile colOff column tiles away (see columnShift).
 	colOff map[*ir.Operation]int64
+	// rowMaps is, for a load whose rows the reader gathers, the row of
+	// its buffer that row r of the kernel reads (the param's rowMap is
+	// the first load's)
+	rowMaps map[*ir.Operation]string
 }
 
 // sramBuf is a kept row block: a loop.alloc in sram.
@@ -310,7 +316,7 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 		info: map[*ir.Value]*vinfo{}, names: map[string]bool{}, sram: map[*ir.Value]*sramBuf{},
 		threadsIV: map[*ir.Value]bool{}, storeCB: map[*ir.Operation]*cbuf{}, rowLen: -1,
 		accCBs: map[*ir.Operation][]*cbuf{}, accKind: map[*ir.Value]string{}, accFinal: map[*ir.Value]*cbValue{},
-		colOff: map[*ir.Operation]int64{}}
+		colOff: map[*ir.Operation]int64{}, rowMaps: map[*ir.Operation]string{}}
 	defer func() {
 		if r := recover(); r != nil {
 			switch b := r.(type) {
@@ -799,10 +805,20 @@ func (g *kgen) access(op *ir.Operation, p *param, idx []*ir.Value, store bool) c
 	if store && c != clsFull && c != clsCol {
 		g.fail(op, "stores a %s value to '%s'", c, p.name)
 	}
-	if p.seen && (p.access != c || p.rowMap != rowMap) {
+	// loads of one buffer through different views (slices of its
+	// leading dimensions) are streams of their own, each gathering its
+	// rows (or reading the buffer's own tiles); one buffer accessed in
+	// two classes is not supported
+	if p.seen && p.access != c {
 		g.fail(op, "accesses '%s' both as %s and as %s tiles", p.name, describeAccess(p.access, p.rowMap), describeAccess(c, rowMap))
 	}
-	p.seen, p.access, p.rowMap = true, c, rowMap
+	if p.rowMap == "" {
+		p.rowMap = rowMap
+	}
+	p.seen, p.access = true, c
+	if rowMap != "" {
+		g.rowMaps[op] = rowMap
+	}
 	return c
 }
 

@@ -89,6 +89,10 @@ type readStmt struct {
 	p   *param
 	cb  *cbuf
 	off int64
+	// rowMap is the row of p that row r of the kernel reads, where the
+	// reader gathers the tile's rows ("" for p's own tiles; loads of one
+	// buffer through different views each have theirs)
+	rowMap string
 }
 
 // writeStmt is a tile the writer kernel writes from cb into a buffer.
@@ -265,12 +269,13 @@ func (g *kgen) load(op *ir.Operation, b *ir.Block, loopOp *ir.Operation) []stmt 
 			name = fmt.Sprintf("cb_%s_%s%d", p.name, map[bool]string{true: "plus", false: "minus"}[off > 0], max(off, -off))
 			what = " at column tile " + colTileExpr(off)
 		}
-		cb := g.newCB(name, p.fmt, 2, fmt.Sprintf("%s tiles of %s%s, from the reader", describeAccess(p.access, p.rowMap), p.name, what))
-		if p.rowMap != "" && p.scratch == nil {
+		rowMap := g.rowMaps[op]
+		cb := g.newCB(name, p.fmt, 2, fmt.Sprintf("%s tiles of %s%s, from the reader", describeAccess(p.access, rowMap), p.name, what))
+		if rowMap != "" && p.scratch == nil {
 			p.scratch = g.newCB("cb_"+p.name+"_src", p.fmt, 1, fmt.Sprintf("the reader's copy of a tile of %s, whose rows it gathers", p.name))
 		}
 		inf.cbv = &cbValue{cb: cb, index: "0", cls: inf.cls, scope: b}
-		return []stmt{&readStmt{p: p, cb: cb, off: off}}
+		return []stmt{&readStmt{p: p, cb: cb, off: off, rowMap: rowMap}}
 	}
 	sb := g.sram[l.Memref()]
 	if sb == nil || loopOp == nil {
