@@ -264,6 +264,7 @@ func (d *dataflowGen) stmts(ss []stmt) {
 		cb     *cbuf
 		off    int64
 		rowMap string
+		tile   string
 	}
 	var batch []xfer
 	flush := func() {
@@ -285,6 +286,11 @@ func (d *dataflowGen) stmts(ss []stmt) {
 			for _, x := range whole {
 				if x.off != 0 {
 					w.line("// %s read %d column tiles %s: the tile a graph.roll or a concat of slices puts here", x.p.name, max(x.off, -x.off), map[bool]string{true: "to the right", false: "to the left"}[x.off > 0])
+				}
+				if x.tile != "" {
+					w.line("// %s read through a view that moves whole tiles: tile row map(rb * %d) / %d", x.p.name, TileRows, TileRows)
+					w.line("noc_async_read_tile(%s, %s, get_write_ptr(%s));", x.tile, x.p.name, x.cb.name)
+					continue
 				}
 				if x.p.rowCache != nil {
 					// from the row block in L1, a local NoC read
@@ -332,11 +338,11 @@ func (d *dataflowGen) stmts(ss []stmt) {
 			}
 		case *readStmt:
 			if d.reader {
-				batch = append(batch, xfer{s.p, s.cb, s.off, s.rowMap})
+				batch = append(batch, xfer{s.p, s.cb, s.off, s.rowMap, s.tile})
 			}
 		case *writeStmt:
 			if !d.reader {
-				batch = append(batch, xfer{s.p, s.cb, 0, ""})
+				batch = append(batch, xfer{s.p, s.cb, 0, "", ""})
 			}
 		case *sectionStmt:
 			// the writer waits for what a section pushes: a write after

@@ -93,6 +93,9 @@ type readStmt struct {
 	// reader gathers the tile's rows ("" for p's own tiles; loads of one
 	// buffer through different views each have theirs)
 	rowMap string
+	// tile, when set, is the tile the reader reads whole for a load
+	// whose row map moves whole tiles (mappedTile)
+	tile string
 }
 
 // writeStmt is a tile the writer kernel writes from cb into a buffer.
@@ -271,11 +274,18 @@ func (g *kgen) load(op *ir.Operation, b *ir.Block, loopOp *ir.Operation) []stmt 
 		}
 		rowMap := g.rowMaps[op]
 		cb := g.newCB(name, p.fmt, 2, fmt.Sprintf("%s tiles of %s%s, from the reader", describeAccess(p.access, rowMap), p.name, what))
+		tile := ""
+		if rowMap != "" {
+			tile = g.mappedTile(p, l.Indices(), rowMap, off)
+		}
+		if tile != "" {
+			rowMap = "" // whole tiles of p: no gather
+		}
 		if rowMap != "" && p.scratch == nil {
 			p.scratch = g.newCB("cb_"+p.name+"_src", p.fmt, 1, fmt.Sprintf("the reader's copy of a tile of %s, whose rows it gathers", p.name))
 		}
 		inf.cbv = &cbValue{cb: cb, index: "0", cls: inf.cls, scope: b}
-		return []stmt{&readStmt{p: p, cb: cb, off: off, rowMap: rowMap}}
+		return []stmt{&readStmt{p: p, cb: cb, off: off, rowMap: rowMap, tile: tile}}
 	}
 	sb := g.sram[l.Memref()]
 	if sb == nil || loopOp == nil {
@@ -879,4 +889,100 @@ func (g *kgen) needScaler() {
 	if g.scaler == nil {
 		g.scaler = g.newCB("cb_scaler", float16bFormat, 1, "the reduce_tile scaler (1.0), from the reader")
 	}
+}
+
+// mappedTile is, for a load of p whose rows come from other rows of p
+// through rowMap, the C++ index of the tile the reader reads whole when
+// the map moves whole tiles: the kernel's rows are whole row blocks
+// (static, a multiple of 32), and each row block's 32 rows map to the 32
+// rows of one tile row of p, in order (a slice of leading dimensions by
+// whole matrices of whole tiles, grouped-query attention's expand of
+// keys of whole tiles of tokens). "" otherwise: the reader gathers.
+func (g *kgen) mappedTile(p *param, idx []*ir.Value, rowMap string, off int64) string {
+	if p.access != clsFull || g.rows.Const == nil {
+		return ""
+	}
+	rows := *g.rows.Const
+	if rows <= 0 || rows%TileRows != 0 || rows > 1<<22 {
+		return ""
+	}
+	lead, hasCol := g.leadIndices(p, idx)
+	if !hasCol || len(lead) == 0 {
+		return ""
+	}
+	n := len(idx) - 1
+	src := int64(1)
+	for _, d := range p.shape[:n] {
+		src *= d
+	}
+	for r := int64(0); r < rows; r++ {
+		base, ok := g.rowAt(p, idx[:n], r-r%TileRows)
+		if !ok || base%TileRows != 0 {
+			return ""
+		}
+		v, ok := g.rowAt(p, idx[:n], r)
+		if !ok || v != base+r%TileRows || v < 0 || v >= src {
+			return ""
+		}
+	}
+	col := "ct"
+	if off != 0 {
+		col = colTileExpr(off)
+	}
+	return fmt.Sprintf("[&](uint32_t r) { return %s; }(rb * %du) / %du * %du + %s", rowMap, TileRows, TileRows, p.rowTiles(), col)
+}
+
+// rowAt is the row of p's matrix that row r of the kernel reads at the
+// leading indices idx, as rowMapOf spells it; ok is false where an index
+// is not arithmetic on r and constants.
+func (g *kgen) rowAt(p *param, idx []*ir.Value, r int64) (int64, bool) {
+	row, stride := int64(0), int64(1)
+	for d := len(idx) - 1; d >= 0; d-- {
+		x, ok := g.indexAt(idx[d], r)
+		if !ok {
+			return 0, false
+		}
+		row += x * stride
+		stride *= p.shape[d]
+	}
+	return row, true
+}
+
+// indexAt evaluates an index of the grid body at the kernel's row r, as
+// indexExpr spells it.
+func (g *kgen) indexAt(v *ir.Value, r int64) (int64, bool) {
+	if v == g.grid.Body().Entry().Args[0] {
+		return r, true
+	}
+	if c, ok := constIndex(v); ok {
+		return c, true
+	}
+	d := v.DefiningOp()
+	if d == nil || d.NumOperands() != 2 {
+		return 0, false
+	}
+	x, ok1 := g.indexAt(d.Operand(0), r)
+	y, ok2 := g.indexAt(d.Operand(1), r)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	switch d.Name() {
+	case loop.OpAddi:
+		return x + y, true
+	case loop.OpSubi:
+		return x - y, true
+	case loop.OpMuli:
+		return x * y, true
+	case loop.OpDivi:
+		if y <= 0 || x < 0 {
+			return 0, false
+		}
+		return x / y, true
+	case loop.OpRemi:
+		if y <= 0 || x < 0 {
+			return 0, false
+		}
+		return x % y, true
+	}
+	return 0, false
 }
