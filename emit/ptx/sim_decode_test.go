@@ -315,8 +315,8 @@ func dequantSrc(t *testing.T) string {
 
 // TestDequantForm checks the forms of dequantizing matmuls: `?` rows
 // take the wgmma form, each step converting the weight's bytes into the
-// stage's B (q_i8, N > 128: the wide tiles and their 128-column twin),
-// with the decode form's twins, which the launcher takes for up to 16 and
+// stage's B, in 128 x 128 tiles even where N > 128 (q_i8: no wide tiles,
+// which spilled), with the decode form's twins, which the launcher takes for up to 16 and
 // 32 rows; static rows of 16 or fewer take the decode form alone; with
 // TENSORFORGE_PTX_MMA=sync the 128-row mma.sync form converts fragments
 // in registers; K not a multiple of 64 and a weight [k, n] keep the loops
@@ -343,8 +343,8 @@ func TestDequantForm(t *testing.T) {
 		assert.Contains(t, text, "every B [n, k] "+b+", copied in its own bytes and converted by each step into the stage's", fn)
 		assert.Regexp(t, fmt.Sprintf(`(?s)    if _rows_%[1]s_k0\(sm, [^\n]*\) <= 16:\n        _launch_mm\(fns, "%[1]s_k0_m16", .*\n    elif _rows_%[1]s_k0\(sm, [^\n]*\) <= 32:\n        _launch_mm\(fns, "%[1]s_k0_m32", `, fn), files[fn+".py"], fn)
 	}
-	assert.Contains(t, files["q_i8.ptx"], "CTA tile 128 x 256 x 64")
-	assert.Contains(t, files["q_i8.ptx"], ".visible .entry q_i8_k0"+wgTwinSuffix+"(")
+	assert.Contains(t, files["q_i8.ptx"], "CTA tile 128 x 128 x 64, 256 threads (2 warpgroups of 64 x 128)")
+	assert.NotContains(t, files["q_i8.ptx"], wgTwinSuffix)
 	for fn, why := range map[string]string{
 		"q_k96": "Matmul as scalar loops, not on tensor cores: its right operand is i8 and K = 96 is not a multiple of 64.",
 		"q_kn":  "Matmul as scalar loops, not on tensor cores: its right operand is i8 as [k, n]; the dequantizing form reads [n, k] (transpose_b).",
@@ -369,8 +369,8 @@ func TestDequantForm(t *testing.T) {
 // TestSimulatedDequant runs the dequantizing forms in the simulator
 // against the loop interpreter within TestSimulatedMatMul's bound (the
 // conversions are exact): 1 to 32 rows of the decode twins, more of the
-// wgmma form (the 128-column twin, the wide tiles, two dot products) and
-// of the 128-row mma.sync form, the static decode kernel, the two matmuls
+// wgmma form (partial tiles, two dot products) and of the 128-row
+// mma.sync form, the static decode kernel, the two matmuls
 // left to the loops, the decode form's BK of 64, 128 and 256, and split-K
 // in 3 parts in both CTA orders (the same bits).
 func TestSimulatedDequant(t *testing.T) {
@@ -393,14 +393,12 @@ func TestSimulatedDequant(t *testing.T) {
 		})
 	}
 	assert.Equal(t, []string{
-		"q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m32", "q_i8_k0_n128",
+		"q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m16", "q_i8_k0_m32", "q_i8_k0",
 		"q_e4_k0_m16", "q_e4_k0", "q_e5_k0", "q_u8_k0_m16", "q_u8_k0",
 		"q_swiglu_k0_m16", "q_swiglu_k0", "q_k96_k0", "q_kn_k0",
 	}, ran)
-	t.Run("wide", func(t *testing.T) {
-		// one SM: the 128 x 256 tiles fill it (q_i8_k0, not the twin)
-		defer func(old int64) { simSMs = old }(simSMs)
-		simSMs = 1
+	t.Run("tiles", func(t *testing.T) {
+		// a partial tile of rows, two tiles of columns (N = 136)
 		ran = ran[:0]
 		checkMatMul(t, m, g, mmCase{"q_i8", 130, 256, false})
 		assert.Equal(t, []string{"q_i8_k0"}, ran)

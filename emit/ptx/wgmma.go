@@ -98,7 +98,10 @@ func wgmmaTakes(tp *tcPlan) bool {
 // else -1.
 func planWG(tp *tcPlan, rowTiles int64) {
 	tp.wg = true
-	if len(tp.transB) == 1 && tp.N > tcBN && !wgNarrow && (rowTiles < 0 || rowTiles*ceilDiv(tp.N, wgWideN) >= wgSMs) {
+	// (a dequantized weight keeps 128 columns: on the H100 the 128 x 256
+	// tiles' accumulators and conversions took 255 registers and spilled
+	// 216 bytes, bench/results/e2e-h100-2026-12-07-s7.txt)
+	if len(tp.transB) == 1 && tp.N > tcBN && !wgNarrow && !tp.dequant() && (rowTiles < 0 || rowTiles*ceilDiv(tp.N, wgWideN) >= wgSMs) {
 		tp.bn = wgWideN
 		tp.wideDyn = rowTiles < 0
 	}
