@@ -382,7 +382,7 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		// the reader gathers the rows of a row block from other rows
 		return roleFusible, ""
 	case IsView(op) && f.target.Family == target.Tenstorrent:
-		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis, and views of static shapes that keep the last axis and feed only reads (the reader gathers their rows)", op.Name(), f.target.Name)
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis, reshapes keeping the last axis, and views of static shapes that keep the last axis and feed only reads (the reader gathers their rows)", op.Name(), f.target.Name)
 	case IsView(op):
 		return roleFusible, ""
 	case op.Name() == graph.OpMatMul:
@@ -1166,9 +1166,11 @@ func tileAligned(op *ir.Operation) bool {
 
 // readRows reports whether view op, on a Tenstorrent target, only moves
 // whole rows of an operand that kernels read (not one they compute): a
-// slice, transpose, reshape or broadcast_to of static shapes keeping the
-// last axis whole and in place, of a function argument, of a barrier's
-// result or of such a view. A kernel reading through it addresses each of
+// slice, transpose or broadcast_to of static shapes keeping the last axis
+// whole and in place, of a function argument, of a barrier's result or of
+// such a view; and a reshape keeping the last axis of any operand, which
+// leaves the rows where they are in the tiles' layout (every dimension
+// but the last flattened into rows). A kernel reading through it addresses each of
 // its rows as a row of the operand, which the reader gathers (emit/tt:
 // rows mapped to other rows); a view of a value the kernel computes would
 // map its stores instead, which the writer does not do.
@@ -1198,7 +1200,12 @@ func (f *fuser) readRows(op *ir.Operation) bool {
 		if p := TransposePerm(t); p[len(p)-1] != int64(len(p)-1) {
 			return false
 		}
-	case graph.OpReshape, graph.OpBroadcastTo:
+	case graph.OpReshape:
+		// rows regrouped, the last axis kept: the same rows in the same
+		// order in the tiles' layout (every dimension but the last
+		// flattened into rows), whatever computes the operand
+		return true
+	case graph.OpBroadcastTo:
 	default:
 		return false
 	}
