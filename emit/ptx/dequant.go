@@ -7,14 +7,16 @@ import (
 	"github.com/tensorforge/tensorforge/ir"
 )
 
-// This file is the dequantize prologue of the decode form (decode.go): a
+// This file is the dequantize prologue of the tensor-core matmul: a
 // right operand stored as i8, ui8, f8E4M3FN or f8E5M2 and widened to the
 // left operand's bf16 or f16 (W8A16: `graph.cast` of the weight before
 // the matmul, its per-channel scale an epilogue) goes to shared memory in
-// its own bytes, half of a bf16 weight's, and is converted in registers
-// before each mma.sync. Every such value is exact in bf16 and in f16
-// (8 significant bits at most, exponents within range), so the products
-// are those of the program: the bound is the bf16 matmul's.
+// its own bytes, half of a bf16 weight's, and is converted there: in
+// registers before each mma.sync (the decode form, decode.go, and the
+// 128-row mma.sync form), or into each stage's B tile for wgmma
+// (wgConvert). Every such value is exact in bf16 and in f16 (8
+// significant bits at most, exponents within range), so the products are
+// those of the program: the bound is the bf16 matmul's.
 //
 // ldmatrix would need the weight in halves. Instead the k of each 64-k
 // block of a stage is permuted, the same way in both operands (a dot
@@ -27,7 +29,7 @@ import (
 // of step s are the halves k = 16*t4 + 4s .. +3 of row g (a1, a3 of row
 // g+8), 32 bytes a row for the four steps, two ld.shared.v4 each.
 //
-// A stage holds each weight as 64 rows of BK bytes, rows 64 bytes apart
+// A stage holds each weight as bn rows of BK bytes, rows 64 bytes apart
 // modulo 128 (pitch BK+64 for BK 128 and 256, 64 for BK 64): the 16-byte
 // reads of a quarter warp (rows g and g+1) fall in distinct banks.
 
