@@ -228,6 +228,13 @@ func (ke *kernelEmitter) dqStep(tp *tcPlan, sCur, aq opnd, bq []opnd, acc [][]op
 	}
 }
 
+// dqMagic is 1.5 * 2^23, an f32 whose last mantissa bits hold an 8-bit
+// integer added to its bits (dqPair); dqMagicBits its bits.
+const (
+	dqMagic     = 12582912.0
+	dqMagicBits = 0x4B400000
+)
+
 // dqPair converts bytes 2p and 2p+1 of word w, two values of kind k, to
 // a pair of halves (the first in the low half): exact.
 func (ke *kernelEmitter) dqPair(w opnd, p int, k, half ir.ElemKind) opnd {
@@ -235,14 +242,28 @@ func (ke *kernelEmitter) dqPair(w opnd, p int, k, half ir.ElemKind) opnd {
 	h2 := "cvt.rn." + halfName(half) + "x2.f32"
 	switch k {
 	case ir.I8, ir.UI8:
+		// without the conversion unit (cvt.rn.f32.s32 and
+		// cvt.rn.bf16x2.f32 issue at a quarter of the ALU's rate or less,
+		// and a weight needs one per value): the byte, sign-extended,
+		// added to the bits of 1.5 * 2^23 is the f32 1.5 * 2^23 + v
+		// (exact: an integer below 2^24), less 1.5 * 2^23 is v; v has 8
+		// significant bits at most, so its bf16 is the upper half of its
+		// f32, and two upper halves make the pair (bfi). f16: cvt of the
+		// pair, exact.
 		ext := "bfe.s32"
 		if k == ir.UI8 {
 			ext = "bfe.u32"
 		}
 		f := func(b int) opnd {
-			return ke.f32("cvt.rn.f32.s32", ke.b32(ext, w, i32(int64(8*b)), i32(8)))
+			t := ke.b32("add.s32", ke.b32(ext, w, i32(int64(8*b)), i32(8)), i32(dqMagicBits))
+			return ke.f32("sub.rn.f32", ke.f32("mov.b32", t), f32Imm(dqMagic))
 		}
-		return ke.b32(h2, f(2*p+1), f(2*p))
+		lo, hi := f(2*p), f(2*p+1)
+		if half == ir.F16 {
+			return ke.b32(h2, hi, lo)
+		}
+		lo16 := ke.b32("bfe.u32", ke.b32("mov.b32", lo), i32(16), i32(16))
+		return ke.b32("bfi.b32", lo16, ke.b32("mov.b32", hi), i32(0), i32(16))
 	}
 	// f8 to f16, exact: an f8E5M2 is the upper byte of its f16; the
 	// f8E4M3FN pair goes through cvt.rn.f16x2.e4m3x2; to bf16 through f32
