@@ -95,8 +95,8 @@ type tcPlan struct {
 	// a 128-column twin the launcher takes where the wide tiles would
 	// leave SMs idle (wgmma.go)
 	wideDyn bool
-	// twin: this is that 128-column twin (or, with decode, the 16-row
-	// twin of a kernel whose rows are `?`)
+	// twin: this is that 128-column twin (or, with decode, a 16- or
+	// 32-row twin of a kernel whose rows are `?`)
 	twin bool
 	// bm: the rows of a CTA tile (tcBM; the decode form's 16 or 32)
 	bm int64
@@ -105,7 +105,7 @@ type tcPlan struct {
 	// decode: the decode form (decode.go): tiles of 16 rows, warps side
 	// by side along N
 	decode bool
-	// decodeDyn: the rows are `?`, and the kernel comes with a twin in
+	// decodeDyn: the rows are `?`, and the kernel comes with twins in
 	// the decode form that the launcher takes for few rows
 	decodeDyn bool
 	// b8Off: where each dequantized weight's bytes lie in a stage (the
