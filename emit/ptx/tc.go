@@ -113,16 +113,17 @@ type tcPlan struct {
 	// them there: b8Off = bOff)
 	b8Off []int64
 	// bKind is the element type each dot product's right operand is
-	// stored in: the half type, or i8 / f8 converted in registers
+	// stored in: the half type, or i8 / ui8 / f8 converted to it
 	// (dequant.go)
 	bKind []ir.ElemKind
 	// rowsPy is the Python spelling of the rows of a matrix of the
-	// result, for the launcher's choice of the decode twin
+	// result, for the launcher's choice among the decode twins
 	rowsPy string
 }
 
 // wtm is the rows of a warp's tile, ni its mma.sync tiles of 16 rows:
-// 64 (two warps along M) in the 128-row form, 16 in the decode form.
+// 64 (two warps along M) in the 128-row form, the tile's 16 or 32 in the
+// decode form.
 func (tp *tcPlan) wtm() int64 {
 	if tp.decode {
 		return tp.bm
