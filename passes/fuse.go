@@ -382,7 +382,7 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		// the reader gathers the rows of a row block from other rows
 		return roleFusible, ""
 	case IsView(op) && f.target.Family == target.Tenstorrent:
-		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis, reshapes keeping the last axis, and views of static shapes that keep the last axis and feed only reads (the reader gathers their rows)", op.Name(), f.target.Name)
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis, and views of static shapes that keep the last axis: reshapes, and the others where they only feed reads (the reader gathers their rows)", op.Name(), f.target.Name)
 	case IsView(op):
 		return roleFusible, ""
 	case op.Name() == graph.OpMatMul:
