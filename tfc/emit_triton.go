@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -29,6 +31,13 @@ func init() {
 				source = filepath.Base(loc.File)
 			}
 			opts := tritonemit.Options{Source: source, Target: req.Target.Name, Tuned: req.Tuned}
+			switch v := os.Getenv("TENSORFORGE_TRITON_I8"); v {
+			case "", "cast":
+			case "bits":
+				opts.I8Bits = true
+			default:
+				return fmt.Errorf("TENSORFORGE_TRITON_I8=%q: expected \"cast\" (an int8 weight widened by .to(), the default) or \"bits\" (through the bits of an f32, without conversion instructions)", v)
+			}
 			text, err := tritonemit.Emit(req.Module, opts)
 			if err != nil {
 				return err

@@ -12,7 +12,9 @@
 # weights, the dequantizing forms), of the attention-scores workload and
 # of emit/ptx/testdata/dequant/matmuls.tir (assembled only) into
 # .bin/dec/{on,off,r16,bk256} (bk256: TENSORFORGE_PTX_DECODE_BK=256), the
-# Triton modules into .bin/mmtri; there (carry .bin):
+# Triton modules into .bin/mmtri (and, with TENSORFORGE_TRITON_I8=bits,
+# .bin/mmtri-bits: their W8A16 kernel timed again in its own step); there
+# (carry .bin):
 #
 #   [FORMS="on off"] [ROUNDS=1] bash bench/gpu/decode_ab.sh run OUT [ROWS]
 #
@@ -37,8 +39,9 @@ build)
         .bin/tfc --emit=ptx --target=h200 "$f" -o ".bin/dec/$form/$(basename "$f" .tir).ptx"
     done
   done
-  rm -rf .bin/mmtri
+  rm -rf .bin/mmtri .bin/mmtri-bits
   bash bench/gpu/build_matmul.sh .bin/mmtri >/dev/null
+  TENSORFORGE_TRITON_I8=bits bash bench/gpu/build_matmul.sh .bin/mmtri-bits >/dev/null
   grep -l "decode form" .bin/dec/on/*/*.ptx
   ;;
 run)
@@ -59,6 +62,13 @@ run)
       timeout 60 python3 bench/gpu/run.py --quick --modules "/tmp/dec-$form" --out "$out/gqa-$form-$r" \
         --only decode_gqa_scores_32x2048 2>&1 | grep -v Warning
     done
+    if [ -d .bin/mmtri-bits ]; then
+      # the Triton W8A16 kernel converting through f32 bits
+      # (TENSORFORGE_TRITON_I8=bits): its triton column against the above
+      echo "## triton int8 through f32 bits, round $r"
+      timeout 90 python3 bench/gpu/matmul_ptx.py .bin/dec/on --triton .bin/mmtri-bits --rows "$rows" \
+        --only up,w8up --out "$out/bits-$r" 2>&1 | grep -v Warning
+    fi
   done
   ;;
 *)

@@ -43,6 +43,11 @@ type Options struct {
 	// Tuned, if set, replaces the default configurations of the matmul
 	// kernels it has an entry for (tune.go).
 	Tuned *TuneCache
+	// I8Bits converts an i8 or ui8 right operand of a matmul to its bf16
+	// or f16 through the bits of an f32 (matmul.go: i8Bits) instead of
+	// .to(): integer and f32 arithmetic, no conversion instructions. Not
+	// the default until measured (tfc: TENSORFORGE_TRITON_I8=bits).
+	I8Bits bool
 }
 
 // Emit translates a lowered module into the text of a Python module.
@@ -100,6 +105,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 			return "", err
 		}
 		if mp != nil {
+			mp.i8Bits = opts.I8Bits
 			p := &kernelPlan{mode: modeRows, mm: mp, grid: mp.match.Grid}
 			me.plans[k.SymName()] = p
 			t, err := newKernelEmitter(k, name, p, me.uses).emitMatMul()

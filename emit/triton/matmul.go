@@ -56,6 +56,9 @@ type matmulPlan struct {
 	out   *ir.Value // the first output buffer: its extents are the result's
 	elem  ir.ElemKind
 	acc   ir.ElemKind // f32, or i32 for int8 operands
+	// i8Bits: convert i8 / ui8 right operands through f32 bits
+	// (Options.I8Bits)
+	i8Bits bool
 }
 
 // tileMatMul returns the plan of matmul kernel k when the Triton emitter
@@ -158,6 +161,23 @@ var narrowRows = matmulConfig{maxM: 64, bm: 32, bn: 32, bk: 256, groupM: 1, warp
 var wideDecode = matmulConfig{maxM: 16, bm: 16, bn: 128, bk: 128, groupM: 1, warps: 4, stages: 4}
 
 const wideDecodeCols = 8192
+
+// widen converts a right operand's tile b of kind rk to the left
+// operand's type t. With i8Bits an i8 or ui8 tile goes through the bits of
+// an f32: the integer added to the bits of 1.5 * 2^23 is the f32 1.5 *
+// 2^23 + v (exact below 2^24), less 1.5 * 2^23 is v; for bf16 the upper
+// half of v's f32 is its bf16 (v has 8 significant bits at most), moved
+// by a shift, for f16 a cast (exact).
+func (mp *matmulPlan) widen(b string, rk ir.ElemKind, t string) string {
+	if !mp.i8Bits || (rk != ir.I8 && rk != ir.UI8) || (mp.elem != ir.BF16 && mp.elem != ir.F16) {
+		return b + ".to(" + t + ")"
+	}
+	f := fmt.Sprintf("((%s.to(tl.int32) + 0x4B400000).to(tl.float32, bitcast=True) - 12582912.0)", b)
+	if mp.elem == ir.F16 {
+		return f + ".to(tl.float16)"
+	}
+	return fmt.Sprintf("(%s.to(tl.int32, bitcast=True) >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)", f)
+}
 
 // dequantDecode replaces the decode configuration of a kernel whose right
 // operand is converted as it is loaded (an int8 or f8 weight of a bf16
@@ -390,7 +410,7 @@ func (k *kernelEmitter) emitMatMul() (string, error) {
 			if err != nil {
 				return "", err
 			}
-			b += ".to(" + t + ")"
+			b = mp.widen(b, rk, t)
 		}
 		w.line(fmt.Sprintf("%s = tl.dot(a_t, %s, %s%s)", accs[i], b, accs[i], prec))
 	}

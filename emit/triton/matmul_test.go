@@ -1,6 +1,7 @@
 package triton
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,5 +58,34 @@ func TestFitShared(t *testing.T) {
 	for _, c := range matmulConfigs {
 		assert.Equal(t, c, bf16.fitShared(c))
 		assert.LessOrEqual(t, bf16.pipelineBytes(c), int64(maxPipelineBytes))
+	}
+}
+
+// TestI8Bits checks the conversion of an int8 weight through the bits of
+// an f32 (Options.I8Bits): the emitted expression, .to() without the
+// option, and the arithmetic it relies on for every i8 and ui8 value (the
+// integer added to the bits of 1.5 * 2^23 gives the f32 1.5 * 2^23 + v;
+// less 1.5 * 2^23 is v; the upper half of v's f32 bits, shifted down
+// arithmetically and truncated to 16 bits, is v's bf16). That Triton's
+// casts are those (int32 >> 16 arithmetic, int32 -> int16 truncating)
+// only a GPU run shows (bench/gpu/decode_ab.sh).
+func TestI8Bits(t *testing.T) {
+	src := `func.func @w8(%x: tensor<?x256xbf16>, %q: tensor<96x256xi8>) -> tensor<?x96xbf16> {
+  %w = graph.cast %q : (tensor<96x256xi8>) -> tensor<96x256xbf16>
+  %y = graph.matmul %x, %w {transpose_b = true} : (tensor<?x256xbf16>, tensor<96x256xbf16>) -> tensor<?x96xbf16>
+  return %y : tensor<?x96xbf16>
+}`
+	m := lower(t, src, o2)
+	plain, err := Emit(m, Options{Target: "h200"})
+	require.NoError(t, err)
+	assert.Contains(t, plain, "tl.dot(a_t, tl.load(b0_ptrs).to(tl.bfloat16), acc0)")
+	bits, err := Emit(lower(t, src, o2), Options{Target: "h200", I8Bits: true})
+	require.NoError(t, err)
+	assert.Contains(t, bits, "tl.dot(a_t, (((tl.load(b0_ptrs).to(tl.int32) + 0x4B400000).to(tl.float32, bitcast=True) - 12582912.0).to(tl.int32, bitcast=True) >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True), acc0)")
+	for v := int32(-128); v < 256; v++ {
+		f := math.Float32frombits(uint32(v+0x4B400000)) - 12582912.0
+		require.Equal(t, float32(v), f, "v = %d", v)
+		b := int16(int32(math.Float32bits(f)) >> 16)
+		require.Equal(t, float32(v), math.Float32frombits(uint32(uint16(b))<<16), "v = %d", v)
 	}
 }
