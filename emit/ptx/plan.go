@@ -176,42 +176,7 @@ func makePlan(ke *kernelEmitter) *plan {
 
 // staticIndex evaluates an index value defined by constants and index
 // arithmetic on them.
-func staticIndex(v *ir.Value) (int64, bool) {
-	op := v.DefiningOp()
-	if op == nil {
-		return 0, false
-	}
-	if c, ok := loop.AsConst(op); ok {
-		return int64(c.Value()), true
-	}
-	switch op.Name() {
-	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
-	default:
-		return 0, false
-	}
-	x, ok1 := staticIndex(op.Operand(0))
-	y, ok2 := staticIndex(op.Operand(1))
-	if !ok1 || !ok2 {
-		return 0, false
-	}
-	switch op.Name() {
-	case loop.OpAddi:
-		return x + y, true
-	case loop.OpSubi:
-		return x - y, true
-	case loop.OpMuli:
-		return x * y, true
-	case loop.OpMini:
-		return min(x, y), true
-	}
-	if y == 0 {
-		return 0, false
-	}
-	if op.Name() == loop.OpDivi {
-		return x / y, true
-	}
-	return x % y, true
-}
+func staticIndex(v *ir.Value) (int64, bool) { return loop.EvalIndex(v, nil) }
 
 // staticTrip is the trip count of a loop with constant bounds, or -1.
 func staticTrip(f loop.ForOp) int64 { return staticRange(f.Lower(), f.Upper(), f.Step()) }

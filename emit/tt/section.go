@@ -951,38 +951,6 @@ func (g *kgen) rowAt(p *param, idx []*ir.Value, r int64) (int64, bool) {
 // indexAt evaluates an index of the grid body at the kernel's row r, as
 // indexExpr spells it.
 func (g *kgen) indexAt(v *ir.Value, r int64) (int64, bool) {
-	if v == g.grid.Body().Entry().Args[0] {
-		return r, true
-	}
-	if c, ok := constIndex(v); ok {
-		return c, true
-	}
-	d := v.DefiningOp()
-	if d == nil || d.NumOperands() != 2 {
-		return 0, false
-	}
-	x, ok1 := g.indexAt(d.Operand(0), r)
-	y, ok2 := g.indexAt(d.Operand(1), r)
-	if !ok1 || !ok2 {
-		return 0, false
-	}
-	switch d.Name() {
-	case loop.OpAddi:
-		return x + y, true
-	case loop.OpSubi:
-		return x - y, true
-	case loop.OpMuli:
-		return x * y, true
-	case loop.OpDivi:
-		if y <= 0 || x < 0 {
-			return 0, false
-		}
-		return x / y, true
-	case loop.OpRemi:
-		if y <= 0 || x < 0 {
-			return 0, false
-		}
-		return x % y, true
-	}
-	return 0, false
+	row := g.grid.Body().Entry().Args[0]
+	return loop.EvalIndex(v, func(x *ir.Value) (int64, bool) { return r, x == row })
 }
