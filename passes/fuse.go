@@ -454,6 +454,7 @@ func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
 	}
 	f.horizon = len(f.nodes)
 	f.fuseSiblings()
+	f.fuseSharedProducers()
 	// a copy of a view that no kernel absorbed, beside an original that
 	// none absorbed either, is the original again
 	for _, op := range f.nodes {
@@ -529,6 +530,39 @@ func (f *fuser) mergeCycleBreaker(gp, gc *fusionGroup, c *ir.Operation) bool {
 	f.remark(via.Loc, "fused '%s' into the kernel of '%s' at %s, so that '%s' at %s joins it without a cycle",
 		via.Name(), first.Name(), locString(first.Loc), c.Name(), locString(c.Loc))
 	return true
+}
+
+// fuseSharedProducers tries again, after sibling fusion, the producers
+// left alone whose users have since come to share one kernel: a cast of
+// the activations that two matmuls read (W8A8 gate and up widening x to
+// i32) was refused by each matmul's kernel while the other read it too,
+// and is a prologue of the kernel that now holds both.
+func (f *fuser) fuseSharedProducers() {
+	for _, p := range f.nodes {
+		if r, _ := f.role(p); r != roleFusible || !f.alone(p) || p.NumResults() != 1 {
+			continue
+		}
+		var gc *fusionGroup
+		var c *ir.Operation
+		shared := len(p.Result(0).Users()) > 1
+		for _, u := range p.Result(0).Users() {
+			g := f.group[u]
+			if g == nil || (gc != nil && g != gc) {
+				shared = false
+				break
+			}
+			gc, c = g, u
+		}
+		gp := f.group[p]
+		if !shared || gp == nil || gc == gp {
+			continue
+		}
+		// (refused again, it has been explained already)
+		if info, reason := f.canMerge(gp, gc, false); reason == "" {
+			f.merge(gp, gc, info)
+			f.remark(c.Loc, "fused '%s' with its producer '%s' at %s, whose users now share its kernel", c.Name(), p.Name(), locString(p.Loc))
+		}
+	}
 }
 
 // fuseSiblings merges kernels that read the same full tensor: each of its

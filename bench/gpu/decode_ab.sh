@@ -9,8 +9,9 @@
 #   bash bench/gpu/decode_ab.sh build
 #
 # writes .bin/tfc, the forms of bench/gpu/matmul/*.tir (w8up: int8
-# weights, the dequantizing forms), of the attention-scores workload and
-# of emit/ptx/testdata/dequant/matmuls.tir (assembled only) into
+# weights, the dequantizing forms; w8a8: int8 activations too, the int8
+# form), of the attention-scores workload and of
+# emit/ptx/testdata/{dequant,int8}/matmuls.tir (assembled only) into
 # .bin/dec/{on,off,r16,bk256} (bk256: TENSORFORGE_PTX_DECODE_BK=256), the
 # Triton modules into .bin/mmtri (and, with TENSORFORGE_TRITON_I8=bits,
 # .bin/mmtri-bits: their W8A16 kernel timed again in its own step); there
@@ -34,9 +35,12 @@ build)
     [ "$form" = bk256 ] && bk=256
     rm -rf ".bin/dec/$form"
     mkdir -p ".bin/dec/$form"
-    for f in bench/gpu/matmul/{qkv,qo,kv,up,down,gateup,w8up}.tir bench/gpu/workloads/gqa_scores.tir emit/ptx/testdata/dequant/matmuls.tir; do
+    for f in bench/gpu/matmul/{qkv,qo,kv,up,down,gateup,w8up,w8a8}.tir bench/gpu/workloads/gqa_scores.tir \
+      emit/ptx/testdata/dequant/matmuls.tir emit/ptx/testdata/int8/matmuls.tir; do
+      name=$(basename "$f" .tir)
+      [ "$name" = matmuls ] && name=$(basename "$(dirname "$f")") # dequant, int8
       TENSORFORGE_PTX_DECODE=$v TENSORFORGE_PTX_DECODE_ROWS=$rows TENSORFORGE_PTX_DECODE_BK=$bk \
-        .bin/tfc --emit=ptx --target=h200 "$f" -o ".bin/dec/$form/$(basename "$f" .tir).ptx"
+        .bin/tfc --emit=ptx --target=h200 "$f" -o ".bin/dec/$form/$name.ptx"
     done
   done
   rm -rf .bin/mmtri .bin/mmtri-bits
@@ -50,7 +54,7 @@ run)
   forms=${FORMS:-on off r16 bk256}
   mkdir -p "$out"
   nvidia-smi --query-gpu=name --format=csv,noheader
-  bash bench/gpu/ptx_check.sh .bin/dec/on 2>&1 | grep -E "_m16|_m32|gqa|w8up|q_|rror"
+  bash bench/gpu/ptx_check.sh .bin/dec/on 2>&1 | grep -E "_m16|_m32|gqa|w8up|w8a8|q_|a8_|u8s8|k200|requant|two_|rror"
   for form in $forms; do
     python3 bench/gpu/ptx_modules.py ".bin/dec/$form" "/tmp/dec-$form" >/dev/null
   done
@@ -58,7 +62,7 @@ run)
     for form in $forms; do
       echo "## $form round $r"
       timeout 150 python3 bench/gpu/matmul_ptx.py ".bin/dec/$form" --triton .bin/mmtri --rows "$rows" \
-        --only qkv,qo,kv,up,down,gateup,w8up --out "$out/$form-$r" 2>&1 | grep -v Warning
+        --only qkv,qo,kv,up,down,gateup,w8up,w8a8 --out "$out/$form-$r" 2>&1 | grep -v Warning
       timeout 60 python3 bench/gpu/run.py --quick --modules "/tmp/dec-$form" --out "$out/gqa-$form-$r" \
         --only decode_gqa_scores_32x2048 2>&1 | grep -v Warning
     done

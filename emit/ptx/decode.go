@@ -145,9 +145,8 @@ func (tp *tcPlan) describeDecode() []string {
 	if tp.dequant() {
 		b = fmt.Sprintf("every B [n, k] %s, copied in its own bytes and converted to %s in registers (k permuted alike in A and B within blocks of 64)", tp.bKind[0], halfName(tp.half))
 	}
-	return append(out,
-		fmt.Sprintf("Matmul on tensor cores, decode form: CTA tile %d x %d x %d, %d threads (%d warps side by side, warp tile %d x %d), mma.sync.m16n8k16 %s, f32 accumulators; %d dot product(s), %s.", tp.bm, tp.bn, tp.bk, tp.threads, tp.threads/32, tp.bm, tp.wtn, halfName(tp.half), len(tp.transB), b),
-		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: cp.async.cg 16 bytes, %d stages ahead.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
-		splitKLine,
-	)
+	out = append(out,
+		fmt.Sprintf("Matmul on tensor cores, decode form: CTA tile %d x %d x %d, %d threads (%d warps side by side, warp tile %d x %d), mma.sync.%s %s, %s accumulators; %d dot product(s), %s.", tp.bm, tp.bn, tp.bk, tp.threads, tp.threads/32, tp.bm, tp.wtn, tp.mmaShape(), tp.inputs(), tp.accName(), len(tp.transB), b),
+		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: cp.async.cg 16 bytes, %d stages ahead.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()))
+	return append(out, tp.splitKLine()...)
 }

@@ -52,11 +52,14 @@ func isWidenedOf(v, load *ir.Value, half ir.ElemKind) bool {
 
 // dequant reports whether the plan's right operands are converted in
 // registers.
-func (tp *tcPlan) dequant() bool { return len(tp.bKind) > 0 && tp.bKind[0] != tp.half }
+func (tp *tcPlan) dequant() bool { return !tp.int8 && len(tp.bKind) > 0 && tp.bKind[0] != tp.half }
 
 // dequantWhy says why a matmul with a dequantized right operand cannot
 // take the decode form ("" when it can, or when no operand is one).
 func (tp *tcPlan) dequantWhy() string {
+	if tp.int8 {
+		return ""
+	}
 	some := false
 	for _, k := range tp.bKind {
 		some = some || k != tp.half

@@ -187,7 +187,19 @@ wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 wgmma.mma_async.sync.align
 wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16
 xor.b64 setp.ne.b32`)
 
+// int8Opcodes are the instructions of the int8 form (int8.go): ptxas of
+// CUDA 13.0 assembled the kernels of emit/ptx/testdata/int8/matmuls.tir
+// and bench/gpu/matmul/w8a8.tir with them (sm_90a for wgmma), and the w8a8
+// kernels ran correctly on an H100
+// (bench/results/gpu-h100-2026-12-07-s8-int8.txt).
+var int8Opcodes = strings.Fields(`
+mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32
+mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32
+wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8
+ld.global.v4.s32 st.global.v4.s32 add.s32`)
+
 func init() {
+	verifiedOpcodes = append(verifiedOpcodes, int8Opcodes...)
 	verifiedOpcodes = append(verifiedOpcodes, wgmmaOpcodes...)
 	verifiedOpcodes = append(verifiedOpcodes, bulkOpcodes...)
 	verifiedOpcodes = append(verifiedOpcodes, tcOpcodes...)

@@ -887,8 +887,15 @@ func slotBytes(k ir.ElemKind) int64 {
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
-// splitKLine describes split-K in a matmul kernel's comment.
-const splitKLine = "Split-K: the launcher cuts K into parts where the tiles leave SMs idle (few rows); each part stores its f32 sums, the last of a tile to finish adds them in order and runs the epilogue."
+// splitKLine describes split-K in a matmul kernel's comment (and, for
+// the int8 form, how it counts K).
+func (tp *tcPlan) splitKLine() []string {
+	out := []string{"Split-K: the launcher cuts K into parts where the tiles leave SMs idle (few rows); each part stores its " + tp.accName() + " sums, the last of a tile to finish adds them in order and runs the epilogue."}
+	if tp.int8 {
+		out = append(out, fmt.Sprintf("Int8 form: K is counted in pairs of bytes, a step of %d holds %d values of K.", tp.bk, 2*tp.bk))
+	}
+	return out
+}
 
 // describe says in a few lines what the plan is, for the kernel's
 // comment.
@@ -900,7 +907,7 @@ func (pl *plan) describe() []string {
 		if tp.decode {
 			return tp.describeDecode()
 		}
-		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (%d warps, 2 x %d, warp tile 64 x %d), mma.sync.m16n8k16 %s, f32 accumulators.", tcBM, tcBN, tcBK, tp.threads, tp.threads/32, tp.warpsN, tp.wtn, halfName(tp.half))}
+		out := []string{fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (%d warps, 2 x %d, warp tile 64 x %d), mma.sync.%s %s, %s accumulators.", tcBM, tcBN, tcBK, tp.threads, tp.threads/32, tp.warpsN, tp.wtn, tp.mmaShape(), tp.inputs(), tp.accName())}
 		for d, t := range tp.transB {
 			b := "[k, n], ldmatrix.trans"
 			switch {
@@ -921,7 +928,7 @@ func (pl *plan) describe() []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all); copies: %s.", tp.stages, tp.stageBytes, tp.sharedBytes(), copies))
-		return append(out, splitKLine)
+		return append(out, tp.splitKLine()...)
 	}
 	var pre []string
 	if pl.tcWhy != "" {

@@ -139,6 +139,10 @@ func (c *simCtx) mma(warp []*simThread, in *simInstr) {
 	if len(warp) != 32 {
 		panic("mma.sync in a partial warp")
 	}
+	if len(p) == 10 && p[3] == "m16n8k32" {
+		c.mmaInt8(warp, in)
+		return
+	}
 	if len(p) != 10 || p[1] != "sync" || p[2] != "aligned" || p[3] != "m16n8k16" || p[4] != "row" || p[5] != "col" ||
 		p[6] != "f32" || p[7] != p[8] || (p[7] != "bf16" && p[7] != "f16") || p[9] != "f32" {
 		panic("unsupported mma form " + in.op)
@@ -182,6 +186,70 @@ func (c *simCtx) mma(warp []*simThread, in *simInstr) {
 		g, t := lane>>2, lane%4
 		for r := 0; r < 4; r++ {
 			th.regs[d[r].reg] = bitsF32(D[g+8*(r/2)][2*t+r%2])
+		}
+	}
+}
+
+// byteValue decodes byte i of w as s8 or u8.
+func byteValue(w uint64, i int, typ string) int64 {
+	b := uint8(w >> (8 * i))
+	switch typ {
+	case "s8":
+		return int64(int8(b))
+	case "u8":
+		return int64(b)
+	}
+	panic("mma input type " + typ)
+}
+
+// mmaInt8 runs `mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}.{s8,u8}.s32`
+// for the 32 lanes of warp: A 16x32 in registers a0..a3 (row g + 8*(r%2),
+// bytes 4t..4t+3 + 16*(r/2)), B 32x8 in b0, b1 (k 4t..4t+3 + 16*r, column
+// g), C and D as the f32 form's, sums in int64 wrapped to 32 bits.
+func (c *simCtx) mmaInt8(warp []*simThread, in *simInstr) {
+	p := in.parts
+	if p[1] != "sync" || p[2] != "aligned" || p[4] != "row" || p[5] != "col" || p[6] != "s32" || p[9] != "s32" {
+		panic("unsupported mma form " + in.op)
+	}
+	d, av, bv, cv := in.args[0].vec, in.args[1].vec, in.args[2].vec, in.args[3].vec
+	if len(d) != 4 || len(av) != 4 || len(bv) != 2 || len(cv) != 4 {
+		panic("mma.sync m16n8k32 takes {4 s32}, {4 b32}, {2 b32}, {4 s32}")
+	}
+	var A [16][32]int64
+	var B [32][8]int64
+	var C [16][8]int64
+	for lane, th := range warp {
+		g, t := lane>>2, lane%4
+		for r := 0; r < 4; r++ {
+			w := c.val(th, av[r])
+			for i := 0; i < 4; i++ {
+				A[g+8*(r%2)][4*t+16*(r/2)+i] = byteValue(w, i, p[7])
+			}
+		}
+		for r := 0; r < 2; r++ {
+			w := c.val(th, bv[r])
+			for i := 0; i < 4; i++ {
+				B[4*t+16*r+i][g] = byteValue(w, i, p[8])
+			}
+		}
+		for r := 0; r < 4; r++ {
+			C[g+8*(r/2)][2*t+r%2] = int64(int32(uint32(c.val(th, cv[r]))))
+		}
+	}
+	var D [16][8]uint32
+	for i := 0; i < 16; i++ {
+		for j := 0; j < 8; j++ {
+			s := C[i][j]
+			for k := 0; k < 32; k++ {
+				s += A[i][k] * B[k][j]
+			}
+			D[i][j] = uint32(s)
+		}
+	}
+	for lane, th := range warp {
+		g, t := lane>>2, lane%4
+		for r := 0; r < 4; r++ {
+			th.regs[d[r].reg] = uint64(D[g+8*(r/2)][2*t+r%2])
 		}
 	}
 }

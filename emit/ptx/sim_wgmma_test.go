@@ -129,27 +129,39 @@ func (c *simCtx) wgmma(wg int, grp []*simThread, in *simInstr) {
 }
 
 // wgmmaMMA runs wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T d, adesc,
-// bdesc, scale-d, 1, 1, 0, 0.
+// bdesc, scale-d, 1, 1, 0, 0 (T bf16 or f16), and the integer form
+// m64nNk32.s32.A.B d, adesc, bdesc, scale-d (A, B s8 or u8: 32 bytes of
+// K a row where the half form reads 16 halves).
 func (c *simCtx) wgmmaMMA(st *simWG, grp []*simThread, in *simInstr) {
 	p := in.parts
-	if len(p) != 8 || p[2] != "sync" || p[3] != "aligned" || p[5] != "f32" || p[6] != p[7] || (p[6] != "bf16" && p[6] != "f16") {
+	if len(p) != 8 || p[2] != "sync" || p[3] != "aligned" {
+		panic("unsupported wgmma form " + in.op)
+	}
+	integer := p[5] == "s32"
+	kSuffix, nargs := "k16", 8
+	switch {
+	case integer && (p[6] == "s8" || p[6] == "u8") && (p[7] == "s8" || p[7] == "u8"):
+		kSuffix, nargs = "k32", 4
+	case p[5] == "f32" && p[6] == p[7] && (p[6] == "bf16" || p[6] == "f16"):
+	default:
 		panic("unsupported wgmma form " + in.op)
 	}
 	shape := p[4]
-	if !strings.HasPrefix(shape, "m64n") || !strings.HasSuffix(shape, "k16") {
+	if !strings.HasPrefix(shape, "m64n") || !strings.HasSuffix(shape, kSuffix) {
 		panic("unsupported wgmma shape " + shape)
 	}
-	N, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(shape, "m64n"), "k16"))
+	N, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(shape, "m64n"), kSuffix))
 	if err != nil || N < 8 || N > 256 || N%8 != 0 {
 		panic("unsupported wgmma shape " + shape)
 	}
-	typ := p[6]
-	if len(in.args) != 8 {
-		panic(fmt.Sprintf("%s takes 8 operands, found %d", in.op, len(in.args)))
+	if len(in.args) != nargs {
+		panic(fmt.Sprintf("%s takes %d operands, found %d", in.op, nargs, len(in.args)))
 	}
-	for i, want := range []string{"1", "1", "0", "0"} {
-		if got := strconv.FormatUint(c.val(grp[0], in.args[4+i]), 10); got != want {
-			panic(fmt.Sprintf("%s: operand %d is %s; the simulator runs imm-scale 1 and K-major operands (trans 0)", in.op, 5+i, got))
+	if !integer {
+		for i, want := range []string{"1", "1", "0", "0"} {
+			if got := strconv.FormatUint(c.val(grp[0], in.args[4+i]), 10); got != want {
+				panic(fmt.Sprintf("%s: operand %d is %s; the simulator runs imm-scale 1 and K-major operands (trans 0)", in.op, 5+i, got))
+			}
 		}
 	}
 	d := in.args[0].vec
@@ -164,21 +176,27 @@ func (c *simCtx) wgmmaMMA(st *simWG, grp []*simThread, in *simInstr) {
 		}
 	}
 	seen := map[uint64]bool{}
-	operand := func(desc uint64, rows int) [][16]float64 {
+	// operand reads rows of 32 bytes of K: 16 halves, or 32 bytes of typ
+	operand := func(desc uint64, rows int, typ string) [][32]float64 {
 		if desc>>62 != 1 || (desc>>49)&7 != 0 {
 			panic(fmt.Sprintf("descriptor %#x: the simulator runs the 128-byte swizzle with base offset 0", desc))
 		}
 		start := (desc & 0x3fff) << 4
 		stride := ((desc >> 32) & 0x3fff) << 4
-		out := make([][16]float64, rows)
+		out := make([][32]float64, rows)
 		for r := 0; r < rows; r++ {
-			for k := 0; k < 16; k++ {
-				x := start + uint64(r/8)*stride + uint64(r%8)*128 + uint64(2*k)
+			for b := 0; b < 32; b++ {
+				x := start + uint64(r/8)*stride + uint64(r%8)*128 + uint64(b)
 				x ^= ((x >> 7) & 7) << 4
-				if x+2 > uint64(len(c.shared)) {
+				if x+1 > uint64(len(c.shared)) {
 					panic(fmt.Sprintf("wgmma operand byte %d past %d bytes of shared memory", x, len(c.shared)))
 				}
-				out[r][k] = halfValue(c.half16(x), typ)
+				switch {
+				case integer:
+					out[r][b] = float64(byteValue(uint64(c.shared[x]), 0, typ))
+				case b%2 == 0:
+					out[r][b/2] = halfValue(c.half16(x), typ)
+				}
 				if chunk := x &^ 15; !seen[chunk] {
 					seen[chunk] = true
 					var rd simWGRead
@@ -190,18 +208,34 @@ func (c *simCtx) wgmmaMMA(st *simWG, grp []*simThread, in *simInstr) {
 		}
 		return out
 	}
-	A, B := operand(da, 64), operand(db, N)
+	A, B := operand(da, 64, p[6]), operand(db, N, p[7])
+	kN := 16
+	if integer {
+		kN = 32
+	}
 	for i, t := range grp {
 		q, l := i/32, i%32
 		g, tt := l/4, l%4
 		for idx := range d {
 			j, h, cc := idx/4, (idx/2)%2, idx%2
 			m, n := 16*q+g+8*h, 8*j+2*tt+cc
+			if integer {
+				// exact in float64: 32 products below 2^16 and a 32-bit sum
+				s := int64(0)
+				if scale {
+					s = int64(int32(uint32(c.val(t, d[idx]))))
+				}
+				for k := 0; k < kN; k++ {
+					s += int64(A[m][k] * B[n][k])
+				}
+				t.regs[d[idx].reg] = uint64(uint32(s))
+				continue
+			}
 			s := 0.0
 			if scale {
 				s = float64(f32of(c.val(t, d[idx])))
 			}
-			for k := 0; k < 16; k++ {
+			for k := 0; k < kN; k++ {
 				s += A[m][k] * B[n][k]
 			}
 			t.regs[d[idx].reg] = bitsF32(float32(s))

@@ -67,8 +67,11 @@ var tensorCores = true
 
 // tcPlan is a matmul kernel on tensor cores.
 type tcPlan struct {
-	mm     *loop.MatMul
-	half   ir.ElemKind // bf16 or f16
+	mm   *loop.MatMul
+	half ir.ElemKind // bf16 or f16 (the int8 form: A's i8 or ui8)
+	// int8: 8-bit integers summed in i32 (int8.go): K counts pairs of
+	// bytes, which the copies and ldmatrix move as halves
+	int8   bool
 	K, N   int64
 	out    *ir.Value // the result whose rows the grid runs over
 	transB []bool
@@ -268,20 +271,24 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 	for i, d := range mm.Dots {
 		body := d.Loop.Body().Entry()
 		step := body.Last().Operand(0).DefiningOp()
-		if step == nil || step.Name() != loop.OpFma || lanesOf(step.Result(0).Type()) != 1 ||
-			elemKindOf(step.Result(0).Type()) != ir.F32 || step.Operand(2) != body.Args[1] {
-			return nil, "a dot product is not a sum of f32 fused multiply-adds (integer or f64 accumulation)"
+		if step == nil || step.Name() != loop.OpFma || lanesOf(step.Result(0).Type()) != 1 || step.Operand(2) != body.Args[1] {
+			return nil, "a dot product is not a sum of fused multiply-adds"
 		}
 		lk, rk := elemKindOf(d.Lhs.Output().Type()), elemKindOf(d.Rhs.Output().Type())
+		// 8-bit integers summed in i32: the int8 form (int8.go)
+		intDot := elemKindOf(step.Result(0).Type()) == ir.I32 && byteInt(lk) && byteInt(rk)
+		if !intDot && elemKindOf(step.Result(0).Type()) != ir.F32 {
+			return nil, "a dot product is not a sum of f32 fused multiply-adds (or of i32 ones of 8-bit integers)"
+		}
 		// an i8 or f8 right operand widened to lk is exact: the decode
 		// form converts it in registers (a dequantize prologue)
-		narrow := lk != rk && (lk == ir.BF16 || lk == ir.F16) && dequantKind(rk)
-		if !narrow && (lk != rk || (lk != ir.BF16 && lk != ir.F16)) {
-			return nil, fmt.Sprintf("it multiplies %s by %s; mma.sync takes bf16 x bf16 or f16 x f16 here", lk, rk)
+		narrow := !intDot && lk != rk && (lk == ir.BF16 || lk == ir.F16) && dequantKind(rk)
+		if !intDot && !narrow && (lk != rk || (lk != ir.BF16 && lk != ir.F16)) {
+			return nil, fmt.Sprintf("it multiplies %s by %s; mma.sync takes bf16 x bf16, f16 x f16 or 8-bit integers summed in i32 here", lk, rk)
 		}
 		if i == 0 {
-			tp.half = lk
-		} else if lk != tp.half {
+			tp.half, tp.int8 = lk, intDot
+		} else if lk != tp.half || intDot != tp.int8 {
 			return nil, "its dot products multiply different types"
 		}
 		if lanesOf(d.Lhs.Output().Type()) != 1 || lanesOf(d.Rhs.Output().Type()) != 1 {
@@ -326,14 +333,24 @@ func planTC(ke *kernelEmitter) (*tcPlan, string) {
 		if !d.TransposeB && last == ir.Dynamic {
 			return nil, "its right operand [k, n] has rows of dynamic length"
 		}
-		tp.alignedB = append(tp.alignedB, last != ir.Dynamic && last%8 == 0)
+		rowElems := int64(8) // a row's elements in 16 bytes
+		if intDot {
+			rowElems = 16
+		}
+		tp.alignedB = append(tp.alignedB, last != ir.Dynamic && last%rowElems == 0)
 		if i == 0 {
 			am := d.Lhs.Memref().Type().(ir.MemRefType)
 			al := am.Shape[len(am.Shape)-1]
-			tp.alignedA = al != ir.Dynamic && al%8 == 0
+			tp.alignedA = al != ir.Dynamic && al%rowElems == 0
 		}
 	}
 	tp.mm = mm
+	if tp.int8 {
+		if why := tp.int8Why(); why != "" {
+			return nil, why
+		}
+		tp.K /= 2 // pairs of bytes (int8.go)
+	}
 	if why := tp.dequantWhy(); why != "" {
 		return nil, why
 	}
@@ -754,8 +771,13 @@ func (ke *kernelEmitter) emitTC() {
 	for d := range acc {
 		acc[d] = make([]opnd, ni*nj*4)
 		for i := range acc[d] {
-			acc[d][i] = a.reg(rF32)
-			a.ins("mov.f32", acc[d][i], f32Imm(0))
+			if tp.int8 {
+				acc[d][i] = a.reg(rB32)
+				a.ins("mov.b32", acc[d][i], intImm(0, rB32))
+			} else {
+				acc[d][i] = a.reg(rF32)
+				a.ins("mov.f32", acc[d][i], f32Imm(0))
+			}
 		}
 	}
 
@@ -845,7 +867,6 @@ func (ke *kernelEmitter) tcStep(tp *tcPlan, sCur, aLane opnd, bLane []opnd, acc 
 	for d := range bBase {
 		bBase[d] = ke.b64("add.s64", sCur, bLane[d])
 	}
-	typ := halfName(tp.half)
 	pitch := tp.pitchK()
 	for kk := int64(0); kk < tp.bk; kk += 16 {
 		af := make([][]opnd, tp.ni())
@@ -867,7 +888,7 @@ func (ke *kernelEmitter) tcStep(tp *tcPlan, sCur, aLane opnd, bLane []opnd, acc 
 				for j := 0; j < nj; j++ {
 					c := acc[d][(i*nj+j)*4 : (i*nj+j)*4+4]
 					b := bf[j/2][2*(j%2) : 2*(j%2)+2]
-					a.raw(nil, false, "mma.sync.aligned.m16n8k16.row.col.f32."+typ+"."+typ+".f32", vecRef(c), vecRef(af[i]), vecRef(b), vecRef(c))
+					a.raw(nil, false, tp.mmaSync(d), vecRef(c), vecRef(af[i]), vecRef(b), vecRef(c))
 				}
 			}
 		}
@@ -1236,7 +1257,7 @@ func (ke *kernelEmitter) tcSplitK(tp *tcPlan, acc [][]opnd, split, ws, cnt, tile
 	tileWS := ke.b64("add.s64", ke.b64("mad.lo.s64", ke.b64("mul.lo.s64", tile, split), intImm(partBytes, rB64), ws), tid16)
 	mine := ke.b64("mad.lo.s64", part, intImm(partBytes, rB64), tileWS)
 	for c, ch := range chunks {
-		a.raw(nil, false, "st.global.v4.f32", memRef(mine, int64(c)*stride), vecRef(ch))
+		a.raw(nil, false, "st.global.v4."+tp.accName(), memRef(mine, int64(c)*stride), vecRef(ch))
 	}
 	a.raw(nil, false, "fence.acq_rel.gpu")
 	a.ins("bar.sync", intImm(0, rB32))
@@ -1260,7 +1281,7 @@ func (ke *kernelEmitter) tcSplitK(tp *tcPlan, acc [][]opnd, split, ws, cnt, tile
 	a.bra(&notLast, false, next)
 	a.raw(nil, false, "fence.acq_rel.gpu")
 	for c, ch := range chunks {
-		a.raw(nil, false, "ld.global.v4.f32", vecRef(ch), memRef(tileWS, int64(c)*stride))
+		a.raw(nil, false, "ld.global.v4."+tp.accName(), vecRef(ch), memRef(tileWS, int64(c)*stride))
 	}
 	pp := a.reg(rB64)
 	a.ins("mov.b64", pp, intImm(1, rB64))
@@ -1271,10 +1292,14 @@ func (ke *kernelEmitter) tcSplitK(tp *tcPlan, acc [][]opnd, split, ws, cnt, tile
 	pe := ke.pred("setp.ge.s64", pp, split)
 	a.bra(&pe, false, epi)
 	for c, ch := range chunks {
-		t := []opnd{a.reg(rF32), a.reg(rF32), a.reg(rF32), a.reg(rF32)}
-		a.raw(nil, false, "ld.global.v4.f32", vecRef(t), memRef(src, int64(c)*stride))
+		cls, add := rF32, "add.rn.f32"
+		if tp.int8 {
+			cls, add = rB32, "add.s32"
+		}
+		t := []opnd{a.reg(cls), a.reg(cls), a.reg(cls), a.reg(cls)}
+		a.raw(nil, false, "ld.global.v4."+tp.accName(), vecRef(t), memRef(src, int64(c)*stride))
 		for i := range ch {
-			a.ins("add.rn.f32", ch[i], ch[i], t[i])
+			a.ins(add, ch[i], ch[i], t[i])
 		}
 	}
 	a.ins("add.s64", pp, pp, intImm(1, rB64))

@@ -100,8 +100,10 @@ func planWG(tp *tcPlan, rowTiles int64) {
 	tp.wg = true
 	// (a dequantized weight keeps 128 columns: on the H100 the 128 x 256
 	// tiles' accumulators and conversions took 255 registers and spilled
-	// 216 bytes, bench/results/e2e-h100-2026-12-07-s7.txt)
-	if len(tp.transB) == 1 && tp.N > tcBN && !wgNarrow && !tp.dequant() && (rowTiles < 0 || rowTiles*ceilDiv(tp.N, wgWideN) >= wgSMs) {
+	// 216 bytes, bench/results/e2e-h100-2026-12-07-s7.txt; so does the
+	// int8 form, whose 128 x 256 tiles spilled 188 bytes,
+	// bench/results/gpu-h100-2026-12-07-s8-int8.txt)
+	if len(tp.transB) == 1 && tp.N > tcBN && !wgNarrow && !tp.dequant() && !tp.int8 && (rowTiles < 0 || rowTiles*ceilDiv(tp.N, wgWideN) >= wgSMs) {
 		tp.bn = wgWideN
 		tp.wideDyn = rowTiles < 0
 	}
@@ -173,8 +175,6 @@ func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd)
 	for i := range db {
 		db[i] = ke.b64("add.s64", d.b[i], s4)
 	}
-	typ := halfName(tp.half)
-	op := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", tp.bn, typ, typ)
 	a.raw(nil, false, "wgmma.fence.sync.aligned")
 	for kk := int64(0); kk < tcBK/16; kk++ {
 		ak := da
@@ -186,7 +186,8 @@ func (ke *kernelEmitter) wgStep(tp *tcPlan, d *wgDescs, sCur opnd, acc [][]opnd)
 			if kk > 0 {
 				bk = ke.b64("add.s64", db[i], intImm(2*kk, rB64))
 			}
-			a.raw(nil, false, op, vecRef(acc[i]), ak.s, bk.s, d.acc.s, "1", "1", "0", "0")
+			op, rest := tp.wgmmaOp(i)
+			a.raw(nil, false, op, append([]string{vecRef(acc[i]), ak.s, bk.s, d.acc.s}, rest...)...)
 		}
 	}
 	a.raw(nil, false, "wgmma.commit_group.sync.aligned")
@@ -207,9 +208,8 @@ func (tp *tcPlan) describeWG() []string {
 	if tp.twin {
 		out = append(out, "The 128-column twin of the kernel above: the launcher takes it where that kernel's 128 x 256 tiles would leave SMs idle (few rows).")
 	}
-	return append(out,
-		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk16 %s with both operands in shared memory, f32 accumulators; %d dot product(s), every B [n, k]%s.", tcBM, tp.bn, tcBK, tp.threads, tp.bn, tp.bn, halfName(tp.half), len(tp.transB), tp.wgDequantNote()),
-		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all, from the first 1024-byte boundary), rows of 128 bytes in the 128-byte swizzle; copies: cp.async.cg 16 bytes, %d stages ahead, one step's wgmma in flight.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()),
-		splitKLine,
-	)
+	out = append(out,
+		fmt.Sprintf("Matmul on tensor cores: CTA tile %d x %d x %d, %d threads (2 warpgroups of 64 x %d), wgmma.mma_async.m64n%dk%d %s with both operands in shared memory, %s accumulators; %d dot product(s), every B [n, k]%s.", tcBM, tp.bn, tcBK, tp.threads, tp.bn, tp.bn, tp.mmaK(), tp.inputs(), tp.accName(), len(tp.transB), tp.wgDequantNote()),
+		fmt.Sprintf("%d stages of %d bytes of shared memory (%d in all, from the first 1024-byte boundary), rows of 128 bytes in the 128-byte swizzle; copies: cp.async.cg 16 bytes, %d stages ahead, one step's wgmma in flight.", tp.stages, tp.stageBytes, tp.sharedBytes(), tp.ahead()))
+	return append(out, tp.splitKLine()...)
 }
