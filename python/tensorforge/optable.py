@@ -647,6 +647,33 @@ class MatMul(Kind):
         return y
 
 
+class IntMatMul(Kind):
+    """``_int_mm`` (int8 x int8 -> int32, the W8A8 matmul torchao and
+    quantized layers call) as ``graph.matmul`` of both operands widened to
+    i32 by ``graph.cast``: the compiler reads them as int8 and sums in
+    int32 (the widenings are its prologue, the scale and requantize after it
+    its epilogue). Declared with ``option="matmul"`` like mm.
+    """
+
+    def check(self, decl, node):
+        a, b = node.args[0], node.args[1]
+        _need_tensor(node, a, "the left operand")
+        _need_tensor(node, b, "the right operand")
+        out = _out(node)
+        ia, ib = info_of(a), info_of(b)
+        if ia.dtype != torch.int8 or ib.dtype != torch.int8 or out.dtype != torch.int32:
+            raise Unsupported("_int_mm of %s x %s -> %s (int8 x int8 -> int32 is compiled)" % (ia.dtype, ib.dtype, out.dtype))
+        if ia.rank != 2 or ib.rank != 2:
+            raise Unsupported("_int_mm of operands that are not matrices")
+        if ia.shape[1] is DYNAMIC or ib.shape[0] is DYNAMIC or ib.shape[1] is DYNAMIC:
+            raise Unsupported("a contraction over a dimension of run-time extent, or a run-time number of columns")
+
+    def emit(self, decl, fn, node):
+        out = _out(node)
+        va, vb = fn.value(node.args[0], out.dtype), fn.value(node.args[1], out.dtype)
+        return fn.op("graph.matmul", [va, vb], out, node=node, full_sig=True)
+
+
 def _view_chain(node):
     """The nodes from node down to the tensor it views: full slices (``kc[:, :]``, as
     ``kc[:, :, pos] = k`` traces in torch 1.x) and aliases; [node] for no view."""
@@ -783,8 +810,8 @@ CAST, IDENTITY, REDUCE, NORM = Cast(), Identity(), Reduce(), Norm()
 RESHAPE, TRANSPOSE, EXPAND, SLICE, CAT = Reshape(), Transpose(), Expand(), Slice(), Cat()
 STAYS = Stays()
 
-MATMUL = ("matmul stays in PyTorch (cuBLAS) with matmul=False; options={\"matmul\": True} compiles mm, bmm "
-          "and addmm with the element-wise work around them, and \"auto\" (the default) does so in decode graphs "
+MATMUL = ("matmul stays in PyTorch (cuBLAS) with matmul=False; options={\"matmul\": True} compiles mm, bmm, "
+          "addmm and _int_mm with the element-wise work around them, and \"auto\" (the default) does so in decode graphs "
           "on the triton emitter")
 ATTENTION = "attention (scaled_dot_product_attention) stays in PyTorch"
 
@@ -880,6 +907,7 @@ DECLS = [
     OpDecl("aten.mm.default", MatMul(), option="matmul", reason=MATMUL),
     OpDecl("aten.addmm.default", MatMul(), option="matmul", reason=MATMUL, bias=True),
     OpDecl("aten.bmm.default", MatMul(), option="matmul", reason=MATMUL),
+    OpDecl("aten._int_mm.default", IntMatMul(), option="matmul", reason=MATMUL),
     OpDecl("aten.baddbmm.default", STAYS, reason=MATMUL),
     OpDecl("aten.matmul.default", STAYS, reason=MATMUL),
     OpDecl("aten.linear.default", STAYS, reason=MATMUL),

@@ -965,6 +965,46 @@ class FrontendTest(unittest.TestCase):
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
         self.assertEqual(calls, ["small", "small", "large"])
 
+    def test_int_mm_compiles_w8a8_with_its_epilogue(self):
+        # torch._int_mm (int8 x int8 -> int32) of int8 activations and the
+        # transpose of an int8 weight, scaled per channel: with the matmul
+        # option one region, a graph.matmul of both operands widened to i32
+        # (the widenings its prologue, the scale its epilogue); exact sums.
+        # torch 1.13 has no _int_mm: a stand-in with its table key runs the
+        # same graph there.
+        from tensorforge import backend
+
+        aten = torch.ops.aten
+        int_mm = getattr(aten, "_int_mm", None)
+        if int_mm is not None:
+            int_mm = int_mm.default
+        else:
+            def int_mm(a, b):
+                return (a.long() @ b.long()).int()
+            int_mm.__name__ = "aten._int_mm.default"
+
+        def graph():
+            g = torch.fx.Graph()
+            x, w, s = (g.placeholder(n) for n in ("x", "w", "s"))
+            acc = g.call_function(int_mm, (x, g.call_function(aten.t.default, (w,))))
+            g.output(g.call_function(aten.mul.Tensor, (acc, s)))
+            return torch.fx.GraphModule(torch.nn.Module(), g)
+        gen = torch.Generator().manual_seed(3)
+        ins = (torch.randint(-128, 128, (5, 64), dtype=torch.int8, generator=gen),
+               torch.randint(-128, 128, (24, 64), dtype=torch.int8, generator=gen),
+               torch.rand(24, generator=gen) / 1000)
+        want = (ins[0].long() @ ins[1].long().t()).float() * ins[2]
+        c = backend.compile_aten(graph(), ins, self.opts(matmul=True))
+        self.assertEqual(len(c.kernels), 1, c.log.format())
+        self.assertRegex(c.tir, r"graph.cast %\w+ : \(tensor<5x64xi8>\) -> tensor<5x64xi32>")
+        self.assertIn("graph.matmul", c.tir)
+        self.assertIn("-> tensor<5x24xi32>", c.tir)
+        torch.testing.assert_close(c(*ins), want, atol=0, rtol=0)
+        # without the option it stays in PyTorch, with the matmul's reason
+        c = backend.compile_aten(graph(), ins, self.opts(matmul=False))
+        reasons = {op: r for _, op, r in c.log.fallbacks}
+        self.assertIn("matmul stays in PyTorch", reasons["aten._int_mm.default"])
+
     def test_slices_keep_run_time_dimensions_whole(self):
         # a slice along a static dimension of a tensor whose token dimension is
         # a run-time extent (Dynamo's dynamic shapes; simulated here, where
