@@ -388,6 +388,10 @@ func (s *scope) get(v *ir.Value) *ir.Value {
 	case op != nil && op.Name() == graph.OpMatMul && !s.readsKept(v):
 		// (a row of dot products kept on chip is read back below)
 		x = s.dot(op)
+	case op != nil && op.Name() == graph.OpRoll && !op.Operand(0).IsBlockArg() && passes.RollSource(op.Operand(0)).IsBlockArg():
+		// a roll of a view of a kernel operand: the roll's index map
+		// composed with the views'
+		x = s.throughView(op)
 	case op != nil && op.Name() == graph.OpRoll && !op.Operand(0).IsBlockArg():
 		x = s.get(op.Operand(0)) // a splat constant, which rotation leaves as it is
 	case op != nil && op.Name() == graph.OpRoll:

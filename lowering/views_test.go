@@ -158,6 +158,25 @@ func.func @f(%x: tensor<7x5xf32>) -> tensor<3x2xf32> {
   %s = graph.slice %x {offsets = [1, 1], sizes = [3, 2], strides = [2, 3]} : (tensor<7x5xf32>) -> tensor<3x2xf32>
   return %s : tensor<3x2xf32>
 }`},
+	// RoPE's rotate_half of a projection reshaped into heads: the roll's
+	// index map composed with the reshape's (and a transpose's)
+	{name: "roll-of-a-reshape", kernels: 1, src: `
+func.func @f(%x: tensor<?x64xbf16>, %cos: tensor<?x1x1x16xbf16>, %sign: tensor<16xbf16>) -> tensor<?x1x4x16xbf16> {
+  %v = graph.reshape %x : (tensor<?x64xbf16>) -> tensor<?x1x4x16xbf16>
+  %a = graph.mul %v, %cos : (tensor<?x1x4x16xbf16>, tensor<?x1x1x16xbf16>) -> tensor<?x1x4x16xbf16>
+  %r = graph.roll %v {shift = 8} : tensor<?x1x4x16xbf16>
+  %b = graph.mul %r, %sign : (tensor<?x1x4x16xbf16>, tensor<16xbf16>) -> tensor<?x1x4x16xbf16>
+  %y = graph.add %a, %b : tensor<?x1x4x16xbf16>
+  return %y : tensor<?x1x4x16xbf16>
+}`},
+	{name: "roll-of-a-transposed-reshape", kernels: 1, src: `
+func.func @f(%x: tensor<6x64xf32>, %c: tensor<6x16xf32>) -> tensor<4x6x16xf32> {
+  %v = graph.reshape %x : (tensor<6x64xf32>) -> tensor<6x4x16xf32>
+  %t = graph.transpose %v {perm = [1, 0, 2]} : (tensor<6x4x16xf32>) -> tensor<4x6x16xf32>
+  %r = graph.roll %t {shift = -3} : tensor<4x6x16xf32>
+  %y = graph.mul %r, %c : (tensor<4x6x16xf32>, tensor<6x16xf32>) -> tensor<4x6x16xf32>
+  return %y : tensor<4x6x16xf32>
+}`},
 	{name: "roll-under-a-transpose", kernels: 1, src: `
 func.func @f(%x: tensor<4x3x8xf32>) -> tensor<3x4x8xf32> {
   %r = graph.roll %x {shift = 4} : tensor<4x3x8xf32>

@@ -578,7 +578,9 @@ func classifyBody(ops []*ir.Operation, inputs, outputs []*ir.Value) (*KernelInfo
 }
 
 // checkRollOperand: a graph.roll in a kernel is an index map on a load, so
-// its operand is one the kernel reads from memory, not a value it computes.
+// its operand is one the kernel reads from memory, directly or through
+// views (RoPE's rotate_half of a projection reshaped into heads), not a
+// value it computes.
 func checkRollOperand(op *ir.Operation, inputs []*ir.Value) error {
 	x := op.Operand(0)
 	if d := x.DefiningOp(); d != nil && isConstant(d) {
@@ -586,10 +588,23 @@ func checkRollOperand(op *ir.Operation, inputs []*ir.Value) error {
 			return nil // a rotated splat is the splat
 		}
 	}
-	if !slices.Contains(inputs, x) {
-		return ir.OpError(op, "reads its operand at rotated columns, so the operand must be one the kernel reads from memory, not one it computes")
+	if !slices.Contains(inputs, RollSource(x)) {
+		return ir.OpError(op, "reads its operand at rotated columns, so the operand must be one the kernel reads from memory (directly or through views), not one it computes")
 	}
 	return nil
+}
+
+// RollSource is the value a roll's operand x views: x itself, or the
+// operand at the end of the chain of views (each of one operand) that
+// defines x.
+func RollSource(x *ir.Value) *ir.Value {
+	for {
+		d := x.DefiningOp()
+		if d == nil || !IsView(d) || d.NumOperands() != 1 {
+			return x
+		}
+		x = d.Operand(0)
+	}
 }
 
 // checkRowGather: a graph.gather in a row kernel reads one element of each

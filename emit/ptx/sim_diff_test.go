@@ -498,6 +498,10 @@ func TestSimulatedViews(t *testing.T) {
 		{fn: "qnorm", shapes: [][]int64{{6, 64}, {16}}, ulps: 1, rel: 1e-3},
 		{fn: "softmax_t", shapes: [][]int64{{8, 4, 16}, {16}}, ulps: 96, rel: 1e-6},
 		{fn: "every_two", shapes: [][]int64{{2, 3, 16}, {3, 8}, {3, 8}}},
+		// rolls of views: RoPE's rotate_half of a projection reshaped
+		// into heads (and transposed), one kernel
+		{fn: "rope_heads", shapes: [][]int64{{5, 64}, {5, 1, 1, 16}, {5, 1, 1, 16}, {16}}},
+		{fn: "rope_heads_t", shapes: [][]int64{{6, 64}, {6, 16}}},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, true) })
 	}
