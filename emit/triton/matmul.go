@@ -633,6 +633,25 @@ def _mm_locks(dev, n):
     return t
 
 
+_MM_WS = {}
+
+
+def _mm_ws(dev, n, dtype):
+    """A workspace of at least n elements of dtype for the parts of a
+    split-K launch, kept per device, stream and dtype: every part writes its
+    sums before any reads them within the launch, and the launches of a
+    stream run in order, so one buffer serves them all (no allocation per
+    call). A miss while a CUDA graph is being captured is allocated for that
+    graph alone, not kept."""
+    key = (dev, torch._C._cuda_getCurrentRawStream(dev.index if dev.index is not None else torch.cuda.current_device()), dtype)
+    t = _MM_WS.get(key)
+    if t is None or t.numel() < n:
+        if torch.cuda.is_current_stream_capturing():
+            return torch.empty((n,), dtype=dtype, device=dev)
+        t = _MM_WS[key] = torch.empty((n,), dtype=dtype, device=dev)
+    return t
+
+
 def _mm_split(cfg, dev, programs, k, size):
     """The number of parts split-K cuts K into: 1, unless the grid's
     programs would keep fewer than half the GPU's multiprocessors busy
@@ -706,7 +725,7 @@ func (l *launcher) emitMatMulLaunch(kname string, k loop.KernelOp, mp *matmulPla
 	if mp.acc == ir.I32 {
 		wsType = "torch.int32" // int32 sums stay exact
 	}
-	w.assign(ws, fmt.Sprintf("torch.empty((split * %s,), dtype=%s, device=%s)", atom(size), wsType, l.dev))
+	w.assign(ws, fmt.Sprintf("_mm_ws(%s, split * %s, %s)", l.dev, atom(size), wsType))
 	w.open("if _MM_SERIAL:")
 	w.line(launch(fmt.Sprintf("(tiles, %s, split)", batch), ws, fmt.Sprintf("_mm_locks(%s, tiles * %s)", l.dev, atom(batch)), "split", "False", "True"))
 	w.close()

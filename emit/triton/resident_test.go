@@ -225,3 +225,145 @@ func emitResident(t *testing.T, src string) string {
 	require.NoError(t, err)
 	return text
 }
+
+// _mm_ws, run with a stand-in for torch: split-K workspaces are kept per
+// device, stream and dtype, replaced by a larger one when a launch needs
+// more, and not kept when allocated during a CUDA graph capture.
+func TestMatMulWorkspaceCache(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err)
+	script := `
+import os
+import types
+
+class T:
+    def __init__(self, n):
+        self.n = n
+    def numel(self):
+        return self.n
+
+class Dev:
+    index = 0
+
+state = {"stream": 7, "capturing": False, "empty": 0}
+
+def empty(shape, dtype=None, device=None):
+    state["empty"] += 1
+    return T(shape[0])
+
+torch = types.SimpleNamespace(
+    float32="float32", int32="int32", empty=empty,
+    _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: state["stream"]),
+    cuda=types.SimpleNamespace(current_device=lambda: 0,
+                               is_current_stream_capturing=lambda: state["capturing"]))
+exec(SOURCE)
+
+dev = Dev()
+a = _mm_ws(dev, 100, torch.float32)
+assert a.numel() >= 100 and state["empty"] == 1
+assert _mm_ws(dev, 100, torch.float32) is a and _mm_ws(dev, 50, torch.float32) is a and state["empty"] == 1
+# int32 sums, another stream: workspaces of their own
+assert _mm_ws(dev, 100, torch.int32) is not a
+state["stream"] = 9
+assert _mm_ws(dev, 100, torch.float32) is not a
+state["stream"] = 7
+# a larger launch replaces it
+b = _mm_ws(dev, 1000, torch.float32)
+assert b is not a and b.numel() >= 1000 and _mm_ws(dev, 100, torch.float32) is b
+# during a capture a miss is the graph's alone; a hit is the kept one
+state["capturing"] = True
+c = _mm_ws(dev, 5000, torch.float32)
+assert c.numel() >= 5000 and _mm_ws(dev, 1000, torch.float32) is b
+print("ok")
+`
+	dir := t.TempDir()
+	src := filepath.Join(dir, "mm.py")
+	require.NoError(t, os.WriteFile(src, []byte(matmulConfigSource), 0o644))
+	prog := filepath.Join(dir, "check.py")
+	require.NoError(t, os.WriteFile(prog, []byte("SOURCE = open(__import__('sys').argv[1]).read()\n"+script), 0o644))
+	out, err := exec.Command(python, prog, src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "ok\n", string(out))
+}
+
+// _launch, run with stand-ins for torch and Triton: the first call of a
+// specialisation goes through kernel[grid] on the buffers' device and keeps
+// its CompiledKernel; later calls launch it directly on the device's
+// current stream; a new specialisation (an integer's being 1, a pointer's
+// alignment) or other constexprs compile again; launch hooks get their
+// metadata.
+func TestLaunchKeepsCompiledKernels(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err)
+	script := `
+import contextlib, os, types
+
+state = {"device": 0, "jit": [], "runs": []}
+
+class Tensor:
+    def __init__(self, dev, ptr):
+        self.dev, self.ptr = dev, ptr
+    def get_device(self):
+        return self.dev
+    def data_ptr(self):
+        return self.ptr
+
+@contextlib.contextmanager
+def device(d):
+    old = state["device"]
+    state["device"] = d
+    yield
+    state["device"] = old
+
+torch = types.SimpleNamespace(
+    _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 100 + dev),
+    cuda=types.SimpleNamespace(device=device, current_device=lambda: state["device"]))
+
+class Compiled:
+    function, packed_metadata = "fn", "md"
+    def run(self, gx, gy, gz, stream, function, packed, md, enter, leave, *args):
+        state["runs"].append((gx, gy, gz, stream, md, args))
+    def launch_metadata(self, g, stream, *args):
+        return "launch-md"
+
+class Kernel:
+    arg_names = ["x", "n", "BLOCK"]
+    def __getitem__(self, grid):
+        def call(*args, **meta):
+            state["jit"].append((state["device"], grid, meta))
+            return Compiled()
+        return call
+
+triton = types.SimpleNamespace(__version__="3.6.0")
+hooks = types.SimpleNamespace(launch_enter_hook=types.SimpleNamespace(calls=[]), launch_exit_hook=types.SimpleNamespace(calls=[]))
+exec(SOURCE.replace("from triton import knobs as _knobs", "_knobs = types.SimpleNamespace(runtime=hooks)"))
+assert _fast_launch
+
+k = Kernel()
+x = Tensor(1, 4096)
+_launch(k, (4,), (x, 7), BLOCK=64)
+assert state["jit"] == [(1, (4,), {"BLOCK": 64})] and state["runs"] == [], state
+_launch(k, (4,), (x, 7), BLOCK=64)
+assert len(state["jit"]) == 1 and state["runs"] == [(4, 1, 1, 101, None, (x, 7, 64))], state
+# n = 1, a pointer off 16 bytes, other constexprs: specialised again
+_launch(k, (4,), (x, 1), BLOCK=64)
+_launch(k, (4,), (Tensor(1, 4104), 7), BLOCK=64)
+_launch(k, (4,), (x, 7), BLOCK=128)
+assert len(state["jit"]) == 4, state["jit"]
+_launch(k, (2, 3), (x, 9), BLOCK=64)  # 9 specialises as 7 does
+assert len(state["jit"]) == 4 and state["runs"][-1][:4] == (2, 3, 1, 101), state["runs"]
+# a profiler's hook: the launch metadata is built
+hooks.launch_enter_hook.calls.append(print)
+_launch(k, (4,), (x, 7), BLOCK=64)
+assert state["runs"][-1][4] == "launch-md", state["runs"][-1]
+print("ok")
+`
+	dir := t.TempDir()
+	src := filepath.Join(dir, "launch.py")
+	require.NoError(t, os.WriteFile(src, []byte(launchSource), 0o644))
+	prog := filepath.Join(dir, "check.py")
+	require.NoError(t, os.WriteFile(prog, []byte("SOURCE = open(__import__('sys').argv[1]).read()\n"+script), 0o644))
+	out, err := exec.Command(python, prog, src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "ok\n", string(out))
+}
