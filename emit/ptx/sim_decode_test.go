@@ -307,8 +307,12 @@ func.func @d_rows20(%x: tensor<20x128xbf16>, %w: tensor<200x128xbf16>) -> tensor
 const dequantFile = "testdata/dequant/matmuls.tir"
 
 // dequantSrc reads dequantFile.
-func dequantSrc(t *testing.T) string {
-	b, err := os.ReadFile(dequantFile)
+func dequantSrc(t *testing.T) string { return readSrc(t, dequantFile) }
+
+// readSrc reads a program of testdata.
+func readSrc(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(b)
 }

@@ -3,7 +3,6 @@ package ptx
 import (
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,13 +15,11 @@ import (
 	"github.com/tensorforge/tensorforge/parser"
 )
 
+// int8File holds the int8 matmuls (its comment says which).
 const int8File = "testdata/int8/matmuls.tir"
 
-func int8Src(t *testing.T) string {
-	b, err := os.ReadFile(int8File)
-	require.NoError(t, err)
-	return string(b)
-}
+// int8Src reads int8File.
+func int8Src(t *testing.T) string { return readSrc(t, int8File) }
 
 // TestInt8Form checks the forms of matmuls of 8-bit integers summed in
 // i32: `?` rows take the wgmma form (m64nNk32 s8) with the decode form's

@@ -156,8 +156,6 @@ func TestResidentErrors(t *testing.T) {
 // stream and name, grown zeroed (the old tensor kept alive), and not kept
 // when allocated during a CUDA graph capture.
 func TestResidentCountersCache(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err)
 	script := `
 import types
 
@@ -204,14 +202,7 @@ assert not any(k[2] == "f.new" for k in _COUNTERS)
 assert _counters("cuda:0", "f.groups", 10) is d
 print("ok")
 `
-	dir := t.TempDir()
-	src := filepath.Join(dir, "counters.py")
-	require.NoError(t, os.WriteFile(src, []byte(countersSource), 0o644))
-	prog := filepath.Join(dir, "check.py")
-	require.NoError(t, os.WriteFile(prog, []byte("SOURCE = open(__import__('sys').argv[1]).read()\n"+script), 0o644))
-	out, err := exec.Command(python, prog, src).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Equal(t, "ok\n", string(out))
+	runStandIn(t, countersSource, script)
 }
 
 // o2Resident is o2 with resident splits of at most 64 KiB
@@ -230,8 +221,6 @@ func emitResident(t *testing.T, src string) string {
 // device, stream and dtype, replaced by a larger one when a launch needs
 // more, and not kept when allocated during a CUDA graph capture.
 func TestMatMulWorkspaceCache(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err)
 	script := `
 import os
 import types
@@ -276,14 +265,7 @@ c = _mm_ws(dev, 5000, torch.float32)
 assert c.numel() >= 5000 and _mm_ws(dev, 1000, torch.float32) is b
 print("ok")
 `
-	dir := t.TempDir()
-	src := filepath.Join(dir, "mm.py")
-	require.NoError(t, os.WriteFile(src, []byte(matmulConfigSource), 0o644))
-	prog := filepath.Join(dir, "check.py")
-	require.NoError(t, os.WriteFile(prog, []byte("SOURCE = open(__import__('sys').argv[1]).read()\n"+script), 0o644))
-	out, err := exec.Command(python, prog, src).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Equal(t, "ok\n", string(out))
+	runStandIn(t, matmulConfigSource, script)
 }
 
 // _launch, run with stand-ins for torch and Triton: the first call of a
@@ -293,8 +275,6 @@ print("ok")
 // alignment) or other constexprs compile again; launch hooks get their
 // metadata.
 func TestLaunchKeepsCompiledKernels(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err)
 	script := `
 import contextlib, os, types
 
@@ -358,9 +338,18 @@ _launch(k, (4,), (x, 7), BLOCK=64)
 assert state["runs"][-1][4] == "launch-md", state["runs"][-1]
 print("ok")
 `
+	runStandIn(t, launchSource, script)
+}
+
+// runStandIn runs script with SOURCE holding source (Python the emitter
+// writes into every module), under python3, and requires it to print "ok".
+func runStandIn(t *testing.T, source, script string) {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "launch.py")
-	require.NoError(t, os.WriteFile(src, []byte(launchSource), 0o644))
+	src := filepath.Join(dir, "source.py")
+	require.NoError(t, os.WriteFile(src, []byte(source), 0o644))
 	prog := filepath.Join(dir, "check.py")
 	require.NoError(t, os.WriteFile(prog, []byte("SOURCE = open(__import__('sys').argv[1]).read()\n"+script), 0o644))
 	out, err := exec.Command(python, prog, src).CombinedOutput()
