@@ -177,6 +177,19 @@ func.func @f(%x: tensor<6x64xf32>, %c: tensor<6x16xf32>) -> tensor<4x6x16xf32> {
   %y = graph.mul %r, %c : (tensor<4x6x16xf32>, tensor<6x16xf32>) -> tensor<4x6x16xf32>
   return %y : tensor<4x6x16xf32>
 }`},
+	// Qwen3's per-head RMSNorm before RoPE on a projection reshaped into
+	// heads: one row kernel reading the projection at each column and at
+	// the rotated one
+	{name: "roll-of-a-norm-of-a-reshape", kernels: 1, sums: true, src: `
+func.func @f(%x: tensor<?x64xbf16>, %w: tensor<16xbf16>, %cos: tensor<?x1x1x16xbf16>, %sign: tensor<16xbf16>) -> tensor<?x1x4x16xbf16> {
+  %v = graph.reshape %x : (tensor<?x64xbf16>) -> tensor<?x1x4x16xbf16>
+  %n = graph.rmsnorm %v, %w {eps = 1.0e-06 : f32} : (tensor<?x1x4x16xbf16>, tensor<16xbf16>) -> tensor<?x1x4x16xbf16>
+  %a = graph.mul %n, %cos : (tensor<?x1x4x16xbf16>, tensor<?x1x1x16xbf16>) -> tensor<?x1x4x16xbf16>
+  %r = graph.roll %n {shift = 8} : tensor<?x1x4x16xbf16>
+  %b = graph.mul %r, %sign : (tensor<?x1x4x16xbf16>, tensor<16xbf16>) -> tensor<?x1x4x16xbf16>
+  %y = graph.add %a, %b : tensor<?x1x4x16xbf16>
+  return %y : tensor<?x1x4x16xbf16>
+}`},
 	{name: "roll-under-a-transpose", kernels: 1, src: `
 func.func @f(%x: tensor<4x3x8xf32>) -> tensor<3x4x8xf32> {
   %r = graph.roll %x {shift = 4} : tensor<4x3x8xf32>

@@ -502,6 +502,7 @@ func TestSimulatedViews(t *testing.T) {
 		// into heads (and transposed), one kernel
 		{fn: "rope_heads", shapes: [][]int64{{5, 64}, {5, 1, 1, 16}, {5, 1, 1, 16}, {16}}},
 		{fn: "rope_heads_t", shapes: [][]int64{{6, 64}, {6, 16}}},
+		{fn: "norm_rope_heads", shapes: [][]int64{{5, 64}, {16}, {5, 1, 1, 16}, {16}}, ulps: 2, rel: 1e-3},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, true) })
 	}
