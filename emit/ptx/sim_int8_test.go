@@ -74,7 +74,8 @@ func TestInt8Form(t *testing.T) {
 // a partial tile of rows and two of columns), the 128-row mma.sync form,
 // K of 200 (a step and a partial one, rows not 16-byte aligned: 2-byte
 // copies), u8 operands, two dot products, a requantizing epilogue, the
-// kernels left to the loops, and split-K in 3 parts in both CTA orders.
+// kernels left to the loops, a batch of u8 weights, and split-K in 3 parts
+// in both CTA orders.
 func TestSimulatedInt8(t *testing.T) {
 	src := int8Src(t)
 	m := lower(t, src, fullPipeline, "h200")
@@ -90,6 +91,7 @@ func TestSimulatedInt8(t *testing.T) {
 		{"requant", 9, 384, false}, {"requant", 40, 384, false},
 		{"two", 2, 320, false}, {"two", 40, 320, false},
 		{"odd", 3, 99, false}, {"kn", 3, 128, false},
+		{"batched", 5, 128, false}, {"batched", 40, 128, false},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d", c.fn, c.rows), func(t *testing.T) {
@@ -102,6 +104,7 @@ func TestSimulatedInt8(t *testing.T) {
 		"requant_k0_m16", "requant_k0",
 		"two_k0_m16", "two_k0",
 		"odd_k0", "kn_k0",
+		"batched_k0_m16", "batched_k0",
 	}, ran)
 	t.Run("sync", func(t *testing.T) {
 		defer func(old bool) { WGMMA = old }(WGMMA)
