@@ -1,6 +1,7 @@
 package tt
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -62,7 +63,37 @@ func (d *dataflowGen) runtimeArgs() []string {
 	for _, p := range d.params {
 		out = append(out, "addr:"+p.name)
 	}
-	return append(out, "unit_start", "unit_count", "Ct")
+	out = append(out, "unit_start", "unit_count", "Ct")
+	args, _ := d.extentArgs()
+	return append(out, args...)
+}
+
+// extentArgs are the reader's runtime arguments after Ct where its row
+// maps gather rows over run-time extents, and the C++ variables they are
+// read into: "R", the kernel's rows, where they are `?`, then each extent
+// the maps read ("extent:<buffer>:<axis>").
+func (d *dataflowGen) extentArgs() (args, vars []string) {
+	if !d.reader || !d.gathers() {
+		return nil, nil
+	}
+	if d.g.rows.Const == nil {
+		args, vars = append(args, "R"), append(vars, "R")
+	}
+	for _, e := range d.g.readerExtents {
+		args = append(args, fmt.Sprintf("extent:%s:%d", e.Buffer, e.Axis))
+		vars = append(vars, extentVarName(e))
+	}
+	return args, vars
+}
+
+// gathers reports whether the reader gathers rows of some buffer.
+func (d *dataflowGen) gathers() bool {
+	for _, p := range d.params {
+		if p.rowMap != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // compileArgs are the names of its compile-time arguments.
@@ -103,6 +134,10 @@ func (d *dataflowGen) write() string {
 	w.line("const uint32_t unit_start = get_arg_val<uint32_t>(%d);  // the first work unit of this core", n)
 	w.line("const uint32_t unit_count = get_arg_val<uint32_t>(%d);  // and how many", n+1)
 	w.line("const uint32_t Ct = get_arg_val<uint32_t>(%d);          // column tiles per row", n+2)
+	args, vars := d.extentArgs()
+	for i, v := range vars {
+		w.line("const uint32_t %s = get_arg_val<uint32_t>(%d);  // %s", v, n+3+i, args[i])
+	}
 	usesCt := strings.Contains(text, "Ct")
 	if !usesCt && !g.perTile {
 		w.line("(void)Ct;")
@@ -420,7 +455,11 @@ func (d *dataflowGen) gather(p *param, rowMap string, cb *cbuf, off int64) {
 	w.line("uint32_t loaded = 0xffffffffu;  // the tile of %s in %s_src", p.name, p.name)
 	w.open("for (uint32_t i = 0; i < %d; ++i)", TileRows)
 	w.line("const uint32_t r = rb * %d + i;", TileRows)
-	w.open("if (r >= %du)", *d.g.rows.Const)
+	if d.g.rows.Const != nil {
+		w.open("if (r >= %du)", *d.g.rows.Const)
+	} else {
+		w.open("if (r >= R)") // the kernel's rows, a runtime argument
+	}
 	if p.access == clsFull {
 		w.line("zero_tile_row(dst, i, %d);", eb)
 	}

@@ -187,14 +187,35 @@ func TestLeadingBroadcastIsGathered(t *testing.T) {
 	assert.Contains(t, reader, "copy_tile_row(b_src, src % 32, dst, i, 4);")
 	assert.Contains(t, reader, "if (r >= 40u) {")
 
-	// a run-time number of rows is reported
+	// a run-time number of rows, and row maps over run-time extents: the
+	// reader's runtime arguments "R" and "extent:<buffer>:<axis>"
+	// (testdata/dynamic_row_maps.tir runs such kernels in the emulation)
 	dyn := `func.func @d(%x: tensor<?x10x96xf32>, %b: tensor<?x1x96xf32>) -> tensor<?x10x96xf32> {
   %y = graph.add %x, %b : (tensor<?x10x96xf32>, tensor<?x1x96xf32>) -> tensor<?x10x96xf32>
   return %y : tensor<?x10x96xf32>
+}
+func.func @e(%x: tensor<2x?x4x64xf32>, %s: tensor<2x?x1x64xf32>) -> tensor<2x?x4x64xf32> {
+  %y = graph.mul %x, %s : (tensor<2x?x4x64xf32>, tensor<2x?x1x64xf32>) -> tensor<2x?x4x64xf32>
+  return %y : tensor<2x?x4x64xf32>
 }`
-	_, err = emitSrc(t, dyn, "wormhole-n300")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "reads 'b' with its rows mapped to other rows (a broadcast over a leading dimension) over a run-time number of rows")
+	out, err = emitSrc(t, dyn, "wormhole-n300")
+	require.NoError(t, err)
+	for _, k := range out.Program.Kernels {
+		switch k.Name {
+		case "d_k0":
+			assert.Equal(t, []string{"addr:x", "addr:b", "unit_start", "unit_count", "Ct", "R"}, k.Reader.RuntimeArgs)
+			assert.Equal(t, []string{"addr:y", "unit_start", "unit_count", "Ct"}, k.Writer.RuntimeArgs)
+			reader := fileOf(out, "d_k0/reader.cpp")
+			assert.Contains(t, reader, "const uint32_t R = get_arg_val<uint32_t>(5);  // R")
+			assert.Contains(t, reader, "if (r >= R) {")
+			assert.Contains(t, reader, "const uint32_t src = (r / 10u);")
+		case "e_k0":
+			assert.Equal(t, []string{"addr:x", "addr:s", "unit_start", "unit_count", "Ct", "R", "extent:y:1", "extent:s:1"}, k.Reader.RuntimeArgs)
+			assert.Contains(t, fileOf(out, "e_k0/reader.cpp"), "const uint32_t src = ((r / 4u) / extent_y_1) * extent_s_1 + ((r / 4u) % extent_y_1);")
+		default:
+			t.Errorf("kernel %s", k.Name)
+		}
+	}
 }
 
 func TestNeedsTenstorrentTarget(t *testing.T) {

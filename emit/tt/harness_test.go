@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -186,6 +187,8 @@ type hostLaunch struct {
 	r, cols   int64
 	ct, units int64
 	cores     []hostCore
+	// extent gives a runtime argument "extent:<buffer>:<axis>"
+	extent func(buffer string, axis int) (int64, error)
 }
 
 type hostCore struct {
@@ -276,7 +279,7 @@ func planHost(c *emuCase) (*hostPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		hl := hostLaunch{k: k, buffers: l.Buffers, r: r, cols: cols, ct: ceilDiv(cols, TileCols)}
+		hl := hostLaunch{k: k, buffers: l.Buffers, r: r, cols: cols, ct: ceilDiv(cols, TileCols), extent: plookup}
 		hl.units = ceilDiv(r, TileRows)
 		if k.Work.Unit == "tile" {
 			hl.units *= hl.ct
@@ -486,6 +489,17 @@ func (hp *hostPlan) cpp(i int, kernelNS func(KernelFile) string) string {
 					parts = append(parts, fmt.Sprint(c.count))
 				case a == "Ct":
 					parts = append(parts, fmt.Sprint(l.ct))
+				case a == "R":
+					parts = append(parts, fmt.Sprint(l.r))
+				case strings.HasPrefix(a, "extent:"):
+					f := strings.Split(a, ":")
+					axis, aerr := strconv.Atoi(f[len(f)-1])
+					n, err := l.extent(strings.Join(f[1:len(f)-1], ":"), axis)
+					if aerr != nil || err != nil {
+						parts = append(parts, "0xdeadbeef /* "+a+": no such extent */")
+						continue
+					}
+					parts = append(parts, fmt.Sprint(n))
 				default:
 					parts = append(parts, "0xdeadbeef /* unknown "+a+" */")
 				}

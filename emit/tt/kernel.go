@@ -242,7 +242,26 @@ type kgen struct {
 	// its buffer that row r of the kernel reads (the param's rowMap is
 	// the first load's)
 	rowMaps map[*ir.Operation]string
+	// readerExtents are the run-time extents the reader's row maps read
+	// (runtime arguments "extent:<buffer>:<axis>", each a C++ variable
+	// named by extentVar), in the order they were first needed
+	readerExtents []Expr
 }
+
+// extentVar is the C++ variable of the reader holding extent e (a buffer's
+// axis of run-time extent), passed as the runtime argument
+// "extent:<buffer>:<axis>".
+func (g *kgen) extentVar(e Expr) string {
+	for _, x := range g.readerExtents {
+		if x.Buffer == e.Buffer && x.Axis == e.Axis {
+			return extentVarName(x)
+		}
+	}
+	g.readerExtents = append(g.readerExtents, e)
+	return extentVarName(e)
+}
+
+func extentVarName(e Expr) string { return fmt.Sprintf("extent_%s_%d", e.Buffer, e.Axis) }
 
 // sramBuf is a kept row block: a loop.alloc in sram.
 type sramBuf struct {
@@ -875,24 +894,33 @@ func (g *kgen) rowMapOf(op *ir.Operation, p *param, idx []*ir.Value, hasCol bool
 	if hasCol {
 		n--
 	}
-	for d := 1; d < n; d++ {
-		if p.shape[d] == ir.Dynamic {
-			g.fail(op, "reads '%s' with its rows mapped to other rows, and a dimension of run-time extent; the reader gathers rows only for static shapes", p.name)
-		}
-	}
+	// the stride of dimension d: a constant times the run-time extents
+	// of the dimensions after it (runtime arguments of the reader)
 	var terms []string
-	stride := int64(1)
-	for d := n - 1; d >= 0; d-- {
-		if c, ok := constIndex(idx[d]); ok && c == 0 {
-			stride *= p.shape[d]
-			continue
-		}
-		e := g.indexExpr(op, p, idx[d])
+	stride, dyn := int64(1), []int(nil)
+	scaled := func(e string) string {
 		if stride != 1 {
 			e = fmt.Sprintf("%s * %du", e, stride)
 		}
-		terms = append([]string{e}, terms...)
-		stride *= p.shape[d]
+		for _, d := range dyn {
+			e += " * " + g.extentVar(Expr{Buffer: p.name, Axis: d})
+		}
+		return e
+	}
+	grow := func(d int) {
+		if p.shape[d] == ir.Dynamic {
+			dyn = append(dyn, d)
+		} else {
+			stride *= p.shape[d]
+		}
+	}
+	for d := n - 1; d >= 0; d-- {
+		if c, ok := constIndex(idx[d]); ok && c == 0 {
+			grow(d)
+			continue
+		}
+		terms = append([]string{scaled(g.indexExpr(op, p, idx[d]))}, terms...)
+		grow(d)
 	}
 	if len(terms) == 0 {
 		return "0u"
@@ -908,6 +936,9 @@ func (g *kgen) indexExpr(op *ir.Operation, p *param, v *ir.Value) string {
 	}
 	if c, ok := constIndex(v); ok {
 		return fmt.Sprintf("%du", c)
+	}
+	if e, ok := g.extent[v]; ok {
+		return g.extentVar(e) // a run-time extent: a runtime argument
 	}
 	ops := map[string]string{loop.OpAddi: "+", loop.OpSubi: "-", loop.OpMuli: "*", loop.OpDivi: "/", loop.OpRemi: "%"}
 	if d := v.DefiningOp(); d != nil && ops[d.Name()] != "" {
@@ -1034,11 +1065,6 @@ func (g *kgen) planWork() {
 			g.perTile = false // a unit must know its stretch: row blocks
 		}
 		g.tileRange(f)
-	}
-	for _, p := range g.params {
-		if p.rowMap != "" && g.rows.Const == nil {
-			g.fail(nil, "reads '%s' with its rows mapped to other rows (a broadcast over a leading dimension) over a run-time number of rows; the reader gathers rows only for static shapes", p.name)
-		}
 	}
 	if g.kind == "row" && g.rowLen%TileCols != 0 {
 		g.mask = g.newCB("cb_mask", float16bFormat, 1, fmt.Sprintf("column mask of the last column tile (%d of %d columns)", g.rowLen%TileCols, TileCols))

@@ -223,7 +223,9 @@ type Kernel struct {
 //
 // RowMap, for an operand broadcast over a leading dimension, is the row
 // of the buffer (in its layout's matrix) that row r of the kernel reads, a
-// C expression of r ("r / 10u"): the reader gathers those rows into tiles.
+// C expression of r ("r / 10u"; over run-time extents, the variables
+// extent_<param>_<axis> of the reader's runtime arguments, "r %
+// extent_y_2"): the reader gathers those rows into tiles.
 type Param struct {
 	Name   string `json:"name"`
 	Role   string `json:"role"`
@@ -262,7 +264,10 @@ type CircularBuffer struct {
 // TensorAccessorArgs, appended with TensorAccessorArgs(buffer).append_to);
 // runtime arguments are "addr:<param>" (the buffer's DRAM address),
 // "unit_start", "unit_count" (this core's share of Work) and "Ct" (tiles
-// per row, ceil(C/32)).
+// per row, ceil(C/32)); a reader that gathers rows over run-time extents
+// takes after them "R" (the kernel's rows, Kernel.Rows, when they are
+// `?`) and "extent:<param>:<axis>" (that parameter's extent along axis)
+// for each run-time extent its row maps read.
 type KernelFile struct {
 	Path        string   `json:"path"`
 	Processor   string   `json:"processor"`
