@@ -195,8 +195,6 @@ var unsupported = map[string]string{
 	"examples/cross_entropy": "reads or writes a buffer at an index loaded from memory (a graph.gather or graph.index_copy)",
 	// one query row per head: M = 1 is not a whole tile for matmul_tiles
 	"examples/gqa_scores": "multiplies 1x128 by 128x2048 matrices; matmul_tiles takes whole 32x32 tiles",
-	// a transpose of the tokens and the heads moves rows, not tiles
-	"examples/k_norm": "kernel 'k_norm_k1' of kind 'generic' is not supported yet",
 }
 
 // TestDifferential runs every workload on both targets.

@@ -352,8 +352,8 @@ func buildKernel(a *arch, k loop.KernelOp) (g *kgen, err error) {
 	if g.kind == "generic" {
 		g.readParams()
 		g.findGrid()
-		if !g.planTranspose() {
-			g.fail(nil, "of kind 'generic' is not supported yet (the tt backend maps row and element-wise kernels, and transposes of the last two dimensions, onto tiles)")
+		if !g.planTranspose() && !g.planRowCopy() {
+			g.fail(nil, "of kind 'generic' is not supported yet (the tt backend maps row and element-wise kernels, transposes of the last two dimensions, and views that keep the last axis and move rows, onto tiles)")
 		}
 		return g, nil
 	}
