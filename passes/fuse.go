@@ -382,7 +382,7 @@ func (f *fuser) role(op *ir.Operation) (opRole, string) {
 		// the reader gathers the rows of a row block from other rows
 		return roleFusible, ""
 	case IsView(op) && f.target.Family == target.Tenstorrent:
-		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis, and views of static shapes that keep the last axis: reshapes, and the others where they only feed reads (the reader gathers their rows)", op.Name(), f.target.Name)
+		return roleBarrier, fmt.Sprintf("'%s' is a kernel of its own on %s: its reader and writer move whole 32x32 tiles, which follow only slices and concats of whole tiles along the last axis, and views that keep a static last axis: reshapes, and the others where they only feed reads (the reader gathers their rows)", op.Name(), f.target.Name)
 	case IsView(op):
 		return roleFusible, ""
 	case op.Name() == graph.OpMatMul:
@@ -1210,15 +1210,9 @@ func tileAligned(op *ir.Operation) bool {
 // map its stores instead, which the writer does not do.
 func (f *fuser) readRows(op *ir.Operation) bool {
 	in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
-	static := func(sh []int64) bool {
-		for _, n := range sh {
-			if n == ir.Dynamic {
-				return false
-			}
-		}
-		return len(sh) > 0
-	}
-	if !static(in) || !static(out) || in[len(in)-1] != out[len(out)-1] {
+	// the last axis static and kept; the leading extents may be `?` (the
+	// reader's row maps take them as runtime arguments)
+	if len(in) == 0 || len(out) == 0 || in[len(in)-1] == ir.Dynamic || in[len(in)-1] != out[len(out)-1] {
 		return false
 	}
 	switch op.Name() {
