@@ -286,9 +286,18 @@ func (g *genericKernel) reshape(b *ir.Builder, op *ir.Operation, out *ir.Value, 
 	return g.read(b, in, g.split(b, g.linear(b, idx, outExt), inExt))
 }
 
-// concat copies each operand into its place along the axis: one program
-// instance per index of the dimensions before the axis, and in it one
-// serial loop per operand over its elements from the axis on.
+// concatChunk is the elements from the axis on of each operand that one
+// program instance of a concat copies at most: a long concat (a KV cache
+// of a few heads and the new token along the tokens) spreads over
+// instances enough to fill a GPU, a short one keeps one per row.
+const concatChunk = 8192
+
+// concat copies each operand into its place along the axis: program
+// instances over the indices of the dimensions before the axis, times S
+// chunks where the operands' elements from the axis on (sum N) exceed
+// concatChunk (S = ceil(N / concatChunk)); instance (row, s) copies
+// elements [s * concatChunk, (s + 1) * concatChunk) of every operand, in
+// a serial loop per operand (empty where the operand is shorter).
 func (g *genericKernel) concat(op *ir.Operation, out *ir.Value) {
 	k := g.k
 	c := graph.ConcatOp{Operation: op}
@@ -298,25 +307,54 @@ func (g *genericKernel) concat(op *ir.Operation, out *ir.Value) {
 	for d := range outExt {
 		outExt[d] = k.dim(out, d)
 	}
-	// offsets along the axis, from the operands' extents
+	// offsets along the axis, from the operands' extents; each operand's
+	// extents from the axis on and their product
 	offsets := make([]*ir.Value, op.NumOperands())
+	exts := make([][]*ir.Value, op.NumOperands())
+	counts := make([]*ir.Value, op.NumOperands())
 	off := k.index(0)
+	total := k.index(0)
 	for i, v := range op.Operands() {
 		offsets[i] = off
 		if i+1 < op.NumOperands() {
 			off = g.addi(k.kb, off, g.extent(v, axis))
 		}
+		exts[i] = make([]*ir.Value, n-axis)
+		for d := range exts[i] {
+			exts[i][d] = g.extent(v, axis+d)
+		}
+		counts[i] = k.product(k.kb, exts[i])
+		if constIndex(total) >= 0 && constIndex(counts[i]) >= 0 {
+			total = k.index(constIndex(total) + constIndex(counts[i]))
+		} else {
+			total = g.addi(k.kb, total, counts[i])
+		}
+	}
+	var chunks *ir.Value
+	if t := constIndex(total); t >= 0 {
+		chunks = k.index(max(1, (t+concatChunk-1)/concatChunk))
+	} else {
+		sum := must(loop.BuildAddi(k.kb, k.loc, total, k.index(concatChunk-1))).Output()
+		chunks = must(loop.BuildDivi(k.kb, k.loc, sum, k.index(concatChunk))).Output()
 	}
 	rows := k.product(k.kb, outExt[:axis])
-	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
-		lead := k.splitRow(b, r, outExt[:axis])
+	k.grid(k.product(k.kb, []*ir.Value{rows, chunks}), func(b *ir.Builder, r *ir.Value) {
+		row, start := r, k.index(0)
+		if !isIndexConst(chunks, 1) {
+			row = must(loop.BuildDivi(b, k.loc, r, chunks)).Output()
+			s := must(loop.BuildRemi(b, k.loc, r, chunks)).Output()
+			start = must(loop.BuildMuli(b, k.loc, s, k.index(concatChunk))).Output()
+		}
+		lead := k.splitRow(b, row, outExt[:axis])
 		for i, v := range op.Operands() {
-			ext := make([]*ir.Value, n-axis)
-			for d := range ext {
-				ext[d] = g.extent(v, axis+d)
+			lo, hi := k.index(0), counts[i]
+			if !isIndexConst(chunks, 1) {
+				end := must(loop.BuildAddi(b, k.loc, start, k.index(concatChunk))).Output()
+				lo = must(loop.BuildMini(b, k.loc, start, counts[i])).Output()
+				hi = must(loop.BuildMini(b, k.loc, end, counts[i])).Output()
 			}
-			count := k.product(b, ext)
-			must(loop.BuildFor(b, k.loc, k.index(0), count, k.index(1), nil, "serial", nil,
+			ext := exts[i]
+			must(loop.BuildFor(b, k.loc, lo, hi, k.index(1), nil, "serial", nil,
 				func(bb *ir.Builder, l *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
 					l.Name = "e"
 					rest := g.split(bb, l, ext)

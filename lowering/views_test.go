@@ -190,6 +190,19 @@ func.func @f(%x: tensor<?x64xbf16>, %w: tensor<16xbf16>, %cos: tensor<?x1x1x16xb
   %y = graph.add %a, %b : tensor<?x1x4x16xbf16>
   return %y : tensor<?x1x4x16xbf16>
 }`},
+	// a concat along a leading axis, a kernel of its own: its elements
+	// from the axis on (9 * 64 + 140 * 64 > 8192) copied in two chunks per
+	// row, each instance one chunk of every operand
+	{name: "concat-along-a-leading-axis-in-chunks", kernels: 1, src: `
+func.func @f(%a: tensor<2x?x64xbf16>, %b: tensor<2x140x64xbf16>) -> tensor<2x?x64xbf16> {
+  %c = graph.concat %a, %b {axis = 1} : (tensor<2x?x64xbf16>, tensor<2x140x64xbf16>) -> tensor<2x?x64xbf16>
+  return %c : tensor<2x?x64xbf16>
+}`},
+	{name: "concat-along-a-leading-axis-static", kernels: 1, src: `
+func.func @f(%a: tensor<3x100x40xf32>, %b: tensor<3x150x40xf32>) -> tensor<3x250x40xf32> {
+  %c = graph.concat %a, %b {axis = 1} : (tensor<3x100x40xf32>, tensor<3x150x40xf32>) -> tensor<3x250x40xf32>
+  return %c : tensor<3x250x40xf32>
+}`},
 	{name: "roll-under-a-transpose", kernels: 1, src: `
 func.func @f(%x: tensor<4x3x8xf32>) -> tensor<3x4x8xf32> {
   %r = graph.roll %x {shift = 4} : tensor<4x3x8xf32>
@@ -261,4 +274,35 @@ func.func @f(%x: tensor<4x8xf32>) -> tensor<2x2xf32> {
 }`, "fuse,lower-to-loops", "h200")
 	text := ir.Print(m.Operation, ir.PrintOptions{})
 	assert.Equal(t, 2, strings.Count(text, "loop.kernel "), text)
+}
+
+// TestConcatChunks: a concat along a leading axis, a kernel of its own,
+// runs instances over its rows times chunks of 8192 elements from the
+// axis on (3 rows of 100 * 40 + 150 * 40 = 10000 elements: 6 instances),
+// each copying its chunk of every operand between clamped bounds; a short
+// one keeps an instance per row and whole loops.
+func TestConcatChunks(t *testing.T) {
+	long := viewCase(t, "concat-along-a-leading-axis-static")
+	text := ir.Print(lowerText(t, long, "decompose,fuse,lower-to-loops,sram-alloc", "h200").Operation, ir.PrintOptions{})
+	assert.Contains(t, text, "loop.parallel %c0, %c6, %c1 {dist = \"grid\"}", text)
+	assert.Equal(t, 4, strings.Count(text, "loop.mini"), text)
+	short := `
+func.func @f(%a: tensor<3x10x40xf32>, %b: tensor<3x15x40xf32>) -> tensor<3x25x40xf32> {
+  %c = graph.concat %a, %b {axis = 1} : (tensor<3x10x40xf32>, tensor<3x15x40xf32>) -> tensor<3x25x40xf32>
+  return %c : tensor<3x25x40xf32>
+}`
+	text = ir.Print(lowerText(t, short, "decompose,fuse,lower-to-loops,sram-alloc", "h200").Operation, ir.PrintOptions{})
+	assert.Contains(t, text, "loop.parallel %c0, %c3, %c1 {dist = \"grid\"}", text)
+	assert.NotContains(t, text, "loop.mini", text)
+}
+
+// viewCase is the source of viewCases' case name.
+func viewCase(t *testing.T, name string) string {
+	for _, c := range viewCases {
+		if c.name == name {
+			return c.src
+		}
+	}
+	t.Fatalf("no view case %s", name)
+	return ""
 }

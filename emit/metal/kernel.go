@@ -397,7 +397,8 @@ func (ke *kernelEmitter) emitIndexArith(op *ir.Operation) {
 	case loop.OpRemi:
 		e = a + " % " + b
 	case loop.OpMini:
-		e = "metal::min(" + a + ", " + b + ")"
+		// (both uint: an integer literal beside a uint matches no overload)
+		e = "metal::min(uint(" + a + "), uint(" + b + "))"
 	}
 	name := ke.valueName(op.Result(0))
 	ke.line("const uint %s = %s;", name, e)

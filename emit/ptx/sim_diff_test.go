@@ -503,6 +503,8 @@ func TestSimulatedViews(t *testing.T) {
 		{fn: "rope_heads", shapes: [][]int64{{5, 64}, {5, 1, 1, 16}, {5, 1, 1, 16}, {16}}},
 		{fn: "rope_heads_t", shapes: [][]int64{{6, 64}, {6, 16}}},
 		{fn: "norm_rope_heads", shapes: [][]int64{{5, 64}, {16}, {5, 1, 1, 16}, {16}}, ulps: 2, rel: 1e-3},
+		// a concat along the tokens in chunks of 8192 elements (two per row)
+		{fn: "cat_tokens", shapes: [][]int64{{2, 9, 64}, {2, 140, 64}}},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, true) })
 	}
