@@ -31,58 +31,11 @@ import (
 // planRowCopy recognises such a copy and builds its statements; false
 // when the kernel is something else.
 func (g *kgen) planRowCopy() bool {
-	var body *ir.Operation
-	for _, op := range g.grid.Body().Entry().Ops() {
-		switch {
-		case op.Name() == loop.OpFor:
-			if body != nil {
-				return false
-			}
-			body = op
-		case op.Name() == loop.OpConst, indexOps[op.Name()], op.Name() == loop.OpYield:
-		default:
-			return false
-		}
-	}
-	if body == nil || len(g.params) != 2 || g.params[0].output || !g.params[1].output {
-		return false
-	}
-	f, _ := loop.AsFor(body)
-	if lo, ok := constIndex(f.Lower()); !ok || lo != 0 || len(f.Inits()) > 0 {
-		return false
-	}
-	if st, ok := constIndex(f.Step()); !ok || st != 1 {
-		return false
-	}
-	j := f.Body().Entry().Args[0]
-	// index arithmetic of the row (a slice's offset), then the copy
-	var ops []*ir.Operation
-	for _, op := range f.Body().Entry().Ops() {
-		if indexOps[op.Name()] || op.Name() == loop.OpConst {
-			for _, x := range op.Operands() {
-				if x.DependsOn(j) {
-					return false
-				}
-			}
-			continue
-		}
-		ops = append(ops, op)
-	}
-	if len(ops) != 3 || ops[2].Name() != loop.OpYield {
-		return false
-	}
-	ld, ok := loop.AsLoad(ops[0])
+	cl, ok := g.matchCopyLoop()
 	if !ok {
 		return false
 	}
-	st, ok := loop.AsStore(ops[1])
-	if !ok || st.Value() != ld.Result(0) {
-		return false
-	}
-	in, out := g.byArg[ld.Memref()], g.byArg[st.Memref()]
-	if in == nil || out == nil || in.output || !out.output || in.elem != out.elem {
-		return false
-	}
+	f, j, ld, st, in, out := cl.f, cl.j, cl.ld, cl.st, cl.in, cl.out
 	li, si := ld.Indices(), st.Indices()
 	n, m := len(li), len(si)
 	if n < 2 || m < 2 || li[n-1] != j || si[m-1] != j {
@@ -180,4 +133,75 @@ func (g *kgen) storesRowR(out *param, si []*ir.Value) bool {
 		}
 	}
 	return true
+}
+
+// copyLoop is the generic kernel of a copy: in the grid body (beside
+// index arithmetic) one serial loop f from 0 by 1 over variable j, whose
+// body is index arithmetic that does not depend on j, a load of the input
+// parameter in and a store of the loaded value to the output parameter
+// out of the same element type (the kernel's only two parameters).
+type copyLoop struct {
+	f       loop.ForOp
+	j       *ir.Value
+	ld      loop.LoadOp
+	st      loop.StoreOp
+	in, out *param
+}
+
+// matchCopyLoop recognises a copyLoop.
+func (g *kgen) matchCopyLoop() (copyLoop, bool) {
+	var cl copyLoop
+	var body *ir.Operation
+	for _, op := range g.grid.Body().Entry().Ops() {
+		switch {
+		case op.Name() == loop.OpFor:
+			if body != nil {
+				return cl, false
+			}
+			body = op
+		case op.Name() == loop.OpConst, indexOps[op.Name()], op.Name() == loop.OpYield:
+		default:
+			return cl, false
+		}
+	}
+	if body == nil || len(g.params) != 2 || g.params[0].output || !g.params[1].output {
+		return cl, false
+	}
+	f, _ := loop.AsFor(body)
+	if lo, ok := constIndex(f.Lower()); !ok || lo != 0 || len(f.Inits()) > 0 {
+		return cl, false
+	}
+	if st, ok := constIndex(f.Step()); !ok || st != 1 {
+		return cl, false
+	}
+	j := f.Body().Entry().Args[0]
+	// index arithmetic of the row (a slice's offset), then the copy
+	var ops []*ir.Operation
+	for _, op := range f.Body().Entry().Ops() {
+		if indexOps[op.Name()] || op.Name() == loop.OpConst {
+			for _, x := range op.Operands() {
+				if x.DependsOn(j) {
+					return cl, false
+				}
+			}
+			continue
+		}
+		ops = append(ops, op)
+	}
+	if len(ops) != 3 || ops[2].Name() != loop.OpYield {
+		return cl, false
+	}
+	ld, ok := loop.AsLoad(ops[0])
+	if !ok {
+		return cl, false
+	}
+	st, ok := loop.AsStore(ops[1])
+	if !ok || st.Value() != ld.Result(0) {
+		return cl, false
+	}
+	in, out := g.byArg[ld.Memref()], g.byArg[st.Memref()]
+	if in == nil || out == nil || in.output || !out.output || in.elem != out.elem {
+		return cl, false
+	}
+	return copyLoop{f: f, j: j, ld: ld, st: st, in: in, out: out}, true
 }

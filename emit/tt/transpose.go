@@ -3,7 +3,6 @@ package tt
 import (
 	"fmt"
 
-	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
@@ -29,46 +28,12 @@ import (
 // planTranspose recognises a transpose of the last two dimensions and
 // builds its statements; false when the kernel is something else.
 func (g *kgen) planTranspose() bool {
-	var body *ir.Operation
-	for _, op := range g.grid.Body().Entry().Ops() {
-		switch {
-		case op.Name() == loop.OpFor:
-			if body != nil {
-				return false
-			}
-			body = op
-		case op.Name() == loop.OpConst, indexOps[op.Name()], op.Name() == loop.OpYield:
-		default:
-			return false
-		}
-	}
-	if body == nil || len(g.params) != 2 || g.params[0].output || !g.params[1].output {
-		return false
-	}
-	f, _ := loop.AsFor(body)
-	if lo, ok := constIndex(f.Lower()); !ok || lo != 0 || len(f.Inits()) > 0 {
-		return false
-	}
-	if st, ok := constIndex(f.Step()); !ok || st != 1 {
-		return false
-	}
-	j := f.Body().Entry().Args[0]
-	ops := f.Body().Entry().Ops()
-	if len(ops) != 3 || ops[2].Name() != loop.OpYield {
-		return false
-	}
-	ld, ok := loop.AsLoad(ops[0])
+	cl, ok := g.matchCopyLoop()
 	if !ok {
 		return false
 	}
-	st, ok := loop.AsStore(ops[1])
-	if !ok || st.Value() != ld.Result(0) {
-		return false
-	}
-	in, out := g.byArg[ld.Memref()], g.byArg[st.Memref()]
-	if in == nil || out == nil || in.output || !out.output || in.elem != out.elem {
-		return false
-	}
+	f, j, ld, st, in, out := cl.f, cl.j, cl.ld, cl.st, cl.in, cl.out
+	body := f.Operation
 	li, si := ld.Indices(), st.Indices()
 	n := len(li)
 	if n < 2 || len(si) != n || li[n-2] != j || si[n-1] != j || li[n-1] != si[n-2] {
