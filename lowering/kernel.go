@@ -172,6 +172,43 @@ func (k *kernelBuilder) grid(rows *ir.Value, body func(b *ir.Builder, r *ir.Valu
 	}))
 }
 
+// rowGrid launches the rows of the kernel ev builds, of leading extents
+// leadExt: one grid over them all, each instance's indices in ev.rowIdx
+// when body runs; or, when a concat along a row cuts them
+// (passes.ViewPlan.RowCuts), one part per stretch of rows between cuts,
+// each a grid whose rows read one piece of the concat:
+//
+//	loop.parallel %c0, %c4, %c1 {dist = "grid"} { ... rows 0-3, piece %a ... }
+//	loop.parallel %c0, %c2, %c1 {dist = "grid"} { ... rows 4-5, piece %b ... }
+func (k *kernelBuilder) rowGrid(ev *evaluator, leadExt []*ir.Value, body func(b *ir.Builder)) {
+	plan := ev.info.Views
+	if plan == nil || len(plan.RowCuts) == 0 {
+		k.grid(k.product(k.kb, leadExt), func(b *ir.Builder, r *ir.Value) {
+			ev.rowIdx = k.splitRow(b, r, leadExt)
+			body(b)
+		})
+		return
+	}
+	d := plan.RowDim
+	lo := int64(0)
+	for _, hi := range append(slices.Clone(plan.RowCuts), ev.info.Shape[d]) {
+		ext := slices.Clone(leadExt)
+		ext[d] = k.index(hi - lo)
+		ev.partLo, ev.partHi = lo, hi
+		clear(ev.rowIndices)
+		k.grid(k.product(k.kb, ext), func(b *ir.Builder, r *ir.Value) {
+			ev.rowIdx = k.splitRow(b, r, ext)
+			if c, ok := loop.EvalIndex(ev.rowIdx[d], nil); ok {
+				ev.rowIdx[d] = k.index(c + lo) // a part of one row along d
+			} else if lo > 0 {
+				ev.rowIdx[d] = must(loop.BuildAddi(b, k.loc, ev.rowIdx[d], k.index(lo))).Output()
+			}
+			body(b)
+		})
+		lo = hi
+	}
+}
+
 // splitRow turns the row number r into the indices of the leading
 // dimensions of extents ext, row-major: the last one varies fastest.
 func (k *kernelBuilder) splitRow(b *ir.Builder, r *ir.Value, ext []*ir.Value) []*ir.Value {

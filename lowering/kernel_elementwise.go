@@ -46,7 +46,6 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		}
 		width = viewWidth(widest, info.Views)
 	}
-	rows := k.product(k.kb, leadExt)
 
 	// the loops over the row: a vector loop, and a scalar tail for a dynamic row
 	type span struct {
@@ -83,8 +82,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	}
 	k.setAttr("vector_width", intAttr(width))
 
-	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
-		ev.rowIdx = k.splitRow(b, r, leadExt)
+	k.rowGrid(ev, leadExt, func(b *ir.Builder) {
 		row := ev.rowScope(b)
 		var alongRow []int
 		for i, y := range outs {
@@ -174,7 +172,6 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	for d := range leadExt {
 		leadExt[d] = k.spaceExtent(info, d, outs)
 	}
-	rows := k.product(k.kb, leadExt)
 
 	// what each phase's loop must do
 	reductions := make([][]*ir.Operation, info.NumPhases)
@@ -255,8 +252,7 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 		}
 	}
 
-	k.grid(rows, func(b *ir.Builder, r *ir.Value) {
-		ev.rowIdx = k.splitRow(b, r, leadExt)
+	k.rowGrid(ev, leadExt, func(b *ir.Builder) {
 		row := ev.rowScope(b)
 		for _, src := range copied {
 			_, ev.cached[src] = ev.copySpan(row, src, c, width)

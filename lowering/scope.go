@@ -119,6 +119,9 @@ type evaluator struct {
 	viewRead []*ir.Value
 	// entryArgs are the body's block arguments, the kernel's inputs.
 	entryArgs []*ir.Value
+	// partLo and partHi are the rows of the kernel's row dimension
+	// info.Views.RowDim that the part being built runs (rowGrid)
+	partLo, partHi int64
 }
 
 // newEvaluator maps the body of fused to the kernel's buffers and decides
@@ -256,6 +259,17 @@ type scope struct {
 	spanHi     int64
 	spanStatic bool
 	views      map[viewKey]*scope
+	// rm is where the kernel's indices are in a view scope's space
+	// (passes.RowAt per dimension); nil for the kernel's own scopes
+	rm []passes.RowAt
+}
+
+// rowMap is where the kernel's indices are in s's space.
+func (s *scope) rowMap() []passes.RowAt {
+	if s.space != nil {
+		return s.rm
+	}
+	return passes.KernelRows(len(s.ev.iter))
 }
 
 func (ev *evaluator) rowScope(b *ir.Builder) *scope {

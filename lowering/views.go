@@ -38,7 +38,7 @@ func (s *scope) viewScope(op *ir.Operation, i int) *scope {
 	res := shapeOf(op.Result(0))
 	p := s.pointIn(res)
 	cm := passes.BroadcastColumn(s.cm, s.shape(), res)
-	ocm, err := passes.ViewOperandMap(op, i, cm)
+	ocm, orm, err := passes.ViewOperandMaps(op, i, cm, passes.BroadcastRows(s.rowMap(), s.shape(), res), len(ev.iter))
 	if err != nil {
 		panic(lowerError{err})
 	}
@@ -47,7 +47,7 @@ func (s *scope) viewScope(op *ir.Operation, i int) *scope {
 	if ocm.Kind == passes.ColumnNone {
 		width = 0
 	}
-	c := &scope{ev: ev, b: s.b, parent: s, width: width, space: shapeOf(op.Operand(i)), pt: q, cm: ocm, spanLo: s.spanLo, spanHi: s.spanHi, spanStatic: s.spanStatic,
+	c := &scope{ev: ev, b: s.b, parent: s, width: width, space: shapeOf(op.Operand(i)), pt: q, cm: ocm, rm: orm, spanLo: s.spanLo, spanHi: s.spanHi, spanStatic: s.spanStatic,
 		vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{}, splat: map[*ir.Value]*ir.Value{},
 		recip: map[*ir.Value]*ir.Value{}}
 	if s.views == nil {
@@ -112,6 +112,15 @@ func (s *scope) mapPoint(op *ir.Operation, i int, p []*ir.Value) []*ir.Value {
 func (s *scope) mapPointAt(b *ir.Builder, op *ir.Operation, i int, p []*ir.Value) []*ir.Value {
 	k := s.ev.k
 	addc := func(x *ir.Value, c int64) *ir.Value {
+		if n, ok := loop.EvalIndex(x, nil); ok && c != 0 {
+			return k.index(n + c)
+		}
+		if d := x.DefiningOp(); d != nil && d.Name() == loop.OpAddi && c != 0 {
+			if n, ok := loop.EvalIndex(d.Operand(1), nil); ok {
+				// (y + n) + c: a part's row, read in a piece
+				x, c = d.Operand(0), c+n
+			}
+		}
 		switch {
 		case c == 0:
 			return x
@@ -230,19 +239,30 @@ func (s *scope) columnsIn(res []int64) (lo, hi int64, ok bool) {
 }
 
 // concatPiece is the piece of concat c that the columns of s's loop read:
-// the loop was cut at the pieces' edges, so its first column decides.
+// the loop was cut at the pieces' edges, so its first column decides. A
+// concat along a row reads the piece of the part being built, whose rows
+// were cut at the pieces' edges (rowGrid).
 func (s *scope) concatPiece(c graph.ConcatOp) int {
 	res := shapeOf(c.Output())
 	cm := passes.BroadcastColumn(s.cm, s.shape(), res)
 	axis := passes.ConcatAxis(c)
-	if cm.Kind != passes.ColumnAt || cm.Dim != axis {
-		fail(c.Operation, "is read where the column does not pick its piece (internal error in lower-to-loops)")
+	var at, last int64
+	switch rm := passes.BroadcastRows(s.rowMap(), s.shape(), res); {
+	case cm.Kind == passes.ColumnAt && cm.Dim == axis:
+		at = s.spanLo + cm.Off
+		last = at
+	case rm[axis].Dim >= 0 && s.ev.info.Views != nil && rm[axis].Dim == s.ev.info.Views.RowDim:
+		at, last = s.ev.partLo+rm[axis].Off, s.ev.partHi-1+rm[axis].Off
+	default:
+		fail(c.Operation, "is read where neither the column nor the part picks its piece (internal error in lower-to-loops)")
 	}
-	at := s.spanLo + cm.Off
 	edge := int64(0)
 	for i, x := range c.Inputs() {
 		edge += shapeOf(x)[axis]
 		if at < edge {
+			if last >= edge {
+				fail(c.Operation, "is read by rows of more than one piece in one part (internal error in lower-to-loops)")
+			}
 			return i
 		}
 	}

@@ -885,12 +885,12 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 					i+1, graph.FormatShape(s), graph.FormatShape(shape))
 			}
 		}
-		if info.Views, err = planViews(c.ops, c.outputs, shape); err != nil {
+		if info.Views, err = planViews(c.ops, c.outputs, shape, true); err != nil {
 			return nil, err
 		}
 	} else if slices.ContainsFunc(c.ops, func(op *ir.Operation) bool { return op.Name() == graph.OpRoll }) {
 		// a roll along the row cuts the loop where it wraps around
-		if info.Views, err = planViews(c.ops, c.outputs, shape); err != nil {
+		if info.Views, err = planViews(c.ops, c.outputs, shape, true); err != nil {
 			return nil, err
 		}
 	}
@@ -1023,16 +1023,12 @@ func (c *classifier) rowViews(reductions []*ir.Operation) (*ViewPlan, error) {
 			starts = append(starts, y)
 		}
 	}
-	plan, err := planViews(c.ops, starts, c.shape)
+	plan, err := planViews(c.ops, starts, c.shape, true)
 	if err != nil {
 		return nil, err
 	}
-	if len(plan.Cuts) > 0 {
-		for _, op := range c.ops {
-			if op.Name() == graph.OpConcat {
-				return nil, ir.OpError(op, "concatenates along the rows of a row kernel, whose loops run over whole rows: a concat along the row is read by element-wise kernels only")
-			}
-		}
+	if len(plan.Cuts) > 0 && len(plan.columnConcats) > 0 {
+		return nil, ir.OpError(plan.columnConcats[0], "concatenates along the rows of a row kernel, whose loops run over whole rows: a concat along the row is read by element-wise kernels only")
 	}
 	return plan, nil
 }

@@ -160,6 +160,118 @@ func BroadcastColumn(m ColumnMap, res, opd []int64) ColumnMap {
 	return out
 }
 
+// RowAt is where one dimension of a value read through views is in the
+// kernel's coordinates: the value's index there is the kernel's index in
+// dimension Dim plus Off, or (Dim < 0) no single index of the kernel's.
+type RowAt struct {
+	Dim int
+	Off int64
+}
+
+// KernelRows is the row map of the kernel's own space of rank n: each
+// dimension is itself.
+func KernelRows(n int) []RowAt {
+	rm := make([]RowAt, n)
+	for d := range rm {
+		rm[d] = RowAt{Dim: d}
+	}
+	return rm
+}
+
+// BroadcastRows is the row map of a value of shape opd read, with NumPy
+// broadcasting from the right, at the points of shape res whose row map
+// is rm: a dimension of extent 1 where res's is not is index 0.
+func BroadcastRows(rm []RowAt, res, opd []int64) []RowAt {
+	out := make([]RowAt, len(opd))
+	off := len(res) - len(opd)
+	for j, e := range opd {
+		if d := j + off; d < 0 || (e == 1 && res[d] != 1) {
+			out[j] = RowAt{Dim: -1}
+		} else {
+			out[j] = rm[d]
+		}
+	}
+	return out
+}
+
+// ViewOperandRows returns the row map of operand i of op (a view, a roll
+// or an element-wise op) given op's result's.
+func ViewOperandRows(op *ir.Operation, i int, rm []RowAt) []RowAt {
+	res, opd := shapeOf(op.Result(0)), shapeOf(op.Operand(i))
+	none := RowAt{Dim: -1}
+	q := make([]RowAt, len(opd))
+	switch op.Name() {
+	case graph.OpTranspose:
+		for r, d := range TransposePerm(graph.TransposeOp{Operation: op}) {
+			q[d] = rm[r]
+		}
+	case graph.OpSlice:
+		sl := graph.SliceOp{Operation: op}
+		strides := graph.SliceStrides(sl)
+		for d, o := range sl.Offsets() {
+			q[d] = none
+			if strides[d] == 1 && rm[d].Dim >= 0 {
+				q[d] = RowAt{Dim: rm[d].Dim, Off: rm[d].Off + o}
+			}
+		}
+	case graph.OpRoll:
+		copy(q, rm)
+		q[len(q)-1] = none
+	case graph.OpConcat:
+		copy(q, rm)
+		c := graph.ConcatOp{Operation: op}
+		axis := ConcatAxis(c)
+		for _, x := range c.Inputs()[:i] {
+			if q[axis].Dim >= 0 {
+				q[axis].Off -= shapeOf(x)[axis]
+			}
+		}
+	case graph.OpReshape:
+		for d := range q {
+			q[d] = none
+		}
+		if groups, ok := ReshapeGroups(graph.ReshapeOp{Operation: op}); ok {
+			for _, g := range groups {
+				if len(g.In) == 1 && len(g.Out) == 1 {
+					q[g.In[0]] = rm[g.Out[0]]
+				}
+			}
+		}
+	default:
+		return BroadcastRows(rm, res, opd)
+	}
+	return q
+}
+
+// rowConcat reports whether op is a concat whose piece the kernel's row
+// position picks: along a dimension (of op's result, row map rm) that is
+// a row dimension of the kernel's (rank n) at an offset.
+func rowConcat(op *ir.Operation, rm []RowAt, n int) bool {
+	c, ok := graph.AsConcat(op)
+	if !ok || rm == nil {
+		return false
+	}
+	d := rm[ConcatAxis(c)].Dim
+	return d >= 0 && d < n-1
+}
+
+// ViewOperandMaps is ViewOperandMap with the row maps: a concat along a
+// dimension the kernel's rows index at an offset (rowConcat) is read a
+// piece per part of the kernel (ViewPlan.RowCuts), its pieces at the
+// column the kernel's. n is the rank of the kernel's space.
+func ViewOperandMaps(op *ir.Operation, i int, m ColumnMap, rm []RowAt, n int) (ColumnMap, []RowAt, error) {
+	orm := ViewOperandRows(op, i, rm)
+	if rowConcat(op, rm, n) {
+		axis := ConcatAxis(graph.ConcatOp{Operation: op})
+		if (m.Kind == ColumnAt && m.Dim == axis) || (m.Kind == ColumnLanes && axis == len(rm)-1) {
+			return m, nil, ir.OpError(op, "concatenates along axis %d, which holds both a row and the column of the kernel (internal error in the view plan)", axis)
+		}
+		return m, orm, nil
+	}
+	om, err := ViewOperandMap(op, i, m)
+	return om, orm, err
+}
+
 // ViewOperandMap returns where the column is in the coordinates of
 // operand i of op (a view or an element-wise op), given where it is in
 // op's result. It fails for a concat the column cannot pick a piece of.
@@ -170,7 +282,7 @@ func ViewOperandMap(op *ir.Operation, i int, m ColumnMap) (ColumnMap, error) {
 	}
 	if m.Kind == ColumnNone {
 		if c, ok := graph.AsConcat(op); ok && !allOnes(shapeOf(c.Output())) {
-			return m, ir.OpError(op, "concatenates along axis %d, which the kernel's rows index: an element-wise kernel reads through a concat along the axis of its column only", ConcatAxis(c))
+			return m, ir.OpError(op, "%s", rowConcatError(ConcatAxis(c)))
 		}
 		return m, nil
 	}
@@ -248,7 +360,7 @@ func ViewOperandMap(op *ir.Operation, i int, m ColumnMap) (ColumnMap, error) {
 			return m, nil
 		}
 		if m.Kind == ColumnAt || m.Kind == ColumnNone {
-			return m, ir.OpError(op, "concatenates along axis %d, which the kernel's rows index: an element-wise kernel reads through a concat along the axis of its column only", axis)
+			return m, ir.OpError(op, "%s", rowConcatError(axis))
 		}
 		return m, ir.OpError(op, "concatenates along axis %d at columns the kernel computes (through a reshape or roll above it): an element-wise kernel reads through a concat whose pieces the column picks by an offset", axis)
 	}
@@ -269,10 +381,19 @@ type ViewPlan struct {
 	// Scalar is set when some vector would not be contiguous: the kernel
 	// runs one lane at a time.
 	Scalar bool
+	// RowCuts are the rows, in increasing order, where the kernel's row
+	// dimension RowDim is cut: each an edge between two pieces of a concat
+	// along a dimension the rows index. The kernel runs a part (a launch
+	// grid, loop.Parts) per stretch between cuts, whose rows read one
+	// piece of each such concat.
+	RowCuts []int64
+	RowDim  int
 	// limits are Scalar and Divides by the columns they hold for: a
 	// concat's piece is read only in the columns it fills, and a loop
 	// over those columns alone may take wider vectors than another.
 	limits []viewLimit
+	// columnConcats are the concats along the column.
+	columnConcats []*ir.Operation
 }
 
 // viewLimit is one requirement of a read through views on the columns
@@ -312,7 +433,12 @@ func (p *ViewPlan) SpanWidth(w, lo, hi int64) int64 {
 // The walks start at values whose last dimension is the kernel's column:
 // the results of an element-wise kernel; the full results of a row kernel
 // and the operands of its row reductions, where the walks stop.
-func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPlan, error) {
+//
+// A concat along a dimension that the kernel's rows index at an offset
+// (rowConcat) cuts the rows instead (RowCuts) when rowParts is set; all
+// such concats must cut the same dimension of the kernel, of static
+// extent.
+func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64, rowParts bool) (*ViewPlan, error) {
 	inBody := map[*ir.Operation]bool{}
 	for _, op := range ops {
 		inBody[op] = true
@@ -329,9 +455,12 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 		v      *ir.Value
 		m      ColumnMap
 		lo, hi int64
+		rows   string
 	}
 	seen := map[visit]bool{}
 	cuts := map[int64]bool{}
+	rowCuts := map[int64]bool{}
+	plan.RowDim = -1
 	scalar := func(lo, hi int64) {
 		plan.Scalar = true
 		plan.limits = append(plan.limits, viewLimit{lo: lo, hi: hi, scalar: true})
@@ -340,12 +469,13 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 		plan.Divides = append(plan.Divides, d)
 		plan.limits = append(plan.limits, viewLimit{lo: lo, hi: hi, divides: d})
 	}
-	var walk func(v *ir.Value, m ColumnMap, lo, hi int64) error
-	walk = func(v *ir.Value, m ColumnMap, lo, hi int64) error {
-		if seen[visit{v, m, lo, hi}] {
+	var walk func(v *ir.Value, m ColumnMap, rm []RowAt, lo, hi int64) error
+	walk = func(v *ir.Value, m ColumnMap, rm []RowAt, lo, hi int64) error {
+		key := visit{v, m, lo, hi, fmt.Sprint(rm)}
+		if seen[key] {
 			return nil
 		}
-		seen[visit{v, m, lo, hi}] = true
+		seen[key] = true
 		s := shapeOf(v)
 		switch m.Kind {
 		case ColumnAt:
@@ -373,6 +503,7 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 			ranges[i] = [2]int64{lo, hi}
 		}
 		if c, ok := graph.AsConcat(op); ok && m.Kind == ColumnAt && m.Dim == ConcatAxis(c) {
+			plan.columnConcats = append(plan.columnConcats, op)
 			edge := int64(0)
 			for i, x := range c.Inputs() {
 				next := edge + shapeOf(x)[m.Dim]
@@ -384,6 +515,11 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 				}
 				ranges[i] = [2]int64{max(lo, edge-m.Off), min(hi, next-m.Off)}
 				edge = next
+			}
+		}
+		if c, ok := graph.AsConcat(op); ok && rowConcat(op, rm, n) {
+			if err := rowCut(c, rm, shape, plan, rowCuts, rowParts); err != nil {
+				return err
 			}
 		}
 		if r, ok := graph.AsRoll(op); ok {
@@ -399,12 +535,12 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 			}
 		}
 		for i, a := range op.Operands() {
-			am, err := ViewOperandMap(op, i, m)
+			am, arm, err := ViewOperandMaps(op, i, m, rm, n)
 			if err != nil {
 				return err
 			}
 			if r := ranges[i]; r[0] < r[1] {
-				if err := walk(a, am, r[0], r[1]); err != nil {
+				if err := walk(a, am, arm, r[0], r[1]); err != nil {
 					return err
 				}
 			}
@@ -416,10 +552,15 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 		cols = math.MaxInt64
 	}
 	for _, y := range starts {
-		if err := walk(y, ColumnMap{Kind: ColumnAt, Dim: len(shapeOf(y)) - 1}, 0, cols); err != nil {
+		ys := shapeOf(y)
+		if err := walk(y, ColumnMap{Kind: ColumnAt, Dim: len(ys) - 1}, BroadcastRows(KernelRows(n), shape, ys), 0, cols); err != nil {
 			return nil, err
 		}
 	}
+	for c := range rowCuts {
+		plan.RowCuts = append(plan.RowCuts, c)
+	}
+	slices.Sort(plan.RowCuts)
 	for c := range cuts {
 		plan.Cuts = append(plan.Cuts, c)
 	}
@@ -438,4 +579,38 @@ func abs64(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// rowCut records the edges between the pieces of concat c, whose result's
+// row map is rm, as cuts of the kernel's rows (of shape shape) in plan.
+func rowCut(c graph.ConcatOp, rm []RowAt, shape []int64, plan *ViewPlan, cuts map[int64]bool, rowParts bool) error {
+	axis := ConcatAxis(c)
+	at := rm[axis]
+	switch {
+	case !rowParts:
+		return ir.OpError(c.Operation, "concatenates along axis %d, which the kernel's rows index: only element-wise and row kernels read through a concat along a row", axis)
+	case plan.RowDim >= 0 && plan.RowDim != at.Dim:
+		return ir.OpError(c.Operation, "concatenates along dimension %d of the kernel's rows, and another concat along dimension %d: a kernel's rows are cut along one dimension", at.Dim, plan.RowDim)
+	case shape[at.Dim] == ir.Dynamic:
+		return ir.OpError(c.Operation, "concatenates along dimension %d of the kernel's rows, which is dynamic: a concat along a row cuts a dimension of static extent", at.Dim)
+	}
+	plan.RowDim = at.Dim
+	edge := int64(0)
+	for i, x := range c.Inputs() {
+		e := shapeOf(x)[axis]
+		if e == ir.Dynamic {
+			return ir.OpError(c.Operation, "concatenates a piece of dynamic extent along axis %d, which the kernel's rows index: a concat along a row has pieces of static extent", axis)
+		}
+		edge += e
+		if cut := edge - at.Off; i < len(c.Inputs())-1 && cut > 0 && cut < shape[at.Dim] {
+			cuts[cut] = true
+		}
+	}
+	return nil
+}
+
+// rowConcatError explains a concat along axis that neither the kernel's
+// column nor one of its row indices picks a piece of.
+func rowConcatError(axis int) string {
+	return fmt.Sprintf("concatenates along axis %d, whose position the kernel computes from several of its indices (a reshape merging it with other dimensions, a strided slice): a kernel reads through a concat along its column, or along a row dimension of its own at an offset", axis)
 }

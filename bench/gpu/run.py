@@ -166,6 +166,22 @@ def make_rope(t):
     return make
 
 
+def eager_kv_append_rope(past, k, cos, sin):
+    # DynamicCache's update at a decode step: the rotated key of the new
+    # token concatenated to the cache along the tokens
+    return torch.cat([past, rope_heads(k, 8, cos, sin)], dim=-2)
+
+
+def ref_kv_append_rope(past, k, cos, sin):
+    return (torch.cat([past, rope_heads(k, 8, cos, sin)], dim=-2),)
+
+
+def make_kv_append_rope():
+    ang = torch.rand(1, 1, 64, device=DEV, dtype=torch.float32) * 1000.0
+    ang = torch.cat((ang, ang), dim=-1)
+    return randn(1, 8, 2048, 128), randn(1, 1, 1024), ang.cos().to(BF), ang.sin().to(BF)
+
+
 def eager_k_norm(k, w):
     # Qwen3's k_norm as transformers writes it, then the attention layout
     x = k.view(1, -1, 8, 128).float()
@@ -363,6 +379,10 @@ for T in (4096, 32):
     WORKLOADS.append(Workload(("decode_" if T < 4096 else "") + f"k_norm_{T}", "k_norm", "k_norm",
                               (lambda T=T: (randn(1, T, 1024), randn(128))), eager_k_norm, ref_k_norm,
                               decode=T < 4096))
+# a decode step's key-cache append (torch.cat along the tokens) of the
+# rotated key: one kernel of two parts, the cache's rows and the new one
+WORKLOADS.append(Workload("decode_kv_append_rope_2048", "kv_append_rope", "kv_append_rope", make_kv_append_rope,
+                          eager_kv_append_rope, ref_kv_append_rope, decode=True))
 # per-channel int8 scales over the tokens (a reduce kernel over the first axis)
 WORKLOADS.append(Workload("channel_scale_4096x4096", "channel_scale", "channel_scale",
                           lambda: (randn(4096, 4096, scale=3.0),), eager_channel_scale, ref_channel_scale))

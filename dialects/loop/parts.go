@@ -1,7 +1,9 @@
 package loop
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tensorforge/tensorforge/ir"
@@ -71,7 +73,9 @@ func PartKernel(k KernelOp, i int) KernelOp {
 
 // verifyParts checks that the parts of a kernel of several are
 // independent: a buffer argument that a part stores is accessed by no
-// other part.
+// other part, or only at other indices: there is a dimension that each
+// part indexes within a static range of its own (disjointAccesses; the
+// rows of a concat along a row, each part its piece's).
 //
 //	its parts #0 and #1 both access '%y', which part #0 writes; parts must be independent
 func verifyParts(k *ir.Operation, parts []*ir.Operation) error {
@@ -103,12 +107,152 @@ func verifyParts(k *ir.Operation, parts []*ir.Operation) error {
 				users = append(users, pi)
 			}
 		}
-		if writer >= 0 && len(users) > 1 {
+		if writer >= 0 && len(users) > 1 && !disjointAccesses(buf, parts, users) {
 			return ir.OpError(k, "its parts #%d and #%d both access '%%%s', which part #%d writes; parts must be independent", users[0], users[1], buf.Name, writer)
 		}
 	}
 	return nil
 }
+
+// disjointAccesses reports whether the parts users of parts access buf at
+// disjoint indices: in some dimension, every index of every access by one
+// part lies in a static range (indexRange) that no other part's overlaps.
+func disjointAccesses(buf *ir.Value, parts []*ir.Operation, users []int) bool {
+	rank := len(buf.Type().(ir.MemRefType).Shape)
+	for d := 0; d < rank; d++ {
+		var spans [][2]int64
+		ok := true
+		for _, pi := range users {
+			lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+			parts[pi].Walk(func(o *ir.Operation) bool {
+				var idx []*ir.Value
+				switch {
+				case o.Name() == OpLoad && o.NumOperands() > 0 && o.Operand(0) == buf:
+					idx = o.Operands()[1:]
+				case o.Name() == OpStore && o.NumOperands() > 1 && o.Operand(1) == buf:
+					idx = o.Operands()[2:]
+				default:
+					return true
+				}
+				if d >= len(idx) {
+					ok = false
+					return false
+				}
+				l, h, known := indexRange(idx[d], 0)
+				if !known {
+					ok = false
+					return false
+				}
+				lo, hi = min(lo, l), max(hi, h)
+				return true
+			})
+			if !ok {
+				break
+			}
+			spans = append(spans, [2]int64{lo, hi})
+		}
+		if !ok {
+			continue
+		}
+		slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		apart := true
+		for i := 1; i < len(spans); i++ {
+			apart = apart && spans[i][0] >= spans[i-1][1]
+		}
+		if apart {
+			return true
+		}
+	}
+	return false
+}
+
+// indexRange bounds index value v: lo <= v < hi, from the constants and
+// the ranges of the loops' variables it is computed from with addi, subi,
+// muli by a non-negative constant, divi and remi by a positive constant
+// and mini; hi is unbounded where a loop's extent is read at launch.
+// known is false for anything else.
+func indexRange(v *ir.Value, depth int) (lo, hi int64, known bool) {
+	if depth > 32 {
+		return 0, 0, false
+	}
+	op := v.DefiningOp()
+	if c, ok := AsConst(op); ok {
+		return int64(c.Value()), int64(c.Value()) + 1, true
+	}
+	if op == nil {
+		// a loop's variable: [lower, upper) of its loop
+		owner := v.OwnerBlock()
+		if owner == nil || owner.ParentOp() == nil {
+			return 0, 0, false
+		}
+		l := owner.ParentOp()
+		if (l.Name() != OpParallel && l.Name() != OpFor) || len(owner.Args) == 0 || owner.Args[0] != v || l.NumOperands() < 2 {
+			return 0, 0, false
+		}
+		a, _, ok := indexRange(l.Operand(0), depth+1)
+		if !ok {
+			return 0, 0, false
+		}
+		if ul, uh, ok := indexRange(l.Operand(1), depth+1); ok && uh == ul+1 {
+			return a, max(ul, a+1), true // a constant upper bound
+		}
+		return a, unbounded, true
+	}
+	if op.NumOperands() != 2 {
+		return 0, 0, false
+	}
+	xl, xh, ok := indexRange(op.Operand(0), depth+1)
+	if !ok {
+		return 0, 0, false
+	}
+	yl, yh, ok := indexRange(op.Operand(1), depth+1)
+	if !ok {
+		return 0, 0, false
+	}
+	upper := func(h int64) int64 { return min(h, unbounded) }
+	switch op.Name() {
+	case OpAddi:
+		if xh >= unbounded || yh >= unbounded {
+			return xl + yl, unbounded, true
+		}
+		return xl + yl, upper(xh + yh - 1), true
+	case OpSubi:
+		if yh >= unbounded {
+			return 0, 0, false
+		}
+		if xh >= unbounded {
+			return xl - (yh - 1), unbounded, true
+		}
+		return xl - (yh - 1), xh - yl, true
+	case OpMini:
+		return min(xl, yl), min(xh, yh), true
+	}
+	if yh != yl+1 || xl < 0 {
+		return 0, 0, false // by a constant, of a non-negative value
+	}
+	c := yl
+	switch {
+	case op.Name() == OpMuli && c >= 0:
+		if xh >= unbounded {
+			return xl * c, unbounded, true
+		}
+		return xl * c, upper((xh-1)*c + 1), true
+	case op.Name() == OpDivi && c > 0:
+		if xh >= unbounded {
+			return xl / c, unbounded, true
+		}
+		return xl / c, (xh-1)/c + 1, true
+	case op.Name() == OpRemi && c > 0:
+		if xh < unbounded && xh-xl <= c && xl%c <= (xh-1)%c {
+			return xl % c, (xh-1)%c + 1, true
+		}
+		return 0, c, true
+	}
+	return 0, 0, false
+}
+
+// unbounded is indexRange's upper bound of a value with none known.
+const unbounded = int64(1) << 60
 
 // SplitParts replaces every kernel of m with several parts by one kernel
 // per part, named after it (`f_k0_p0`, `f_k0_p1`, ...), and each launch of

@@ -505,6 +505,13 @@ func TestSimulatedViews(t *testing.T) {
 		{fn: "norm_rope_heads", shapes: [][]int64{{5, 64}, {16}, {5, 1, 1, 16}, {16}}, ulps: 2, rel: 1e-3},
 		// a concat along the tokens in chunks of 8192 elements (two per row)
 		{fn: "cat_tokens", shapes: [][]int64{{2, 9, 64}, {2, 140, 64}}},
+		// concats along a row: a part of the kernel per piece
+		{fn: "rows2", shapes: [][]int64{{4, 64}, {2, 64}, {6, 64}}},
+		{fn: "kv_append", shapes: [][]int64{{2, 3, 5, 16}, {2, 3, 1, 16}, {16}}},
+		{fn: "computed_piece", shapes: [][]int64{{3, 8}, {5, 8}}, ulps: 2, rel: 1e-3},
+		{fn: "softmax_rows", shapes: [][]int64{{2, 40}, {3, 40}}, ulps: 96, rel: 1e-6},
+		{fn: "nested_slice", shapes: [][]int64{{2, 8}, {3, 8}, {4, 8}}},
+		{fn: "transposed", shapes: [][]int64{{4, 2, 8}, {4, 1, 8}}, ulps: 1},
 	} {
 		t.Run(c.fn, func(t *testing.T) { runSimCase(t, m, c, true) })
 	}

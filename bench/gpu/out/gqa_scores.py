@@ -61,6 +61,25 @@ def _mm_locks(dev, n):
     return t
 
 
+_MM_WS = {}
+
+
+def _mm_ws(dev, n, dtype):
+    """A workspace of at least n elements of dtype for the parts of a
+    split-K launch, kept per device, stream and dtype: every part writes its
+    sums before any reads them within the launch, and the launches of a
+    stream run in order, so one buffer serves them all (no allocation per
+    call). A miss while a CUDA graph is being captured is allocated for that
+    graph alone, not kept."""
+    key = (dev, torch._C._cuda_getCurrentRawStream(dev.index if dev.index is not None else torch.cuda.current_device()), dtype)
+    t = _MM_WS.get(key)
+    if t is None or t.numel() < n:
+        if torch.cuda.is_current_stream_capturing():
+            return torch.empty((n,), dtype=dtype, device=dev)
+        t = _MM_WS[key] = torch.empty((n,), dtype=dtype, device=dev)
+    return t
+
+
 def _mm_split(cfg, dev, programs, k, size):
     """The number of parts split-K cuts K into: 1, unless the grid's
     programs would keep fewer than half the GPU's multiprocessors busy
@@ -219,8 +238,11 @@ def _launch(kern, grid, args, **meta):
     if not _fast_launch:
         kern[grid](*args, **meta)
         return
-    dev = torch.cuda.current_device()
-    key = [kern, dev, *meta.values()]
+    # the device of the first buffer (a kernel's buffers come first); the
+    # kernel by identity (it lives as long as the module; JITFunction's own
+    # hash is computed in Python at every call)
+    dev = args[0].get_device()
+    key = [id(kern), dev, *meta.values()]
     for a in args:
         if a.__class__ is int:
             key.append((a == 1, a % 16 == 0, -2**31 <= a < 2**31))
@@ -235,7 +257,8 @@ def _launch(kern, grid, args, **meta):
         # the launch hooks (a profiler's) see what kernel[grid] shows them;
         # with none (Triton keeps an empty HookChain) there is neither
         # metadata to build nor a chain for the launcher to call
-        enter, leave = _knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook
+        rt = _knobs.runtime
+        enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
         if getattr(enter, "calls", enter) or getattr(leave, "calls", leave):
             md = ck.launch_metadata(g, stream, *args, *consts)
         else:
@@ -247,7 +270,8 @@ def _launch(kern, grid, args, **meta):
             _fast_launch = False  # a launcher of another calling convention: launch as Triton does
             kern[grid](*args, **meta)
             return
-    ck = kern[grid](*args, **meta)
+    with torch.cuda.device(dev):
+        ck = kern[grid](*args, **meta)
     try:
         _compiled[key] = (ck, tuple(meta[n] for n in kern.arg_names if n in meta))
         ck.run, ck.function, ck.packed_metadata, ck.launch_metadata
@@ -296,7 +320,7 @@ def gqa_scores(q, k, mask_1):
     split = _mm_split(cfg, dev, tiles * 32, 128, 65536)
     if tiles > 0:
         if split > 1:
-            mm_ws = torch.empty((split * 65536,), dtype=torch.float32, device=dev)
+            mm_ws = _mm_ws(dev, split * 65536, torch.float32)
             if _MM_SERIAL:
                 _launch(gqa_scores_k0, (tiles, 32, split), (k, q, mask_1, t0, mm_ws, _mm_locks(dev, tiles * 32)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
             else:

@@ -85,6 +85,25 @@ def _mm_locks(dev, n):
     return t
 
 
+_MM_WS = {}
+
+
+def _mm_ws(dev, n, dtype):
+    """A workspace of at least n elements of dtype for the parts of a
+    split-K launch, kept per device, stream and dtype: every part writes its
+    sums before any reads them within the launch, and the launches of a
+    stream run in order, so one buffer serves them all (no allocation per
+    call). A miss while a CUDA graph is being captured is allocated for that
+    graph alone, not kept."""
+    key = (dev, torch._C._cuda_getCurrentRawStream(dev.index if dev.index is not None else torch.cuda.current_device()), dtype)
+    t = _MM_WS.get(key)
+    if t is None or t.numel() < n:
+        if torch.cuda.is_current_stream_capturing():
+            return torch.empty((n,), dtype=dtype, device=dev)
+        t = _MM_WS[key] = torch.empty((n,), dtype=dtype, device=dev)
+    return t
+
+
 def _mm_split(cfg, dev, programs, k, size):
     """The number of parts split-K cuts K into: 1, unless the grid's
     programs would keep fewer than half the GPU's multiprocessors busy
@@ -760,8 +779,11 @@ def _launch(kern, grid, args, **meta):
     if not _fast_launch:
         kern[grid](*args, **meta)
         return
-    dev = torch.cuda.current_device()
-    key = [kern, dev, *meta.values()]
+    # the device of the first buffer (a kernel's buffers come first); the
+    # kernel by identity (it lives as long as the module; JITFunction's own
+    # hash is computed in Python at every call)
+    dev = args[0].get_device()
+    key = [id(kern), dev, *meta.values()]
     for a in args:
         if a.__class__ is int:
             key.append((a == 1, a % 16 == 0, -2**31 <= a < 2**31))
@@ -776,7 +798,8 @@ def _launch(kern, grid, args, **meta):
         # the launch hooks (a profiler's) see what kernel[grid] shows them;
         # with none (Triton keeps an empty HookChain) there is neither
         # metadata to build nor a chain for the launcher to call
-        enter, leave = _knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook
+        rt = _knobs.runtime
+        enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
         if getattr(enter, "calls", enter) or getattr(leave, "calls", leave):
             md = ck.launch_metadata(g, stream, *args, *consts)
         else:
@@ -788,7 +811,8 @@ def _launch(kern, grid, args, **meta):
             _fast_launch = False  # a launcher of another calling convention: launch as Triton does
             kern[grid](*args, **meta)
             return
-    ck = kern[grid](*args, **meta)
+    with torch.cuda.device(dev):
+        ck = kern[grid](*args, **meta)
     try:
         _compiled[key] = (ck, tuple(meta[n] for n in kern.arg_names if n in meta))
         ck.run, ck.function, ck.packed_metadata, ck.launch_metadata
@@ -821,7 +845,7 @@ def matmul(a, b):
     split = _mm_split(cfg, dev, tiles * 1, 32, (a_d0 * 48))
     if tiles > 0:
         if split > 1:
-            mm_ws = torch.empty((split * (a_d0 * 48),), dtype=torch.float32, device=dev)
+            mm_ws = _mm_ws(dev, split * (a_d0 * 48), torch.float32)
             if _MM_SERIAL:
                 _launch(matmul_k0, (tiles, 1, split), (a, b, c, a_d0, a_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
             else:
@@ -943,7 +967,7 @@ def mm_split(a, w, b):
     split = _mm_split(cfg, dev, tiles * 1, 12300, (a_d0 * 40))
     if tiles > 0:
         if split > 1:
-            mm_ws = torch.empty((split * (a_d0 * 40),), dtype=torch.float32, device=dev)
+            mm_ws = _mm_ws(dev, split * (a_d0 * 40), torch.float32)
             if _MM_SERIAL:
                 _launch(mm_split_k0, (tiles, 1, split), (a, w, b, e, a_d0, a_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
             else:
@@ -966,7 +990,7 @@ def bmm_split(a, b):
     split = _mm_split(cfg, dev, tiles * 3, 7000, ((3 * a_d1) * 24))
     if tiles > 0:
         if split > 1:
-            mm_ws = torch.empty((split * ((3 * a_d1) * 24),), dtype=torch.float32, device=dev)
+            mm_ws = _mm_ws(dev, split * ((3 * a_d1) * 24), torch.float32)
             if _MM_SERIAL:
                 _launch(bmm_split_k0, (tiles, 3, split), (a, b, c, a_d1, a_d1, mm_ws, _mm_locks(dev, tiles * 3)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
             else:
@@ -990,7 +1014,7 @@ def gateup_split(x, wg, wu):
     split = _mm_split(cfg, dev, tiles * 1, 6500, ((2 * x_d0) * 96))
     if tiles > 0:
         if split > 1:
-            mm_ws = torch.empty((split * ((2 * x_d0) * 96),), dtype=torch.float32, device=dev)
+            mm_ws = _mm_ws(dev, split * ((2 * x_d0) * 96), torch.float32)
             if _MM_SERIAL:
                 _launch(gateup_split_k0, (tiles, 1, split), (x, wg, wu, y, x_d0, x_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
             else:
@@ -1013,7 +1037,7 @@ def one_row(x, w, r):
     split = _mm_split(cfg, dev, tiles * 1, 4096, 512)
     if tiles > 0:
         if split > 1:
-            mm_ws = torch.empty((split * 512,), dtype=torch.float32, device=dev)
+            mm_ws = _mm_ws(dev, split * 512, torch.float32)
             if _MM_SERIAL:
                 _launch(one_row_k0, (tiles, 1, split), (x, w, r, z, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
             else:
@@ -1037,7 +1061,7 @@ def w8a8_split(x, q, s):
     split = _mm_split(cfg, dev, tiles * 1, 8000, (x_d0 * 40))
     if tiles > 0:
         if split > 1:
-            mm_ws = torch.empty((split * (x_d0 * 40),), dtype=torch.int32, device=dev)
+            mm_ws = _mm_ws(dev, split * (x_d0 * 40), torch.int32)
             if _MM_SERIAL:
                 _launch(w8a8_split_k0, (tiles, 1, split), (x, q, s, z, x_d0, x_d0, mm_ws, _mm_locks(dev, tiles * 1)), BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], SPLIT_K=split, EPI=False, SERIAL=True)
             else:

@@ -96,8 +96,11 @@ def _launch(kern, grid, args, **meta):
     if not _fast_launch:
         kern[grid](*args, **meta)
         return
-    dev = torch.cuda.current_device()
-    key = [kern, dev, *meta.values()]
+    # the device of the first buffer (a kernel's buffers come first); the
+    # kernel by identity (it lives as long as the module; JITFunction's own
+    # hash is computed in Python at every call)
+    dev = args[0].get_device()
+    key = [id(kern), dev, *meta.values()]
     for a in args:
         if a.__class__ is int:
             key.append((a == 1, a % 16 == 0, -2**31 <= a < 2**31))
@@ -112,7 +115,8 @@ def _launch(kern, grid, args, **meta):
         # the launch hooks (a profiler's) see what kernel[grid] shows them;
         # with none (Triton keeps an empty HookChain) there is neither
         # metadata to build nor a chain for the launcher to call
-        enter, leave = _knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook
+        rt = _knobs.runtime
+        enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
         if getattr(enter, "calls", enter) or getattr(leave, "calls", leave):
             md = ck.launch_metadata(g, stream, *args, *consts)
         else:
@@ -124,7 +128,8 @@ def _launch(kern, grid, args, **meta):
             _fast_launch = False  # a launcher of another calling convention: launch as Triton does
             kern[grid](*args, **meta)
             return
-    ck = kern[grid](*args, **meta)
+    with torch.cuda.device(dev):
+        ck = kern[grid](*args, **meta)
     try:
         _compiled[key] = (ck, tuple(meta[n] for n in kern.arg_names if n in meta))
         ck.run, ck.function, ck.packed_metadata, ck.launch_metadata
