@@ -1022,6 +1022,14 @@ func (f *fuser) remarkKernel(fused *ir.Operation, info *KernelInfo, n int) {
 	f.remark(fused.Loc, "formed %s kernel of %d %s over %s: reads %s, writes %s",
 		kindArticle(info.Kind), n, plural(n, "op"), graph.FormatShape(info.Shape),
 		countOf(fused.NumOperands(), "tensor"), countOf(fused.NumResults(), "tensor"))
+	if v := info.Views; v != nil && len(v.RowCuts) > 0 {
+		cuts := make([]string, len(v.RowCuts))
+		for i, c := range v.RowCuts {
+			cuts[i] = fmt.Sprint(c)
+		}
+		f.remark(fused.Loc, "a concat along dimension %d of the kernel's rows cuts them at %s: the kernel runs %d parts in one launch, each reading its piece",
+			v.RowDim, strings.Join(cuts, ", "), len(v.RowCuts)+1)
+	}
 	if info.Kind != KernelRow {
 		return
 	}
