@@ -1,9 +1,12 @@
 package lowering
 
 import (
+	"slices"
+
 	"github.com/tensorforge/tensorforge/dialects/graph"
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
 	"github.com/tensorforge/tensorforge/passes"
 )
 
@@ -36,7 +39,6 @@ import (
 // Values between the ops are held as in element-wise kernels (f32 for
 // narrow floats by default, each op's type with exact rounding).
 func (k *kernelBuilder) reduceFused(fused *ir.Operation, info *passes.KernelInfo) error {
-	k.setAttr("vector_width", intAttr(1))
 	red := info.Op
 	entry := fused.Region(0).Entry()
 	bufs := map[*ir.Value]*ir.Value{}
@@ -57,45 +59,65 @@ func (k *kernelBuilder) reduceFused(fused *ir.Operation, info *passes.KernelInfo
 		redExt = append(redExt, k.index(in[a]))
 	}
 	ev := &evaluator{k: k, info: info}
+	outs := yielded(fused)
+	width := k.reduceWidth(fused, info, axes, in)
+	k.setAttr("vector_width", intAttr(width))
+	lanes := width
+	if width == 1 {
+		lanes = 0
+	}
 	newScope := func(b *ir.Builder) *scope {
-		return &scope{ev: ev, b: b, vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{},
+		return &scope{ev: ev, b: b, width: lanes, vals: map[*ir.Value]*ir.Value{}, comp: map[*ir.Value]*ir.Value{},
 			splat: map[*ir.Value]*ir.Value{}, recip: map[*ir.Value]*ir.Value{}}
 	}
 	g := &genericKernel{k: k, buffers: bufs}
-	outs := yielded(fused)
-	k.eachIndexChunked(k.outs[0], reduceChunk, func(b *ir.Builder, idx []*ir.Value) {
-		acc := must(loop.BuildFor(b, k.loc, k.index(0), k.index(count), k.index(1), []*ir.Value{k.constant(ce, identity(kind, ce))}, "serial", nil,
+	k.eachIndexChunked(k.outs[0], reduceChunk, width, func(b *ir.Builder, idxs [][]*ir.Value) {
+		// one accumulator per vector of the chunk, all advanced by each
+		// reduced element: a vector kernel walks the rows of its columns
+		// once, reading the chunk's contiguous stretch of each
+		inits := make([]*ir.Value, len(idxs))
+		for i := range inits {
+			inits[i] = k.constant(loop.Vector(lanes, ce), identity(kind, ce))
+		}
+		accs := must(loop.BuildFor(b, k.loc, k.index(0), k.index(count), k.index(1), inits, "serial", nil,
 			func(bb *ir.Builder, l *ir.Value, carried []*ir.Value) ([]*ir.Value, error) {
 				l.Name = "e"
 				rix := g.split(bb, l, redExt)
-				full := make([]*ir.Value, len(in))
-				o, ri := 0, 0
-				for d := range in {
-					if ri < len(axes) && axes[ri] == int64(d) {
-						full[d] = rix[ri]
-						ri++
-						if bool(keep) {
-							o++
+				next := make([]*ir.Value, len(idxs))
+				for i, idx := range idxs {
+					full := make([]*ir.Value, len(in))
+					o, ri := 0, 0
+					for d := range in {
+						if ri < len(axes) && axes[ri] == int64(d) {
+							full[d] = rix[ri]
+							ri++
+							if bool(keep) {
+								o++
+							}
+							continue
 						}
-						continue
+						full[d] = idx[o]
+						o++
 					}
-					full[d] = idx[o]
-					o++
+					s := newScope(bb)
+					v := s.compute(k.valueAt(s, bufs, x, full, in, true), ce)
+					op := bb.Insert(ir.NewOperation(combineOp(kind), k.loc, []*ir.Value{carried[i], v}, []ir.Type{loop.Vector(lanes, ce)}, nil, 0))
+					if err := op.Def().Verify(op); err != nil {
+						return nil, err
+					}
+					next[i] = op.Result(0)
 				}
-				s := newScope(bb)
-				v := s.compute(k.valueAt(s, bufs, x, full, in, true), ce)
-				next := bb.Insert(ir.NewOperation(combineOp(kind), k.loc, []*ir.Value{carried[0], v}, []ir.Type{ce}, nil, 0))
-				if err := next.Def().Verify(next); err != nil {
-					return nil, err
-				}
-				return next.Results(), nil
-			})).Values()[0]
-		acc.Name = "acc"
-		s := newScope(b)
-		s.vals[red.Result(0)] = s.cast(acc, ev.hold(res, ce))
-		for i, y := range outs {
-			v := s.cast(k.valueAt(s, bufs, y, idx, out, true), elemOf(y))
-			must(loop.BuildStore(b, k.loc, v, k.outs[i], idx))
+				return next, nil
+			})).Values()
+		for i, idx := range idxs {
+			acc := accs[i]
+			acc.Name = "acc"
+			s := newScope(b)
+			s.vals[red.Result(0)] = s.cast(acc, ev.hold(res, ce))
+			for j, y := range outs {
+				v := s.cast(k.valueAt(s, bufs, y, idx, out, true), elemOf(y))
+				must(loop.BuildStore(b, k.loc, v, k.outs[j], idx))
+			}
 		}
 	})
 	return nil
@@ -126,9 +148,12 @@ func (k *kernelBuilder) valueAt(s *scope, bufs map[*ir.Value]*ir.Value, v *ir.Va
 	op := v.DefiningOp()
 	switch c, isConst := graph.AsConstant(op); {
 	case isConst && c.Value().IsSplat():
-		r = k.constant(elemOf(v), c.Value().At(0))
+		r = k.constant(s.typeOf(elemOf(v)), c.Value().At(0))
+	case bufs[v] != nil && s.width > 0 && len(sh) > 0 && sh[len(sh)-1] != 1:
+		// contiguous along the result's last dimension (reduceWidth)
+		r = must(loop.BuildLoad(s.b, k.loc, bufs[v], at, s.typeOf(elemOf(v)))).Output()
 	case bufs[v] != nil:
-		r = must(loop.BuildLoad(s.b, k.loc, bufs[v], at, elemOf(v))).Output()
+		r = s.broadcast(must(loop.BuildLoad(s.b, k.loc, bufs[v], at, elemOf(v))).Output())
 	case passes.IsView(op):
 		x := op.Operand(0)
 		r = s.cast(k.valueAt(s, bufs, x, s.mapPointAt(s.b, op, 0, at), shapeOf(x), false), s.ev.heldElem(v))
@@ -155,14 +180,66 @@ func (k *kernelBuilder) valueAt(s *scope, bufs map[*ir.Value]*ir.Value, v *ir.Va
 // spreads over threads as it does a row's).
 const reduceChunk = 256
 
+// reduceWidth is the vector width of a reduce kernel's loop over the
+// last dimension of its result: on a CPU, where a reduction over leading
+// axes (a column sum, a per-channel max over the tokens) read one element
+// at a time walks down columns, a vector of the target's width when the
+// last axis is kept and every value of the kernel is either contiguous
+// along it or constant along it (no views, no other reductions), and the
+// result's last extent is static and a multiple of it; 1 elsewhere (GPU
+// emitters spread the loop over threads, an element each).
+func (k *kernelBuilder) reduceWidth(fused *ir.Operation, info *passes.KernelInfo, axes []int64, in []int64) int64 {
+	n := len(in)
+	if k.target.Family != target.CPU || n < 2 || in[n-1] == ir.Dynamic || slices.Contains(axes, int64(n-1)) {
+		return 1
+	}
+	var vecs []*ir.Value
+	for i, a := range fused.Region(0).Entry().Args {
+		if sh := shapeOf(a); len(sh) > 0 && sh[len(sh)-1] != 1 {
+			if sh[len(sh)-1] != in[n-1] {
+				return 1
+			}
+			vecs = append(vecs, k.ins[i])
+		}
+	}
+	for _, op := range info.Ops {
+		if op != info.Op && (passes.IsView(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather || isRowReduction(op) || op.NumResults() != 1) {
+			return 1
+		}
+		if sh := shapeOf(op.Result(0)); len(sh) > 0 && sh[len(sh)-1] != 1 && sh[len(sh)-1] != in[n-1] {
+			return 1
+		}
+	}
+	vecs = append(vecs, k.outs...)
+	w := k.vectorWidth(in[n-1], vecs)
+	for w > 1 && in[n-1]%w != 0 {
+		w /= 2
+	}
+	return w
+}
+
 // eachIndexChunked is eachIndex with the last dimension of buf, when
 // static and longer than chunk, cut into equal chunks of at most chunk
-// elements, one program instance each.
-func (k *kernelBuilder) eachIndexChunked(buf *ir.Value, chunk int64, body func(b *ir.Builder, idx []*ir.Value)) {
+// elements, one program instance each. With width lanes (a vector
+// kernel: the whole last dimension static and a multiple of width), each
+// instance takes chunk columns at once, body getting the index of each of
+// its vectors.
+func (k *kernelBuilder) eachIndexChunked(buf *ir.Value, chunk, width int64, body func(b *ir.Builder, idxs [][]*ir.Value)) {
 	shape := buf.Type().(ir.MemRefType).Shape
 	n := len(shape)
+	one := func(b *ir.Builder, idx []*ir.Value) { body(b, [][]*ir.Value{idx}) }
 	size := int64(0)
-	if n > 0 && shape[n-1] != ir.Dynamic && shape[n-1] > chunk {
+	switch {
+	case width > 1:
+		// vectors of width columns, at most reduceVectors of them at once
+		size = width
+		for v := int64(reduceVectors); v > 1; v-- {
+			if shape[n-1]%(v*width) == 0 {
+				size = v * width
+				break
+			}
+		}
+	case n > 0 && shape[n-1] != ir.Dynamic && shape[n-1] > chunk:
 		for c := chunk; c >= chunk/8; c-- {
 			if shape[n-1]%c == 0 {
 				size = c
@@ -171,7 +248,7 @@ func (k *kernelBuilder) eachIndexChunked(buf *ir.Value, chunk int64, body func(b
 		}
 	}
 	if size == 0 {
-		k.eachIndex(buf, body)
+		k.eachIndex(buf, one)
 		return
 	}
 	ext := make([]*ir.Value, n)
@@ -188,12 +265,30 @@ func (k *kernelBuilder) eachIndexChunked(buf *ir.Value, chunk int64, body func(b
 			lead = k.splitRow(b, must(loop.BuildDivi(b, k.loc, r, chunks)).Output(), ext[:n-1])
 		}
 		lo := must(loop.BuildMuli(b, k.loc, c, k.index(size))).Output()
+		if width > 1 {
+			var idxs [][]*ir.Value
+			for off := int64(0); off < size; off += width {
+				j := lo
+				if off > 0 {
+					j = must(loop.BuildAddi(b, k.loc, lo, k.index(off))).Output()
+				}
+				j.Name = "j"
+				idxs = append(idxs, append(append([]*ir.Value(nil), lead...), j))
+			}
+			body(b, idxs)
+			return
+		}
 		must(loop.BuildFor(b, k.loc, k.index(0), k.index(size), k.index(1), nil, "serial", nil,
 			func(bb *ir.Builder, i *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
 				j := must(loop.BuildAddi(bb, k.loc, lo, i)).Output()
 				j.Name = "j"
-				body(bb, append(append([]*ir.Value(nil), lead...), j))
+				one(bb, append(append([]*ir.Value(nil), lead...), j))
 				return nil, nil
 			}))
 	})
 }
+
+// reduceVectors is the most vectors of a CPU reduce kernel's result that
+// one instance accumulates at once (in registers, each reduced element
+// read as that many contiguous vectors).
+const reduceVectors = 8
