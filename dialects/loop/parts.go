@@ -114,6 +114,26 @@ func verifyParts(k *ir.Operation, parts []*ir.Operation) error {
 	return nil
 }
 
+// SharedStores reports whether two parts of k store into one buffer (at
+// indices of their own: the pieces of a concat along the rows, each part
+// storing its rows of the result).
+func SharedStores(k KernelOp) bool {
+	writer := map[*ir.Value]int{}
+	shared := false
+	for i, part := range Parts(k) {
+		part.Walk(func(o *ir.Operation) bool {
+			if o.Name() == OpStore && o.NumOperands() > 1 && o.Operand(1).IsBlockArg() {
+				if w, ok := writer[o.Operand(1)]; ok && w != i {
+					shared = true
+				}
+				writer[o.Operand(1)] = i
+			}
+			return !shared
+		})
+	}
+	return shared
+}
+
 // disjointAccesses reports whether the parts users of parts access buf at
 // disjoint indices: in some dimension, every index of every access by one
 // part lies in a static range (indexRange) that no other part's overlaps.

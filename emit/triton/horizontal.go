@@ -60,7 +60,7 @@ func planParts(k loop.KernelOp) (pp *partsPlan, ok bool) {
 		pp.kernels = append(pp.kernels, pk)
 		pp.plans = append(pp.plans, p)
 	}
-	shared := sharedOutput(k)
+	shared := loop.SharedStores(k)
 	for i, p := range pp.plans {
 		if p.mode == modeFlat && (stretched || shared) {
 			// a copy beside stretched parts (a v cache write beside k's
@@ -77,26 +77,6 @@ func planParts(k loop.KernelOp) (pp *partsPlan, ok bool) {
 		}
 	}
 	return pp, true
-}
-
-// sharedOutput reports whether parts of k store into one buffer (at rows
-// of their own: the pieces of a concat along the rows), which a launch of
-// each part alone would not show to be one kernel's result.
-func sharedOutput(k loop.KernelOp) bool {
-	writer := map[*ir.Value]int{}
-	shared := false
-	for i, part := range loop.Parts(k) {
-		part.Walk(func(o *ir.Operation) bool {
-			if o.Name() == loop.OpStore && o.NumOperands() > 1 && o.Operand(1).IsBlockArg() {
-				if w, ok := writer[o.Operand(1)]; ok && w != i {
-					shared = true
-				}
-				writer[o.Operand(1)] = i
-			}
-			return !shared
-		})
-	}
-	return shared
 }
 
 // sameLaunch reports whether parts planned p and q can share a launch

@@ -61,6 +61,18 @@ func Emit(m ir.Module, opts Options) (*Output, error) {
 	if err := loop.RefuseGroupSync(m, "tt-metal"); err != nil {
 		return nil, err
 	}
+	// parts that store one buffer at rows of their own (a concat along the
+	// rows read in the kernel; fuse keeps such concats apart on these
+	// targets) would each write whole tiles from their first row
+	var shared ir.ErrorList
+	for op := m.Body().First(); op != nil; op = op.Next() {
+		if k, ok := loop.AsKernel(op); ok && len(loop.Parts(k)) > 1 && loop.SharedStores(k) {
+			shared = append(shared, ir.Errorf(op.Loc, "'tt' backend: kernel '%s' has parts that store one buffer at rows of their own (a concat along the rows read in the kernel), which the tt backend does not map onto tiles yet", k.SymName()))
+		}
+	}
+	if len(shared) > 0 {
+		return nil, shared
+	}
 	// one launch grid per kernel: parts become kernels of their own
 	if err := loop.SplitParts(m, nil); err != nil {
 		return nil, err
