@@ -885,12 +885,12 @@ func (c *classifier) elementwise() (*KernelInfo, error) {
 					i+1, graph.FormatShape(s), graph.FormatShape(shape))
 			}
 		}
-		if info.Views, err = planViews(c.ops, c.outputs, shape, true); err != nil {
+		if info.Views, err = planViews(c.ops, c.outputs, shape); err != nil {
 			return nil, err
 		}
 	} else if slices.ContainsFunc(c.ops, func(op *ir.Operation) bool { return op.Name() == graph.OpRoll }) {
 		// a roll along the row cuts the loop where it wraps around
-		if info.Views, err = planViews(c.ops, c.outputs, shape, true); err != nil {
+		if info.Views, err = planViews(c.ops, c.outputs, shape); err != nil {
 			return nil, err
 		}
 	}
@@ -1023,7 +1023,7 @@ func (c *classifier) rowViews(reductions []*ir.Operation) (*ViewPlan, error) {
 			starts = append(starts, y)
 		}
 	}
-	plan, err := planViews(c.ops, starts, c.shape, true)
+	plan, err := planViews(c.ops, starts, c.shape)
 	if err != nil {
 		return nil, err
 	}

@@ -435,10 +435,9 @@ func (p *ViewPlan) SpanWidth(w, lo, hi int64) int64 {
 // and the operands of its row reductions, where the walks stop.
 //
 // A concat along a dimension that the kernel's rows index at an offset
-// (rowConcat) cuts the rows instead (RowCuts) when rowParts is set; all
-// such concats must cut the same dimension of the kernel, of static
-// extent.
-func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64, rowParts bool) (*ViewPlan, error) {
+// (rowConcat) cuts the rows instead (RowCuts); all such concats must cut
+// the same dimension of the kernel, of static extent.
+func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPlan, error) {
 	inBody := map[*ir.Operation]bool{}
 	for _, op := range ops {
 		inBody[op] = true
@@ -518,7 +517,7 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64, rowParts 
 			}
 		}
 		if c, ok := graph.AsConcat(op); ok && rowConcat(op, rm, n) {
-			if err := rowCut(c, rm, shape, plan, rowCuts, rowParts); err != nil {
+			if err := rowCut(c, rm, shape, plan, rowCuts); err != nil {
 				return err
 			}
 		}
@@ -583,12 +582,10 @@ func abs64(x int64) int64 {
 
 // rowCut records the edges between the pieces of concat c, whose result's
 // row map is rm, as cuts of the kernel's rows (of shape shape) in plan.
-func rowCut(c graph.ConcatOp, rm []RowAt, shape []int64, plan *ViewPlan, cuts map[int64]bool, rowParts bool) error {
+func rowCut(c graph.ConcatOp, rm []RowAt, shape []int64, plan *ViewPlan, cuts map[int64]bool) error {
 	axis := ConcatAxis(c)
 	at := rm[axis]
 	switch {
-	case !rowParts:
-		return ir.OpError(c.Operation, "concatenates along axis %d, which the kernel's rows index: only element-wise and row kernels read through a concat along a row", axis)
 	case plan.RowDim >= 0 && plan.RowDim != at.Dim:
 		return ir.OpError(c.Operation, "concatenates along dimension %d of the kernel's rows, and another concat along dimension %d: a kernel's rows are cut along one dimension", at.Dim, plan.RowDim)
 	case shape[at.Dim] == ir.Dynamic:
