@@ -185,7 +185,8 @@ const reduceChunk = 256
 // axes (a column sum, a per-channel max over the tokens) read one element
 // at a time walks down columns, a vector of the target's width when the
 // last axis is kept and every value of the kernel is either contiguous
-// along it or constant along it (no views, no other reductions), and the
+// along it or constant along it (views only of the other axes, no other
+// reductions), and the
 // result's last extent is static and a multiple of it; 1 elsewhere (GPU
 // emitters spread the loop over threads, an element each).
 func (k *kernelBuilder) reduceWidth(fused *ir.Operation, info *passes.KernelInfo, axes []int64, in []int64) int64 {
@@ -193,17 +194,25 @@ func (k *kernelBuilder) reduceWidth(fused *ir.Operation, info *passes.KernelInfo
 	if k.target.Family != target.CPU || n < 2 || in[n-1] == ir.Dynamic || slices.Contains(axes, int64(n-1)) {
 		return 1
 	}
+	// an argument whose last axis a reshape splits, [T, H * D] viewed as
+	// [T, H, D], is read in contiguous vectors of D's columns too
+	split := map[*ir.Value]bool{}
+	for _, op := range info.Ops {
+		if op.Name() == graph.OpReshape && op.Operand(0).IsBlockArg() && keepsLastAxis(op) {
+			split[op.Operand(0)] = true
+		}
+	}
 	var vecs []*ir.Value
 	for i, a := range fused.Region(0).Entry().Args {
 		if sh := shapeOf(a); len(sh) > 0 && sh[len(sh)-1] != 1 {
-			if sh[len(sh)-1] != in[n-1] {
+			if last := sh[len(sh)-1]; last != in[n-1] && !(split[a] && last%in[n-1] == 0) {
 				return 1
 			}
 			vecs = append(vecs, k.ins[i])
 		}
 	}
 	for _, op := range info.Ops {
-		if op != info.Op && (passes.IsView(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather || isRowReduction(op) || op.NumResults() != 1) {
+		if op != info.Op && (passes.IsView(op) && !keepsLastAxis(op) || op.Name() == graph.OpRoll || op.Name() == graph.OpGather || isRowReduction(op) || op.NumResults() != 1) {
 			return 1
 		}
 		if sh := shapeOf(op.Result(0)); len(sh) > 0 && sh[len(sh)-1] != 1 && sh[len(sh)-1] != in[n-1] {
@@ -216,6 +225,44 @@ func (k *kernelBuilder) reduceWidth(fused *ir.Operation, info *passes.KernelInfo
 		w /= 2
 	}
 	return w
+}
+
+// keepsLastAxis reports whether view op leaves the last axis where it is,
+// or splits it with the result's last dimension innermost: a value read
+// through it at column j reads its operand at column j (plus a multiple of
+// the last extent), so a vector along the last axis stays a contiguous
+// vector. Transposes of the other axes, reshapes regrouping the other axes
+// or splitting the last, slices and broadcasts of the other axes do.
+func keepsLastAxis(op *ir.Operation) bool {
+	in, out := shapeOf(op.Operand(0)), shapeOf(op.Result(0))
+	if len(in) == 0 || len(out) == 0 || in[len(in)-1] == ir.Dynamic || out[len(out)-1] == ir.Dynamic {
+		return false
+	}
+	if op.Name() == graph.OpReshape {
+		// the last axis kept, or split with the result's last dimension
+		// innermost: [T, H * D] as [T, H, D]
+		groups, ok := passes.ReshapeGroups(graph.ReshapeOp{Operation: op})
+		if !ok || len(groups) == 0 {
+			return false
+		}
+		g := groups[len(groups)-1]
+		return len(g.In) == 1 && g.In[0] == len(in)-1 && g.Out[len(g.Out)-1] == len(out)-1
+	}
+	if in[len(in)-1] != out[len(out)-1] {
+		return false
+	}
+	switch op.Name() {
+	case graph.OpTranspose:
+		perm := passes.TransposePerm(graph.TransposeOp{Operation: op})
+		return int(perm[len(perm)-1]) == len(perm)-1
+	case graph.OpSlice:
+		sl := graph.SliceOp{Operation: op}
+		last := len(in) - 1
+		return sl.Offsets()[last] == 0 && graph.SliceStrides(sl)[last] == 1
+	case graph.OpBroadcastTo:
+		return true
+	}
+	return false
 }
 
 // eachIndexChunked is eachIndex with the last dimension of buf, when
