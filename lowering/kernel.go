@@ -183,6 +183,11 @@ func (k *kernelBuilder) grid(rows *ir.Value, body func(b *ir.Builder, r *ir.Valu
 func (k *kernelBuilder) rowGrid(ev *evaluator, leadExt []*ir.Value, body func(b *ir.Builder)) {
 	plan := ev.info.Views
 	if plan == nil || len(plan.RowCuts) == 0 {
+		if plan != nil && plan.RowDim >= 0 {
+			// every row in one piece of each concat along the rows (a
+			// slice of one piece): one part, all of them
+			ev.partLo, ev.partHi = 0, ev.info.Shape[plan.RowDim]
+		}
 		k.grid(k.product(k.kb, leadExt), func(b *ir.Builder, r *ir.Value) {
 			ev.rowIdx = k.splitRow(b, r, leadExt)
 			body(b)

@@ -172,6 +172,8 @@ func (g *genericKernel) addi(b *ir.Builder, x, y *ir.Value) *ir.Value {
 
 func (g *genericKernel) muli(b *ir.Builder, x, y *ir.Value) *ir.Value {
 	switch {
+	case isIndexConst(x, 0) || isIndexConst(y, 0):
+		return g.k.index(0)
 	case isIndexConst(y, 1):
 		return x
 	case isIndexConst(x, 1):
@@ -233,13 +235,7 @@ func (g *genericKernel) eachOutputTiled(out *ir.Value, d int, value func(b *ir.B
 		for i, dim := range dims {
 			idx[dim] = at[i]
 		}
-		first := func(tile *ir.Value) *ir.Value {
-			if c, ok := loop.EvalIndex(tile, nil); ok {
-				return k.index(c * t)
-			}
-			return must(loop.BuildMuli(b, k.loc, tile, k.index(t))).Output()
-		}
-		rowLo, colLo := first(at[len(at)-2]), first(at[len(at)-1])
+		rowLo, colLo := g.muli(b, at[len(at)-2], k.index(t)), g.muli(b, at[len(at)-1], k.index(t))
 		bound := func(lo *ir.Value, e int64) *ir.Value {
 			if e%t == 0 {
 				return k.index(t)

@@ -184,11 +184,11 @@ const reduceChunk = 256
 // last dimension of its result: on a CPU, where a reduction over leading
 // axes (a column sum, a per-channel max over the tokens) read one element
 // at a time walks down columns, a vector of the target's width when the
-// last axis is kept and every value of the kernel is either contiguous
-// along it or constant along it (views only of the other axes, no other
-// reductions), and the
-// result's last extent is static and a multiple of it; 1 elsewhere (GPU
-// emitters spread the loop over threads, an element each).
+// last axis is kept, every value of the kernel is either contiguous or
+// constant along it (views only of the other axes or splitting the last
+// innermost, no other reductions), and the result's last extent is static
+// and a multiple of the width; 1 elsewhere (GPU emitters spread the loop
+// over threads, an element each).
 func (k *kernelBuilder) reduceWidth(fused *ir.Operation, info *passes.KernelInfo, axes []int64, in []int64) int64 {
 	n := len(in)
 	if k.target.Family != target.CPU || n < 2 || in[n-1] == ir.Dynamic || slices.Contains(axes, int64(n-1)) {

@@ -1028,7 +1028,7 @@ func (c *classifier) rowViews(reductions []*ir.Operation) (*ViewPlan, error) {
 		return nil, err
 	}
 	if len(plan.Cuts) > 0 && len(plan.columnConcats) > 0 {
-		return nil, ir.OpError(plan.columnConcats[0], "concatenates along the rows of a row kernel, whose loops run over whole rows: a concat along the row is read by element-wise kernels only")
+		return nil, ir.OpError(plan.columnConcats[0], "concatenates along the last axis of a row kernel, whose loops run over whole rows: a concat along the row is read by element-wise kernels only")
 	}
 	return plan, nil
 }

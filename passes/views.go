@@ -385,7 +385,8 @@ type ViewPlan struct {
 	// dimension RowDim is cut: each an edge between two pieces of a concat
 	// along a dimension the rows index. The kernel runs a part (a launch
 	// grid, loop.Parts) per stretch between cuts, whose rows read one
-	// piece of each such concat.
+	// piece of each such concat. RowDim is -1 where no concat is along a
+	// row, and may be set with no cuts (every row in one piece).
 	RowCuts []int64
 	RowDim  int
 	// limits are Scalar and Divides by the columns they hold for: a
@@ -442,7 +443,7 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 	for _, op := range ops {
 		inBody[op] = true
 	}
-	plan := &ViewPlan{}
+	plan := &ViewPlan{RowDim: -1}
 	n := len(shape)
 	if n == 0 {
 		return plan, nil
@@ -459,7 +460,6 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 	seen := map[visit]bool{}
 	cuts := map[int64]bool{}
 	rowCuts := map[int64]bool{}
-	plan.RowDim = -1
 	scalar := func(lo, hi int64) {
 		plan.Scalar = true
 		plan.limits = append(plan.limits, viewLimit{lo: lo, hi: hi, scalar: true})
