@@ -125,6 +125,28 @@ func (f format) round(v float64) float64 {
 		return v
 	}
 	a := math.Abs(v)
+	if !f.finiteOnly && f.man < 52 {
+		// A value in the format's normal range (the common case): the
+		// low bits of the float64's significand are rounded away, ties
+		// to even; a carry out of the significand moves the value to the
+		// next binade, as it should.
+		bits := math.Float64bits(a)
+		if e := int(bits>>52) - 1023; e >= f.emin() && e <= f.emax() {
+			sh := uint(52 - f.man)
+			bits = (bits + (1<<(sh-1) - 1) + (bits>>sh)&1) &^ (1<<sh - 1)
+			if int(bits>>52)-1023 > f.emax() {
+				return math.Copysign(math.Inf(1), v)
+			}
+			return math.Copysign(math.Float64frombits(bits), v)
+		}
+	}
+	return f.roundScaled(v, a)
+}
+
+// roundScaled rounds v (a = |v|, finite, not zero) by scaling its quantum
+// to 1: every format, and the subnormals and overflows round's fast path
+// leaves to it.
+func (f format) roundScaled(v, a float64) float64 {
 	q := f.quantum(a)
 	// Scaling by a power of two is exact, so this is one rounding.
 	r := math.Ldexp(math.RoundToEven(math.Ldexp(a, -q)), q)

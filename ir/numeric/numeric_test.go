@@ -373,3 +373,45 @@ func TestULP(t *testing.T) {
 		assert.Equal(t, c.want, ULP(c.x, c.k), "ULP(%v, %s)", c.x, c.k)
 	}
 }
+
+// TestRoundFastPathMatchesScaled holds round's bit-rounding of normal
+// values to the scaling it takes for the rest: random doubles of every
+// binade a format has and near it, every tie and near-tie of a few
+// significands, and the top of each range (the carry into overflow).
+func TestRoundFastPathMatchesScaled(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, k := range []ir.ElemKind{ir.F16, ir.BF16, ir.F8E5M2, ir.F32} {
+		f, _ := formatOf(k)
+		bad := 0
+		check := func(v float64) {
+			got, want := f.round(v), f.roundScaled(v, math.Abs(v))
+			if got != want || math.Signbit(got) != math.Signbit(want) {
+				if bad < 5 {
+					t.Errorf("%s: round(%v) = %v, scaled %v", k, v, got, want)
+				}
+				bad++
+			}
+		}
+		for i := 0; i < 200000; i++ {
+			e := f.emin() - 3 + r.IntN(f.emax()-f.emin()+6)
+			v := math.Ldexp(1+r.Float64(), e)
+			if i%2 == 1 {
+				v = -v
+			}
+			check(v)
+			// the tie above v's rounded value and its neighbours
+			q := f.quantum(math.Abs(v))
+			tie := math.Abs(f.roundScaled(v, math.Abs(v))) + math.Ldexp(1, q-1)
+			check(tie)
+			check(math.Nextafter(tie, 0))
+			check(math.Nextafter(tie, math.Inf(1)))
+		}
+		top := f.maxFinite()
+		for _, v := range []float64{top, top + math.Ldexp(1, f.emax()-f.man-1), math.Nextafter(top+math.Ldexp(1, f.emax()-f.man-1), 0),
+			math.Ldexp(1, f.emin()), math.Nextafter(math.Ldexp(1, f.emin()), 0)} {
+			check(v)
+			check(-v)
+		}
+		assert.Zero(t, bad, "%s: fast path and scaled rounding disagree", k)
+	}
+}

@@ -62,6 +62,8 @@ type value struct {
 	i     int64
 	lanes []float64
 	buf   *buffer
+	// ok marks a value that has been computed
+	ok bool
 }
 
 // maxElements bounds one buffer (a malformed shape gives an error, not an
@@ -79,7 +81,7 @@ func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tenso
 	if err != nil {
 		return nil, err
 	}
-	mc := &machine{vals: map[*ir.Value]value{}, kernels: map[string]*ir.Operation{}}
+	mc := &machine{slot: map[*ir.Value]int32{}, blocks: map[*ir.Block]*block{}, kernels: map[string]*ir.Operation{}}
 	for o := m.Body().First(); o != nil; o = o.Next() {
 		if k, ok := loop.AsKernel(o); ok {
 			mc.kernels[k.SymName()] = o
@@ -113,14 +115,14 @@ func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tenso
 			return nil, ir.Errorf(f.Loc, "@%s: argument #%d has type %s, not a memref", f.SymName(), i, a.Type())
 		}
 		if i >= nin {
-			mc.vals[a] = value{buf: &buffer{shape: mt.Shape, elem: mt.Elem.Kind, pending: true}}
+			mc.bind(a, value{buf: &buffer{shape: mt.Shape, elem: mt.Elem.Kind, pending: true}})
 			continue
 		}
 		b, err := bindInput(f, i, mt, inputs[i])
 		if err != nil {
 			return nil, err
 		}
-		mc.vals[a] = value{buf: b}
+		mc.bind(a, value{buf: b})
 	}
 	inShapes := make([][]int64, nin)
 	for i, t := range inputs {
@@ -133,7 +135,7 @@ func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tenso
 	}
 	mc.runBlock(f.Body())
 	for _, op := range mc.zeroed {
-		for _, v := range mc.vals[op.Result(0)].buf.data {
+		for _, v := range mc.get(op.Result(0)).buf.data {
 			if v != 0 {
 				mc.cur = op
 				mc.fail("holds counters that the kernels using them did not leave at zero (a later launch would start from them)")
@@ -143,12 +145,12 @@ func Run(m ir.Module, fn string, inputs []*geval.Tensor) (results []*geval.Tenso
 	// the inputs kernels wrote into (graph.index_copy's destination) are
 	// updated in place, as a compiled function updates the caller's buffer
 	for i, a := range args[:nin] {
-		if b := mc.vals[a].buf; b != nil && inputs[i].Elem == b.elem {
+		if b := mc.get(a).buf; b != nil && inputs[i].Elem == b.elem {
 			copy(inputs[i].Data, b.data)
 		}
 	}
 	for i, a := range args[nin:] {
-		b := mc.vals[a].buf
+		b := mc.get(a).buf
 		if b.pending {
 			return nil, ir.Errorf(f.Loc, "@%s: output #%d is never written by a launch", f.SymName(), i)
 		}
@@ -208,7 +210,11 @@ type runError struct{ err error }
 
 // machine is the state of one Run.
 type machine struct {
-	vals    map[*ir.Value]value
+	// vals holds the value of each slot; slot numbers the values, blocks
+	// the compiled blocks (steps.go)
+	vals    []value
+	slot    map[*ir.Value]int32
+	blocks  map[*ir.Block]*block
 	kernels map[string]*ir.Operation
 	cur     *ir.Operation
 	// lane holds the operands of lanewise's function at one lane (the
@@ -226,28 +232,31 @@ func (mc *machine) fail(format string, args ...any) {
 
 // get returns the value of v.
 func (mc *machine) get(v *ir.Value) value {
-	x, ok := mc.vals[v]
-	if !ok {
+	s, ok := mc.slot[v]
+	if !ok || !mc.vals[s].ok {
+		mc.fail("uses a value that has not been computed (used before it is defined?)")
+	}
+	return mc.vals[s]
+}
+
+// at returns the value in slot s.
+func (mc *machine) at(s int32) value {
+	x := mc.vals[s]
+	if !x.ok {
 		mc.fail("uses a value that has not been computed (used before it is defined?)")
 	}
 	return x
 }
 
+// bind sets the value of v.
+func (mc *machine) bind(v *ir.Value, x value) {
+	x.ok = true
+	mc.vals[mc.slotOf(v)] = x
+}
+
 // runBlock runs the ops of b and returns the operands of its terminator.
 func (mc *machine) runBlock(b *ir.Block) []value {
-	for op := b.First(); op != nil; op = op.Next() {
-		mc.cur = op
-		switch op.Name() {
-		case loop.OpYield, loop.OpReturn, ir.ReturnOpName:
-			out := make([]value, op.NumOperands())
-			for i, v := range op.Operands() {
-				out[i] = mc.get(v)
-			}
-			return out
-		}
-		mc.exec(op)
-	}
-	return nil
+	return mc.runSteps(mc.compiled(b))
 }
 
 // elem is the element kind of a scalar or vector type.
@@ -267,23 +276,10 @@ func lanesOf(t ir.Type) int {
 // exec runs one op that is not a terminator.
 func (mc *machine) exec(op *ir.Operation) {
 	name := op.Name()
-	if f, ok := unaryFloat[name]; ok {
-		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 {
-			if k.IsInt() {
-				return mc.unaryInt(name, x[0], k)
-			}
-			if name == loop.OpGelu {
-				if a, _ := op.Attr("approximate").(ir.StringAttr); a == "tanh" {
-					return roundTo(numeric.GeluTanh(x[0]), k)
-				}
-			}
-			return roundTo(f(x[0]), k)
-		})
-		return
-	}
-	if _, ok := binaryFloat[name]; ok {
-		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 { return mc.binary(name, x[0], x[1], k) })
-		return
+	_, unary := unaryFloat[name]
+	_, binary := binaryFloat[name]
+	if unary || binary {
+		mc.fail("expects one result") // with one, it is a step of its own (steps.go)
 	}
 	switch name {
 	case loop.OpLaunch:
@@ -301,68 +297,34 @@ func (mc *machine) exec(op *ir.Operation) {
 	case loop.OpAllocDRAM, loop.OpAlloc:
 		mc.alloc(op)
 	case loop.OpParallel:
-		mc.parallel(op)
+		if op.NumOperands() < 3 || len(op.Regions()) != 1 || op.Region(0).Entry() == nil {
+			mc.fail("is malformed: it needs a lower bound, an upper bound, a step and a body")
+		}
+		mc.parallelStaged(op)
 	case loop.OpTicket:
 		mc.ticket(op)
 	case loop.OpGroupSync:
 		mc.fail("is reached outside the body of a grid (internal error)")
 	case loop.OpFor:
-		mc.forLoop(op)
-	case loop.OpLoad:
-		mc.load(op)
-	case loop.OpStore:
-		mc.store(op)
+		mc.fail("is malformed: it needs a lower bound, an upper bound, a step and a body")
 	case loop.OpConst:
-		mc.constant(op)
-	case loop.OpBroadcast:
-		x := mc.get(op.Operand(0)).lanes[0]
-		out := make([]float64, lanesOf(op.Result(0).Type()))
-		for i := range out {
-			out[i] = x
+		if _, ok := mc.constValue(op); !ok {
+			mc.constant(op) // reports why
 		}
-		mc.set(op, value{lanes: out})
+		mc.fail("expects one result")
 	case loop.OpReduce:
 		mc.reduce(op)
-	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
-		mc.indexArith(op)
 	case loop.OpClampIndex:
 		mc.clampIndex(op)
-	case loop.OpFma:
-		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 {
-			switch {
-			case k.IsInt():
-				return float64(numeric.WrapInt64(int64(x[0])*int64(x[1])+int64(x[2]), k))
-			case k == ir.F64:
-				return math.FMA(x[0], x[1], x[2])
-			}
-			return roundTo(x[0]*x[1]+x[2], k)
-		})
 	case loop.OpCmp:
 		pred, _ := op.Attr("predicate").(ir.StringAttr)
-		cmp, ok := predicates[string(pred)]
-		if !ok {
+		if _, ok := predicates[string(pred)]; !ok {
 			mc.fail("unknown predicate %s", op.Attr("predicate"))
 		}
-		mc.lanewise(op, func(x []float64, _ ir.ElemKind) float64 {
-			if cmp(x[0], x[1]) {
-				return 1
-			}
-			return 0
-		})
-	case loop.OpSelect:
-		mc.lanewise(op, func(x []float64, _ ir.ElemKind) float64 {
-			if x[0] != 0 {
-				return x[1]
-			}
-			return x[2]
-		})
-	case loop.OpCast:
-		mc.lanewise(op, func(x []float64, k ir.ElemKind) float64 {
-			if k.IsInt() {
-				return numeric.WrapInt(x[0], k)
-			}
-			return numeric.RoundTo(x[0], k)
-		})
+		mc.fail("expects one result")
+	case loop.OpFma, loop.OpSelect, loop.OpCast, loop.OpLoad, loop.OpStore, loop.OpBroadcast,
+		loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
+		mc.fail("is malformed: wrong number of operands or results")
 	default:
 		mc.fail("is not supported by the loop interpreter")
 	}
@@ -373,36 +335,7 @@ func (mc *machine) set(op *ir.Operation, v value) {
 	if op.NumResults() != 1 {
 		mc.fail("expects one result")
 	}
-	mc.vals[op.Result(0)] = v
-}
-
-// lanewise computes op lane by lane: f gets the lanes of the operands at
-// one position and the result's element kind.
-func (mc *machine) lanewise(op *ir.Operation, f func(x []float64, k ir.ElemKind) float64) {
-	t := op.Result(0).Type()
-	n, k := lanesOf(t), elem(t)
-	// operands of up to 4 (every op has at most 3) without allocating
-	var argsBuf [4][]float64
-	args, x := argsBuf[:0], mc.lane[:0]
-	if op.NumOperands() > len(argsBuf) {
-		args, x = make([][]float64, 0, op.NumOperands()), make([]float64, 0, op.NumOperands())
-	}
-	for i, v := range op.Operands() {
-		a := mc.get(v).lanes
-		if len(a) != n {
-			mc.fail("operand #%d has %d lanes, the result %d", i, len(a), n)
-		}
-		args = append(args, a)
-		x = append(x, 0)
-	}
-	out := make([]float64, n)
-	for l := range out {
-		for i := range args {
-			x[i] = args[i][l]
-		}
-		out[l] = f(x, k)
-	}
-	mc.set(op, value{lanes: out})
+	mc.bind(op.Result(0), v)
 }
 
 // roundTo stores an arithmetic result in kind k (f32 rounds, f64 keeps).
@@ -413,20 +346,29 @@ func roundTo(v float64, k ir.ElemKind) float64 {
 	return numeric.RoundTo(v, k)
 }
 
+// constant reports why a loop.const has no value (constValue refused it).
 func (mc *machine) constant(op *ir.Operation) {
+	a := op.Attr("value")
+	if op.NumResults() == 1 && elem(op.Result(0).Type()) == ir.Index {
+		mc.fail("index constant %s is not an integer", a)
+	}
+	mc.fail("attribute 'value' is not a number")
+}
+
+// constValue is the value of a loop.const of one result.
+func (mc *machine) constValue(op *ir.Operation) (value, bool) {
+	if op.NumResults() != 1 {
+		return value{}, false
+	}
 	t := op.Result(0).Type()
 	a := op.Attr("value")
 	if elem(t) == ir.Index {
 		n, ok := ir.AttrAsInt(a)
-		if !ok {
-			mc.fail("index constant %s is not an integer", a)
-		}
-		mc.set(op, value{i: n})
-		return
+		return value{i: n, ok: true}, ok
 	}
 	v, ok := ir.AttrAsFloat(a)
 	if !ok {
-		mc.fail("attribute 'value' is not a number")
+		return value{}, false
 	}
 	if ia, isInt := a.(ir.IntAttr); isInt {
 		v = float64(ia.Value)
@@ -441,11 +383,12 @@ func (mc *machine) constant(op *ir.Operation) {
 	for i := range out {
 		out[i] = v
 	}
-	mc.set(op, value{lanes: out})
+	return value{lanes: out, ok: true}, true
 }
 
-func (mc *machine) indexArith(op *ir.Operation) {
-	a, b := mc.get(op.Operand(0)).i, mc.get(op.Operand(1)).i
+func (mc *machine) indexArith(s *step) {
+	op := s.op
+	a, b := mc.at(s.args[0]).i, mc.at(s.args[1]).i
 	var r int64
 	switch op.Name() {
 	case loop.OpAddi:
@@ -466,7 +409,7 @@ func (mc *machine) indexArith(op *ir.Operation) {
 	case loop.OpMini:
 		r = min(a, b)
 	}
-	mc.set(op, value{i: r})
+	mc.vals[s.res] = value{i: r, ok: true}
 }
 
 // clampIndex is loop.clamp_index: the integer as an index, clamped into
@@ -539,13 +482,13 @@ func (mc *machine) alloc(op *ir.Operation) {
 
 // offset returns the element offset of indices idx in b, checking that n
 // elements from there along the last dimension are inside it.
-func (mc *machine) offset(b *buffer, idx []*ir.Value, n int) int {
+func (mc *machine) offset(b *buffer, idx []int32, n int) int {
 	if len(idx) != len(b.shape) {
 		mc.fail("has %d indices for a buffer of rank %d", len(idx), len(b.shape))
 	}
 	off := int64(0)
 	for d, v := range idx {
-		i := mc.get(v).i
+		i := mc.at(v).i
 		limit := b.shape[d]
 		hi := i
 		if d == len(idx)-1 {
@@ -560,32 +503,6 @@ func (mc *machine) offset(b *buffer, idx []*ir.Value, n int) int {
 		mc.fail("accesses %d lanes of a rank-0 buffer", n)
 	}
 	return int(off)
-}
-
-func (mc *machine) load(op *ir.Operation) {
-	b := mc.get(op.Operand(0)).buf
-	if b == nil || b.pending {
-		mc.fail("reads a buffer that has not been allocated")
-	}
-	n := lanesOf(op.Result(0).Type())
-	off := mc.offset(b, op.Operands()[1:], n)
-	mc.set(op, value{lanes: append([]float64(nil), b.data[off:off+n]...)})
-}
-
-func (mc *machine) store(op *ir.Operation) {
-	x := mc.get(op.Operand(0)).lanes
-	b := mc.get(op.Operand(1)).buf
-	if b == nil || b.pending {
-		mc.fail("writes a buffer that has not been allocated")
-	}
-	off := mc.offset(b, op.Operands()[2:], len(x))
-	for i, v := range x {
-		if b.elem.IsInt() {
-			b.data[off+i] = numeric.WrapInt(v, b.elem)
-		} else {
-			b.data[off+i] = numeric.RoundTo(v, b.elem)
-		}
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -655,34 +572,36 @@ func (mc *machine) launch(op *ir.Operation) {
 			return // the other form of the kernel runs for these rows
 		}
 	}
-	for i, a := range body.Args {
+	c := mc.compiled(body)
+	for i, a := range c.args {
 		mc.vals[a] = mc.get(op.Operand(i))
 	}
 	saved := mc.cur
-	mc.runBlock(body)
+	mc.runSteps(c)
 	mc.cur = saved
 }
 
 // bounds reads the lower bound, upper bound and step of a loop.
-func (mc *machine) bounds(op *ir.Operation) (lo, hi, step int64) {
-	lo, hi, step = mc.get(op.Operand(0)).i, mc.get(op.Operand(1)).i, mc.get(op.Operand(2)).i
+func (mc *machine) bounds(s []int32) (lo, hi, step int64) {
+	lo, hi, step = mc.at(s[0]).i, mc.at(s[1]).i, mc.at(s[2]).i
 	if step <= 0 {
 		mc.fail("has a step of %d; it must be positive", step)
 	}
 	return
 }
 
-func (mc *machine) parallel(op *ir.Operation) {
-	lo, hi, step := mc.bounds(op)
-	body := op.Region(0).Entry()
-	if hasGroupSync(body) {
-		mc.parallelStaged(op, lo, hi, step)
-		return
+// parallel runs a grid without loop.group_sync, one instance after the
+// other.
+func (mc *machine) parallel(s *step) {
+	lo, hi, step := mc.bounds(s.args)
+	body := mc.compiled(s.op.Region(0).Entry())
+	if len(body.args) < 1 {
+		mc.fail("has a body without an induction variable")
 	}
 	for iv := lo; iv < hi; iv += step {
-		mc.vals[body.Args[0]] = value{i: iv}
-		mc.runBlock(body)
-		mc.cur = op
+		mc.vals[body.args[0]] = value{i: iv, ok: true}
+		mc.runSteps(body)
+		mc.cur = s.op
 	}
 }
 
@@ -704,38 +623,40 @@ func hasGroupSync(body *ir.Block) bool {
 // instances arrive and leave; then every instance runs on to the next
 // sync, and so on. This is one order a GPU may run them in; ticket order
 // makes the instances' numbers those of this order.
-func (mc *machine) parallelStaged(op *ir.Operation, lo, hi, step int64) {
-	body := op.Region(0).Entry()
+func (mc *machine) parallelStaged(op *ir.Operation) {
+	body := mc.compiled(op.Region(0).Entry())
+	if len(body.args) < 1 {
+		mc.fail("has a body without an induction variable")
+	}
+	lo, hi, step := mc.bounds(mc.slotsOf(op.Operands()))
+	// every value of the body has its slot (compiled compiles nested
+	// blocks too), so the instances' copies of the slots stay whole
 	base := mc.vals
-	var envs []map[*ir.Value]value
+	var envs [][]value
 	for iv := lo; iv < hi; iv += step {
-		env := make(map[*ir.Value]value, len(base)+64)
-		for k, v := range base {
-			env[k] = v
-		}
-		env[body.Args[0]] = value{i: iv}
+		env := append([]value(nil), base...)
+		env[body.args[0]] = value{i: iv, ok: true}
 		envs = append(envs, env)
 	}
 	defer func() { mc.vals = base }()
-	first := body.First()
-	for first != nil {
+	first := 0
+	for first < len(body.steps) {
 		var sync *ir.Operation
+		next := len(body.steps)
 		type arrival struct{ group, size int64 }
 		arrivals := make([]arrival, len(envs))
 		for i, env := range envs {
 			mc.vals = env
 			sync = nil
-			for o := first; o != nil; o = o.Next() {
-				mc.cur = o
-				if o.Name() == loop.OpYield {
+			for j := first; j < len(body.steps); j++ {
+				s := &body.steps[j]
+				mc.cur = s.op
+				if s.op.Name() == loop.OpGroupSync {
+					sync, next = s.op, j+1
+					arrivals[i] = arrival{mc.get(s.op.Operand(1)).i, mc.get(s.op.Operand(2)).i}
 					break
 				}
-				if o.Name() == loop.OpGroupSync {
-					sync = o
-					arrivals[i] = arrival{mc.get(o.Operand(1)).i, mc.get(o.Operand(2)).i}
-					break
-				}
-				mc.exec(o)
+				mc.runStep(s)
 			}
 		}
 		if sync == nil {
@@ -776,7 +697,7 @@ func (mc *machine) parallelStaged(op *ir.Operation, lo, hi, step int64) {
 			counters.data[2*g+1] += float64(size)
 			counters.data[2*g], counters.data[2*g+1] = 0, 0
 		}
-		first = sync.Next()
+		first = next
 	}
 }
 
@@ -798,26 +719,33 @@ func (mc *machine) ticket(op *ir.Operation) {
 	mc.set(op, value{i: t})
 }
 
-func (mc *machine) forLoop(op *ir.Operation) {
-	lo, hi, step := mc.bounds(op)
-	body := op.Region(0).Entry()
-	carried := make([]value, op.NumOperands()-3)
-	for i, v := range op.Operands()[3:] {
-		carried[i] = mc.get(v)
+func (mc *machine) forLoop(s *step) {
+	op := s.op
+	lo, hi, step := mc.bounds(s.args)
+	body := mc.compiled(op.Region(0).Entry())
+	carried := make([]value, len(s.args)-3)
+	for i, v := range s.args[3:] {
+		carried[i] = mc.at(v)
+	}
+	if len(body.args) != len(carried)+1 {
+		mc.fail("has %d carried values for a body of %d arguments", len(carried), len(body.args))
 	}
 	for iv := lo; iv < hi; iv += step {
-		mc.vals[body.Args[0]] = value{i: iv}
+		mc.vals[body.args[0]] = value{i: iv, ok: true}
 		for i, c := range carried {
-			mc.vals[body.Args[i+1]] = c
+			mc.vals[body.args[i+1]] = c
 		}
-		carried = mc.runBlock(body)
+		carried = mc.runSteps(body)
 		mc.cur = op
 		if len(carried) != op.NumResults() {
 			mc.fail("yields %d values for %d results", len(carried), op.NumResults())
 		}
 	}
+	if len(carried) != op.NumResults() {
+		mc.fail("carries %d values for %d results", len(carried), op.NumResults())
+	}
 	for i, r := range op.Results() {
-		mc.vals[r] = carried[i]
+		mc.bind(r, carried[i])
 	}
 }
 
