@@ -1,10 +1,17 @@
 package ptx
 
 import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
+	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/target"
 	"github.com/tensorforge/tensorforge/parser"
@@ -44,4 +51,49 @@ func emitFiles(t *testing.T, src string) map[string]string {
 		out[f.Name] = f.Text
 	}
 	return out
+}
+
+// references memoizes the loop interpreter's results of the matmul tests:
+// several of them run one function on the same inputs in the simulator
+// under different launch settings (split-K parts, CTA orders, wide
+// kernels), against one reference. The key holds the module, so a module
+// is never freed while its results are kept (no other module can take
+// its address).
+var references = struct {
+	sync.Mutex
+	runs map[referenceKey][]*geval.Tensor
+}{runs: map[referenceKey][]*geval.Tensor{}}
+
+type referenceKey struct {
+	module *ir.Operation
+	fn     string
+	inputs uint64 // FNV-1a of the inputs' shapes, kinds and values
+}
+
+// reference is leval.Run of fn on a copy of in, computed once per module,
+// function and inputs; the caller gets its own copy of the results.
+func reference(t *testing.T, m ir.Module, fn string, in []*geval.Tensor) []*geval.Tensor {
+	t.Helper()
+	h := fnv.New64a()
+	var b [8]byte
+	for _, x := range in {
+		fmt.Fprintf(h, "%v %v;", x.Elem, x.Shape)
+		for _, v := range x.Data {
+			binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+			h.Write(b[:])
+		}
+	}
+	key := referenceKey{m.Operation, fn, h.Sum64()}
+	references.Lock()
+	want, ok := references.runs[key]
+	references.Unlock()
+	if !ok {
+		var err error
+		want, err = leval.Run(m, fn, cloneTensors(in))
+		require.NoError(t, err)
+		references.Lock()
+		references.runs[key] = want
+		references.Unlock()
+	}
+	return cloneTensors(want)
 }

@@ -85,8 +85,7 @@ func runSimCase(t *testing.T, m ir.Module, c simCase, specials bool) {
 	if c.prepare != nil {
 		c.prepare(inputs)
 	}
-	want, err := leval.Run(m, c.fn, inputs)
-	require.NoError(t, err)
+	want := reference(t, m, c.fn, inputs)
 	got, err := simRunFunc(m, c.fn, inputs)
 	require.NoError(t, err, "%s", c.fn)
 	require.Len(t, got, len(want))

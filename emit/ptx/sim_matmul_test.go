@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	geval "github.com/tensorforge/tensorforge/dialects/graph/eval"
-	leval "github.com/tensorforge/tensorforge/dialects/loop/eval"
 	"github.com/tensorforge/tensorforge/ir"
 	"github.com/tensorforge/tensorforge/ir/numeric"
 	"github.com/tensorforge/tensorforge/parser"
@@ -210,8 +209,7 @@ func checkMatMul(t *testing.T, m ir.Module, g ir.Module, c mmCase) []*geval.Tens
 		}
 		return out
 	}
-	want, err := leval.Run(m, c.fn, clone())
-	require.NoError(t, err)
+	want := reference(t, m, c.fn, in)
 	got, err := simRunFunc(m, c.fn, clone())
 	require.NoError(t, err)
 	abs := clone()

@@ -216,7 +216,9 @@ type machine struct {
 	slot    map[*ir.Value]int32
 	blocks  map[*ir.Block]*block
 	kernels map[string]*ir.Operation
-	cur     *ir.Operation
+	// chunk is where the lanes of new values are cut from (lanes)
+	chunk []float64
+	cur   *ir.Operation
 	// lane holds the operands of lanewise's function at one lane (the
 	// functions are leaves: they never run lanewise themselves)
 	lane [4]float64

@@ -243,7 +243,9 @@ func (mc *machine) runStep(s *step) {
 			mc.fail("reads a buffer that has not been allocated")
 		}
 		off := mc.offset(b, s.args[1:], s.n)
-		mc.vals[s.res] = value{lanes: append([]float64(nil), b.data[off:off+s.n]...), ok: true}
+		out := mc.lanes(s.n)
+		copy(out, b.data[off:off+s.n])
+		mc.vals[s.res] = value{lanes: out, ok: true}
 	case stepStore:
 		mc.storeStep(s)
 	case stepIndex:
@@ -252,7 +254,7 @@ func (mc *machine) runStep(s *step) {
 		mc.vals[s.res] = s.konst
 	case stepBroadcast:
 		x := mc.at(s.args[0]).lanes[0]
-		out := make([]float64, s.n)
+		out := mc.lanes(s.n)
 		for i := range out {
 			out[i] = x
 		}
@@ -281,7 +283,7 @@ func (mc *machine) lanewiseStep(s *step) {
 		args = append(args, a)
 		x = append(x, 0)
 	}
-	out := make([]float64, s.n)
+	out := mc.lanes(s.n)
 	for l := range out {
 		for i := range args {
 			x[i] = args[i][l]
@@ -307,4 +309,20 @@ func (mc *machine) storeStep(s *step) {
 	for i, v := range x {
 		b.data[off+i] = numeric.RoundTo(v, b.elem)
 	}
+}
+
+// lanes returns room for the n lanes of a new value, cut from a chunk
+// shared by many values: one allocation serves hundreds of ops (lanes are
+// never written after their op made them, so a chunk is only reclaimed
+// when no value of it is left).
+func (mc *machine) lanes(n int) []float64 {
+	if n > len(mc.chunk) {
+		if n > 256 {
+			return make([]float64, n)
+		}
+		mc.chunk = make([]float64, 4096)
+	}
+	out := mc.chunk[:n:n]
+	mc.chunk = mc.chunk[n:]
+	return out
 }
