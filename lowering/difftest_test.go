@@ -42,6 +42,10 @@ import (
 // 1024 elements of the longest row), or within as many ULPs of the largest
 // magnitude in its tensor (a sum that cancels to nearly zero has no
 // relative accuracy in either order).
+//
+// The heaviest of them (the lit inputs, the random programs, the split
+// and resident schedules) run in parallel with each other: they share no
+// state, and `go test -race` holds them to it.
 
 // sumULPs bounds the difference of results that depend on a sum over rows
 // of up to 1024 elements; longer rows scale it (8 ULPs per 1024 elements:
@@ -493,6 +497,7 @@ func shrinkShapes(text string) string {
 
 // The examples of the repository, shrunk, with and without fusion.
 func TestDiffExamples(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../examples/*.tir")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -623,6 +628,7 @@ func.func @add_lse(%x: tensor<?x9000xbf16>, %r: tensor<?x9000xbf16>) -> (tensor<
 // over the splits again from the row's max and sum (log_softmax here: a
 // row of 61440 bf16 is online on an h200, then 8 splits of 7680).
 func TestDiffSplitRows(t *testing.T) {
+	t.Parallel()
 	src := `
 func.func @lse(%x: tensor<?x16384xf32>) -> tensor<?xf32> {
   %y = graph.logsumexp %x {axis = -1} : (tensor<?x16384xf32>) -> tensor<?xf32>
@@ -667,6 +673,7 @@ func.func @log_softmax(%x: tensor<?x61440xbf16>) -> tensor<?x61440xbf16> {
 // whose values are far below 0 (h = -200: the -inf splits' sums must add
 // 0, not 0 x exp(200) = NaN).
 func TestDiffResident(t *testing.T) {
+	t.Parallel()
 	src := `
 func.func @softmax(%x: tensor<?x65536xf32>) -> tensor<?x65536xf32> {
   %y = graph.softmax %x {axis = -1} : tensor<?x65536xf32>
@@ -868,6 +875,7 @@ func peakRows(_ ir.Func, in []*geval.Tensor) []*geval.Tensor {
 // 1500 seeds (a dozen seconds): seeds past the first 300 found kernels
 // that computed wrong results (TestDiffRandomRegressions).
 func TestDiffRandomPrograms(t *testing.T) {
+	t.Parallel()
 	n := int64(1500)
 	if testing.Short() {
 		n = 30
@@ -893,6 +901,7 @@ func TestDiffRandomPrograms(t *testing.T) {
 // computed before the loop that needs it, not after it (an internal
 // compiler error, once), and both agree with the graph interpreter.
 func TestDiffPerRowValueInChunk(t *testing.T) {
+	t.Parallel()
 	src := `
 func.func @f(%x: tensor<?x262144xf32>) -> (tensor<?x262144xf32>, tensor<?x262144xf32>) {
   %m = graph.reduce_max %x {axes = [-1], keepdim = true} : (tensor<?x262144xf32>) -> tensor<?x1xf32>
@@ -937,6 +946,7 @@ var testTargets = func() map[string]*target.Target {
 // resident splits, which no rows of their small extents take on a real
 // target; against the graph interpreter on random and extreme inputs.
 func TestDiffRandomOnline(t *testing.T) {
+	t.Parallel()
 	n := int64(1000)
 	if testing.Short() {
 		n = 20
@@ -1046,6 +1056,7 @@ func TestDiffRandomResident(t *testing.T) {
 // The lit inputs of lowering and sram-alloc, with and without fusion
 // (inputs that expect lowering to fail are skipped).
 func TestDiffLitInputs(t *testing.T) {
+	t.Parallel()
 	var files []string
 	for _, dir := range []string{"../lit-tests/lowering", "../lit-tests/sram"} {
 		fs, err := filepath.Glob(dir + "/*.tir")

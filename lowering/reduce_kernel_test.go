@@ -177,6 +177,7 @@ func TestDiffRandomRegressions(t *testing.T) {
 // transposes and row reductions), as TestDiffRandomPrograms does for the
 // h200.
 func TestDiffRandomProgramsTargets(t *testing.T) {
+	t.Parallel()
 	n := int64(600)
 	if testing.Short() {
 		n = 60
