@@ -107,20 +107,31 @@ func TestDiffReduceKernels(t *testing.T) {
 }
 
 // TestReduceKernelChunks: a reduction's long result row is spread over
-// instances of equal chunks (1000 = 4 x 250), and still computes the
-// graph interpreter's values.
+// instances of equal chunks, and still computes the graph interpreter's
+// values. On a GPU each thread of a chunk reads a vector of the target's
+// 16 bytes of every row (1000 = 5 x 200, by vectors of 4 f32); with a
+// result row that is no multiple of a vector, one element (1001 = 7 x
+// 143).
 func TestReduceKernelChunks(t *testing.T) {
 	src := `
 func.func @f(%x: tensor<8x1000xf32>) -> tensor<1000xf32> {
   %e = graph.exp %x : tensor<8x1000xf32>
   %s = graph.reduce_sum %e {axes = [0]} : (tensor<8x1000xf32>) -> tensor<1000xf32>
   return %s : tensor<1000xf32>
+}
+func.func @odd(%x: tensor<8x1001xbf16>) -> tensor<1001xf32> {
+  %c = graph.cast %x : (tensor<8x1001xbf16>) -> tensor<8x1001xf32>
+  %s = graph.reduce_max %c {axes = [0]} : (tensor<8x1001xf32>) -> tensor<1001xf32>
+  return %s : tensor<1001xf32>
 }`
 	pipeline := "decompose,fuse,lower-to-loops,sram-alloc"
 	runDiff(t, diffCase{name: "chunks", src: src, pipeline: pipeline, target: "h200"})
 	text := ir.Print(lowerText(t, src, pipeline, "h200").Operation, ir.PrintOptions{})
-	require.Contains(t, text, "loop.parallel %c0, %c4, %c1 {dist = \"grid\"}", text)
-	require.Contains(t, text, "loop.for %c0, %c250, %c1 {", text)
+	require.Contains(t, text, "loop.parallel %c0, %c5, %c1 {dist = \"grid\"}", text)
+	require.Contains(t, text, "loop.for %c0, %c200, %c4 {", text)
+	require.Contains(t, text, "-> vector<4xf32>", text)
+	require.Contains(t, text, "loop.parallel %c0, %c7, %c1 {dist = \"grid\"}", text)
+	require.Contains(t, text, "loop.for %c0, %c143, %c1 {", text)
 }
 
 // TestDiffSplitReductions: on a GPU target a reduction over a long axis

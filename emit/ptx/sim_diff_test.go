@@ -464,8 +464,12 @@ func.func @lse_bf16(%x: tensor<?x20000xbf16>) -> tensor<?xf32> {
 // loop interpreter, specials among the inputs.
 func TestSimulatedReduceKernels(t *testing.T) {
 	m := lowerFile(t, "testdata/reduce_kernels.tir")
-	require.Equal(t, 4, strings.Count(ir.Print(m.Operation, ir.PrintOptions{}), "loop.kernel {"))
+	text := ir.Print(m.Operation, ir.PrintOptions{})
+	require.Equal(t, 6, strings.Count(text, "loop.kernel {"))
+	// every kernel reads vectors along the channels (16 bytes a thread)
+	require.Equal(t, 0, strings.Count(text, "vector_width = 1}"), text)
 	for _, c := range []simCase{
+		{fn: "chanmax", shapes: [][]int64{{2048, 24}}},
 		{fn: "colsum", shapes: [][]int64{{6, 40}, {40}}, ulps: 4, rel: 1e-6},
 		{fn: "heads_mean", shapes: [][]int64{{5, 32}, {4, 1}}, ulps: 1},
 		{fn: "tokmax", shapes: [][]int64{{2, 7, 24}, {1, 1, 24}}},

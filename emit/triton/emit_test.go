@@ -476,3 +476,26 @@ func TestPersistentRows(t *testing.T) {
 	assert.NotContains(t, flat, "tl.range(")
 	requirePython(t, text, masked)
 }
+
+// A reduce kernel over the tokens on a GPU target reads vectors of the
+// channels (lowering's reduceWidth): its serial loop over the chunk steps
+// by the vector width, and the Triton kernel takes the chunk's channels
+// as one contiguous block, not every fourth of them.
+func TestVectorReduceKernel(t *testing.T) {
+	text := emitO2(t, `
+func.func @chan(%x: tensor<64x256xbf16>) -> tensor<256xf32> {
+  %c = graph.cast %x : (tensor<64x256xbf16>) -> tensor<64x256xf32>
+  %a = graph.abs %c : tensor<64x256xf32>
+  %m = graph.reduce_max %a {axes = [0]} : (tensor<64x256xf32>) -> tensor<256xf32>
+  return %m : tensor<256xf32>
+}`)
+	k := function(t, text, "chan_k0")
+	inOrder(t, k,
+		"for c0 in range(0, 256, BLOCK):",
+		"cols = (c0 + tl.arange(0, BLOCK)).to(tl.int64)",
+		"j = t2 + cols",
+		"for e in range(0, 32):",
+		"tl.load(x + (t4 * 256) + j, mask=cmask)",
+		"tl.store(arg1 + (t1 * 256) + j, acc, mask=cmask)")
+	assert.NotContains(t, k, "BLOCK * 4")
+}

@@ -137,6 +137,15 @@ func (k *kernelEmitter) fullOf(v *ir.Value, l level) (string, error) {
 // vectors it reads and writes (1 for scalars): its iterations then cover
 // every element of [lower, upper), as the lanes of a block do.
 func checkVectorStep(f loop.ForOp) error {
+	width := loopVectorWidth(f)
+	if step, ok := indexConst(f.Step()); !ok || step != width {
+		return kernelError(f.Operation, "is a threads loop whose step is not the width of its vectors (%d)", width)
+	}
+	return nil
+}
+
+// loopVectorWidth is the widest vector f's body reads or writes (1: scalars).
+func loopVectorWidth(f loop.ForOp) int64 {
 	width := int64(1)
 	f.Operation.Walk(func(op *ir.Operation) bool {
 		for _, v := range append(op.Operands(), op.Results()...) {
@@ -146,10 +155,7 @@ func checkVectorStep(f loop.ForOp) error {
 		}
 		return true
 	})
-	if step, ok := indexConst(f.Step()); !ok || step != width {
-		return kernelError(f.Operation, "is a threads loop whose step is not the width of its vectors (%d)", width)
-	}
-	return nil
+	return width
 }
 
 // blockLoopStart checks a threads loop emitted as one block and starts
@@ -275,6 +281,10 @@ func (k *kernelEmitter) emitLooped(f loop.ForOp, threads bool) error {
 		if err := checkVectorStep(f); err != nil {
 			return err
 		}
+	} else if w := loopVectorWidth(f); w > 1 && isIndexConst(f.Step(), w) {
+		// a serial loop by vectors (a GPU reduce kernel's columns, each
+		// thread's vector contiguous): its lanes are consecutive
+		// elements, as a block's are
 	} else if !isIndexConst(f.Step(), 1) {
 		stride = " * " + k.ref(f.Step())
 		chunk = "BLOCK" + stride
