@@ -154,12 +154,12 @@ def _launch(fns, name, grid, block, shared, stream, args):
 
 def _grid_channel_scale_k0(sm):
     n = _trip(0, 2048, 1)
-    return min(n * _cdiv(_trip(0, 256, 1), 256), sm * 64)
+    return min(_cdiv(n, 4) * min(_trip(0, 256, 4), 1), sm * 64)
 
 
 def _grid_channel_scale_k1(sm):
     n = _trip(0, 16, 1)
-    return min(n * _cdiv(_trip(0, 256, 1), 256), sm * 64)
+    return min(_cdiv(n, 4) * min(_trip(0, 256, 4), 1), sm * 64)
 
 
 def channel_scale(*args):
