@@ -219,8 +219,8 @@ type machine struct {
 	// chunk is where the lanes of new values are cut from (lanes)
 	chunk []float64
 	cur   *ir.Operation
-	// lane holds the operands of lanewise's function at one lane (the
-	// functions are leaves: they never run lanewise themselves)
+	// lane holds the operands of a lanewise step's function at one lane
+	// (the functions are leaves: they never run a step themselves)
 	lane [4]float64
 	// zeroed are the counters of loop.ticket and loop.group_sync, which
 	// must be zero again when the function returns
@@ -310,10 +310,8 @@ func (mc *machine) exec(op *ir.Operation) {
 	case loop.OpFor:
 		mc.fail("is malformed: it needs a lower bound, an upper bound, a step and a body")
 	case loop.OpConst:
-		if _, ok := mc.constValue(op); !ok {
-			mc.constant(op) // reports why
-		}
-		mc.fail("expects one result")
+		_, why := mc.constValue(op)
+		mc.fail("%s", why)
 	case loop.OpReduce:
 		mc.reduce(op)
 	case loop.OpClampIndex:
@@ -348,29 +346,23 @@ func roundTo(v float64, k ir.ElemKind) float64 {
 	return numeric.RoundTo(v, k)
 }
 
-// constant reports why a loop.const has no value (constValue refused it).
-func (mc *machine) constant(op *ir.Operation) {
-	a := op.Attr("value")
-	if op.NumResults() == 1 && elem(op.Result(0).Type()) == ir.Index {
-		mc.fail("index constant %s is not an integer", a)
-	}
-	mc.fail("attribute 'value' is not a number")
-}
-
-// constValue is the value of a loop.const of one result.
-func (mc *machine) constValue(op *ir.Operation) (value, bool) {
+// constValue is the value of a loop.const, or why it has none.
+func (mc *machine) constValue(op *ir.Operation) (value, string) {
 	if op.NumResults() != 1 {
-		return value{}, false
+		return value{}, "expects one result"
 	}
 	t := op.Result(0).Type()
 	a := op.Attr("value")
 	if elem(t) == ir.Index {
 		n, ok := ir.AttrAsInt(a)
-		return value{i: n, ok: true}, ok
+		if !ok {
+			return value{}, fmt.Sprintf("index constant %s is not an integer", a)
+		}
+		return value{i: n, ok: true}, ""
 	}
 	v, ok := ir.AttrAsFloat(a)
 	if !ok {
-		return value{}, false
+		return value{}, "attribute 'value' is not a number"
 	}
 	if ia, isInt := a.(ir.IntAttr); isInt {
 		v = float64(ia.Value)
@@ -385,7 +377,7 @@ func (mc *machine) constValue(op *ir.Operation) (value, bool) {
 	for i := range out {
 		out[i] = v
 	}
-	return value{lanes: out, ok: true}, true
+	return value{lanes: out, ok: true}, ""
 }
 
 func (mc *machine) indexArith(s *step) {

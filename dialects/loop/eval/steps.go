@@ -104,17 +104,11 @@ func (mc *machine) compiled(b *ir.Block) *block {
 // compileStep resolves what op needs at every run.
 func (mc *machine) compileStep(op *ir.Operation) step {
 	s := step{op: op, res: -1, args: mc.slotsOf(op.Operands())}
-	for _, r := range op.Results() {
-		s.res = mc.slotOf(r)
-	}
-	if op.NumResults() != 1 {
-		s.res = -1
+	if res := mc.slotsOf(op.Results()); len(res) == 1 {
+		t := op.Result(0).Type()
+		s.res, s.n, s.k = res[0], lanesOf(t), elem(t)
 	}
 	name := op.Name()
-	if op.NumResults() == 1 {
-		t := op.Result(0).Type()
-		s.n, s.k = lanesOf(t), elem(t)
-	}
 	if fn := mc.laneFunc(op, s.k); fn != nil && s.res >= 0 {
 		s.kind, s.fn = stepLanewise, fn
 		return s
@@ -138,7 +132,7 @@ func (mc *machine) compileStep(op *ir.Operation) step {
 		}
 	case loop.OpConst:
 		if s.res >= 0 {
-			if v, ok := mc.constValue(op); ok {
+			if v, why := mc.constValue(op); why == "" {
 				s.kind, s.konst = stepConst, v
 			}
 		}
