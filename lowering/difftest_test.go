@@ -3,6 +3,7 @@ package lowering
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1222,5 +1223,99 @@ func.func @f(%x: tensor<4x3x16xf32>) -> (tensor<4x3x16xf32>, tensor<3x4x16xf32>)
 				runDiff(t, diffCase{name: name, src: text, target: tg})
 			})
 		}
+	}
+}
+
+// tiledProgram is a random element-wise chain over a space of rank 2 to
+// 4 that reads an operand through a transpose moving its last axis, as a
+// CPU kernel walks in 16 x 16 tiles with strided loads (tiledRead): the
+// tiled dimension and the row of 17 to 40 (tiles cut short), the others
+// of 1 to 3, an element type of f32, bf16, f16 or i32, and beside the
+// transposed operand one read contiguously, one broadcast along the rows
+// and, now and then, a second transposed operand.
+func tiledProgram(r *rand.Rand) string {
+	n := 2 + r.IntN(3)
+	shape := make([]int64, n)
+	for i := range shape {
+		shape[i] = 1 + r.Int64N(3)
+	}
+	d := r.IntN(n - 1)
+	shape[d], shape[n-1] = 17+r.Int64N(24), 17+r.Int64N(24)
+	// perm: result dimension i reads operand dimension perm[i]; the
+	// operand's last is read at d
+	perm := r.Perm(n)
+	j := slices.Index(perm, n-1)
+	perm[j], perm[d] = perm[d], perm[j]
+	opd := make([]int64, n)
+	for i, p := range perm {
+		opd[p] = shape[i]
+	}
+	elem := []string{"f32", "bf16", "f16", "i32"}[r.IntN(4)]
+	ty := func(s []int64) string {
+		var b strings.Builder
+		b.WriteString("tensor<")
+		for _, e := range s {
+			fmt.Fprintf(&b, "%dx", e)
+		}
+		return b.String() + elem + ">"
+	}
+	permText := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(perm)), ", "), "[]")
+	res, row := ty(shape), ty(shape[n-1:])
+	var b strings.Builder
+	fmt.Fprintf(&b, "func.func @f(%%x: %s, %%y: %s, %%w: %s, %%x2: %s) -> %s {\n", ty(opd), res, row, ty(opd), res)
+	fmt.Fprintf(&b, "  %%t = graph.transpose %%x {perm = [%s]} : (%s) -> %s\n", permText, ty(opd), res)
+	fmt.Fprintf(&b, "  %%t2 = graph.transpose %%x2 {perm = [%s]} : (%s) -> %s\n", permText, ty(opd), res)
+	ops := []string{"add", "sub", "mul", "max", "min"}
+	unary := []string{"neg", "abs"}
+	if elem != "i32" {
+		unary = append(unary, "exp", "silu", "tanh")
+	}
+	cur, vals := "%t", []string{"%y", "%t2"}
+	for i := range 2 + r.IntN(4) {
+		next := fmt.Sprintf("%%v%d", i)
+		switch k := r.IntN(4); {
+		case k == 0:
+			fmt.Fprintf(&b, "  %s = graph.%s %s : %s\n", next, unary[r.IntN(len(unary))], cur, res)
+		case k == 1:
+			fmt.Fprintf(&b, "  %s = graph.%s %s, %%w : (%s, %s) -> %s\n", next, ops[r.IntN(len(ops))], cur, res, row, res)
+		default:
+			fmt.Fprintf(&b, "  %s = graph.%s %s, %s : %s\n", next, ops[r.IntN(len(ops))], cur, vals[r.IntN(len(vals))], res)
+		}
+		cur = next
+	}
+	fmt.Fprintf(&b, "  return %s : %s\n}\n", cur, res)
+	return b.String()
+}
+
+// TestDiffRandomTiled runs tiledProgram's programs through the CPU
+// lowering against the graph interpreter, as TestDiffRandomPrograms, and
+// checks that each is one kernel reading through strided loads.
+func TestDiffRandomTiled(t *testing.T) {
+	t.Parallel()
+	n := int64(120)
+	if testing.Short() {
+		n = 20
+	}
+	const pipeline = "decompose,fuse,lower-to-loops,sram-alloc"
+	for seed := int64(1); seed <= n; seed++ {
+		src := tiledProgram(rand.New(rand.NewPCG(uint64(seed), 7)))
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			m := lowerText(t, src, pipeline, "cpu")
+			kernels, strided := 0, 0
+			m.Walk(func(op *ir.Operation) bool {
+				if _, ok := loop.AsKernel(op); ok {
+					kernels++
+				}
+				if l, ok := loop.AsLoad(op); ok {
+					if _, has := l.Axis(); has {
+						strided++
+					}
+				}
+				return true
+			})
+			require.Equal(t, 1, kernels, src)
+			require.Positive(t, strided, src)
+			runDiffOn(t, diffCase{name: fmt.Sprintf("seed %d", seed), src: src, pipeline: pipeline, target: "cpu", unfitOK: true}, true)
+		})
 	}
 }

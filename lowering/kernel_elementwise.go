@@ -5,6 +5,7 @@ import (
 
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
+	"github.com/tensorforge/tensorforge/ir/target"
 	"github.com/tensorforge/tensorforge/passes"
 )
 
@@ -46,6 +47,11 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		}
 		width = viewWidth(widest, info.Views)
 	}
+	tileDim, tiled := k.tiledRead(info)
+	if tiled {
+		// as wide as a tile allows: the last tile of a row ends in scalars
+		width = min(dividingWidth(rollWidth(k.vectorWidth(transposeTile, ev.alongRow()), info.Ops), info.Views), transposeTile)
+	}
 
 	// the loops over the row: a vector loop, and a scalar tail for a dynamic row
 	type span struct {
@@ -82,7 +88,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	}
 	k.setAttr("vector_width", intAttr(width))
 
-	k.rowGrid(ev, leadExt, func(b *ir.Builder) {
+	rowBody := func(b *ir.Builder, spans []span) {
 		row := ev.rowScope(b)
 		var alongRow []int
 		for i, y := range outs {
@@ -105,8 +111,51 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 				row.store(row.get(y), k.outs[i])
 			}
 		}
-	})
+	}
+	if tiled {
+		k.tileGrid(leadExt, info.Shape, tileDim, func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+			ev.rowIdx = idx
+			hi := must(loop.BuildAddi(b, k.loc, colLo, cols)).Output()
+			lanes := width
+			if width == 1 {
+				lanes = 0
+			}
+			if c, ok := loop.EvalIndex(cols, nil); ok && c%width == 0 || width == 1 {
+				rowBody(b, []span{{colLo, hi, k.index(width), lanes}})
+				return
+			}
+			// the last tile of a row, cut short: vectors, then scalars
+			rem := must(loop.BuildRemi(b, k.loc, cols, k.index(width))).Output()
+			main := must(loop.BuildSubi(b, k.loc, hi, rem)).Output()
+			rowBody(b, []span{{colLo, main, k.index(width), width}, {main, hi, k.index(1), 0}})
+		})
+		return nil
+	}
+	k.rowGrid(ev, leadExt, func(b *ir.Builder) { rowBody(b, spans) })
 	return nil
+}
+
+// tiledRead reports whether an element-wise kernel info walks tiles of
+// its dimension d and its column (tileGrid) rather than rows: on a CPU,
+// where it reads an operand through a transpose that moves the operand's
+// last axis to d (passes.ViewPlan.TileDim), so that a row of the kernel
+// would read one element per line and per page of it, and both
+// dimensions are static and longer than a tile. Such operands are read
+// with strided vector loads (loop.load's `axis`), which reuse the lines
+// a tile reads, and the rest of the kernel keeps its vectors. Concats
+// cutting its rows or columns and results stored through views keep the
+// rows (and one lane at a time).
+func (k *kernelBuilder) tiledRead(info *passes.KernelInfo) (int, bool) {
+	plan, n := info.Views, len(info.Shape)
+	if k.target == nil || k.target.Family != target.CPU || plan == nil || plan.TileDim < 0 ||
+		len(plan.Cuts) > 0 || plan.RowDim >= 0 || len(info.OutViews) > 0 || n < 2 {
+		return 0, false
+	}
+	d := plan.TileDim
+	if e, c := info.Shape[d], info.Shape[n-1]; e == ir.Dynamic || c == ir.Dynamic || e <= transposeTile || c <= transposeTile {
+		return 0, false
+	}
+	return d, true
 }
 
 // row builds a row kernel: one program instance per row [R...] of rows of

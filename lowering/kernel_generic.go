@@ -49,6 +49,10 @@ func (k *kernelBuilder) generic(fused *ir.Operation, info *passes.KernelInfo) er
 		return nil
 	}
 	if d, ok := g.tiledTranspose(op, out); ok {
+		if in, ok := g.buffers[op.Operand(0)]; ok {
+			g.transposeTiles(op, in, out, d)
+			return nil
+		}
 		g.eachOutputTiled(out, d, func(b *ir.Builder, idx []*ir.Value) *ir.Value { return g.transpose(b, op, idx) })
 		return nil
 	}
@@ -216,31 +220,119 @@ func (g *genericKernel) tiledTranspose(op *ir.Operation, out *ir.Value) (int, bo
 }
 
 // eachOutputTiled is eachOutput in square tiles of the result's
-// dimensions d and the last: a program instance per tile (and index of
-// the other dimensions), each walking its tile row by row, so that the
-// lines of the operand a tile reads are read together.
+// dimensions d and the last (tileGrid), each walked row by row.
 func (g *genericKernel) eachOutputTiled(out *ir.Value, d int, value func(b *ir.Builder, idx []*ir.Value) *ir.Value) {
 	k := g.k
 	shape := out.Type().(ir.MemRefType).Shape
 	n := len(shape)
+	lead := make([]*ir.Value, n-1)
+	for i := range lead {
+		lead[i] = k.dim(out, i)
+	}
+	k.tileGrid(lead, shape, d, func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+		must(loop.BuildFor(b, k.loc, k.index(0), cols, k.index(1), nil, "serial", nil,
+			func(bj *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
+				at := append(slices.Clone(idx), must(loop.BuildAddi(bj, k.loc, colLo, j)).Output())
+				at[n-1].Name = "j"
+				must(loop.BuildStore(bj, k.loc, value(bj, at), out, k.scatterIndex(bj, out, at)))
+				return nil, nil
+			}))
+	})
+}
+
+// transposeTiles is the kernel of transpose op, from buffer in to out, on
+// a CPU (tiledTranspose): tiles of the result's dimensions d and the last
+// (tileGrid), each row of a tile copied in vectors, each read by a
+// strided load down a column of the operand (loop.load's `axis`: the
+// lanes of a row of the tile lie in 16 lines of the operand, which the
+// tile's 16 rows share) and stored whole. The last tile of a row, cut
+// short, ends in scalars.
+//
+//	loop.for %c0, %c16, %c1 {
+//	^bb2(%4: index):
+//	  %5 = loop.addi %2, %4 : index
+//	  loop.for %3, %6, %c16 {
+//	  ^bb3(%j: index):
+//	    %7 = loop.load %x, %j, %5 {axis = 0} : (memref<4096x4096xbf16, dram>, index, index) -> vector<16xbf16>
+//	    loop.store %7, %y, %5, %j : (vector<16xbf16>, memref<4096x4096xbf16, dram>, index, index) -> ()
+func (g *genericKernel) transposeTiles(op *ir.Operation, in, out *ir.Value, d int) {
+	k := g.k
+	mt := out.Type().(ir.MemRefType)
+	n := len(mt.Shape)
+	perm := passes.TransposePerm(graph.TransposeOp{Operation: op})
+	w := min(k.vectorWidth(transposeTile, []*ir.Value{out}), transposeTile)
+	k.setAttr("vector_width", intAttr(w))
+	lead := make([]*ir.Value, n-1)
+	for i := range lead {
+		lead[i] = k.dim(out, i)
+	}
+	k.tileGrid(lead, mt.Shape, d, func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+		copyCols := func(lo, hi *ir.Value, lanes int64) {
+			must(loop.BuildFor(b, k.loc, lo, hi, k.index(max(lanes, 1)), nil, "serial", nil,
+				func(bj *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
+					j.Name = "j"
+					at := append(slices.Clone(idx), j)
+					src := make([]*ir.Value, n)
+					for r, o := range perm {
+						src[o] = at[r]
+					}
+					var v *ir.Value
+					if lanes > 1 {
+						v = must(loop.BuildStridedLoad(bj, k.loc, in, src, loop.Vector(lanes, mt.Elem), int(perm[n-1]))).Output()
+					} else {
+						v = must(loop.BuildLoad(bj, k.loc, in, src, mt.Elem)).Output()
+					}
+					must(loop.BuildStore(bj, k.loc, v, out, k.scatterIndex(bj, out, at)))
+					return nil, nil
+				}))
+		}
+		hi := must(loop.BuildAddi(b, k.loc, colLo, cols)).Output()
+		if c, ok := loop.EvalIndex(cols, nil); ok && c%w == 0 || w == 1 {
+			copyCols(colLo, hi, w)
+			return
+		}
+		rem := must(loop.BuildRemi(b, k.loc, cols, k.index(w))).Output()
+		main := must(loop.BuildSubi(b, k.loc, hi, rem)).Output()
+		copyCols(colLo, main, w)
+		copyCols(main, hi, 1)
+	})
+}
+
+// tileGrid launches a program instance per square tile (transposeTile on
+// a side) of dimensions d and the last of a space of shape shape, whose
+// leading extents are lead, and per index of its other leading
+// dimensions; each walks its tile's rows in a serial loop, so that the
+// lines of a transposed operand a tile reads are read together. body is
+// built once, in that loop, with the leading indices of the row (d's the
+// row's) and the tile's first column and number of columns. Tiles at the
+// far edges are cut short (loop.mini). Dimension d and the last are
+// static.
+func (k *kernelBuilder) tileGrid(lead []*ir.Value, shape []int64, d int, body func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value)) {
+	n := len(shape)
 	const t = transposeTile
 	tiles := func(e int64) int64 { return (e + t - 1) / t }
-	var lead []*ir.Value // the extents of the grid, the other dimensions first
+	var grid []*ir.Value // the other dimensions first
 	var dims []int
 	for i := range n - 1 {
 		if i != d {
-			lead = append(lead, k.dim(out, i))
+			grid = append(grid, lead[i])
 			dims = append(dims, i)
 		}
 	}
-	grid := append(slices.Clone(lead), k.index(tiles(shape[d])), k.index(tiles(shape[n-1])))
+	grid = append(grid, k.index(tiles(shape[d])), k.index(tiles(shape[n-1])))
 	k.grid(k.product(k.kb, grid), func(b *ir.Builder, r *ir.Value) {
 		at := k.splitRow(b, r, grid)
-		idx := make([]*ir.Value, n)
+		idx := make([]*ir.Value, n-1)
 		for i, dim := range dims {
 			idx[dim] = at[i]
 		}
-		rowLo, colLo := g.muli(b, at[len(at)-2], k.index(t)), g.muli(b, at[len(at)-1], k.index(t))
+		mul := func(x *ir.Value) *ir.Value {
+			if isIndexConst(x, 0) {
+				return x
+			}
+			return must(loop.BuildMuli(b, k.loc, x, k.index(t))).Output()
+		}
+		rowLo, colLo := mul(at[len(at)-2]), mul(at[len(at)-1])
 		bound := func(lo *ir.Value, e int64) *ir.Value {
 			if e%t == 0 {
 				return k.index(t)
@@ -251,15 +343,9 @@ func (g *genericKernel) eachOutputTiled(out *ir.Value, d int, value func(b *ir.B
 		rows, cols := bound(rowLo, shape[d]), bound(colLo, shape[n-1])
 		must(loop.BuildFor(b, k.loc, k.index(0), rows, k.index(1), nil, "serial", nil,
 			func(bi *ir.Builder, i *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
-				idx[d] = must(loop.BuildAddi(bi, k.loc, rowLo, i)).Output()
-				must(loop.BuildFor(bi, k.loc, k.index(0), cols, k.index(1), nil, "serial", nil,
-					func(bj *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
-						at := slices.Clone(idx)
-						at[n-1] = must(loop.BuildAddi(bj, k.loc, colLo, j)).Output()
-						at[n-1].Name = "j"
-						must(loop.BuildStore(bj, k.loc, value(bj, at), out, k.scatterIndex(bj, out, at)))
-						return nil, nil
-					}))
+				row := slices.Clone(idx)
+				row[d] = must(loop.BuildAddi(bi, k.loc, rowLo, i)).Output()
+				body(bi, row, colLo, cols)
 				return nil, nil
 			}))
 	})

@@ -287,10 +287,18 @@ func (s *scope) viewLoad(v *ir.Value) *ir.Value {
 	}
 	lanes := s.width > 0 && len(sh) > 0 && !(sh[len(sh)-1] == 1 && space[len(space)-1] != 1)
 	t := ir.Type(elemOf(v))
-	if lanes {
-		t = s.typeOf(elemOf(v))
+	var x *ir.Value
+	if cm := passes.BroadcastColumn(s.cm, space, sh); s.width > 0 && cm.Kind == passes.ColumnAt && cm.Dim != len(sh)-1 {
+		// the lanes run along another axis than the last (a transposed
+		// read of a tiled CPU kernel, kernelBuilder.tiledRead)
+		x = must(loop.BuildStridedLoad(s.b, ev.k.loc, buf, idx, s.typeOf(elemOf(v)), cm.Dim)).Output()
+		lanes = true
+	} else {
+		if lanes {
+			t = s.typeOf(elemOf(v))
+		}
+		x = must(loop.BuildLoad(s.b, ev.k.loc, buf, idx, t)).Output()
 	}
-	x := must(loop.BuildLoad(s.b, ev.k.loc, buf, idx, t)).Output()
 	if v.Name != "" {
 		x.Name = v.Name
 	}
@@ -328,6 +336,12 @@ func viewWidth(w int64, plan *passes.ViewPlan) int64 {
 	if plan.Scalar {
 		return 1
 	}
+	return dividingWidth(w, plan)
+}
+
+// dividingWidth narrows vector width w until it divides every offset and
+// extent plan lists.
+func dividingWidth(w int64, plan *passes.ViewPlan) int64 {
 	for _, d := range plan.Divides {
 		for w > 1 && d%w != 0 {
 			w /= 2

@@ -389,6 +389,16 @@ type ViewPlan struct {
 	// row, and may be set with no cuts (every row in one piece).
 	RowCuts []int64
 	RowDim  int
+	// TileDim is the kernel's row dimension whose index addresses the
+	// last, contiguous axis of a value the kernel reads through a view
+	// that does not keep the column there (a transpose moving the last
+	// axis): walking a row of the kernel reads one element per line of
+	// that value, and a CPU kernel walks tiles of TileDim and the column
+	// instead, reading such values with strided vector loads. Where it is
+	// set, those reads are all that make the plan Scalar, and Divides
+	// holds for the rest. -1 where no read is transposed, reads disagree,
+	// or another read is scalar.
+	TileDim int
 	// limits are Scalar and Divides by the columns they hold for: a
 	// concat's piece is read only in the columns it fills, and a loop
 	// over those columns alone may take wider vectors than another.
@@ -443,7 +453,12 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 	for _, op := range ops {
 		inBody[op] = true
 	}
-	plan := &ViewPlan{RowDim: -1}
+	plan := &ViewPlan{RowDim: -1, TileDim: -1}
+	// the kernel dimensions that address the last axis of a value read
+	// with the column along another of its axes, and whether any read is
+	// scalar for another reason
+	tileDims := map[int]bool{}
+	otherScalar := false
 	n := len(shape)
 	if n == 0 {
 		return plan, nil
@@ -479,7 +494,7 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 		switch m.Kind {
 		case ColumnAt:
 			if m.Dim != len(s)-1 {
-				scalar(lo, hi)
+				scalar(lo, hi) // strided, which tileDims may take
 			} else if m.Off != 0 {
 				divides(lo, hi, abs64(m.Off))
 			}
@@ -488,12 +503,17 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 				divides(lo, hi, last)
 			} else {
 				scalar(lo, hi)
+				otherScalar = true
 			}
 		case ColumnScattered:
 			scalar(lo, hi)
+			otherScalar = true
 		}
 		op := v.DefiningOp()
 		if op == nil || !inBody[op] || isConstant(op) || isRowReduction(op) {
+			if last := len(s) - 1; m.Kind == ColumnAt && m.Dim != last && last < len(rm) && (op == nil || !inBody[op]) {
+				tileDims[rm[last].Dim] = true // read from memory across its lines
+			}
 			return nil
 		}
 		// the columns of the kernel each operand is read at
@@ -554,6 +574,13 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 		ys := shapeOf(y)
 		if err := walk(y, ColumnMap{Kind: ColumnAt, Dim: len(ys) - 1}, BroadcastRows(KernelRows(n), shape, ys), 0, cols); err != nil {
 			return nil, err
+		}
+	}
+	if len(tileDims) == 1 && !otherScalar {
+		for d := range tileDims {
+			if d >= 0 && d < n-1 {
+				plan.TileDim = d
+			}
 		}
 	}
 	for c := range rowCuts {

@@ -1,11 +1,13 @@
 package loop
 
 import (
+	"github.com/tensorforge/tensorforge/dialects/ods"
 	"github.com/tensorforge/tensorforge/ir"
 )
 
 // This file holds the builders of the ops with regions (loop.kernel,
-// loop.parallel, loop.for), which a declaration cannot describe, and a
+// loop.parallel, loop.for), which a declaration cannot describe, the
+// strided form of loop.load, and a
 // constant builder that spells `value` as the result type wants it.
 
 // KernelArgs returns the block argument types of a kernel over the given
@@ -145,4 +147,18 @@ func BuildConstant(b *ir.Builder, loc ir.Location, t ir.Type, v float64) (ConstO
 		return ConstOp{}, err
 	}
 	return ConstOp{op}, nil
+}
+
+// BuildStridedLoad creates a vector loop.load whose lanes run along
+// dimension axis of memref (`axis`), one element per step of that index.
+// It returns an error, and leaves nothing behind, when the op would not
+// verify.
+func BuildStridedLoad(b *ir.Builder, loc ir.Location, memref *ir.Value, indices []*ir.Value, outputType ir.Type, axis int) (LoadOp, error) {
+	var attrs ir.AttrDict
+	attrs.Set("axis", ir.IntAttr{Value: int64(axis), Type: ir.I64Type})
+	op := ir.NewOperation(OpLoad, loc, append([]*ir.Value{memref}, indices...), []ir.Type{outputType}, attrs, 0)
+	if err := ods.Build(b, op, checkLoadInputs, verifyLoadOp, nil); err != nil {
+		return LoadOp{}, err
+	}
+	return LoadOp{op}, nil
 }

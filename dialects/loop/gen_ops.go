@@ -1076,6 +1076,11 @@ func (op LoadOp) Output() *ir.Value {
 	return op.Result(0)
 }
 
+// Axis returns attribute axis and whether it is present: of a vector load: the dimension its lanes run along, when not the last.
+func (op LoadOp) Axis() (int64, bool) {
+	return ods.GetInt(op.Operation, "axis")
+}
+
 // BuildLoad creates a loop.load at b's insertion point.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildLoad(b *ir.Builder, loc ir.Location, memref *ir.Value, indices []*ir.Value, outputType ir.Type) (LoadOp, error) {
@@ -1104,6 +1109,9 @@ func checkLoadInputs(op *ir.Operation) error {
 		}
 	}
 	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "axis", ods.IntKind, false); err != nil {
 		return err
 	}
 	return nil
@@ -4338,6 +4346,7 @@ func init() {
 		Name:    OpLoad,
 		Summary: "reads a scalar or a vector from a buffer",
 		Traits:  0,
+		Attrs:   []string{"axis"},
 		Verify:  verifyLoadOp,
 	})
 	ir.RegisterOp(&ir.OpDef{

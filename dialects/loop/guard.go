@@ -224,3 +224,28 @@ func RefuseGroupSync(m ir.Module, backend string) error {
 	}
 	return ir.OpError(bad, "cannot be translated to %s: its instances cannot wait for each other at a loop.group_sync (a resident split, which lower-to-loops builds for CUDA targets only)", backend)
 }
+
+// RefuseStridedLoads returns a located error at the first vector load of
+// module m whose lanes run along another dimension than the last
+// (loop.load's `axis`): the strided reads that lower-to-loops builds for
+// CPU targets only, which backend, a GPU or accelerator emitter, does not
+// translate.
+func RefuseStridedLoads(m ir.Module, backend string) error {
+	var bad *ir.Operation
+	m.Walk(func(op *ir.Operation) bool {
+		if bad != nil {
+			return false
+		}
+		if op.Name() == OpLoad {
+			if _, ok := (LoadOp{op}).Axis(); ok {
+				bad = op
+			}
+		}
+		return bad == nil
+	})
+	if bad == nil {
+		return nil
+	}
+	a, _ := LoadOp{bad}.Axis()
+	return ir.OpError(bad, "cannot be translated to %s: its lanes run along dimension %d of its buffer (a strided load, which lower-to-loops builds for CPU targets only)", backend, a)
+}

@@ -487,12 +487,13 @@ func verifyAlloc(op *ir.Operation) error {
 	return nil
 }
 
-// checkAccess checks the indices and the accessed value of a load or store.
+// checkAccess checks the indices and the accessed value of a load or store
+// whose lanes run along dimension axis of the buffer.
 //
 //	expects 2 indices for 'memref<?x8xf32, dram>', but found 1
 //	accesses 'vector<8xbf16>', but the buffer holds 'f32'
 //	reads 16 lanes, more than the 8 of the last dimension of 'memref<4x8xf32, dram>'
-func checkAccess(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value ir.Type) error {
+func checkAccess(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value ir.Type, axis int) error {
 	if nidx := len(indices); nidx != len(m.Shape) {
 		return ir.OpError(op, "expects %d indices for %s, but found %d", len(m.Shape), q(m), nidx)
 	}
@@ -503,20 +504,23 @@ func checkAccess(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value i
 		if len(m.Shape) == 0 {
 			return ir.OpError(op, "accesses %s in a rank-0 buffer, which holds one element", q(value))
 		}
-		if last := m.Shape[len(m.Shape)-1]; last != ir.Dynamic && w > last {
-			return ir.OpError(op, "accesses %d lanes, more than the %d of the last dimension of %s", w, last, q(m))
+		if e := m.Shape[axis]; e != ir.Dynamic && w > e {
+			if axis == len(m.Shape)-1 {
+				return ir.OpError(op, "accesses %d lanes, more than the %d of the last dimension of %s", w, e, q(m))
+			}
+			return ir.OpError(op, "accesses %d lanes, more than the %d of dimension #%d of %s", w, e, axis, q(m))
 		}
 	}
-	return checkInRange(op, m, indices, value)
+	return checkInRange(op, m, indices, value, axis)
 }
 
 // checkInRange checks the indices that are induction variables of loops
 // with constant bounds against the static extents of the buffer: the
-// last iteration's access (its lanes included, along the last dimension)
+// last iteration's access (its lanes included, along dimension axis)
 // must stay inside it.
 //
 //	index #1 goes up to 64 (the loop's last iteration), past the 64 elements of dimension #1 of 'memref<4x64xf32, dram>'
-func checkInRange(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value ir.Type) error {
+func checkInRange(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value ir.Type, axis int) error {
 	for d, idx := range indices {
 		extent := m.Shape[d]
 		if extent == ir.Dynamic {
@@ -527,7 +531,7 @@ func checkInRange(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value 
 			continue
 		}
 		end := last + 1
-		if d == len(indices)-1 {
+		if d == axis {
 			if w := width(value); w > 0 {
 				end = last + w
 			}
@@ -543,17 +547,41 @@ func checkInRange(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value 
 }
 
 // verifyLoad: `%v = loop.load %x, %r, %i : (memref<?x8xbf16, dram>, index, index) -> vector<8xbf16>`.
+//
+//	'axis' 2 is not a dimension of 'memref<4x8xf32, dram>'
+//	'axis' is given to a load of 'f32', which has no lanes
 func verifyLoad(op *ir.Operation) error {
 	l := LoadOp{op}
 	m, _ := l.Memref().Type().(ir.MemRefType)
-	return checkAccess(op, m, l.Indices(), l.Output().Type())
+	axis, err := LoadAxis(l)
+	if err != nil {
+		return err
+	}
+	return checkAccess(op, m, l.Indices(), l.Output().Type(), axis)
+}
+
+// LoadAxis is the dimension of its buffer that the lanes of load l run
+// along: its `axis`, or the last.
+func LoadAxis(l LoadOp) (int, error) {
+	m, _ := l.Memref().Type().(ir.MemRefType)
+	n := len(m.Shape)
+	a, ok := l.Axis()
+	switch {
+	case !ok:
+		return n - 1, nil
+	case a < 0 || a >= int64(n):
+		return 0, ir.OpError(l.Operation, "'axis' %d is not a dimension of %s", a, q(m))
+	case width(l.Output().Type()) == 0:
+		return 0, ir.OpError(l.Operation, "'axis' is given to a load of %s, which has no lanes", q(l.Output().Type()))
+	}
+	return int(a), nil
 }
 
 // verifyStore: `loop.store %v, %y, %r, %i : (vector<8xbf16>, memref<?x8xbf16, dram>, index, index) -> ()`.
 func verifyStore(op *ir.Operation) error {
 	s := StoreOp{op}
 	m, _ := s.Memref().Type().(ir.MemRefType)
-	return checkAccess(op, m, s.Indices(), s.Value().Type())
+	return checkAccess(op, m, s.Indices(), s.Value().Type(), len(m.Shape)-1)
 }
 
 // verifyConst: a scalar, vector or index of a value its type can hold.

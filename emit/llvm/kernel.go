@@ -536,18 +536,74 @@ func (fe *fnEmitter) emitLoad(op *ir.Operation) error {
 	k := elemKind(rt)
 	mt, _ := memType(k)
 	access := shaped(lanes(rt), mt)
-	p, err := fe.address(op, l.Memref(), l.Indices(), access)
-	if err != nil {
-		return err
+	var v value.Value
+	if _, strided := l.Axis(); strided {
+		var err error
+		if v, err = fe.stridedLoad(l, mt, access); err != nil {
+			return err
+		}
+	} else {
+		p, err := fe.address(op, l.Memref(), l.Indices(), access)
+		if err != nil {
+			return err
+		}
+		ld := fe.cur.NewLoad(access, p)
+		ld.Align = lir.Align(k.ByteSize())
+		v = ld
 	}
-	ld := fe.cur.NewLoad(access, p)
-	ld.Align = lir.Align(k.ByteSize())
-	var v value.Value = ld
 	if k == ir.I1 {
-		v = fe.cur.NewICmp(enum.IPredNE, ld, iconst(access, 0))
+		v = fe.cur.NewICmp(enum.IPredNE, v, iconst(access, 0))
 	}
 	fe.vals[op.Result(0)] = v
 	return nil
+}
+
+// stridedLoad is a vector load l whose lanes run along dimension `axis`
+// of its buffer, not the last: a scalar load per lane, a row of the buffer
+// apart, put together with insertelement (LLVM keeps them apart: x86 has
+// no gather of 16-bit elements, and the lanes of a transposed read lie in
+// different cache lines anyway).
+//
+//	%p1 = getelementptr i16, i16* %p, i64 %stride
+//	%e1 = load i16, i16* %p1, align 2
+//	%v1 = insertelement <16 x i16> %v0, i16 %e1, i64 1
+func (fe *fnEmitter) stridedLoad(l loop.LoadOp, mt types.Type, access types.Type) (value.Value, error) {
+	axis, err := loop.LoadAxis(l)
+	if err != nil {
+		return nil, err
+	}
+	p, err := fe.address(l.Operation, l.Memref(), l.Indices(), mt)
+	if err != nil {
+		return nil, err
+	}
+	b := fe.cur
+	dims := fe.dims[l.Memref()]
+	var stride value.Value = constant.NewInt(types.I64, 1)
+	for _, e := range dims[axis+1:] {
+		if isConstInt(stride, 1) {
+			stride = e
+		} else {
+			stride = b.NewMul(stride, e)
+		}
+	}
+	align := lir.Align(elemKind(l.Output().Type()).ByteSize())
+	var v value.Value = constant.NewUndef(access.(*types.VectorType))
+	for i := range lanes(l.Output().Type()) {
+		q := p
+		if i > 0 {
+			var at value.Value
+			if c, ok := stride.(*constant.Int); ok {
+				at = constant.NewInt(types.I64, c.X.Int64()*int64(i))
+			} else {
+				at = b.NewMul(stride, constant.NewInt(types.I64, int64(i)))
+			}
+			q = b.NewGetElementPtr(mt, p, at)
+		}
+		e := b.NewLoad(mt, q)
+		e.Align = align
+		v = b.NewInsertElement(v, e, constant.NewInt(types.I64, int64(i)))
+	}
+	return v, nil
 }
 
 // emitStore: `loop.store %v, %y, %r, %i` is `store <8 x i16> %v, <8 x i16>* %p, align 2`.

@@ -73,6 +73,9 @@ func Emit(m ir.Module, opts Options) (prog *Program, err error) {
 	if err := loop.RefuseGroupSync(m, "Metal"); err != nil {
 		return nil, err
 	}
+	if err := loop.RefuseStridedLoads(m, "Metal"); err != nil {
+		return nil, err
+	}
 	// one dispatch grid per kernel: parts become kernels of their own
 	if err := loop.SplitParts(m, nil); err != nil {
 		return nil, err

@@ -95,6 +95,9 @@ func Emit(m ir.Module) (files []File, err error) {
 	if m.Operation == nil {
 		return nil, fmt.Errorf("no module to emit")
 	}
+	if err := loop.RefuseStridedLoads(m, "PTX"); err != nil {
+		return nil, err
+	}
 	var graphOp *ir.Operation
 	m.Walk(func(op *ir.Operation) bool {
 		if graphOp == nil && op.Dialect() == "graph" {

@@ -62,6 +62,9 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	if m.Operation == nil {
 		return "", fmt.Errorf("no module to emit")
 	}
+	if err := loop.RefuseStridedLoads(m, "Triton"); err != nil {
+		return "", err
+	}
 	// kernels of several parts that cannot share a launch here become
 	// kernels of one part each (horizontal.go)
 	if err := loop.SplitParts(m, func(k loop.KernelOp) bool { _, ok := planParts(k); return ok }); err != nil {

@@ -61,6 +61,9 @@ func Emit(m ir.Module, opts Options) (*Output, error) {
 	if err := loop.RefuseGroupSync(m, "tt-metal"); err != nil {
 		return nil, err
 	}
+	if err := loop.RefuseStridedLoads(m, "tt-metal"); err != nil {
+		return nil, err
+	}
 	// parts that store one buffer at rows of their own (a concat along the
 	// rows read in the kernel; fuse keeps such concats apart on these
 	// targets) would each write whole tiles from their first row

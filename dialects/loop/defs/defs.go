@@ -289,12 +289,16 @@ live from here to the end of the enclosing block. ` + "`sram-alloc`" + ` sets it
 	},
 	{
 		Name: "load", Summary: "reads a scalar or a vector from a buffer",
-		Description: `Reads the element at the indices, or the W contiguous elements of a ` + "`vector<W x T>`" + ` starting
-there along the last dimension.`,
+		Description: `Reads the element at the indices, or the W elements of a ` + "`vector<W x T>`" + ` starting there
+along the last dimension (contiguous), or along dimension ` + "`axis`" + ` where it is given (a strided read,
+one element per step of that index: what a kernel reading an operand through a transpose of its last
+axis gathers; CPU targets only).`,
 		Example:  "%v = loop.load %x, %r, %i : (memref<?x64xbf16, dram>, index, index) -> vector<8xbf16>",
 		Class:    "Load",
 		Operands: []ods.OperandDecl{{Name: "memref", Constraint: ods.AnyMemRef}, {Name: "indices", Constraint: ods.IndexValue, Variadic: true}},
 		Results:  valueOut,
+		Attrs: []ods.AttrDecl{{Name: "axis", Kind: ods.IntKind, Optional: true,
+			Doc: "of a vector load: the dimension its lanes run along, when not the last"}},
 	},
 	{
 		Name: "store", Summary: "writes a scalar or a vector to a buffer",

@@ -475,18 +475,22 @@ func (mc *machine) alloc(op *ir.Operation) {
 }
 
 // offset returns the element offset of indices idx in b, checking that n
-// elements from there along the last dimension are inside it.
-func (mc *machine) offset(b *buffer, idx []int32, n int) int {
+// elements from there along dimension axis (the last for a contiguous
+// access) are inside it, and the elements between two of them.
+func (mc *machine) offset(b *buffer, idx []int32, n, axis int) (int, int) {
 	if len(idx) != len(b.shape) {
 		mc.fail("has %d indices for a buffer of rank %d", len(idx), len(b.shape))
 	}
-	off := int64(0)
+	off, stride := int64(0), int64(1)
 	for d, v := range idx {
 		i := mc.at(v).i
 		limit := b.shape[d]
 		hi := i
-		if d == len(idx)-1 {
+		if d == axis {
 			hi = i + int64(n) - 1
+			stride = 1
+		} else {
+			stride *= limit
 		}
 		if i < 0 || hi >= limit {
 			mc.fail("accesses index %d (%d lanes) of dimension %d, whose extent is %d", i, n, d, limit)
@@ -496,7 +500,10 @@ func (mc *machine) offset(b *buffer, idx []int32, n int) int {
 	if len(idx) == 0 && n != 1 {
 		mc.fail("accesses %d lanes of a rank-0 buffer", n)
 	}
-	return int(off)
+	if n != 1 && (axis < 0 || axis >= len(idx)) {
+		mc.fail("accesses lanes along dimension %d of a buffer of rank %d", axis, len(idx))
+	}
+	return int(off), int(stride)
 }
 
 // ---------------------------------------------------------------------------

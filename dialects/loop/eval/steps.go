@@ -45,6 +45,8 @@ type step struct {
 	// const: the value (lanes are never written after they are made, so
 	// every run may share them)
 	konst value
+	// load: the dimension of the buffer the lanes run along
+	axis int
 }
 
 // block is a compiled block: its steps, its arguments' slots and the
@@ -116,7 +118,10 @@ func (mc *machine) compileStep(op *ir.Operation) step {
 	switch name {
 	case loop.OpLoad:
 		if s.res >= 0 && len(s.args) >= 1 {
-			s.kind = stepLoad
+			s.kind, s.axis = stepLoad, len(s.args)-2
+			if a, ok := (loop.LoadOp{Operation: op}).Axis(); ok {
+				s.axis = int(a)
+			}
 		}
 	case loop.OpStore:
 		if len(s.args) >= 2 {
@@ -236,9 +241,15 @@ func (mc *machine) runStep(s *step) {
 		if b == nil || b.pending {
 			mc.fail("reads a buffer that has not been allocated")
 		}
-		off := mc.offset(b, s.args[1:], s.n)
+		off, stride := mc.offset(b, s.args[1:], s.n, s.axis)
 		out := mc.lanes(s.n)
-		copy(out, b.data[off:off+s.n])
+		if stride == 1 {
+			copy(out, b.data[off:off+s.n])
+		} else {
+			for l := range out {
+				out[l] = b.data[off+l*stride]
+			}
+		}
 		mc.vals[s.res] = value{lanes: out, ok: true}
 	case stepStore:
 		mc.storeStep(s)
@@ -293,7 +304,7 @@ func (mc *machine) storeStep(s *step) {
 	if b == nil || b.pending {
 		mc.fail("writes a buffer that has not been allocated")
 	}
-	off := mc.offset(b, s.args[2:], len(x))
+	off, _ := mc.offset(b, s.args[2:], len(x), len(s.args)-3)
 	if b.elem.IsInt() {
 		for i, v := range x {
 			b.data[off+i] = numeric.WrapInt(v, b.elem)

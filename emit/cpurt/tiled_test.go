@@ -1,0 +1,86 @@
+package cpurt_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tensorforge/tensorforge/dialects/loop"
+	"github.com/tensorforge/tensorforge/ir"
+)
+
+// tiledSrc holds element-wise kernels that read an operand through a
+// transpose of its last axis, which a CPU kernel walks in 16 x 16 tiles
+// with strided vector loads (lowering's tiledRead): tiles cut short at
+// both edges, 3-D and 4-D permutations, a transposed value computed in
+// the kernel, several transposed operands, broadcast operands beside
+// them, integers and f16, and two kernels that keep their rows (the
+// transposed reads disagree on the tiled dimension; a tiled dimension of
+// a tile or less).
+const tiledSrc = `
+func.func @edges(%x: tensor<100x40xbf16>, %z: tensor<40x100xbf16>, %bias: tensor<100xbf16>, %c: tensor<40x1xf32>) -> tensor<40x100xbf16> {
+  %t = graph.transpose %x {perm = [1, 0]} : (tensor<100x40xbf16>) -> tensor<40x100xbf16>
+  %s = graph.add %t, %z : tensor<40x100xbf16>
+  %b = graph.mul %s, %bias : (tensor<40x100xbf16>, tensor<100xbf16>) -> tensor<40x100xbf16>
+  %w = graph.cast %b : (tensor<40x100xbf16>) -> tensor<40x100xf32>
+  %m = graph.mul %w, %c : (tensor<40x100xf32>, tensor<40x1xf32>) -> tensor<40x100xf32>
+  %y = graph.cast %m : (tensor<40x100xf32>) -> tensor<40x100xbf16>
+  return %y : tensor<40x100xbf16>
+}
+func.func @heads(%k: tensor<2x33x3x20xf16>, %s: tensor<2x3x20x33xf16>) -> tensor<2x3x20x33xf16> {
+  %t = graph.transpose %k {perm = [0, 2, 3, 1]} : (tensor<2x33x3x20xf16>) -> tensor<2x3x20x33xf16>
+  %y = graph.mul %t, %s : tensor<2x3x20x33xf16>
+  return %y : tensor<2x3x20x33xf16>
+}
+func.func @computed(%a: tensor<24x36xf32>, %b: tensor<24x36xf32>, %z: tensor<36x24xf32>) -> tensor<36x24xf32> {
+  %s = graph.sub %a, %b : tensor<24x36xf32>
+  %m = graph.max %s, %b : tensor<24x36xf32>
+  %t = graph.transpose %m {perm = [1, 0]} : (tensor<24x36xf32>) -> tensor<36x24xf32>
+  %y = graph.add %t, %z : tensor<36x24xf32>
+  return %y : tensor<36x24xf32>
+}
+func.func @ints(%x: tensor<48x17xi32>, %y: tensor<17x48xi32>) -> tensor<17x48xi32> {
+  %t = graph.transpose %x {perm = [1, 0]} : (tensor<48x17xi32>) -> tensor<17x48xi32>
+  %s = graph.sub %t, %y : tensor<17x48xi32>
+  return %s : tensor<17x48xi32>
+}
+func.func @disagree(%x: tensor<24x18x20xf32>, %y: tensor<20x18x24xf32>) -> tensor<20x24x18xf32> {
+  %a = graph.transpose %x {perm = [2, 0, 1]} : (tensor<24x18x20xf32>) -> tensor<20x24x18xf32>
+  %b = graph.transpose %y {perm = [0, 2, 1]} : (tensor<20x18x24xf32>) -> tensor<20x24x18xf32>
+  %s = graph.add %a, %b : tensor<20x24x18xf32>
+  return %s : tensor<20x24x18xf32>
+}
+func.func @narrow(%x: tensor<64x16xf32>) -> tensor<16x64xf32> {
+  %t = graph.transpose %x {perm = [1, 0]} : (tensor<64x16xf32>) -> tensor<16x64xf32>
+  %e = graph.neg %t : tensor<16x64xf32>
+  return %e : tensor<16x64xf32>
+}
+`
+
+// TestTiledReads runs the kernels of tiledSrc natively against both
+// interpreters and checks which of them read through strided loads.
+func TestTiledReads(t *testing.T) {
+	m, err := compile(tiledSrc, pipelines["O2"]+","+lowerTail())
+	require.NoError(t, err)
+	strided := map[string]int{}
+	for _, op := range m.Body().Ops() {
+		k, ok := loop.AsKernel(op)
+		if !ok {
+			continue
+		}
+		fn := strings.TrimSuffix(k.SymName(), "_k0")
+		strided[fn] += 0
+		k.Operation.Walk(func(o *ir.Operation) bool {
+			if l, ok := loop.AsLoad(o); ok {
+				if _, ok := l.Axis(); ok {
+					strided[fn]++
+				}
+			}
+			return true
+		})
+	}
+	assert.Equal(t, map[string]int{"edges": 1, "heads": 1, "computed": 2, "ints": 1, "disagree": 0, "narrow": 0}, strided)
+	diffProgram(t, "tiled", tiledSrc, "O2")
+}
