@@ -43,14 +43,17 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		leadExt, cols = ext[:n-1], ext[n-1]
 		widest = rollWidth(k.vectorWidth(info.Shape[n-1], ev.alongRow()), info.Ops)
 		if len(info.OutViews) > 0 {
-			widest = outViewWidth(widest, info.OutViews)
+			widest = outViewWidth(widest, info.OutViews, k.stridedAccesses(), n)
 		}
-		width = viewWidth(widest, info.Views)
+		width = viewWidth(widest, info.Views, k.stridedAccesses())
 	}
 	tileDim, tiled := k.tiledRead(info)
 	if tiled {
 		// as wide as a tile allows: the last tile of a row ends in scalars
-		width = min(dividingWidth(rollWidth(k.vectorWidth(transposeTile, ev.alongRow()), info.Ops), info.Views), transposeTile)
+		width = min(rollWidth(k.vectorWidth(transposeTile, ev.alongRow()), info.Ops), transposeTile)
+		if info.Views != nil {
+			width = dividingWidth(width, info.Views)
+		}
 	}
 
 	// the loops over the row: a vector loop, and a scalar tail for a dynamic row
@@ -135,23 +138,52 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 	return nil
 }
 
+// stridedAccesses reports whether the kernel's target takes loads and
+// stores whose lanes run along another axis than the last (loop.load's
+// and loop.store's `axis`): CPU targets, whose emitter builds them lane
+// by lane.
+func (k *kernelBuilder) stridedAccesses() bool {
+	return k.target != nil && k.target.Family == target.CPU
+}
+
 // tiledRead reports whether an element-wise kernel info walks tiles of
 // its dimension d and its column (tileGrid) rather than rows: on a CPU,
 // where it reads an operand through a transpose that moves the operand's
-// last axis to d (passes.ViewPlan.TileDim), so that a row of the kernel
-// would read one element per line and per page of it, and both
-// dimensions are static and longer than a tile. Such operands are read
-// with strided vector loads (loop.load's `axis`), which reuse the lines
-// a tile reads, and the rest of the kernel keeps its vectors. Concats
-// cutting its rows or columns and results stored through views keep the
-// rows (and one lane at a time).
+// last axis to d (passes.ViewPlan.TileDim), or stores a result through
+// transposes whose last axis d indexes (outViewAxes), so that a row of
+// the kernel would touch one element per line and per page of it, and
+// both dimensions are static and longer than a tile. Such operands are
+// read, and such results written, with strided vector accesses
+// (`axis`), which reuse the lines a tile touches, and the rest of the
+// kernel keeps its vectors. Concats cutting its rows or columns, results
+// stored through reshapes, and reads and stores that disagree on d keep
+// the rows (and one lane at a time).
 func (k *kernelBuilder) tiledRead(info *passes.KernelInfo) (int, bool) {
-	plan, n := info.Views, len(info.Shape)
-	if k.target == nil || k.target.Family != target.CPU || plan == nil || plan.TileDim < 0 ||
-		len(plan.Cuts) > 0 || plan.RowDim >= 0 || len(info.OutViews) > 0 || n < 2 {
+	n := len(info.Shape)
+	if !k.stridedAccesses() || n < 2 {
 		return 0, false
 	}
-	d := plan.TileDim
+	d := -1
+	if plan := info.Views; plan != nil {
+		switch {
+		case len(plan.Cuts) > 0 || plan.RowDim >= 0 || plan.Scalar && plan.TileDim < 0:
+			return 0, false
+		case plan.Scalar:
+			d = plan.TileDim
+		}
+	}
+	for _, chain := range info.OutViews {
+		_, last, ok := outViewAxes(chain, n)
+		switch {
+		case !ok || d >= 0 && last != n-1 && last != d:
+			return 0, false
+		case last != n-1:
+			d = last
+		}
+	}
+	if d < 0 {
+		return 0, false
+	}
 	if e, c := info.Shape[d], info.Shape[n-1]; e == ir.Dynamic || c == ir.Dynamic || e <= transposeTile || c <= transposeTile {
 		return 0, false
 	}
@@ -179,9 +211,9 @@ func (k *kernelBuilder) row(fused *ir.Operation, info *passes.KernelInfo) error 
 	ev := newEvaluator(k, fused, info)
 	n := len(info.Shape)
 	c := info.RowLen
-	width := viewWidth(rollWidth(k.vectorWidth(c, ev.alongRow()), info.Ops), info.Views)
+	width := viewWidth(rollWidth(k.vectorWidth(c, ev.alongRow()), info.Ops), info.Views, k.stridedAccesses())
 	if len(info.OutViews) > 0 {
-		width = outViewWidth(width, info.OutViews)
+		width = outViewWidth(width, info.OutViews, k.stridedAccesses(), len(info.Shape))
 	}
 	if len(info.MatMuls) > 0 {
 		// a row of dot products (passes.matmulRows): each is a serial loop

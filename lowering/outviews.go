@@ -21,7 +21,9 @@ import (
 // A reshape keeps the buffer's row-major order, so a vector of columns
 // stays contiguous where its lanes do not cross a row of the result
 // (outViewWidth); a transpose that moves the last axis stores one lane at
-// a time.
+// a time, or, in a CPU kernel that walks tiles (tiledRead), a vector by a
+// strided store (loop.store's `axis`) down the result's dimension that
+// holds the column.
 
 // storeViewed stores the value the views of chain read, at s's point,
 // into buf, the buffer of the chain's result.
@@ -32,7 +34,36 @@ func (s *scope) storeViewed(chain []*ir.Operation, buf *ir.Value) {
 	for _, op := range chain {
 		p = s.viewedPoint(op, p)
 	}
+	if col, _, ok := outViewAxes(chain, len(s.ev.iter)); ok && s.width > 0 && col != len(p)-1 {
+		must(loop.BuildStridedStore(s.b, k.loc, x, buf, p, col))
+		return
+	}
 	must(loop.BuildStore(s.b, k.loc, x, buf, p))
+}
+
+// outViewAxes follows a chain of transposes of a value of the kernel's
+// rank n: col is the dimension of the chain's result that holds the
+// kernel's column, last the kernel dimension that the result's last
+// dimension indexes. ok is false for a chain with another view.
+func outViewAxes(chain []*ir.Operation, n int) (col, last int, ok bool) {
+	p := make([]int, n) // result dimension r holds kernel dimension p[r]
+	for i := range p {
+		p[i] = i
+	}
+	for _, op := range chain {
+		if op.Name() != graph.OpTranspose || len(shapeOf(op.Operand(0))) != n {
+			return 0, 0, false
+		}
+		q := make([]int, n)
+		for r, d := range passes.TransposePerm(graph.TransposeOp{Operation: op}) {
+			q[r] = p[d]
+		}
+		p = q
+	}
+	if n == 0 {
+		return 0, 0, false
+	}
+	return slices.Index(p, n-1), p[n-1], true
 }
 
 // storeResult stores result y of the kernel into its buffer buf at s's
@@ -71,9 +102,14 @@ func (s *scope) viewedPoint(op *ir.Operation, p []*ir.Value) []*ir.Value {
 // outViewWidth narrows vector width w so that each chain of views stores
 // whole vectors: the column must stay the last index of every view's
 // result, and a vector must not cross a row of a reshape's result (its
-// static last extent a multiple of the width).
-func outViewWidth(w int64, chains map[*ir.Value][]*ir.Operation) int64 {
+// static last extent a multiple of the width). With strided (a CPU
+// target) a chain of transposes alone of a value of the kernel's rank n
+// is stored by strided stores wherever the column goes (storeViewed).
+func outViewWidth(w int64, chains map[*ir.Value][]*ir.Operation, strided bool, n int) int64 {
 	for _, chain := range chains {
+		if _, _, ok := outViewAxes(chain, n); ok && strided {
+			continue // transposes alone, stored by strided stores on a CPU
+		}
 		for _, op := range chain {
 			res := shapeOf(op.Result(0))
 			switch op.Name() {

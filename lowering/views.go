@@ -285,14 +285,15 @@ func (s *scope) viewLoad(v *ir.Value) *ir.Value {
 			idx[j] = must(loop.BuildRemi(s.b, ev.k.loc, idx[j], ev.k.dim(buf, j))).Output()
 		}
 	}
-	lanes := s.width > 0 && len(sh) > 0 && !(sh[len(sh)-1] == 1 && space[len(space)-1] != 1)
+	// where the scope's column runs in v: along its last axis (a vector),
+	// along another (a strided vector, on CPU targets: viewWidth), or
+	// nowhere (a scalar, splat)
+	cm := passes.BroadcastColumn(s.cm, space, sh)
+	lanes := s.width > 0 && len(sh) > 0 && cm.Kind != passes.ColumnNone
 	t := ir.Type(elemOf(v))
 	var x *ir.Value
-	if cm := passes.BroadcastColumn(s.cm, space, sh); s.width > 0 && cm.Kind == passes.ColumnAt && cm.Dim != len(sh)-1 {
-		// the lanes run along another axis than the last (a transposed
-		// read of a tiled CPU kernel, kernelBuilder.tiledRead)
+	if lanes && cm.Kind == passes.ColumnAt && cm.Dim != len(sh)-1 {
 		x = must(loop.BuildStridedLoad(s.b, ev.k.loc, buf, idx, s.typeOf(elemOf(v)), cm.Dim)).Output()
-		lanes = true
 	} else {
 		if lanes {
 			t = s.typeOf(elemOf(v))
@@ -328,12 +329,15 @@ func (s *scope) viewGet(v *ir.Value) *ir.Value {
 
 // viewWidth narrows vector width w for the views of a kernel: to one lane
 // when a vector would not be contiguous, else until it divides every
-// offset and extent the plan lists.
-func viewWidth(w int64, plan *passes.ViewPlan) int64 {
+// offset and extent the plan lists. With strided (a CPU target), reads
+// whose column runs along another axis than the value's last do not
+// narrow it (passes.ViewPlan.Strided: viewLoad reads them with strided
+// loads), unless a concat cuts the kernel's rows or columns.
+func viewWidth(w int64, plan *passes.ViewPlan, strided bool) int64 {
 	if plan == nil {
 		return w
 	}
-	if plan.Scalar {
+	if plan.Scalar && !(strided && plan.Strided && len(plan.Cuts) == 0 && plan.RowDim < 0) {
 		return 1
 	}
 	return dividingWidth(w, plan)

@@ -399,6 +399,11 @@ type ViewPlan struct {
 	// holds for the rest. -1 where no read is transposed, reads disagree,
 	// or another read is scalar.
 	TileDim int
+	// Strided is set when every read that makes the plan Scalar is one
+	// with the column along another axis than the value's last: a kernel
+	// for a CPU reads those with strided vector loads and keeps its
+	// vectors (lowering's viewWidth).
+	Strided bool
 	// limits are Scalar and Divides by the columns they hold for: a
 	// concat's piece is read only in the columns it fills, and a loop
 	// over those columns alone may take wider vectors than another.
@@ -576,6 +581,7 @@ func planViews(ops []*ir.Operation, starts []*ir.Value, shape []int64) (*ViewPla
 			return nil, err
 		}
 	}
+	plan.Strided = plan.Scalar && !otherScalar
 	if len(tileDims) == 1 && !otherScalar {
 		for d := range tileDims {
 			if d >= 0 && d < n-1 {

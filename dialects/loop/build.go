@@ -7,7 +7,7 @@ import (
 
 // This file holds the builders of the ops with regions (loop.kernel,
 // loop.parallel, loop.for), which a declaration cannot describe, the
-// strided form of loop.load, and a
+// strided forms of loop.load and loop.store, and a
 // constant builder that spells `value` as the result type wants it.
 
 // KernelArgs returns the block argument types of a kernel over the given
@@ -161,4 +161,18 @@ func BuildStridedLoad(b *ir.Builder, loc ir.Location, memref *ir.Value, indices 
 		return LoadOp{}, err
 	}
 	return LoadOp{op}, nil
+}
+
+// BuildStridedStore creates a vector loop.store whose lanes run along
+// dimension axis of memref (`axis`), one element per step of that index.
+// It returns an error, and leaves nothing behind, when the op would not
+// verify.
+func BuildStridedStore(b *ir.Builder, loc ir.Location, value, memref *ir.Value, indices []*ir.Value, axis int) (StoreOp, error) {
+	var attrs ir.AttrDict
+	attrs.Set("axis", ir.IntAttr{Value: int64(axis), Type: ir.I64Type})
+	op := ir.NewOperation(OpStore, loc, append([]*ir.Value{value, memref}, indices...), nil, attrs, 0)
+	if err := ods.Build(b, op, checkStoreInputs, verifyStoreOp, nil); err != nil {
+		return StoreOp{}, err
+	}
+	return StoreOp{op}, nil
 }

@@ -1162,6 +1162,11 @@ func (op StoreOp) Indices() []*ir.Value {
 	return op.Operands()[2:]
 }
 
+// Axis returns attribute axis and whether it is present: of a vector store: the dimension its lanes run along, when not the last.
+func (op StoreOp) Axis() (int64, bool) {
+	return ods.GetInt(op.Operation, "axis")
+}
+
 // BuildStore creates a loop.store at b's insertion point.
 // It returns an error, and leaves nothing behind, when the op would not verify.
 func BuildStore(b *ir.Builder, loc ir.Location, value *ir.Value, memref *ir.Value, indices []*ir.Value) (StoreOp, error) {
@@ -1193,6 +1198,9 @@ func checkStoreInputs(op *ir.Operation) error {
 		}
 	}
 	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	if err := ods.CheckAttr(op, "axis", ods.IntKind, false); err != nil {
 		return err
 	}
 	return nil
@@ -4353,6 +4361,7 @@ func init() {
 		Name:    OpStore,
 		Summary: "writes a scalar or a vector to a buffer",
 		Traits:  ir.SideEffects,
+		Attrs:   []string{"axis"},
 		Verify:  verifyStoreOp,
 	})
 	ir.RegisterOp(&ir.OpDef{

@@ -225,27 +225,32 @@ func RefuseGroupSync(m ir.Module, backend string) error {
 	return ir.OpError(bad, "cannot be translated to %s: its instances cannot wait for each other at a loop.group_sync (a resident split, which lower-to-loops builds for CUDA targets only)", backend)
 }
 
-// RefuseStridedLoads returns a located error at the first vector load of
-// module m whose lanes run along another dimension than the last
-// (loop.load's `axis`): the strided reads that lower-to-loops builds for
-// CPU targets only, which backend, a GPU or accelerator emitter, does not
+// RefuseStridedAccesses returns a located error at the first vector load
+// or store of module m whose lanes run along another dimension than the
+// last (`axis`): the strided accesses that lower-to-loops builds for CPU
+// targets only, which backend, a GPU or accelerator emitter, does not
 // translate.
-func RefuseStridedLoads(m ir.Module, backend string) error {
+func RefuseStridedAccesses(m ir.Module, backend string) error {
 	var bad *ir.Operation
+	var axis int64
 	m.Walk(func(op *ir.Operation) bool {
 		if bad != nil {
 			return false
 		}
-		if op.Name() == OpLoad {
-			if _, ok := (LoadOp{op}).Axis(); ok {
-				bad = op
-			}
+		var ok bool
+		switch op.Name() {
+		case OpLoad:
+			axis, ok = LoadOp{op}.Axis()
+		case OpStore:
+			axis, ok = StoreOp{op}.Axis()
+		}
+		if ok {
+			bad = op
 		}
 		return bad == nil
 	})
 	if bad == nil {
 		return nil
 	}
-	a, _ := LoadOp{bad}.Axis()
-	return ir.OpError(bad, "cannot be translated to %s: its lanes run along dimension %d of its buffer (a strided load, which lower-to-loops builds for CPU targets only)", backend, a)
+	return ir.OpError(bad, "cannot be translated to %s: its lanes run along dimension %d of its buffer (a strided access, which lower-to-loops builds for CPU targets only)", backend, axis)
 }

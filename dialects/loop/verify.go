@@ -549,7 +549,7 @@ func checkInRange(op *ir.Operation, m ir.MemRefType, indices []*ir.Value, value 
 // verifyLoad: `%v = loop.load %x, %r, %i : (memref<?x8xbf16, dram>, index, index) -> vector<8xbf16>`.
 //
 //	'axis' 2 is not a dimension of 'memref<4x8xf32, dram>'
-//	'axis' is given to a load of 'f32', which has no lanes
+//	'axis' is given to an access of 'bf16', which has no lanes
 func verifyLoad(op *ir.Operation) error {
 	l := LoadOp{op}
 	m, _ := l.Memref().Type().(ir.MemRefType)
@@ -563,16 +563,28 @@ func verifyLoad(op *ir.Operation) error {
 // LoadAxis is the dimension of its buffer that the lanes of load l run
 // along: its `axis`, or the last.
 func LoadAxis(l LoadOp) (int, error) {
-	m, _ := l.Memref().Type().(ir.MemRefType)
-	n := len(m.Shape)
 	a, ok := l.Axis()
+	return lanesAxis(l.Operation, l.Memref(), l.Output().Type(), a, ok)
+}
+
+// StoreAxis is LoadAxis for store s.
+func StoreAxis(s StoreOp) (int, error) {
+	a, ok := s.Axis()
+	return lanesAxis(s.Operation, s.Memref(), s.Value().Type(), a, ok)
+}
+
+// lanesAxis checks the `axis` a (given: ok) of access op to buffer mem of
+// a value of type t, and returns the dimension its lanes run along.
+func lanesAxis(op *ir.Operation, mem *ir.Value, t ir.Type, a int64, ok bool) (int, error) {
+	m, _ := mem.Type().(ir.MemRefType)
+	n := len(m.Shape)
 	switch {
 	case !ok:
 		return n - 1, nil
 	case a < 0 || a >= int64(n):
-		return 0, ir.OpError(l.Operation, "'axis' %d is not a dimension of %s", a, q(m))
-	case width(l.Output().Type()) == 0:
-		return 0, ir.OpError(l.Operation, "'axis' is given to a load of %s, which has no lanes", q(l.Output().Type()))
+		return 0, ir.OpError(op, "'axis' %d is not a dimension of %s", a, q(m))
+	case width(t) == 0:
+		return 0, ir.OpError(op, "'axis' is given to an access of %s, which has no lanes", q(t))
 	}
 	return int(a), nil
 }
@@ -581,7 +593,11 @@ func LoadAxis(l LoadOp) (int, error) {
 func verifyStore(op *ir.Operation) error {
 	s := StoreOp{op}
 	m, _ := s.Memref().Type().(ir.MemRefType)
-	return checkAccess(op, m, s.Indices(), s.Value().Type(), len(m.Shape)-1)
+	axis, err := StoreAxis(s)
+	if err != nil {
+		return err
+	}
+	return checkAccess(op, m, s.Indices(), s.Value().Type(), axis)
 }
 
 // verifyConst: a scalar, vector or index of a value its type can hold.

@@ -11,14 +11,17 @@ import (
 	"github.com/tensorforge/tensorforge/ir"
 )
 
-// tiledSrc holds element-wise kernels that read an operand through a
-// transpose of its last axis, which a CPU kernel walks in 16 x 16 tiles
-// with strided vector loads (lowering's tiledRead): tiles cut short at
-// both edges, 3-D and 4-D permutations, a transposed value computed in
-// the kernel, several transposed operands, broadcast operands beside
-// them, integers and f16, and two kernels that keep their rows (the
+// tiledSrc holds kernels that read an operand, or store a result,
+// through a transpose of its last axis, which a CPU kernel does with
+// strided vector accesses (loop.load's and loop.store's `axis`), and an
+// element-wise one walks in 16 x 16 tiles (lowering's tiledRead): tiles
+// cut short at both edges, 3-D and 4-D permutations, a transposed value
+// computed in the kernel, several transposed operands, broadcast operands
+// beside them, integers and f16; kernels that keep their rows (the
 // transposed reads disagree on the tiled dimension; a tiled dimension of
-// a tile or less).
+// a tile or less; a dynamic one) but their vectors; and row kernels, a
+// softmax of a transposed operand and one whose result is stored
+// transposed.
 const tiledSrc = `
 func.func @edges(%x: tensor<100x40xbf16>, %z: tensor<40x100xbf16>, %bias: tensor<100xbf16>, %c: tensor<40x1xf32>) -> tensor<40x100xbf16> {
   %t = graph.transpose %x {perm = [1, 0]} : (tensor<100x40xbf16>) -> tensor<40x100xbf16>
@@ -57,14 +60,30 @@ func.func @narrow(%x: tensor<64x16xf32>) -> tensor<16x64xf32> {
   %e = graph.neg %t : tensor<16x64xf32>
   return %e : tensor<16x64xf32>
 }
+func.func @dyn(%x: tensor<32x?xf32>, %y: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %t = graph.transpose %x {perm = [1, 0]} : (tensor<32x?xf32>) -> tensor<?x32xf32>
+  %s = graph.mul %t, %y : tensor<?x32xf32>
+  return %s : tensor<?x32xf32>
+}
+func.func @smt(%x: tensor<40x24xf32>) -> tensor<24x40xf32> {
+  %t = graph.transpose %x {perm = [1, 0]} : (tensor<40x24xf32>) -> tensor<24x40xf32>
+  %s = graph.softmax %t {axis = -1} : tensor<24x40xf32>
+  return %s : tensor<24x40xf32>
+}
+func.func @sto(%x: tensor<24x40xbf16>) -> tensor<40x24xbf16> {
+  %s = graph.softmax %x {axis = -1} : tensor<24x40xbf16>
+  %t = graph.transpose %s {perm = [1, 0]} : (tensor<24x40xbf16>) -> tensor<40x24xbf16>
+  return %t : tensor<40x24xbf16>
+}
 `
 
 // TestTiledReads runs the kernels of tiledSrc natively against both
-// interpreters and checks which of them read through strided loads.
+// interpreters and checks which of them access memory through strided
+// loads and stores, and which walk tiles.
 func TestTiledReads(t *testing.T) {
 	m, err := compile(tiledSrc, pipelines["O2"]+","+lowerTail())
 	require.NoError(t, err)
-	strided := map[string]int{}
+	strided, tiled := map[string]int{}, map[string]bool{}
 	for _, op := range m.Body().Ops() {
 		k, ok := loop.AsKernel(op)
 		if !ok {
@@ -73,14 +92,20 @@ func TestTiledReads(t *testing.T) {
 		fn := strings.TrimSuffix(k.SymName(), "_k0")
 		strided[fn] += 0
 		k.Operation.Walk(func(o *ir.Operation) bool {
-			if l, ok := loop.AsLoad(o); ok {
-				if _, ok := l.Axis(); ok {
-					strided[fn]++
-				}
+			_, l := loop.LoadOp{Operation: o}.Axis()
+			_, s := loop.StoreOp{Operation: o}.Axis()
+			if o.Name() == loop.OpLoad && l || o.Name() == loop.OpStore && s {
+				strided[fn]++
+			}
+			// a tile's serial loop over its rows, inside the grid
+			if f, ok := loop.AsFor(o); ok && o.ParentOp() != nil && o.ParentOp().Name() == loop.OpParallel && f.Dist() == "serial" {
+				tiled[fn] = true
 			}
 			return true
 		})
 	}
-	assert.Equal(t, map[string]int{"edges": 1, "heads": 1, "computed": 2, "ints": 1, "disagree": 0, "narrow": 0}, strided)
+	assert.Equal(t, map[string]int{"edges": 1, "heads": 1, "computed": 2, "ints": 1, "disagree": 2, "narrow": 1,
+		"dyn": 1, "smt": 3, "sto": 1}, strided)
+	assert.Equal(t, map[string]bool{"edges": true, "heads": true, "computed": true, "ints": true}, tiled)
 	diffProgram(t, "tiled", tiledSrc, "O2")
 }

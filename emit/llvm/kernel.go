@@ -572,38 +572,72 @@ func (fe *fnEmitter) stridedLoad(l loop.LoadOp, mt types.Type, access types.Type
 	if err != nil {
 		return nil, err
 	}
-	p, err := fe.address(l.Operation, l.Memref(), l.Indices(), mt)
+	lane, err := fe.laneAddresses(l.Operation, l.Memref(), l.Indices(), axis, mt)
 	if err != nil {
 		return nil, err
 	}
 	b := fe.cur
-	dims := fe.dims[l.Memref()]
+	align := lir.Align(elemKind(l.Output().Type()).ByteSize())
+	var v value.Value = constant.NewUndef(access.(*types.VectorType))
+	for i := range lanes(l.Output().Type()) {
+		e := b.NewLoad(mt, lane(i))
+		e.Align = align
+		v = b.NewInsertElement(v, e, constant.NewInt(types.I64, int64(i)))
+	}
+	return v, nil
+}
+
+// stridedStore is stridedLoad's store: each lane of v (in memory's
+// type mt) extracted and stored at its own address.
+func (fe *fnEmitter) stridedStore(s loop.StoreOp, v value.Value, mt types.Type) error {
+	axis, err := loop.StoreAxis(s)
+	if err != nil {
+		return err
+	}
+	lane, err := fe.laneAddresses(s.Operation, s.Memref(), s.Indices(), axis, mt)
+	if err != nil {
+		return err
+	}
+	b := fe.cur
+	align := lir.Align(elemKind(s.Value().Type()).ByteSize())
+	for i := range lanes(s.Value().Type()) {
+		e := b.NewExtractElement(v, constant.NewInt(types.I64, int64(i)))
+		st := b.NewStore(e, lane(i))
+		st.Align = align
+	}
+	return nil
+}
+
+// laneAddresses gives the address of each lane of an access to mem at
+// indices whose lanes run along dimension axis: the first lane's, then
+// one step of that index apart (the address of lane i built where it is
+// asked for).
+func (fe *fnEmitter) laneAddresses(op *ir.Operation, mem *ir.Value, indices []*ir.Value, axis int, mt types.Type) (func(i int) value.Value, error) {
+	p, err := fe.address(op, mem, indices, mt)
+	if err != nil {
+		return nil, err
+	}
+	b := fe.cur
 	var stride value.Value = constant.NewInt(types.I64, 1)
-	for _, e := range dims[axis+1:] {
+	for _, e := range fe.dims[mem][axis+1:] {
 		if isConstInt(stride, 1) {
 			stride = e
 		} else {
 			stride = b.NewMul(stride, e)
 		}
 	}
-	align := lir.Align(elemKind(l.Output().Type()).ByteSize())
-	var v value.Value = constant.NewUndef(access.(*types.VectorType))
-	for i := range lanes(l.Output().Type()) {
-		q := p
-		if i > 0 {
-			var at value.Value
-			if c, ok := stride.(*constant.Int); ok {
-				at = constant.NewInt(types.I64, c.X.Int64()*int64(i))
-			} else {
-				at = b.NewMul(stride, constant.NewInt(types.I64, int64(i)))
-			}
-			q = b.NewGetElementPtr(mt, p, at)
+	return func(i int) value.Value {
+		if i == 0 {
+			return p
 		}
-		e := b.NewLoad(mt, q)
-		e.Align = align
-		v = b.NewInsertElement(v, e, constant.NewInt(types.I64, int64(i)))
-	}
-	return v, nil
+		var at value.Value
+		if c, ok := stride.(*constant.Int); ok {
+			at = constant.NewInt(types.I64, c.X.Int64()*int64(i))
+		} else {
+			at = b.NewMul(stride, constant.NewInt(types.I64, int64(i)))
+		}
+		return b.NewGetElementPtr(mt, p, at)
+	}, nil
 }
 
 // emitStore: `loop.store %v, %y, %r, %i` is `store <8 x i16> %v, <8 x i16>* %p, align 2`.
@@ -623,6 +657,9 @@ func (fe *fnEmitter) emitStore(op *ir.Operation) error {
 	}
 	if k == ir.I1 {
 		v = fe.cur.NewZExt(v, access)
+	}
+	if _, strided := s.Axis(); strided {
+		return fe.stridedStore(s, v, mt)
 	}
 	st := fe.cur.NewStore(v, p)
 	st.Align = lir.Align(k.ByteSize())

@@ -73,7 +73,7 @@ func Emit(m ir.Module, opts Options) (prog *Program, err error) {
 	if err := loop.RefuseGroupSync(m, "Metal"); err != nil {
 		return nil, err
 	}
-	if err := loop.RefuseStridedLoads(m, "Metal"); err != nil {
+	if err := loop.RefuseStridedAccesses(m, "Metal"); err != nil {
 		return nil, err
 	}
 	// one dispatch grid per kernel: parts become kernels of their own

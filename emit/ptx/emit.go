@@ -95,7 +95,7 @@ func Emit(m ir.Module) (files []File, err error) {
 	if m.Operation == nil {
 		return nil, fmt.Errorf("no module to emit")
 	}
-	if err := loop.RefuseStridedLoads(m, "PTX"); err != nil {
+	if err := loop.RefuseStridedAccesses(m, "PTX"); err != nil {
 		return nil, err
 	}
 	var graphOp *ir.Operation

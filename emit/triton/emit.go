@@ -62,7 +62,7 @@ func Emit(m ir.Module, opts Options) (text string, err error) {
 	if m.Operation == nil {
 		return "", fmt.Errorf("no module to emit")
 	}
-	if err := loop.RefuseStridedLoads(m, "Triton"); err != nil {
+	if err := loop.RefuseStridedAccesses(m, "Triton"); err != nil {
 		return "", err
 	}
 	// kernels of several parts that cannot share a launch here become

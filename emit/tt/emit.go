@@ -61,7 +61,7 @@ func Emit(m ir.Module, opts Options) (*Output, error) {
 	if err := loop.RefuseGroupSync(m, "tt-metal"); err != nil {
 		return nil, err
 	}
-	if err := loop.RefuseStridedLoads(m, "tt-metal"); err != nil {
+	if err := loop.RefuseStridedAccesses(m, "tt-metal"); err != nil {
 		return nil, err
 	}
 	// parts that store one buffer at rows of their own (a concat along the

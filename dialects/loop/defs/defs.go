@@ -292,7 +292,7 @@ live from here to the end of the enclosing block. ` + "`sram-alloc`" + ` sets it
 		Description: `Reads the element at the indices, or the W elements of a ` + "`vector<W x T>`" + ` starting there
 along the last dimension (contiguous), or along dimension ` + "`axis`" + ` where it is given (a strided read,
 one element per step of that index: what a kernel reading an operand through a transpose of its last
-axis gathers; CPU targets only).`,
+axis gathers, or ` + "`loop.store`" + ` scatters into a transposed result; CPU targets only).`,
 		Example:  "%v = loop.load %x, %r, %i : (memref<?x64xbf16, dram>, index, index) -> vector<8xbf16>",
 		Class:    "Load",
 		Operands: []ods.OperandDecl{{Name: "memref", Constraint: ods.AnyMemRef}, {Name: "indices", Constraint: ods.IndexValue, Variadic: true}},
@@ -302,7 +302,7 @@ axis gathers; CPU targets only).`,
 	},
 	{
 		Name: "store", Summary: "writes a scalar or a vector to a buffer",
-		Description: "Writes where `loop.load` with the same indices reads.",
+		Description: "Writes where `loop.load` with the same indices (and `axis`) reads.",
 		Example:     "loop.store %v, %y, %r, %i : (vector<8xbf16>, memref<?x64xbf16, dram>, index, index) -> ()",
 		Class:       "Store",
 		Traits:      ir.SideEffects,
@@ -311,6 +311,8 @@ axis gathers; CPU targets only).`,
 			{Name: "memref", Constraint: ods.AnyMemRef},
 			{Name: "indices", Constraint: ods.IndexValue, Variadic: true},
 		},
+		Attrs: []ods.AttrDecl{{Name: "axis", Kind: ods.IntKind, Optional: true,
+			Doc: "of a vector store: the dimension its lanes run along, when not the last"}},
 	},
 
 	// ---------------------------------------------------------------------

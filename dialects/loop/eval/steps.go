@@ -45,7 +45,7 @@ type step struct {
 	// const: the value (lanes are never written after they are made, so
 	// every run may share them)
 	konst value
-	// load: the dimension of the buffer the lanes run along
+	// load, store: the dimension of the buffer the lanes run along
 	axis int
 }
 
@@ -125,7 +125,10 @@ func (mc *machine) compileStep(op *ir.Operation) step {
 		}
 	case loop.OpStore:
 		if len(s.args) >= 2 {
-			s.kind = stepStore
+			s.kind, s.axis = stepStore, len(s.args)-3
+			if a, ok := (loop.StoreOp{Operation: op}).Axis(); ok {
+				s.axis = int(a)
+			}
 		}
 	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
 		if s.res >= 0 && len(s.args) == 2 {
@@ -304,15 +307,15 @@ func (mc *machine) storeStep(s *step) {
 	if b == nil || b.pending {
 		mc.fail("writes a buffer that has not been allocated")
 	}
-	off, _ := mc.offset(b, s.args[2:], len(x), len(s.args)-3)
+	off, stride := mc.offset(b, s.args[2:], len(x), s.axis)
 	if b.elem.IsInt() {
 		for i, v := range x {
-			b.data[off+i] = numeric.WrapInt(v, b.elem)
+			b.data[off+i*stride] = numeric.WrapInt(v, b.elem)
 		}
 		return
 	}
 	for i, v := range x {
-		b.data[off+i] = numeric.RoundTo(v, b.elem)
+		b.data[off+i*stride] = numeric.RoundTo(v, b.elem)
 	}
 }
 
