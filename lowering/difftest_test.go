@@ -897,6 +897,27 @@ func TestDiffRandomPrograms(t *testing.T) {
 	}
 }
 
+// TestDiffRandomProgramsCPU is TestDiffRandomPrograms lowered for the
+// CPU, whose kernels read and store through transposes of the last axis
+// with strided vector accesses and walk tiles (tiledRead) where the GPU's
+// run a lane at a time.
+func TestDiffRandomProgramsCPU(t *testing.T) {
+	t.Parallel()
+	n := int64(400)
+	if testing.Short() {
+		n = 20
+	}
+	for seed := int64(1); seed <= n; seed++ {
+		m, err := randprog.Generate(randprog.NewRand(seed), randprog.Config{})
+		require.NoError(t, err)
+		runPipeline(t, m, "dce,decompose,dce,fuse", "cpu")
+		text := ir.Print(m.Operation, ir.PrintOptions{})
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			runDiffOn(t, diffCase{name: fmt.Sprintf("seed %d", seed), src: text, target: "cpu", dyn: randprog.DynExtent}, true)
+		})
+	}
+}
+
 // A row kernel whose first loop stores a full row (exp2(x) + exp2(-1.25))
 // needing a per-row value (exp2 of the constant, left uncomputed without
 // canonicalize): in the online chunks and the resident split the value is
