@@ -1241,7 +1241,13 @@ func.func @f(%x: tensor<4x3x16xf32>) -> (tensor<4x3x16xf32>, tensor<3x4x16xf32>)
 				require.NoError(t, err)
 				runPipeline(t, m, "canonicalize,cse,legalize-numerics,decompose,fuse,canonicalize,cse,dce", tg)
 				text := ir.Print(m.Operation, ir.PrintOptions{})
-				require.Equal(t, 1, strings.Count(text, "graph.fused"), "one kernel:\n%s", text)
+				kernels := 1
+				if name == "online-phase-0" && tg == "cpu" {
+					// rows of 9000 stored across cache lines: the
+					// transpose stays apart on a CPU (rowAcrossLines)
+					kernels = 2
+				}
+				require.Equal(t, kernels, strings.Count(text, "graph.fused"), "kernels:\n%s", text)
 				runDiff(t, diffCase{name: name, src: text, target: tg})
 			})
 		}

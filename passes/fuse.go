@@ -719,8 +719,49 @@ func (f *fuser) canMerge(a, b *fusionGroup, needInfo bool) (*KernelInfo, string)
 				sched, f.target.Name, countOf(info.RowBuffers, "row buffer"), info.RowLen, info.RowElemName(), info.RowBufferBytes(), f.target.ScratchpadBytes)
 		}
 	}
+	if info.Kind == KernelRow && f.target.Family == target.CPU {
+		if why := rowAcrossLines(info); why != "" {
+			return nil, why
+		}
+	}
 	return info, ""
 }
+
+// rowAcrossLines says why row kernel info should not be one kernel on a
+// CPU: it reads a value, or stores a result, with its row along another
+// axis than the value's last (through a transpose of the last axis), so
+// each of its passes over a row touches a cache line per element, and a
+// row longer than acrossLinesRow finds those lines evicted when the next
+// row, which shares them, comes. A transpose of its own walks tiles and
+// the row kernel then reads its rows whole: a softmax of a transposed
+// [4096, 4096] bf16 operand took 73-77 ms as one kernel with strided
+// vectors, 17.8 as a transpose and a softmax; stored transposed, 57-58
+// against 15.7-16.6 (docs/cpu-backend.md). Short rows (a LayerNorm over
+// a middle axis of a few channels) stay one kernel.
+func rowAcrossLines(info *KernelInfo) string {
+	if info.RowLen != ir.Dynamic && info.RowLen <= acrossLinesRow {
+		return ""
+	}
+	if v := info.Views; v != nil && v.Strided {
+		return "a row kernel would read a value along another axis than its last (through a transpose of the last axis): on a CPU each pass over a row would read a cache line per element, where a transpose of its own walks tiles"
+	}
+	for _, chain := range info.OutViews {
+		for _, op := range chain {
+			if op.Name() != graph.OpTranspose {
+				continue
+			}
+			if p := TransposePerm(graph.TransposeOp{Operation: op}); len(p) > 0 && p[len(p)-1] != int64(len(p)-1) {
+				return "a row kernel would store its row along another axis than the result's last (through a transpose of the last axis): on a CPU each row would write a cache line per element, where a transpose of its own walks tiles"
+			}
+		}
+	}
+	return ""
+}
+
+// acrossLinesRow is the longest row that a row kernel reads or stores
+// across cache lines on a CPU (rowAcrossLines): 256 lines of 64 bytes,
+// half of a core's L1 data cache of 32 KiB.
+const acrossLinesRow = 256
 
 // describeError words a classification error for a remark.
 func describeError(err error) string {
