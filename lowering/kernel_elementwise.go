@@ -47,7 +47,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		}
 		width = viewWidth(widest, info.Views, k.stridedAccesses())
 	}
-	tileDim, tiled := k.tiledRead(info)
+	tileDim, tiled := k.tiledWalk(info)
 	if tiled {
 		// as wide as a tile allows: the last tile of a row ends in scalars
 		width = min(rollWidth(k.vectorWidth(transposeTile, ev.alongRow()), info.Ops), transposeTile)
@@ -146,7 +146,7 @@ func (k *kernelBuilder) stridedAccesses() bool {
 	return k.target != nil && k.target.Family == target.CPU
 }
 
-// tiledRead reports whether an element-wise kernel info walks tiles of
+// tiledWalk reports whether an element-wise kernel info walks tiles of
 // its dimension d and its column (tileGrid) rather than rows: on a CPU,
 // where it reads an operand through a transpose that moves the operand's
 // last axis to d (passes.ViewPlan.TileDim), or stores a result through
@@ -158,7 +158,7 @@ func (k *kernelBuilder) stridedAccesses() bool {
 // kernel keeps its vectors. Concats cutting its rows or columns, results
 // stored through reshapes, and reads and stores that disagree on d keep
 // the rows (and one lane at a time).
-func (k *kernelBuilder) tiledRead(info *passes.KernelInfo) (int, bool) {
+func (k *kernelBuilder) tiledWalk(info *passes.KernelInfo) (int, bool) {
 	n := len(info.Shape)
 	if !k.stridedAccesses() || n < 2 {
 		return 0, false

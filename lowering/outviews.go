@@ -21,7 +21,7 @@ import (
 // A reshape keeps the buffer's row-major order, so a vector of columns
 // stays contiguous where its lanes do not cross a row of the result
 // (outViewWidth); a transpose that moves the last axis stores one lane at
-// a time, or, in a CPU kernel that walks tiles (tiledRead), a vector by a
+// a time, or, in a CPU kernel that walks tiles (tiledWalk), a vector by a
 // strided store (loop.store's `axis`) down the result's dimension that
 // holds the column.
 
