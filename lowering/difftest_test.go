@@ -1256,7 +1256,7 @@ func.func @f(%x: tensor<4x3x16xf32>) -> (tensor<4x3x16xf32>, tensor<3x4x16xf32>)
 
 // tiledProgram is a random element-wise chain over a space of rank 2 to
 // 4 that reads an operand through a transpose moving its last axis, as a
-// CPU kernel walks in 16 x 16 tiles with strided loads (tiledWalk): the
+// CPU kernel walks in tiles with strided loads (tiledWalk): the
 // tiled dimension and the row of 17 to 40 (tiles cut short), the others
 // of 1 to 3, an element type of f32, bf16, f16 or i32, and beside the
 // transposed operand one read contiguously, one broadcast along the rows

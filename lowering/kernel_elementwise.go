@@ -116,7 +116,12 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		}
 	}
 	if tiled {
-		k.tileGrid(leadExt, info.Shape, tileDim, func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+		// a tile's rows span a cache line of the narrowest operand
+		elemBytes := int64(8)
+		for _, in := range k.ins {
+			elemBytes = min(elemBytes, in.Type().(ir.MemRefType).Elem.Kind.ByteSize())
+		}
+		k.tileGrid(leadExt, info.Shape, tileDim, tileRows(elemBytes), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
 			ev.rowIdx = idx
 			hi := must(loop.BuildAddi(b, k.loc, colLo, cols)).Output()
 			lanes := width

@@ -186,13 +186,15 @@ func (g *genericKernel) muli(b *ir.Builder, x, y *ir.Value) *ir.Value {
 	return must(loop.BuildMuli(b, g.k.loc, x, y)).Output()
 }
 
-// transposeTile is the side of the square tiles of a CPU transpose that
-// moves the last axis: 16 elements, a cache line of f32 and half one of
-// bf16. The lines a tile reads lie a row of the operand apart, which for
-// rows of a power of two bytes maps them all to one set of the L1 cache:
-// 16 of them fit its ways where 32 thrashed (a [4096, 4096] bf16
-// transpose took 24-27 ms in tiles of 32 and 14-16 ms in tiles of 16 on
-// the 2-core development machine; other shapes 0-15% faster).
+// transposeTile is the columns of the tiles of a CPU transpose that moves
+// the last axis (and the fewest rows: tileRows): 16 elements, a cache line
+// of f32 and half one of bf16. The lines a tile reads, one per column, lie
+// a row of the operand apart, which for rows of a power of two bytes maps
+// them all to one set of the L1 cache: 16 of them fit its ways where 32
+// thrashed (a [4096, 4096] bf16 transpose took 24-27 ms in square tiles of
+// 32 and 14-16 ms in tiles of 16 on the 2-core development machine; other
+// shapes 0-15% faster). Rows of a whole line of bf16 (32 x 16 tiles) then
+// took 10.5-10.8 against 11.2-11.4.
 const transposeTile = 16
 
 // tiledTranspose reports whether op, a kernel of its own writing out, is a
@@ -229,7 +231,7 @@ func (g *genericKernel) eachOutputTiled(out *ir.Value, d int, value func(b *ir.B
 	for i := range lead {
 		lead[i] = k.dim(out, i)
 	}
-	k.tileGrid(lead, shape, d, func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+	k.tileGrid(lead, shape, d, tileRows(out.Type().(ir.MemRefType).Elem.Kind.ByteSize()), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
 		must(loop.BuildFor(b, k.loc, k.index(0), cols, k.index(1), nil, "serial", nil,
 			func(bj *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
 				at := append(slices.Clone(idx), must(loop.BuildAddi(bj, k.loc, colLo, j)).Output())
@@ -266,7 +268,7 @@ func (g *genericKernel) transposeTiles(op *ir.Operation, in, out *ir.Value, d in
 	for i := range lead {
 		lead[i] = k.dim(out, i)
 	}
-	k.tileGrid(lead, mt.Shape, d, func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+	k.tileGrid(lead, mt.Shape, d, tileRows(mt.Elem.Kind.ByteSize()), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
 		copyCols := func(lo, hi *ir.Value, lanes int64) {
 			must(loop.BuildFor(b, k.loc, lo, hi, k.index(max(lanes, 1)), nil, "serial", nil,
 				func(bj *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
@@ -298,19 +300,27 @@ func (g *genericKernel) transposeTiles(op *ir.Operation, in, out *ir.Value, d in
 	})
 }
 
-// tileGrid launches a program instance per square tile (transposeTile on
-// a side) of dimensions d and the last of a space of shape shape, whose
-// leading extents are lead, and per index of its other leading
-// dimensions; each walks its tile's rows in a serial loop, so that the
-// lines of a transposed operand a tile reads are read together. body is
-// built once, in that loop, with the leading indices of the row (d's the
-// row's) and the tile's first column and number of columns. Tiles at the
-// far edges are cut short (loop.mini). Dimension d and the last are
-// static.
-func (k *kernelBuilder) tileGrid(lead []*ir.Value, shape []int64, d int, body func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value)) {
+// tileRows is the rows of dimension d a tile of tileGrid spans for a
+// transposed operand of elemBytes-byte elements: a cache line of them
+// (32 of bf16), so that each of the transposeTile lines a tile reads is
+// used whole before it is evicted; at least transposeTile.
+func tileRows(elemBytes int64) int64 {
+	return max(transposeTile, 64/max(elemBytes, 1))
+}
+
+// tileGrid launches a program instance per tile of dimensions d and the
+// last of a space of shape shape, whose leading extents are lead, and per
+// index of its other leading dimensions: rows of d (tileRows) by
+// transposeTile columns. Each walks its tile's rows in a serial loop, so
+// that the lines of a transposed operand a tile reads (one per column)
+// are read together. body is built once, in that loop, with the leading
+// indices of the row (d's the row's) and the tile's first column and
+// number of columns. Tiles at the far edges are cut short (loop.mini).
+// Dimension d and the last are static.
+func (k *kernelBuilder) tileGrid(lead []*ir.Value, shape []int64, d int, rowsPerTile int64, body func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value)) {
 	n := len(shape)
 	const t = transposeTile
-	tiles := func(e int64) int64 { return (e + t - 1) / t }
+	tiles := func(e, t int64) int64 { return (e + t - 1) / t }
 	var grid []*ir.Value // the other dimensions first
 	var dims []int
 	for i := range n - 1 {
@@ -319,28 +329,28 @@ func (k *kernelBuilder) tileGrid(lead []*ir.Value, shape []int64, d int, body fu
 			dims = append(dims, i)
 		}
 	}
-	grid = append(grid, k.index(tiles(shape[d])), k.index(tiles(shape[n-1])))
+	grid = append(grid, k.index(tiles(shape[d], rowsPerTile)), k.index(tiles(shape[n-1], t)))
 	k.grid(k.product(k.kb, grid), func(b *ir.Builder, r *ir.Value) {
 		at := k.splitRow(b, r, grid)
 		idx := make([]*ir.Value, n-1)
 		for i, dim := range dims {
 			idx[dim] = at[i]
 		}
-		mul := func(x *ir.Value) *ir.Value {
+		mul := func(x *ir.Value, t int64) *ir.Value {
 			if isIndexConst(x, 0) {
 				return x
 			}
 			return must(loop.BuildMuli(b, k.loc, x, k.index(t))).Output()
 		}
-		rowLo, colLo := mul(at[len(at)-2]), mul(at[len(at)-1])
-		bound := func(lo *ir.Value, e int64) *ir.Value {
+		rowLo, colLo := mul(at[len(at)-2], rowsPerTile), mul(at[len(at)-1], t)
+		bound := func(lo *ir.Value, e, t int64) *ir.Value {
 			if e%t == 0 {
 				return k.index(t)
 			}
 			left := must(loop.BuildSubi(b, k.loc, k.index(e), lo)).Output()
 			return must(loop.BuildMini(b, k.loc, left, k.index(t))).Output()
 		}
-		rows, cols := bound(rowLo, shape[d]), bound(colLo, shape[n-1])
+		rows, cols := bound(rowLo, shape[d], rowsPerTile), bound(colLo, shape[n-1], t)
 		must(loop.BuildFor(b, k.loc, k.index(0), rows, k.index(1), nil, "serial", nil,
 			func(bi *ir.Builder, i *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
 				row := slices.Clone(idx)

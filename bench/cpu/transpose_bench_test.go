@@ -65,7 +65,7 @@ func transposeSrc(n int) string {
 
 // BenchmarkTransposeViews times, on N x N bf16 (TFC_BENCH_COLS, default
 // 4096), each program of transposeCases compiled at -O2 (an element-wise
-// chain reads the transposed operand in 16 x 16 tiles by strided vector
+// chain reads the transposed operand in tiles by strided vector
 // loads; a row kernel of rows over 256 leaves the transpose a kernel of
 // its own) against a transpose alone plus the contiguous rest, and a
 // copy of the same bytes, in alternating rounds (best of TFC_BENCH_RUNS,

@@ -13,7 +13,7 @@ import (
 // tiledSrc holds kernels that read an operand, or store a result,
 // through a transpose of its last axis, which a CPU kernel does with
 // strided vector accesses (loop.load's and loop.store's `axis`), and an
-// element-wise one walks in 16 x 16 tiles (lowering's tiledWalk): tiles
+// element-wise one walks in tiles (lowering's tiledWalk): tiles
 // cut short at both edges, 3-D and 4-D permutations, a transposed value
 // computed in the kernel, several transposed operands, broadcast operands
 // beside them, integers and f16; kernels that keep their rows (the
