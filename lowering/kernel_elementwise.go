@@ -121,7 +121,7 @@ func (k *kernelBuilder) elementwise(fused *ir.Operation, info *passes.KernelInfo
 		for _, in := range k.ins {
 			elemBytes = min(elemBytes, in.Type().(ir.MemRefType).Elem.Kind.ByteSize())
 		}
-		k.tileGrid(leadExt, info.Shape, tileDim, tileRows(elemBytes), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+		k.tileGrid(leadExt, cols, info.Shape, tileDim, tileRows(elemBytes), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
 			ev.rowIdx = idx
 			hi := must(loop.BuildAddi(b, k.loc, colLo, cols)).Output()
 			lanes := width
@@ -157,7 +157,7 @@ func (k *kernelBuilder) stridedAccesses() bool {
 // last axis to d (passes.ViewPlan.TileDim), or stores a result through
 // transposes whose last axis d indexes (outViewAxes), so that a row of
 // the kernel would touch one element per line and per page of it, and
-// both dimensions are static and longer than a tile. Such operands are
+// both dimensions are longer than a tile, or `?`. Such operands are
 // read, and such results written, with strided vector accesses
 // (`axis`), which reuse the lines a tile touches, and the rest of the
 // kernel keeps its vectors. Concats cutting its rows or columns, results
@@ -189,7 +189,7 @@ func (k *kernelBuilder) tiledWalk(info *passes.KernelInfo) (int, bool) {
 	if d < 0 {
 		return 0, false
 	}
-	if e, c := info.Shape[d], info.Shape[n-1]; e == ir.Dynamic || c == ir.Dynamic || e <= transposeTile || c <= transposeTile {
+	if shortAxis(info.Shape[d]) || shortAxis(info.Shape[n-1]) {
 		return 0, false
 	}
 	return d, true

@@ -202,8 +202,8 @@ const transposeTile = 16
 // result reads the operand's last (the other side of its tiles): walking
 // each result row in turn read one element per line and per page of the
 // operand (a [4096, 4096] bf16 transpose ran 50 times slower than a copy
-// of its bytes). Both tiled dimensions must be static and longer than a
-// tile.
+// of its bytes). Both tiled dimensions must be longer than a tile, or
+// `?`.
 func (g *genericKernel) tiledTranspose(op *ir.Operation, out *ir.Value) (int, bool) {
 	if g.k.target == nil || g.k.target.Family != target.CPU || op.Name() != graph.OpTranspose {
 		return 0, false
@@ -215,10 +215,17 @@ func (g *genericKernel) tiledTranspose(op *ir.Operation, out *ir.Value) (int, bo
 		return 0, false
 	}
 	d := slices.Index(perm, int64(n-1))
-	if d < 0 || shape[d] == ir.Dynamic || shape[n-1] == ir.Dynamic || shape[d] <= transposeTile || shape[n-1] <= transposeTile {
+	if d < 0 || shortAxis(shape[d]) || shortAxis(shape[n-1]) {
 		return 0, false
 	}
 	return d, true
+}
+
+// shortAxis reports whether a dimension of extent e is too short to tile
+// for a transpose: static and a tile or less. A `?` is tiled (its tiles
+// counted at launch).
+func shortAxis(e int64) bool {
+	return e != ir.Dynamic && e <= transposeTile
 }
 
 // eachOutputTiled is eachOutput in square tiles of the result's
@@ -231,7 +238,7 @@ func (g *genericKernel) eachOutputTiled(out *ir.Value, d int, value func(b *ir.B
 	for i := range lead {
 		lead[i] = k.dim(out, i)
 	}
-	k.tileGrid(lead, shape, d, tileRows(out.Type().(ir.MemRefType).Elem.Kind.ByteSize()), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+	k.tileGrid(lead, k.dim(out, n-1), shape, d, tileRows(out.Type().(ir.MemRefType).Elem.Kind.ByteSize()), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
 		must(loop.BuildFor(b, k.loc, k.index(0), cols, k.index(1), nil, "serial", nil,
 			func(bj *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
 				at := append(slices.Clone(idx), must(loop.BuildAddi(bj, k.loc, colLo, j)).Output())
@@ -268,7 +275,7 @@ func (g *genericKernel) transposeTiles(op *ir.Operation, in, out *ir.Value, d in
 	for i := range lead {
 		lead[i] = k.dim(out, i)
 	}
-	k.tileGrid(lead, mt.Shape, d, tileRows(mt.Elem.Kind.ByteSize()), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
+	k.tileGrid(lead, k.dim(out, n-1), mt.Shape, d, tileRows(mt.Elem.Kind.ByteSize()), func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value) {
 		copyCols := func(lo, hi *ir.Value, lanes int64) {
 			must(loop.BuildFor(b, k.loc, lo, hi, k.index(max(lanes, 1)), nil, "serial", nil,
 				func(bj *ir.Builder, j *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
@@ -316,11 +323,18 @@ func tileRows(elemBytes int64) int64 {
 // are read together. body is built once, in that loop, with the leading
 // indices of the row (d's the row's) and the tile's first column and
 // number of columns. Tiles at the far edges are cut short (loop.mini).
-// Dimension d and the last are static.
-func (k *kernelBuilder) tileGrid(lead []*ir.Value, shape []int64, d int, rowsPerTile int64, body func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value)) {
+// Dimension d and the last (of extent colExt) may be `?`: their tiles
+// are counted at launch.
+func (k *kernelBuilder) tileGrid(lead []*ir.Value, colExt *ir.Value, shape []int64, d int, rowsPerTile int64, body func(b *ir.Builder, idx []*ir.Value, colLo, cols *ir.Value)) {
 	n := len(shape)
 	const t = transposeTile
-	tiles := func(e, t int64) int64 { return (e + t - 1) / t }
+	tiles := func(e int64, ext *ir.Value, t int64) *ir.Value {
+		if e != ir.Dynamic {
+			return k.index((e + t - 1) / t)
+		}
+		up := must(loop.BuildAddi(k.kb, k.loc, ext, k.index(t-1))).Output()
+		return must(loop.BuildDivi(k.kb, k.loc, up, k.index(t))).Output()
+	}
 	var grid []*ir.Value // the other dimensions first
 	var dims []int
 	for i := range n - 1 {
@@ -329,7 +343,7 @@ func (k *kernelBuilder) tileGrid(lead []*ir.Value, shape []int64, d int, rowsPer
 			dims = append(dims, i)
 		}
 	}
-	grid = append(grid, k.index(tiles(shape[d], rowsPerTile)), k.index(tiles(shape[n-1], t)))
+	grid = append(grid, tiles(shape[d], lead[d], rowsPerTile), tiles(shape[n-1], colExt, t))
 	k.grid(k.product(k.kb, grid), func(b *ir.Builder, r *ir.Value) {
 		at := k.splitRow(b, r, grid)
 		idx := make([]*ir.Value, n-1)
@@ -343,14 +357,17 @@ func (k *kernelBuilder) tileGrid(lead []*ir.Value, shape []int64, d int, rowsPer
 			return must(loop.BuildMuli(b, k.loc, x, k.index(t))).Output()
 		}
 		rowLo, colLo := mul(at[len(at)-2], rowsPerTile), mul(at[len(at)-1], t)
-		bound := func(lo *ir.Value, e, t int64) *ir.Value {
-			if e%t == 0 {
+		bound := func(lo *ir.Value, e int64, ext *ir.Value, t int64) *ir.Value {
+			if e != ir.Dynamic && e%t == 0 {
 				return k.index(t)
 			}
-			left := must(loop.BuildSubi(b, k.loc, k.index(e), lo)).Output()
+			if e != ir.Dynamic {
+				ext = k.index(e)
+			}
+			left := must(loop.BuildSubi(b, k.loc, ext, lo)).Output()
 			return must(loop.BuildMini(b, k.loc, left, k.index(t))).Output()
 		}
-		rows, cols := bound(rowLo, shape[d], rowsPerTile), bound(colLo, shape[n-1], t)
+		rows, cols := bound(rowLo, shape[d], lead[d], rowsPerTile), bound(colLo, shape[n-1], colExt, t)
 		must(loop.BuildFor(b, k.loc, k.index(0), rows, k.index(1), nil, "serial", nil,
 			func(bi *ir.Builder, i *ir.Value, _ []*ir.Value) ([]*ir.Value, error) {
 				row := slices.Clone(idx)

@@ -18,7 +18,8 @@ import (
 // computed in the kernel, several transposed operands, broadcast operands
 // beside them, integers and f16; kernels that keep their rows (the
 // transposed reads disagree on the tiled dimension; a tiled dimension of
-// a tile or less; a dynamic one) but their vectors; and softmaxes of a
+// a tile or less) but their vectors; a tiled dimension of run-time extent,
+// its tiles counted at launch; and softmaxes of a
 // transposed operand and stored transposed: row kernels with strided
 // vectors over rows of 40, a row kernel beside a transpose over rows of
 // 300 (fuse's rowAcrossLines).
@@ -118,6 +119,6 @@ func TestTiledReads(t *testing.T) {
 		"narrow_k0": 1, "dyn_k0": 1, "smt_k0": 3, "sto_k0": 1,
 		"smt_long_k0": 1, "smt_long_k1": 0, "sto_long_k0": 0, "sto_long_k1": 1}, strided)
 	assert.Equal(t, map[string]bool{"edges_k0": true, "heads_k0": true, "computed_k0": true, "ints_k0": true,
-		"smt_long_k0": true, "sto_long_k1": true}, tiled)
+		"dyn_k0": true, "smt_long_k0": true, "sto_long_k1": true}, tiled)
 	diffProgram(t, "tiled", tiledSrc, "O2")
 }
