@@ -453,6 +453,7 @@ func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
 		}
 	}
 	f.horizon = len(f.nodes)
+	f.narrowBoundaries()
 	f.fuseSiblings()
 	f.fuseSharedProducers()
 	// a copy of a view that no kernel absorbed, beside an original that
@@ -465,6 +466,59 @@ func (f *fuser) run(wrapAll bool) ([]*ir.Operation, error) {
 		}
 	}
 	return f.materialize(wrapAll)
+}
+
+// narrowBoundaries moves a widening cast that ends a kernel into the one
+// kernel that reads its result, where both stay kernels, so that the
+// tensor between them is written and read in the narrower type: on CPU
+// targets, a transpose of the last axis that a row kernel of long rows
+// refused (rowAcrossLines) otherwise kept the cast of softmax's
+// decomposition and wrote f32 where bf16 suffices (a softmax of a
+// transposed [4096, 4096] bf16 operand: 15.7 ms, against 13.0 as a bf16
+// transpose and a softmax).
+func (f *fuser) narrowBoundaries() {
+	if f.target.Family != target.CPU {
+		return
+	}
+	for _, op := range f.nodes {
+		g := f.group[op]
+		if op.Name() != graph.OpCast || g == nil || len(g.ops) < 2 || op.NumOperands() != 1 {
+			continue
+		}
+		from, _ := ir.ElemOf(op.Operand(0).Type())
+		to, _ := ir.ElemOf(op.Result(0).Type())
+		if to.Kind.ByteSize() <= from.Kind.ByteSize() {
+			continue
+		}
+		// every user of the cast in one other group
+		var h *fusionGroup
+		for _, u := range op.Result(0).Users() {
+			hu := f.group[u]
+			if hu == nil || hu == g || h != nil && hu != h {
+				h = nil
+				break
+			}
+			h = hu
+		}
+		if h == nil {
+			continue
+		}
+		rest := slices.DeleteFunc(slices.Clone(g.ops), func(o *ir.Operation) bool { return o == op })
+		restInfo, err := f.classify(rest)
+		if err != nil {
+			continue
+		}
+		alone := &fusionGroup{ops: []*ir.Operation{op}}
+		f.group[op] = alone
+		info, reason := f.canMerge(h, alone, true)
+		if reason != "" || info == nil {
+			f.group[op] = g
+			continue
+		}
+		g.ops, g.info, g.shape = rest, restInfo, nil
+		f.merge(h, alone, info)
+		f.remark(op.Loc, "moved '%s' into the kernel that reads it: the tensor between the two kernels is %s, not %s", op.Name(), from, to)
+	}
 }
 
 // alone reports whether op is in no group of two ops or more.
