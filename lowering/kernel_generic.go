@@ -6,7 +6,6 @@ import (
 	"github.com/tensorforge/tensorforge/dialects/graph"
 	"github.com/tensorforge/tensorforge/dialects/loop"
 	"github.com/tensorforge/tensorforge/ir"
-	"github.com/tensorforge/tensorforge/ir/target"
 	"github.com/tensorforge/tensorforge/passes"
 )
 
@@ -205,13 +204,14 @@ const transposeTile = 16
 // of its bytes). Both tiled dimensions must be longer than a tile, or
 // `?`.
 func (g *genericKernel) tiledTranspose(op *ir.Operation, out *ir.Value) (int, bool) {
-	if g.k.target == nil || g.k.target.Family != target.CPU || op.Name() != graph.OpTranspose {
+	t, ok := graph.AsTranspose(op)
+	if !g.k.stridedAccesses() || !ok || !passes.MovesLastAxis(t) {
 		return 0, false
 	}
-	perm := passes.TransposePerm(graph.TransposeOp{Operation: op})
+	perm := passes.TransposePerm(t)
 	shape := out.Type().(ir.MemRefType).Shape
 	n := len(perm)
-	if n < 2 || len(shape) != n || int(perm[n-1]) == n-1 {
+	if n < 2 || len(shape) != n {
 		return 0, false
 	}
 	d := slices.Index(perm, int64(n-1))

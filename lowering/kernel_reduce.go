@@ -255,8 +255,7 @@ func keepsLastAxis(op *ir.Operation) bool {
 	}
 	switch op.Name() {
 	case graph.OpTranspose:
-		perm := passes.TransposePerm(graph.TransposeOp{Operation: op})
-		return int(perm[len(perm)-1]) == len(perm)-1
+		return !passes.MovesLastAxis(graph.TransposeOp{Operation: op})
 	case graph.OpSlice:
 		sl := graph.SliceOp{Operation: op}
 		last := len(in) - 1

@@ -21,9 +21,9 @@ import (
 // A reshape keeps the buffer's row-major order, so a vector of columns
 // stays contiguous where its lanes do not cross a row of the result
 // (outViewWidth); a transpose that moves the last axis stores one lane at
-// a time, or, in a CPU kernel that walks tiles (tiledWalk), a vector by a
-// strided store (loop.store's `axis`) down the result's dimension that
-// holds the column.
+// a time, or, in a CPU kernel, a vector by a strided store (loop.store's
+// `axis`) down the result's dimension that holds the column (an
+// element-wise kernel walking tiles: tiledWalk).
 
 // storeViewed stores the value the views of chain read, at s's point,
 // into buf, the buffer of the chain's result.
@@ -114,8 +114,7 @@ func outViewWidth(w int64, chains map[*ir.Value][]*ir.Operation, strided bool, n
 			res := shapeOf(op.Result(0))
 			switch op.Name() {
 			case graph.OpTranspose:
-				perm := passes.TransposePerm(graph.TransposeOp{Operation: op})
-				if n := len(perm); n > 0 && perm[n-1] != int64(n-1) {
+				if passes.MovesLastAxis(graph.TransposeOp{Operation: op}) {
 					return 1
 				}
 			case graph.OpReshape:

@@ -801,10 +801,7 @@ func rowAcrossLines(info *KernelInfo) string {
 	}
 	for _, chain := range info.OutViews {
 		for _, op := range chain {
-			if op.Name() != graph.OpTranspose {
-				continue
-			}
-			if p := TransposePerm(graph.TransposeOp{Operation: op}); len(p) > 0 && p[len(p)-1] != int64(len(p)-1) {
+			if t, ok := graph.AsTranspose(op); ok && MovesLastAxis(t) {
 				return "a row kernel would store its row along another axis than the result's last (through a transpose of the last axis): on a CPU each row would write a cache line per element, where a transpose of its own walks tiles"
 			}
 		}
@@ -1327,8 +1324,7 @@ func (f *fuser) readRows(op *ir.Operation) bool {
 			return false
 		}
 	case graph.OpTranspose:
-		t, _ := graph.AsTranspose(op)
-		if p := TransposePerm(t); p[len(p)-1] != int64(len(p)-1) {
+		if t, _ := graph.AsTranspose(op); MovesLastAxis(t) {
 			return false
 		}
 	case graph.OpReshape:

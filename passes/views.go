@@ -73,6 +73,13 @@ func TransposePerm(t graph.TransposeOp) []int64 {
 	return p
 }
 
+// MovesLastAxis reports whether transpose t sends its operand's last axis
+// elsewhere: a row of its result is then a column of the operand.
+func MovesLastAxis(t graph.TransposeOp) bool {
+	p := TransposePerm(t)
+	return len(p) > 0 && p[len(p)-1] != int64(len(p)-1)
+}
+
 // ConcatAxis is a graph.concat's axis, from 0.
 func ConcatAxis(c graph.ConcatOp) int {
 	a := int(c.Axis())
@@ -296,7 +303,7 @@ func ViewOperandMap(op *ir.Operation, i int, m ColumnMap) (ColumnMap, error) {
 		case ColumnAt:
 			return ColumnMap{Kind: ColumnAt, Dim: int(perm[m.Dim]), Off: m.Off}, nil
 		case ColumnLanes:
-			if int(perm[len(perm)-1]) != len(perm)-1 {
+			if MovesLastAxis(graph.TransposeOp{Operation: op}) {
 				return ColumnMap{Kind: ColumnScattered}, nil
 			}
 		}
