@@ -48,7 +48,7 @@ for s in "${list[@]}"; do
     ;;
   vocab)
     timeout 60 python3 bench/gpu/bulk_softmax.py --forms 8/512 \
-      --tfc "ptx-O2=bench/gpu/out/softmax_256000.ptx/softmax.py,triton-O2=bench/gpu/out/softmax_256000.py" 2>&1 | tail -14
+      --tfc "ptx-O2=bench/gpu/out/softmax_256000.ptx/softmax.py,triton-O2=bench/gpu/out/softmax_256000.py,triton-forward=bench/gpu/out/softmax_256000_forward.py" 2>&1 | tail -14
     timeout 45 python3 bench/gpu/bulk_softmax.py --cols 32000 --forms 1/512 \
       --tfc "ptx-O2=bench/gpu/out/softmax_32000.ptx/softmax.py,triton-O2=bench/gpu/out/softmax_32000.py" 2>&1 | tail -10
     ;;

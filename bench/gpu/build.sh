@@ -52,6 +52,11 @@ if [ "$ptx" = yes ]; then
     bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_resident.ptx"
 fi
 echo "$out/softmax_256000_resident.py"
+# the online softmax's second pass forwards, as before the backward pass
+# (TENSORFORGE_TRITON_ONLINE=forward), for bulk_softmax.py to time beside it
+TENSORFORGE_TRITON_ONLINE=forward "$tfc" --emit=triton --target=h200 \
+  bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_forward.py"
+check "$out/softmax_256000_forward.py"
 # the programs of selftest.py
 for f in bench/gpu/selftest/*.tir; do
   name=selftest_$(basename "$f" .tir)

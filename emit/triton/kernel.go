@@ -115,6 +115,10 @@ type kernelEmitter struct {
 	// it stores: its loads of them bypass L1 (cache_modifier=".cg"), which
 	// is not coherent with the stores of the group's other programs.
 	cg map[*ir.Value]bool
+	// evict is the eviction policy of the DRAM loads and stores emitted
+	// now: "evict_last" in the first pass of an online row kernel, whose
+	// row is read again, "evict_first" in its backward second pass.
+	evict string
 }
 
 // kernelError is an error at an op of the kernel.
@@ -1087,6 +1091,9 @@ func (k *kernelEmitter) emitLoad(op *ir.Operation) error {
 	if k.cg[buf] {
 		args += `, cache_modifier=".cg"`
 	}
+	if k.evict != "" {
+		args += `, eviction_policy="` + k.evict + `"`
+	}
 	if name, ok := k.loads[args]; ok {
 		k.bind(ld.Output(), name)
 		return nil
@@ -1111,6 +1118,9 @@ func (k *kernelEmitter) emitStore(op *ir.Operation) error {
 	args := addr + ", " + k.ref(st.Value())
 	if m := k.maskFor(l); m != "" {
 		args += ", mask=" + m
+	}
+	if k.evict == "evict_first" {
+		args += `, eviction_policy="evict_first"`
 	}
 	k.w.line("tl.store(" + args + ")")
 	return nil

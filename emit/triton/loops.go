@@ -290,7 +290,21 @@ func (k *kernelEmitter) emitLooped(f loop.ForOp, threads bool) error {
 		chunk = "BLOCK" + stride
 	}
 	start := k.names.fresh("c0")
-	k.w.open(fmt.Sprintf("for %s in range(%s, %s, %s):", start, lb, ub, chunk))
+	if threads && k.plan.online && len(accs) == 0 {
+		// the second pass of an online row kernel, backwards: the chunk
+		// at lb + j*BLOCK for j from the last down to 0
+		step, n, first := k.names.fresh("c"), ub+" - "+lb, lb+" + "
+		if lb == "0" {
+			n, first = ub, ""
+		}
+		k.w.open(fmt.Sprintf("for %s in range(0, %s, BLOCK):", step, n))
+		k.w.assign(start, fmt.Sprintf("%s((%s - 1) // BLOCK) * BLOCK - %s", first, n, step))
+		saved := k.evict
+		k.evict = "evict_first"
+		defer func() { k.evict = saved }()
+	} else {
+		k.w.open(fmt.Sprintf("for %s in range(%s, %s, %s):", start, lb, ub, chunk))
+	}
 	cols := k.names.fresh(ivName(iv, "cols"))
 	colsExpr := start + " + tl.arange(0, BLOCK)" + stride
 	if !threads {
@@ -341,6 +355,12 @@ func (k *kernelEmitter) emitLooped(f loop.ForOp, threads bool) error {
 // A chunk of a resident split narrower than BLOCK (kernelPlan.widths) is a
 // block of its own width, tl.arange(0, W).
 func (k *kernelEmitter) emitChunk(f loop.ForOp) error {
+	if k.plan.online {
+		// the first pass: the row is read again by the second
+		saved := k.evict
+		k.evict = "evict_last"
+		defer func() { k.evict = saved }()
+	}
 	width := k.plan.widths[f.Operation]
 	savedBlk, savedLoads, savedSubst := k.blk, k.loads, k.subst
 	// the carried values start as blocks of the chunk's width

@@ -134,6 +134,11 @@ type kernelPlan struct {
 	// after it): each is one block, and the chunk its first loop keeps in
 	// sram is the register tensor its second loop reads.
 	chunks map[*ir.Operation]bool
+	// online is set for an online row kernel: the loops over the row
+	// after its chunks (the pass that writes the row, carrying nothing)
+	// walk it backwards, so that the chunks the first pass read last,
+	// still in L2, are read again first (reversedPass).
+	online bool
 	// resident is set for a resident split (schedule = "resident"): each
 	// program takes a loop.ticket for the split of a row it computes,
 	// keeps the split in one block (its chunk) across a loop.group_sync
@@ -185,6 +190,7 @@ func planForm(k loop.KernelOp, asRows bool) (*kernelPlan, error) {
 	sched, _ := k.Schedule()
 	online := sched == "online"
 	p.resident = sched == "resident"
+	p.online = online && reversedPass
 	if p.resident {
 		return planResident(k, p)
 	}
@@ -392,6 +398,11 @@ const (
 // TENSORFORGE_PERSISTENT_ROWS=1 in tfc's environment. It is off by
 // default: on an H100 it was no faster than a program per block of rows
 // (bench/results/gpu-h100-2026-12-06-persistent-rows.md).
+// reversedPass is the backward second pass of online row kernels
+// (kernelPlan.online); TENSORFORGE_TRITON_ONLINE=forward keeps the pass
+// forwards, for measuring one against the other.
+var reversedPass = os.Getenv("TENSORFORGE_TRITON_ONLINE") != "forward"
+
 var persistentRows = os.Getenv("TENSORFORGE_PERSISTENT_ROWS") == "1"
 
 // planPersistent makes a row kernel of one block (not cut into stretches)
