@@ -394,15 +394,15 @@ const (
 	persistStages   = 1
 )
 
-// persistentRows turns the persistent form of row kernels on: with
-// TENSORFORGE_PERSISTENT_ROWS=1 in tfc's environment. It is off by
-// default: on an H100 it was no faster than a program per block of rows
-// (bench/results/gpu-h100-2026-12-06-persistent-rows.md).
 // reversedPass is the backward second pass of online row kernels
 // (kernelPlan.online); TENSORFORGE_TRITON_ONLINE=forward keeps the pass
 // forwards, for measuring one against the other.
 var reversedPass = os.Getenv("TENSORFORGE_TRITON_ONLINE") != "forward"
 
+// persistentRows turns the persistent form of row kernels on: with
+// TENSORFORGE_PERSISTENT_ROWS=1 in tfc's environment. It is off by
+// default: on an H100 it was no faster than a program per block of rows
+// (bench/results/gpu-h100-2026-12-06-persistent-rows.md).
 var persistentRows = os.Getenv("TENSORFORGE_PERSISTENT_ROWS") == "1"
 
 // planPersistent makes a row kernel of one block (not cut into stretches)
