@@ -20,7 +20,9 @@
 # form, the int8-weight up projection's dequantizing forms, beside cuBLAS
 # and Triton at 1, 16, 32 and 4096 rows, after `bash
 # bench/gpu/decode_ab.sh build` here; DECODE_FORMS="on r16 bk256" and
-# DECODE_ROWS choose decode_ab.sh's forms and rows).
+# DECODE_ROWS choose decode_ab.sh's forms and rows), prefetch (the PTX
+# decode-row kernels with the weight's loads ahead of the combine beside
+# the default, twice, after `bash bench/gpu/build_prefetch.sh` here).
 # Results go to OUT (run.py's JSON, e2e JSON) and standard output.
 #
 # Every issue's figures in three calls of at most 10 minutes (about 25 of a
@@ -72,6 +74,18 @@ for s in "${list[@]}"; do
     ;;
   decode)
     FORMS="${DECODE_FORMS:-on}" ROUNDS=1 timeout 300 bash bench/gpu/decode_ab.sh run "$out/decode" "${DECODE_ROWS:-1,16,32,4096}" 2>&1 | grep -vE "Warning|^\s*$" | tail -100
+    ;;
+  prefetch)
+    # the PTX row kernels of decode's few rows with the weight's loads
+    # ahead of the combine (TENSORFORGE_PTX_PREFETCH_SHARED=1, built into
+    # .bin/pf by bench/gpu/build_prefetch.sh here) beside the default
+    python3 bench/gpu/ptx_modules.py bench/gpu/out /tmp/ptxmods >/dev/null
+    python3 bench/gpu/ptx_modules.py .bin/pf /tmp/pfmods >/dev/null
+    only="decode_rms_silu_mul*,decode_add_rmsnorm*,decode_k_norm*"
+    for m in ptxmods pfmods ptxmods pfmods; do
+      echo "### $m"
+      timeout 150 python3 bench/gpu/run.py --quick --only "$only" --commit "$commit" --modules /tmp/$m --out "$out/$m" 2>&1 | grep -E "^decode|GPU" | grep -v Warning
+    done
     ;;
   greedy)
     TENSORFORGE_TFC=.bin/tfc timeout 200 python3 bench/e2e/run.py "$out/greedy" --models '' 2>&1 | grep -E "greedy|rror"
