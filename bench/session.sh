@@ -51,7 +51,7 @@ for s in "${list[@]}"; do
   vocab)
     o=bench/gpu/out/softmax_256000
     timeout 150 python3 bench/gpu/bulk_softmax.py --forms 8/512 \
-      --tfc "ptx-O2=$o.ptx/softmax.py,triton-O2=$o.py,triton-forward=${o}_forward.py,triton-p1w8=${o}_p1w8.py,triton-p2w8=${o}_p2w8.py,triton-p1w16=${o}_p1w16.py,triton-p4w4=${o}_p4w4.py" 2>&1 | tail -24
+      --tfc "ptx-O2=$o.ptx/softmax.py,triton-O2=$o.py,triton-backward=${o}_backward.py,triton-p1w8=${o}_p1w8.py,triton-p2w8=${o}_p2w8.py,triton-p1w16=${o}_p1w16.py,triton-p4w4=${o}_p4w4.py" 2>&1 | tail -24
     timeout 45 python3 bench/gpu/bulk_softmax.py --cols 32000 --forms 1/512 \
       --tfc "ptx-O2=bench/gpu/out/softmax_32000.ptx/softmax.py,triton-O2=bench/gpu/out/softmax_32000.py" 2>&1 | tail -10
     ;;

@@ -52,16 +52,16 @@ if [ "$ptx" = yes ]; then
     bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_resident.ptx"
 fi
 echo "$out/softmax_256000_resident.py"
-# the online softmax's second pass forwards, as before the backward pass
-# (TENSORFORGE_TRITON_ONLINE=forward), for bulk_softmax.py to time beside it
-TENSORFORGE_TRITON_ONLINE=forward "$tfc" --emit=triton --target=h200 \
-  bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_forward.py"
-check "$out/softmax_256000_forward.py"
+# the online softmax's second pass backwards (TENSORFORGE_TRITON_ONLINE=backward,
+# not the default yet), for bulk_softmax.py to time beside the default
+TENSORFORGE_TRITON_ONLINE=backward "$tfc" --emit=triton --target=h200 \
+  bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_backward.py"
+check "$out/softmax_256000_backward.py"
 # and the backward form as persistent programs, PROGRAMS per multiprocessor
 # with WARPS warps (online_persist.py): fewer rows in flight, more of each
 # in L2 for the second pass
 for pw in 1/8 2/8 1/16 4/4; do
-  python3 bench/gpu/online_persist.py "$out/softmax_256000.py" "$out/softmax_256000_p${pw%/*}w${pw#*/}.py" \
+  python3 bench/gpu/online_persist.py "$out/softmax_256000_backward.py" "$out/softmax_256000_p${pw%/*}w${pw#*/}.py" \
     softmax_k3 "${pw%/*}" "${pw#*/}"
 done
 # the programs of selftest.py

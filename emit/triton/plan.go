@@ -394,10 +394,11 @@ const (
 	persistStages   = 1
 )
 
-// reversedPass is the backward second pass of online row kernels
-// (kernelPlan.online); TENSORFORGE_TRITON_ONLINE=forward keeps the pass
-// forwards, for measuring one against the other.
-var reversedPass = os.Getenv("TENSORFORGE_TRITON_ONLINE") != "forward"
+// reversedPass turns on the backward second pass of online row kernels
+// (kernelPlan.online): with TENSORFORGE_TRITON_ONLINE=backward in tfc's
+// environment. It stays off by default until it is measured on the GPU
+// (bench/session.sh vocab times it beside the forward pass).
+var reversedPass = os.Getenv("TENSORFORGE_TRITON_ONLINE") == "backward"
 
 // persistentRows turns the persistent form of row kernels on: with
 // TENSORFORGE_PERSISTENT_ROWS=1 in tfc's environment. It is off by

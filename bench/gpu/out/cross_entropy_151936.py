@@ -41,7 +41,7 @@ def cross_entropy_k0(logits, target, loss, split_max, split_sum, logits_d0, targ
         acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
         i = tl.arange(0, BLOCK)
         t4 = t3 + i
-        logits_1 = tl.load(logits + (t1 * 151936) + t4, eviction_policy="evict_last")
+        logits_1 = tl.load(logits + (t1 * 151936) + t4)
         t5 = logits_1.to(tl.float32)
         t6 = _max_nan(acc_2, t5)
         t7 = tl.reduce(t6, 0, _max_nan)
@@ -69,7 +69,7 @@ def cross_entropy_k0(logits, target, loss, split_max, split_sum, logits_d0, targ
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 1304
     t26 = t25 + i_2
-    logits_2 = tl.load(logits + (t1 * 151936) + t26, mask=cmask, eviction_policy="evict_last")
+    logits_2 = tl.load(logits + (t1 * 151936) + t26, mask=cmask)
     t27 = logits_2.to(tl.float32)
     t28 = _max_nan(acc_4, t27)
     t29 = tl.reduce(tl.where(cmask, t28, acc_4), 0, _max_nan)
@@ -153,7 +153,7 @@ def cross_entropy_k2(logits, target, loss, logits_d0, target_d0, loss_d0, BLOCK:
         acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
         i = tl.arange(0, BLOCK)
         t0 = c + i
-        logits_1 = tl.load(logits + (r * 151936) + t0, eviction_policy="evict_last")
+        logits_1 = tl.load(logits + (r * 151936) + t0)
         t1 = logits_1.to(tl.float32)
         t2 = _max_nan(acc_2, t1)
         t3 = tl.reduce(t2, 0, _max_nan)
@@ -180,7 +180,7 @@ def cross_entropy_k2(logits, target, loss, logits_d0, target_d0, loss_d0, BLOCK:
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 384
     t21 = 151552 + i_2
-    logits_2 = tl.load(logits + (r * 151936) + t21, mask=cmask, eviction_policy="evict_last")
+    logits_2 = tl.load(logits + (r * 151936) + t21, mask=cmask)
     t22 = logits_2.to(tl.float32)
     t23 = _max_nan(acc_4, t22)
     t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)

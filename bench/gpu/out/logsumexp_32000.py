@@ -37,7 +37,7 @@ def logsumexp_k0(s, l, split_max, split_sum, s_d0, l_d0, split_max_d0, split_sum
     acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     t3 = t2 + i
-    s_1 = tl.load(s + (t1 * 32000) + t3, eviction_policy="evict_last")
+    s_1 = tl.load(s + (t1 * 32000) + t3)
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
     t6 = tl.reduce(t5, 0, _max_nan)
@@ -64,7 +64,7 @@ def logsumexp_k0(s, l, split_max, split_sum, s_d0, l_d0, split_max_d0, split_sum
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 3904
     t25 = t24 + i_2
-    s_2 = tl.load(s + (t1 * 32000) + t25, mask=cmask, eviction_policy="evict_last")
+    s_2 = tl.load(s + (t1 * 32000) + t25, mask=cmask)
     t26 = s_2.to(tl.float32)
     t27 = _max_nan(acc_2, t26)
     t28 = tl.reduce(tl.where(cmask, t27, acc_2), 0, _max_nan)
@@ -144,7 +144,7 @@ def logsumexp_k2(s, l, s_d0, l_d0, BLOCK: tl.constexpr):
         acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
         i = tl.arange(0, BLOCK)
         t0 = c + i
-        s_1 = tl.load(s + (r * 32000) + t0, eviction_policy="evict_last")
+        s_1 = tl.load(s + (r * 32000) + t0)
         t1 = s_1.to(tl.float32)
         t2 = _max_nan(acc_2, t1)
         t3 = tl.reduce(t2, 0, _max_nan)
@@ -171,7 +171,7 @@ def logsumexp_k2(s, l, s_d0, l_d0, BLOCK: tl.constexpr):
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 3328
     t21 = 28672 + i_2
-    s_2 = tl.load(s + (r * 32000) + t21, mask=cmask, eviction_policy="evict_last")
+    s_2 = tl.load(s + (r * 32000) + t21, mask=cmask)
     t22 = s_2.to(tl.float32)
     t23 = _max_nan(acc_4, t22)
     t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)

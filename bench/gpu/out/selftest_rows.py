@@ -130,7 +130,7 @@ def two_pass_k0(x, p, split_max, split_sum, x_d0, p_d0, split_max_d0, split_sum_
     acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     t3 = t2 + i
-    x_1 = tl.load(x + (t1 * 65536) + t3, eviction_policy="evict_last")
+    x_1 = tl.load(x + (t1 * 65536) + t3)
     t4 = _max_nan(acc, x_1)
     t5 = tl.reduce(t4, 0, _max_nan)
     t6 = _max_nan(tl.full([], (-float("inf")), tl.float32), t5)
@@ -224,7 +224,7 @@ def two_pass_k3(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
         acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
         i = tl.arange(0, BLOCK)
         t0 = c + i
-        x_1 = tl.load(x + (r * 65536) + t0, eviction_policy="evict_last")
+        x_1 = tl.load(x + (r * 65536) + t0)
         t1 = _max_nan(acc_2, x_1)
         t2 = tl.reduce(t1, 0, _max_nan)
         t3 = _max_nan(acc, t2)
@@ -253,15 +253,14 @@ def two_pass_k3(x, p, x_d0, p_d0, BLOCK: tl.constexpr):
     t24 = tl.exp(t23)
     t25 = acc_1 * t24
     t26 = 1.0 / t25
-    for c_1 in range(0, 65536, BLOCK):
-        c0 = ((65536 - 1) // BLOCK) * BLOCK - c_1
+    for c0 in range(0, 65536, BLOCK):
         i_2 = c0 + tl.arange(0, BLOCK)
         cmask = i_2 < 65536
-        x_2 = tl.load(x + (r * 65536) + i_2, mask=cmask, eviction_policy="evict_first")
+        x_2 = tl.load(x + (r * 65536) + i_2, mask=cmask)
         t27 = x_2 - acc
         t28 = tl.exp(t27)
         t29 = t28 * t26
-        tl.store(p + (r * 65536) + i_2, t29, mask=cmask, eviction_policy="evict_first")
+        tl.store(p + (r * 65536) + i_2, t29, mask=cmask)
 
 
 @triton.jit
@@ -342,8 +341,8 @@ def stored_online_k0(x, r, t, l, x_d0, r_d0, t_d1, l_d0, BLOCK: tl.constexpr):
         acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
         i = tl.arange(0, BLOCK)
         t0 = c + i
-        x_1 = tl.load(x + (r_1 * 9000) + t0, eviction_policy="evict_last")
-        r_2 = tl.load(r + (r_1 * 9000) + t0, eviction_policy="evict_last")
+        x_1 = tl.load(x + (r_1 * 9000) + t0)
+        r_2 = tl.load(r + (r_1 * 9000) + t0)
         t1 = x_1 + r_2
         tl.store(t + (t0 * t_d1) + r_1, t1)
         t2 = _max_nan(acc_2, t1)
@@ -371,8 +370,8 @@ def stored_online_k0(x, r, t, l, x_d0, r_d0, t_d1, l_d0, BLOCK: tl.constexpr):
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 808
     t21 = 8192 + i_2
-    x_2 = tl.load(x + (r_1 * 9000) + t21, mask=cmask, eviction_policy="evict_last")
-    r_3 = tl.load(r + (r_1 * 9000) + t21, mask=cmask, eviction_policy="evict_last")
+    x_2 = tl.load(x + (r_1 * 9000) + t21, mask=cmask)
+    r_3 = tl.load(r + (r_1 * 9000) + t21, mask=cmask)
     t22 = x_2 + r_3
     tl.store(t + (t21 * t_d1) + r_1, t22, mask=cmask)
     t23 = _max_nan(acc_4, t22)

@@ -38,7 +38,7 @@ def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d
     acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     t3 = t2 + i
-    s_1 = tl.load(s + (t1 * 256000) + t3, eviction_policy="evict_last")
+    s_1 = tl.load(s + (t1 * 256000) + t3)
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
     t6 = tl.reduce(t5, 0, _max_nan)
@@ -65,7 +65,7 @@ def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 3904
     t25 = t24 + i_2
-    s_2 = tl.load(s + (t1 * 256000) + t25, mask=cmask, eviction_policy="evict_last")
+    s_2 = tl.load(s + (t1 * 256000) + t25, mask=cmask)
     t26 = s_2.to(tl.float32)
     t27 = _max_nan(acc_2, t26)
     t28 = tl.reduce(tl.where(cmask, t27, acc_2), 0, _max_nan)
@@ -166,7 +166,7 @@ def softmax_k3(s, y, s_d0, y_d0, BLOCK: tl.constexpr):
         acc_2 = tl.full((BLOCK,), (-float("inf")), tl.float32)
         i = tl.arange(0, BLOCK)
         t0 = c + i
-        s_1 = tl.load(s + (r * 256000) + t0, eviction_policy="evict_last")
+        s_1 = tl.load(s + (r * 256000) + t0)
         t1 = s_1.to(tl.float32)
         t2 = _max_nan(acc_2, t1)
         t3 = tl.reduce(t2, 0, _max_nan)
@@ -193,7 +193,7 @@ def softmax_k3(s, y, s_d0, y_d0, BLOCK: tl.constexpr):
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 2048
     t21 = 253952 + i_2
-    s_2 = tl.load(s + (r * 256000) + t21, mask=cmask, eviction_policy="evict_last")
+    s_2 = tl.load(s + (r * 256000) + t21, mask=cmask)
     t22 = s_2.to(tl.float32)
     t23 = _max_nan(acc_4, t22)
     t24 = tl.reduce(tl.where(cmask, t23, acc_4), 0, _max_nan)
@@ -224,17 +224,16 @@ def softmax_k3(s, y, s_d0, y_d0, BLOCK: tl.constexpr):
     t46 = tl.exp(t45)
     t47 = t41 * t46
     t48 = 1.0 / t47
-    for c_1 in range(0, 256000, BLOCK):
-        c0 = ((256000 - 1) // BLOCK) * BLOCK - c_1
+    for c0 in range(0, 256000, BLOCK):
         i_4 = c0 + tl.arange(0, BLOCK)
         cmask_2 = i_4 < 256000
-        s_3 = tl.load(s + (r * 256000) + i_4, mask=cmask_2, eviction_policy="evict_first")
+        s_3 = tl.load(s + (r * 256000) + i_4, mask=cmask_2)
         t49 = s_3.to(tl.float32)
         t50 = t49 - t25
         t51 = tl.exp(t50)
         t52 = t51 * t48
         t53 = t52.to(tl.bfloat16)
-        tl.store(y + (r * 256000) + i_4, t53, mask=cmask_2, eviction_policy="evict_first")
+        tl.store(y + (r * 256000) + i_4, t53, mask=cmask_2)
 
 
 def _tensor(fn, name, t, dtype, shape):

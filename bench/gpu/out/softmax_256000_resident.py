@@ -38,7 +38,7 @@ def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d
     acc = tl.full((BLOCK,), (-float("inf")), tl.float32)
     i = tl.arange(0, BLOCK)
     t3 = t2 + i
-    s_1 = tl.load(s + (t1 * 256000) + t3, eviction_policy="evict_last")
+    s_1 = tl.load(s + (t1 * 256000) + t3)
     t4 = s_1.to(tl.float32)
     t5 = _max_nan(acc, t4)
     t6 = tl.reduce(t5, 0, _max_nan)
@@ -65,7 +65,7 @@ def softmax_k0(s, y, split_max, split_sum, s_d0, y_d0, split_max_d0, split_sum_d
     i_2 = tl.arange(0, BLOCK)
     cmask = i_2 < 3904
     t25 = t24 + i_2
-    s_2 = tl.load(s + (t1 * 256000) + t25, mask=cmask, eviction_policy="evict_last")
+    s_2 = tl.load(s + (t1 * 256000) + t25, mask=cmask)
     t26 = s_2.to(tl.float32)
     t27 = _max_nan(acc_2, t26)
     t28 = tl.reduce(tl.where(cmask, t27, acc_2), 0, _max_nan)
