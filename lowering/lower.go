@@ -621,7 +621,13 @@ func (l *funcLowering) launch(loc ir.Location, kind string, inputs, outputs []*i
 			}
 		}
 		nameArgs(args, append(slices.Clone(inputs), outputs...))
-		return build(kb)
+		if err := build(kb); err != nil {
+			return err
+		}
+		if kb.stridedAccesses() {
+			kb.registerTransposes()
+		}
+		return nil
 	}))
 	l.lastKernel = k.Operation
 	operands := append(slices.Clone(inputs), outputs...)

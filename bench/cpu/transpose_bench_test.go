@@ -94,10 +94,10 @@ func BenchmarkTransposeViews(b *testing.B) {
 			res := result{name: c.name, bytes: int64(c.traffic) * int64(n) * int64(n) * 2}
 			res.o2, res.tr, res.rest, res.cp = 1<<62, 1<<62, 1<<62, 1<<62
 			for range runs {
-				res.o2 = min(res.o2, best(b, o2, in, 1))
-				res.tr = min(res.tr, best(b, tr, trIn, 1))
-				res.rest = min(res.rest, best(b, r, restIn, 1))
-				res.cp = min(res.cp, best(b, cp, cpIn, 1))
+				res.o2 = min(res.o2, best(b, o2, in, 3))
+				res.tr = min(res.tr, best(b, tr, trIn, 3))
+				res.rest = min(res.rest, best(b, r, restIn, 3))
+				res.cp = min(res.cp, best(b, cp, cpIn, 3))
 			}
 			o2.Close()
 			r.Close()

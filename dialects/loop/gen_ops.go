@@ -117,6 +117,8 @@ const (
 	OpCmp = "loop.cmp"
 	// OpSelect is loop.select: choice.
 	OpSelect = "loop.select"
+	// OpTranspose is loop.transpose: transposes a square of vectors.
+	OpTranspose = "loop.transpose"
 	// OpCast is loop.cast: element type conversion.
 	OpCast = "loop.cast"
 )
@@ -4208,6 +4210,78 @@ func verifySelectOp(op *ir.Operation) error {
 	return ods.CheckInferred(op, inferSelect)
 }
 
+// TransposeOp is a loop.transpose op: transposes a square of vectors.
+//
+//	%c0, %c1 = loop.transpose %r0, %r1 : (vector<2xbf16>, vector<2xbf16>) -> (vector<2xbf16>, vector<2xbf16>)
+type TransposeOp struct {
+	*ir.Operation
+}
+
+// AsTranspose returns op as a TransposeOp if it is a loop.transpose.
+func AsTranspose(op *ir.Operation) (TransposeOp, bool) {
+	if op == nil || op.Name() != OpTranspose {
+		return TransposeOp{}, false
+	}
+	return TransposeOp{op}, true
+}
+
+// Rows returns operands #0 onwards (rows): the rows of the square.
+func (op TransposeOp) Rows() []*ir.Value {
+	return op.Operands()
+}
+
+// Columns returns the results (columns): its columns.
+func (op TransposeOp) Columns() []*ir.Value {
+	return op.Results()
+}
+
+// BuildTranspose creates a loop.transpose at b's insertion point and infers its result type.
+// It returns an error, and leaves nothing behind, when the op would not verify.
+func BuildTranspose(b *ir.Builder, loc ir.Location, rows []*ir.Value) (TransposeOp, error) {
+	op := ir.NewOperation(OpTranspose, loc, rows, nil, nil, 0)
+	if err := ods.Build(b, op, checkTransposeInputs, verifyTransposeOp, inferTranspose); err != nil {
+		return TransposeOp{}, err
+	}
+	return TransposeOp{op}, nil
+}
+
+// checkTransposeInputs checks what loop.transpose's results derive from: operand and region
+// counts, operand types and attributes.
+func checkTransposeInputs(op *ir.Operation) error {
+	if err := ods.CheckNumOperands(op, 0, 0, true); err != nil {
+		return err
+	}
+	if err := ods.CheckNumRegions(op, 0); err != nil {
+		return err
+	}
+	for i := 0; i < op.NumOperands(); i++ {
+		if err := ods.CheckOperand(op, i, ods.VectorValue); err != nil {
+			return err
+		}
+	}
+	if err := ods.CheckAttrNames(op); err != nil {
+		return err
+	}
+	return nil
+}
+
+// verifyTransposeOp is the verifier of loop.transpose: its declaration, then the rules of
+// class Transpose through inferTranspose.
+func verifyTransposeOp(op *ir.Operation) error {
+	if err := checkTransposeInputs(op); err != nil {
+		return err
+	}
+	if err := ods.CheckNumResults(op, 0, true); err != nil {
+		return err
+	}
+	for i := range op.Results() {
+		if err := ods.CheckResult(op, i, ods.VectorValue); err != nil {
+			return err
+		}
+	}
+	return ods.CheckInferred(op, inferTranspose)
+}
+
 // CastOp is a loop.cast op: element type conversion.
 //
 //	%f = loop.cast %v : (vector<8xbf16>) -> vector<8xf32>
@@ -4613,6 +4687,12 @@ func init() {
 		Summary: "choice",
 		Traits:  ir.Pure | ir.Elementwise,
 		Verify:  verifySelectOp,
+	})
+	ir.RegisterOp(&ir.OpDef{
+		Name:    OpTranspose,
+		Summary: "transposes a square of vectors",
+		Traits:  ir.Pure,
+		Verify:  verifyTransposeOp,
 	})
 	ir.RegisterOp(&ir.OpDef{
 		Name:    OpCast,

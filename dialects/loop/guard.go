@@ -227,9 +227,9 @@ func RefuseGroupSync(m ir.Module, backend string) error {
 
 // RefuseStridedAccesses returns a located error at the first vector load
 // or store of module m whose lanes run along another dimension than the
-// last (`axis`): the strided accesses that lower-to-loops builds for CPU
-// targets only, which backend, a GPU or accelerator emitter, does not
-// translate.
+// last (`axis`), or at the first loop.transpose: what lower-to-loops
+// builds for CPU targets only, which backend, a GPU or accelerator
+// emitter, does not translate.
 func RefuseStridedAccesses(m ir.Module, backend string) error {
 	var bad *ir.Operation
 	var axis int64
@@ -243,6 +243,8 @@ func RefuseStridedAccesses(m ir.Module, backend string) error {
 			axis, ok = LoadOp{op}.Axis()
 		case OpStore:
 			axis, ok = StoreOp{op}.Axis()
+		case OpTranspose:
+			ok = true
 		}
 		if ok {
 			bad = op
@@ -251,6 +253,9 @@ func RefuseStridedAccesses(m ir.Module, backend string) error {
 	})
 	if bad == nil {
 		return nil
+	}
+	if bad.Name() == OpTranspose {
+		return ir.OpError(bad, "cannot be translated to %s: a transpose of vectors in registers, which lower-to-loops builds for CPU targets only", backend)
 	}
 	return ir.OpError(bad, "cannot be translated to %s: its lanes run along dimension %d of its buffer (a strided access, which lower-to-loops builds for CPU targets only)", backend, axis)
 }

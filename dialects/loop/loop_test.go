@@ -135,6 +135,11 @@ func TestVerifierErrors(t *testing.T) {
 			"expects a non-negative offset, but got -8"},
 		{`%ss = loop.reduce %acc#0 {kind = "add"} : (vector<8xf32>) -> f32`, `%ss = loop.reduce %acc#0 {kind = "mul"} : (vector<8xf32>) -> f32`,
 			`attribute 'kind' must be one of "add", "max" or "min", but got "mul"`},
+		{`%tr:8 = loop.transpose %o, %p, %q, %e, %o, %p, %q, %e : vector<8xf32>`, `%tr:2 = loop.transpose %o, %p : vector<8xf32>`,
+			"'loop.transpose' op transposes 2 vectors of 8 lanes; a square of W vectors of W lanes is transposed, W a power of two from 2 to 64"},
+		{`%tr:8 = loop.transpose %o, %p, %q, %e, %o, %p, %q, %e : vector<8xf32>`,
+			`%tr:8 = loop.transpose %o, %p, %q, %e, %o, %p, %q, %ob : (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xbf16>) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)`,
+			"operand #7 has type 'vector<8xbf16>', unlike operand #0's 'vector<8xf32>'"},
 		{`%kb = loop.broadcast %k2 : (f32) -> vector<8xf32>`, `%kb = loop.broadcast %k2 : (f32) -> vector<8xf32>
         %bad = loop.broadcast %k2 : (f32) -> vector<8xf16>`,
 			"result 'vector<8xf16>' does not hold the operand's type 'f32'"},

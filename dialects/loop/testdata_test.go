@@ -55,6 +55,7 @@ const program = `module {
         %lt = loop.cmp %e, %wf {predicate = "lt"} : (vector<8xf32>, vector<8xf32>) -> vector<8xi1>
         %o = loop.select %lt, %e, %wf : (vector<8xi1>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
         %ob = loop.cast %o : (vector<8xf32>) -> vector<8xbf16>
+        %tr:8 = loop.transpose %o, %p, %q, %e, %o, %p, %q, %e : vector<8xf32>
         loop.store %ob, %y, %r, %i : (vector<8xbf16>, memref<?x64xbf16, dram>, index, index) -> ()
         loop.yield
       } : index

@@ -647,6 +647,30 @@ func inferReduce(op *ir.Operation) ([]ir.Type, error) {
 	return []ir.Type{e}, nil
 }
 
+// inferTranspose: `%c0, %c1 = loop.transpose %r0, %r1 : (vector<2xf32>, vector<2xf32>) -> (vector<2xf32>, vector<2xf32>)`.
+//
+//	transposes 3 vectors of 2 lanes; a square of W vectors of W lanes is transposed, W a power of two from 2 to 64
+func inferTranspose(op *ir.Operation) ([]ir.Type, error) {
+	n := op.NumOperands()
+	if n == 0 {
+		return nil, ir.OpError(op, "transposes no vectors; a square of W vectors of W lanes is transposed, W a power of two from 2 to 64")
+	}
+	t := op.Operand(0).Type()
+	for i := 1; i < n; i++ {
+		if !ir.TypeEqual(op.Operand(i).Type(), t) {
+			return nil, ir.OpError(op, "operand #%d has type %s, unlike operand #0's %s; the rows of the square have one type", i, q(op.Operand(i).Type()), q(t))
+		}
+	}
+	if w := width(t); w != int64(n) || n < 2 || n > 64 || n&(n-1) != 0 {
+		return nil, ir.OpError(op, "transposes %d vectors of %d lanes; a square of W vectors of W lanes is transposed, W a power of two from 2 to 64", n, w)
+	}
+	out := make([]ir.Type, n)
+	for i := range out {
+		out[i] = t
+	}
+	return out, nil
+}
+
 // inferIndexArith: `%k = loop.addi %i, %j : index`.
 func inferIndexArith(op *ir.Operation) ([]ir.Type, error) {
 	return []ir.Type{ir.IndexType}, nil

@@ -93,6 +93,56 @@ func (fe *fnEmitter) splatValue(vt types.Type, s value.Value) value.Value {
 	return b.NewShuffleVector(ins, constant.NewUndef(vt), mask)
 }
 
+// emitTranspose: `%c:16 = loop.transpose %r0, ..., %r15 : vector<16xbf16>`,
+// as log2(W) rounds of two-operand shuffles. The round of distance d
+// swaps, in every pair of rows r and r+d (r without the bit d), the
+// lanes of r with the bit d set and the lanes of r+d without it: the
+// bit d of the row and of the lane trade places, and after the rounds
+// of d = W/2 down to 1 every element (i, j) is at (j, i). W*log2(W)
+// shuffles for W*W elements (64 for 16 x 16), each an unpack or a
+// two-table permute on x86.
+func (fe *fnEmitter) emitTranspose(op *ir.Operation) error {
+	n := op.NumOperands()
+	rows := make([]value.Value, n)
+	for i := range rows {
+		v, err := fe.val(op.Operand(i))
+		if err != nil {
+			return err
+		}
+		rows[i] = v
+	}
+	if n != op.NumResults() || n < 2 || n&(n-1) != 0 || widthOf(rows[0].Type()) != n {
+		return ir.OpError(op, "is malformed: it transposes W vectors of W lanes into W results, W a power of two")
+	}
+	mt := types.NewVector(uint64(n), types.I32)
+	for d := n / 2; d >= 1; d /= 2 {
+		lo := make([]constant.Constant, n)
+		hi := make([]constant.Constant, n)
+		for c := range n {
+			if c&d == 0 {
+				lo[c] = constant.NewInt(types.I32, int64(c))   // row r keeps its lane
+				hi[c] = constant.NewInt(types.I32, int64(c+d)) // row r+d takes row r's lane c+d
+			} else {
+				lo[c] = constant.NewInt(types.I32, int64(n+c-d)) // row r takes row r+d's lane c-d
+				hi[c] = constant.NewInt(types.I32, int64(n+c))   // row r+d keeps its lane
+			}
+		}
+		loMask, hiMask := constant.NewVector(mt, lo...), constant.NewVector(mt, hi...)
+		for r := range n {
+			if r&d != 0 {
+				continue
+			}
+			a, b := rows[r], rows[r+d]
+			rows[r] = fe.cur.NewShuffleVector(a, b, loMask)
+			rows[r+d] = fe.cur.NewShuffleVector(a, b, hiMask)
+		}
+	}
+	for i, v := range rows {
+		fe.vals[op.Result(i)] = v
+	}
+	return nil
+}
+
 // emitIndexArith: `%k = loop.addi %i, %j : index` and friends, on i64.
 func (fe *fnEmitter) emitIndexArith(op *ir.Operation) error {
 	vs, err := fe.operands(op)

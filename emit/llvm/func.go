@@ -103,6 +103,8 @@ func (fe *fnEmitter) emitOp(op *ir.Operation) error {
 		return fe.emitBroadcast(op)
 	case loop.OpReduce:
 		return fe.emitReduce(op)
+	case loop.OpTranspose:
+		return fe.emitTranspose(op)
 	case loop.OpAddi, loop.OpSubi, loop.OpMuli, loop.OpDivi, loop.OpRemi, loop.OpMini:
 		return fe.emitIndexArith(op)
 	case loop.OpClampIndex:

@@ -27,7 +27,9 @@ import (
 // else the ordinary one: unaligned, a non-temporal vector store is cut
 // into 8-byte pieces, an instruction or two each.
 //
-// Kept to ordinary stores: a result the kernel reads (the cached schedule
+// Kept to ordinary stores: a result of a kernel that walks tiles (it reads
+// or writes a transposed operand: strided accesses, loop.transpose); a
+// result the kernel reads (the cached schedule
 // reads its rows back); one of run-time or smaller size, which the caller
 // may still find in the cache; and every result of a kernel that computes
 // a transcendental function, a root or a division on its vectors, which is
@@ -63,9 +65,17 @@ func streamedBuffers(k loop.KernelOp) map[*ir.Value]bool {
 	if len(out) == 0 {
 		return nil
 	}
-	heavy := false
+	heavy, tiled := false, false
 	vectorStored := map[*ir.Value]bool{}
 	k.Operation.Walk(func(op *ir.Operation) bool {
+		if op.Name() == loop.OpTranspose || op.Name() == loop.OpLoad && op.Attr("axis") != nil || op.Name() == loop.OpStore && op.Attr("axis") != nil {
+			// a tile walk (a transposed operand): its rows store a few
+			// vectors each, scattered over lines that other rows of the
+			// tile fill; non-temporal stores of part lines thrash the
+			// write-combining buffers (a [4096, 4096] bf16 transpose took
+			// 38 ms streamed)
+			tiled = true
+		}
 		if heavyOps[op.Name()] && op.NumResults() == 1 {
 			if _, vec := op.Result(0).Type().(ir.VectorType); vec {
 				heavy = true
@@ -91,7 +101,7 @@ func streamedBuffers(k loop.KernelOp) map[*ir.Value]bool {
 			delete(out, v)
 		}
 	}
-	if heavy || len(out) == 0 {
+	if heavy || tiled || len(out) == 0 {
 		return nil
 	}
 	return out

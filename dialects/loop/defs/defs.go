@@ -66,6 +66,8 @@ ones are accepted by all but ` + "`pow`" + `.`},
 	{Name: "Fma", Infers: true, Doc: "The three operands have the result's type, f32, f64 or an integer type."},
 	{Name: "Compare", Infers: true, Doc: "Both operands have the same type (f32, f64 or integer); the result is `i1` of their shape."},
 	{Name: "Select", Infers: true, Doc: "The condition is `i1` of the values' shape; both values have the result's type."},
+	{Name: "Transpose", Infers: true, Doc: `W operands, each a ` + "`vector<W x T>`" + ` of one type, W a power of two from 2 to 64;
+the W results have that type.`},
 	{Name: "Cast", Doc: "The result has the operand's shape (scalar or vector width) and any element type but index."},
 }
 
@@ -437,6 +439,18 @@ address a buffer of extent ` + "`bound`" + ` without reading outside it.`,
 			{Name: "on_false", Constraint: ods.ScalarOrVector},
 		},
 		Results: valueOut,
+	},
+	{
+		Name: "transpose", Summary: "transposes a square of vectors",
+		Description: `Result j's lane i is operand i's lane j: the W vectors of W lanes are the rows of a
+W x W matrix, and the results are its columns. CPU lowering reads a tile of a transposed operand
+as W contiguous vectors and transposes them in registers, instead of W strided loads (a load's
+` + "`axis`" + `) of one element per lane.`,
+		Example:  "%c0, %c1 = loop.transpose %r0, %r1 : (vector<2xbf16>, vector<2xbf16>) -> (vector<2xbf16>, vector<2xbf16>)",
+		Class:    "Transpose",
+		Traits:   ir.Pure,
+		Operands: []ods.OperandDecl{{Name: "rows", Constraint: ods.VectorValue, Variadic: true, Doc: "the rows of the square"}},
+		Results:  []ods.ResultDecl{{Name: "columns", Constraint: ods.VectorValue, Variadic: true, Doc: "its columns"}},
 	},
 	{
 		Name: "cast", Summary: "element type conversion",

@@ -314,6 +314,8 @@ func (mc *machine) exec(op *ir.Operation) {
 		mc.fail("%s", why)
 	case loop.OpReduce:
 		mc.reduce(op)
+	case loop.OpTranspose:
+		mc.transpose(op)
 	case loop.OpClampIndex:
 		mc.clampIndex(op)
 	case loop.OpCmp:
@@ -751,6 +753,29 @@ func (mc *machine) forLoop(s *step) {
 }
 
 // reduce combines the lanes of a vector in lane order.
+// transpose binds result j to the lanes j of the operands, in operand
+// order: the columns of the square whose rows are the operands.
+func (mc *machine) transpose(op *ir.Operation) {
+	n := op.NumOperands()
+	if op.NumResults() != n {
+		mc.fail("is malformed: it needs as many results as operands")
+	}
+	rows := make([][]float64, n)
+	for i := range rows {
+		rows[i] = mc.get(op.Operand(i)).lanes
+		if len(rows[i]) != n {
+			mc.fail("transposes %d vectors, but operand #%d has %d lanes", n, i, len(rows[i]))
+		}
+	}
+	for j := range n {
+		col := make([]float64, n)
+		for i := range col {
+			col[i] = rows[i][j]
+		}
+		mc.bind(op.Result(j), value{lanes: col})
+	}
+}
+
 func (mc *machine) reduce(op *ir.Operation) {
 	x := mc.get(op.Operand(0)).lanes
 	kind, _ := op.Attr("kind").(ir.StringAttr)
