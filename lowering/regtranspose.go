@@ -60,7 +60,13 @@ type tileLoop struct {
 	s, t  loop.ForOp
 	loads []loop.LoadOp
 	axes  []int
-	w     int64
+	// stores are T's strided stores (a result stored through such a
+	// transpose), storeAxes their lanes' axes: the W rows' vectors are
+	// transposed and stored as W contiguous vectors at the end of T's
+	// repeated body
+	stores    []loop.StoreOp
+	storeAxes []int
+	w         int64
 }
 
 // matchTileLoop returns the rewrite of s, or nil when s is not a tile
@@ -76,24 +82,29 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 			continue
 		}
 		var loads []loop.LoadOp
-		var axes []int
+		var stores []loop.StoreOp
+		var axes, storeAxes []int
 		for in := f.Body().Entry().First(); in != nil; in = in.Next() {
-			l, ok := loop.AsLoad(in)
-			if !ok {
-				continue
+			if l, ok := loop.AsLoad(in); ok {
+				if a, strided := l.Axis(); strided {
+					loads = append(loads, l)
+					axes = append(axes, int(a))
+				}
 			}
-			if a, strided := l.Axis(); strided {
-				loads = append(loads, l)
-				axes = append(axes, int(a))
+			if st, ok := loop.AsStore(in); ok {
+				if a, strided := st.Axis(); strided {
+					stores = append(stores, st)
+					storeAxes = append(storeAxes, int(a))
+				}
 			}
 		}
-		if len(loads) == 0 {
+		if len(loads)+len(stores) == 0 {
 			continue
 		}
 		if tl.t.Operation != nil {
-			return nil // one inner loop reads the tile
+			return nil // one inner loop walks the tile
 		}
-		tl.t, tl.loads, tl.axes = f, loads, axes
+		tl.t, tl.loads, tl.axes, tl.stores, tl.storeAxes = f, loads, axes, stores, storeAxes
 	}
 	if tl.t.Operation == nil || len(tl.t.Values()) > 0 {
 		return nil
@@ -110,31 +121,35 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 		if len(op.Regions()) > 0 {
 			return nil
 		}
-		if st, ok := loop.AsStore(op); ok {
-			if _, strided := st.Axis(); strided {
-				return nil
-			}
-		}
 	}
-	for i, l := range tl.loads {
-		w := int64(lanes(l.Output().Type()))
+	square := func(t ir.Type, idx []*ir.Value, a int) bool {
+		w := int64(lanes(t))
 		if tl.w == 0 {
 			tl.w = w
 		}
-		idx := l.Indices()
 		last := len(idx) - 1
-		a := tl.axes[i]
 		if w != tl.w || w < 2 || w > 64 || w&(w-1) != 0 || a == last {
-			return nil
+			return false
 		}
 		for d, v := range idx {
 			if d == last {
 				if !dep.plusIV(v) {
-					return nil
+					return false
 				}
 			} else if dep.on(v) {
-				return nil
+				return false
 			}
+		}
+		return true
+	}
+	for i, l := range tl.loads {
+		if !square(l.Output().Type(), l.Indices(), tl.axes[i]) {
+			return nil
+		}
+	}
+	for i, st := range tl.stores {
+		if !square(st.Value().Type(), st.Indices(), tl.storeAxes[i]) {
+			return nil
 		}
 	}
 	if int64(nops)*tl.w > maxTransposeBody || !rowsIndependent(s, &dep) {
@@ -321,6 +336,8 @@ func (k *kernelBuilder) repeatTile(bb *ir.Builder, tl *tileLoop, maps []ir.Mappi
 				}
 				copies[u][tbody.Args[0]] = j
 			}
+			// the W rows' vectors of each strided store
+			stored := make([][]*ir.Value, len(tl.stores))
 			for u, m := range copies {
 				for op := tbody.First(); op != nil && op != tbody.Last(); op = op.Next() {
 					i := -1
@@ -328,6 +345,10 @@ func (k *kernelBuilder) repeatTile(bb *ir.Builder, tl *tileLoop, maps []ir.Mappi
 						if l.Operation == op {
 							i = x
 						}
+					}
+					if x := storeIndex(tl.stores, op); x >= 0 {
+						stored[x] = append(stored[x], m.Lookup(op.Operand(0)))
+						continue
 					}
 					switch {
 					case i < 0 && u > 0 && tl.invariant(op):
@@ -343,6 +364,9 @@ func (k *kernelBuilder) repeatTile(bb *ir.Builder, tl *tileLoop, maps []ir.Mappi
 						}
 					}
 				}
+			}
+			for x, st := range tl.stores {
+				k.storeSquare(tb, st, tl.storeAxes[x], copies[0], stored[x])
 			}
 			return nil, nil
 		}))
@@ -372,4 +396,34 @@ func (k *kernelBuilder) transposedSquare(b *ir.Builder, l loop.LoadOp, axis int,
 		rows[r] = must(loop.BuildLoad(b, loc, l.Memref(), at, l.Output().Type())).Output()
 	}
 	return must(loop.BuildTranspose(b, loc, rows)).Operation.Results()
+}
+
+// storeIndex is the position of op among stores, or -1.
+func storeIndex(stores []loop.StoreOp, op *ir.Operation) int {
+	for i, st := range stores {
+		if st.Operation == op {
+			return i
+		}
+	}
+	return -1
+}
+
+// storeSquare stores the W rows' vectors of strided store st (vecs, row
+// u's lanes along axis at its own index of the last axis; m maps row 0's
+// values) as the W x W square they fill: transposed, W contiguous vectors
+// along the buffer's last axis at axis+0 .. axis+W-1.
+func (k *kernelBuilder) storeSquare(b *ir.Builder, st loop.StoreOp, axis int, m ir.Mapping, vecs []*ir.Value) {
+	loc := st.Operation.Loc
+	idx := make([]*ir.Value, len(st.Indices()))
+	for d, v := range st.Indices() {
+		idx[d] = m.Lookup(v)
+	}
+	rows := must(loop.BuildTranspose(b, loc, vecs)).Operation.Results()
+	for r, v := range rows {
+		at := append([]*ir.Value(nil), idx...)
+		if r > 0 {
+			at[axis] = must(loop.BuildAddi(b, loc, idx[axis], k.index(int64(r)))).Output()
+		}
+		must(loop.BuildStore(b, loc, v, st.Memref(), at))
+	}
 }
