@@ -64,6 +64,14 @@ func init() {
 			default:
 				return fmt.Errorf("TENSORFORGE_PTX_PIPELINE=%q: expected 1 (issue the next chunk's loads of an online row kernel an iteration ahead) or 0 (the default)", v)
 			}
+			switch v := os.Getenv("TENSORFORGE_PTX_PREFETCH_SHARED"); v {
+			case "", "0":
+				ptx.PrefetchShared = false
+			case "1":
+				ptx.PrefetchShared = true
+			default:
+				return fmt.Errorf("TENSORFORGE_PTX_PREFETCH_SHARED=%q: expected 1 (a norm weight's loads ahead of the combine in rows of a warp or more too) or 0 (the default)", v)
+			}
 			switch v := os.Getenv("TENSORFORGE_PTX_DECODE"); v {
 			case "", "1":
 				ptx.TCDecode = true

@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -507,7 +506,7 @@ func (pl *plan) planGroups(ke *kernelEmitter, gb *ir.Block) {
 			// a CTA) take the weight's loads ahead too: a row is a few
 			// loads, and one issued after the combine waits its whole
 			// latency (a cache hit's included) with nothing in flight
-			if used := pl.planPrefetch(ke, op, int64(lp.unroll), left, pl.group >= 32 && !prefetchShared); used > 0 {
+			if used := pl.planPrefetch(ke, op, int64(lp.unroll), left, pl.group >= 32 && !PrefetchShared); used > 0 {
 				left -= used
 				pl.narrowRows = true
 			}
@@ -787,12 +786,13 @@ func (pl *plan) promotable(al *ir.Operation) (int64, bool) {
 	return int64(copies) * int64(lanes) * per, true
 }
 
-// prefetchShared sends the loads every instance reads alike (a norm's
+// PrefetchShared sends the loads every instance reads alike (a norm's
 // weight) ahead of the combine in rows of a warp or more too, as short
-// rows always do: TENSORFORGE_PTX_PREFETCH_SHARED=1, for measuring
-// decode's few rows, where the weight's load after the combine waits an
-// L2 hit's latency with nothing else in flight.
-var prefetchShared = os.Getenv("TENSORFORGE_PTX_PREFETCH_SHARED") == "1"
+// rows always do. Off by default until measured on a GPU
+// (TENSORFORGE_PTX_PREFETCH_SHARED=1 in tfc, for decode's few rows, where
+// the weight's load after the combine waits an L2 hit's latency with
+// nothing else in flight).
+var PrefetchShared = false
 
 // prefetchBudget bounds the registers per thread that hold loads issued
 // ahead of their loop.

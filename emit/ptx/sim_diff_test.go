@@ -637,3 +637,36 @@ func TestSimulatedFewRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatedPrefetchShared runs norm chains with the weight's loads
+// issued ahead of the combine (PrefetchShared), rows of 1 and 3 and of
+// 5120 and 8192 columns, specials among the inputs.
+func TestSimulatedPrefetchShared(t *testing.T) {
+	defer func(on bool) { PrefetchShared = on }(PrefetchShared)
+	PrefetchShared = true
+	src := `
+func.func @rms_silu_mul(%x: tensor<?x5120xbf16>, %w: tensor<5120xbf16>, %z: tensor<?x5120xbf16>) -> tensor<?x5120xbf16> {
+  %n = graph.rmsnorm %x, %w {eps = 1.0e-05 : f32} : (tensor<?x5120xbf16>, tensor<5120xbf16>) -> tensor<?x5120xbf16>
+  %s = graph.silu %n : tensor<?x5120xbf16>
+  %y = graph.mul %s, %z : tensor<?x5120xbf16>
+  return %y : tensor<?x5120xbf16>
+}
+func.func @add_rmsnorm(%x: tensor<?x8192xbf16>, %r: tensor<?x8192xbf16>, %w: tensor<8192xbf16>) -> (tensor<?x8192xbf16>, tensor<?x8192xbf16>) {
+  %h = graph.add %x, %r : tensor<?x8192xbf16>
+  %n = graph.rmsnorm %h, %w {eps = 1.0e-05 : f32} : (tensor<?x8192xbf16>, tensor<8192xbf16>) -> tensor<?x8192xbf16>
+  return %h, %n : tensor<?x8192xbf16>, tensor<?x8192xbf16>
+}
+`
+	m := lower(t, src, fullPipeline, "h200")
+	for _, c := range []simCase{
+		{fn: "rms_silu_mul", shapes: [][]int64{{1, 5120}, {5120}, {1, 5120}}, ulps: 1},
+		{fn: "rms_silu_mul", shapes: [][]int64{{3, 5120}, {5120}, {3, 5120}}, ulps: 1},
+		{fn: "add_rmsnorm", shapes: [][]int64{{2, 8192}, {2, 8192}, {8192}}, ulps: 1},
+	} {
+		for _, specials := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/%v/specials=%v", c.fn, c.shapes[0], specials), func(t *testing.T) {
+				runSimCase(t, m, c, specials)
+			})
+		}
+	}
+}
