@@ -164,3 +164,58 @@ loop.kernel {kind = "elementwise", num_inputs = 1, num_outputs = 2, sym_name = "
 	// 0 - 300.7 = -300.7 -> -300 -> 212 in ui8 (unchecked, wrapping)
 	require.Equal(t, 212.0, out[1].Data[0])
 }
+
+// transposeSquare reads a 4 x 4 f32 matrix as four rows, transposes them
+// with loop.transpose and stores the columns as the rows of the result.
+const transposeSquare = `
+func.func @f(%x: memref<4x4xf32, dram>, %y: memref<4x4xf32, dram>) attributes {num_results = 1} {
+  loop.launch %x, %y {kernel = "k"} : (memref<4x4xf32, dram>, memref<4x4xf32, dram>) -> ()
+  return
+}
+loop.kernel {kind = "generic", num_inputs = 1, num_outputs = 1, sym_name = "k"} {
+^bb0(%x: memref<4x4xf32, dram>, %y: memref<4x4xf32, dram>):
+  %c0 = loop.const {value = 0} : index
+  %c1 = loop.const {value = 1} : index
+  %c2 = loop.const {value = 2} : index
+  %c3 = loop.const {value = 3} : index
+  loop.parallel %c0, %c1, %c1 {dist = "grid"} {
+  ^bb0(%r: index):
+    %a = loop.load %x, %c0, %c0 : (memref<4x4xf32, dram>, index, index) -> vector<4xf32>
+    %b = loop.load %x, %c1, %c0 : (memref<4x4xf32, dram>, index, index) -> vector<4xf32>
+    %c = loop.load %x, %c2, %c0 : (memref<4x4xf32, dram>, index, index) -> vector<4xf32>
+    %d = loop.load %x, %c3, %c0 : (memref<4x4xf32, dram>, index, index) -> vector<4xf32>
+    %t:4 = loop.transpose %a, %b, %c, %d : vector<4xf32>
+    loop.store %t#0, %y, %c0, %c0 : (vector<4xf32>, memref<4x4xf32, dram>, index, index) -> ()
+    loop.store %t#1, %y, %c1, %c0 : (vector<4xf32>, memref<4x4xf32, dram>, index, index) -> ()
+    loop.store %t#2, %y, %c2, %c0 : (vector<4xf32>, memref<4x4xf32, dram>, index, index) -> ()
+    loop.store %t#3, %y, %c3, %c0 : (vector<4xf32>, memref<4x4xf32, dram>, index, index) -> ()
+    loop.yield
+  } : index
+  loop.return
+}
+`
+
+// Result j of loop.transpose is lane j of every operand: the columns.
+func TestTranspose(t *testing.T) {
+	m := parse(t, transposeSquare)
+	data := make([]float64, 16)
+	for i := range data {
+		data[i] = float64(i)
+	}
+	data[5] = math.Inf(-1)
+	data[6] = math.NaN()
+	x, err := geval.TensorOf(ir.F32, []int64{4, 4}, data)
+	require.NoError(t, err)
+	out, err := eval.Run(m, "f", []*geval.Tensor{x})
+	require.NoError(t, err)
+	for i := range 4 {
+		for j := range 4 {
+			want, got := data[j*4+i], out[0].Data[i*4+j]
+			if math.IsNaN(want) {
+				require.True(t, math.IsNaN(got))
+				continue
+			}
+			require.Equal(t, want, got, "y[%d][%d]", i, j)
+		}
+	}
+}
