@@ -123,7 +123,7 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 		}
 	}
 	square := func(t ir.Type, idx []*ir.Value, a int) bool {
-		w := int64(lanes(t))
+		w := loop.Lanes(t)
 		if tl.w == 0 {
 			tl.w = w
 		}
@@ -156,14 +156,6 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 		return nil
 	}
 	return tl
-}
-
-// lanes is the lane count of a vector type, 1 for a scalar.
-func lanes(t ir.Type) int {
-	if v, ok := t.(ir.VectorType); ok && len(v.Shape) == 1 {
-		return int(v.Shape[0])
-	}
-	return 1
 }
 
 // rowsIndependent reports whether the iterations of s may run in any

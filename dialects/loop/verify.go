@@ -23,6 +23,10 @@ func width(t ir.Type) int64 {
 	return 0
 }
 
+// Lanes is the lane count of a value of type t: a vector's width, 1 for a
+// scalar.
+func Lanes(t ir.Type) int64 { return max(width(t), 1) }
+
 // elemKind is the element kind of a scalar or shaped type.
 func elemKind(t ir.Type) ir.ElemKind {
 	e, _ := ir.ElemOf(t)
