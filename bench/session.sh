@@ -50,8 +50,16 @@ for s in "${list[@]}"; do
     ;;
   vocab)
     o=bench/gpu/out/softmax_256000
+    # the backward form as persistent programs, PROGRAMS per multiprocessor
+    # with WARPS warps (online_persist.py, a rewrite of its Python): fewer
+    # rows in flight, more of each in L2 for the second pass
+    for pw in 1/8 2/8 1/16 4/4; do
+      python3 bench/gpu/online_persist.py "${o}_backward.py" "$out/softmax_256000_p${pw%/*}w${pw#*/}.py" \
+        softmax_k3 "${pw%/*}" "${pw#*/}"
+    done
+    p="$out/softmax_256000"
     timeout 150 python3 bench/gpu/bulk_softmax.py --forms 8/512 \
-      --tfc "ptx-O2=$o.ptx/softmax.py,triton-O2=$o.py,triton-backward=${o}_backward.py,triton-p1w8=${o}_p1w8.py,triton-p2w8=${o}_p2w8.py,triton-p1w16=${o}_p1w16.py,triton-p4w4=${o}_p4w4.py" 2>&1 | tail -24
+      --tfc "ptx-O2=$o.ptx/softmax.py,triton-O2=$o.py,triton-backward=${o}_backward.py,triton-p1w8=${p}_p1w8.py,triton-p2w8=${p}_p2w8.py,triton-p1w16=${p}_p1w16.py,triton-p4w4=${p}_p4w4.py" 2>&1 | tail -24
     timeout 45 python3 bench/gpu/bulk_softmax.py --cols 32000 --forms 1/512 \
       --tfc "ptx-O2=bench/gpu/out/softmax_32000.ptx/softmax.py,triton-O2=bench/gpu/out/softmax_32000.py" 2>&1 | tail -10
     ;;

@@ -59,14 +59,11 @@ type tileLoop struct {
 	dep   *dependence
 	s, t  loop.ForOp
 	loads []loop.LoadOp
-	axes  []int
 	// stores are T's strided stores (a result stored through such a
-	// transpose), storeAxes their lanes' axes: the W rows' vectors are
-	// transposed and stored as W contiguous vectors at the end of T's
-	// repeated body
-	stores    []loop.StoreOp
-	storeAxes []int
-	w         int64
+	// transpose): the W rows' vectors are transposed and stored as W
+	// contiguous vectors at the end of T's repeated body
+	stores []loop.StoreOp
+	w      int64
 }
 
 // matchTileLoop returns the rewrite of s, or nil when s is not a tile
@@ -83,18 +80,15 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 		}
 		var loads []loop.LoadOp
 		var stores []loop.StoreOp
-		var axes, storeAxes []int
 		for in := f.Body().Entry().First(); in != nil; in = in.Next() {
 			if l, ok := loop.AsLoad(in); ok {
-				if a, strided := l.Axis(); strided {
+				if _, strided := l.Axis(); strided {
 					loads = append(loads, l)
-					axes = append(axes, int(a))
 				}
 			}
 			if st, ok := loop.AsStore(in); ok {
-				if a, strided := st.Axis(); strided {
+				if _, strided := st.Axis(); strided {
 					stores = append(stores, st)
-					storeAxes = append(storeAxes, int(a))
 				}
 			}
 		}
@@ -104,7 +98,7 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 		if tl.t.Operation != nil {
 			return nil // one inner loop walks the tile
 		}
-		tl.t, tl.loads, tl.axes, tl.stores, tl.storeAxes = f, loads, axes, stores, storeAxes
+		tl.t, tl.loads, tl.stores = f, loads, stores
 	}
 	if tl.t.Operation == nil || len(tl.t.Values()) > 0 {
 		return nil
@@ -122,8 +116,9 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 			return nil
 		}
 	}
-	square := func(t ir.Type, idx []*ir.Value, a int) bool {
+	square := func(t ir.Type, idx []*ir.Value, axis int64) bool {
 		w := loop.Lanes(t)
+		a := int(axis)
 		if tl.w == 0 {
 			tl.w = w
 		}
@@ -142,13 +137,13 @@ func matchTileLoop(s loop.ForOp) *tileLoop {
 		}
 		return true
 	}
-	for i, l := range tl.loads {
-		if !square(l.Output().Type(), l.Indices(), tl.axes[i]) {
+	for _, l := range tl.loads {
+		if a, _ := l.Axis(); !square(l.Output().Type(), l.Indices(), a) {
 			return nil
 		}
 	}
-	for i, st := range tl.stores {
-		if !square(st.Value().Type(), st.Indices(), tl.storeAxes[i]) {
+	for _, st := range tl.stores {
+		if a, _ := st.Axis(); !square(st.Value().Type(), st.Indices(), a) {
 			return nil
 		}
 	}
@@ -350,7 +345,7 @@ func (k *kernelBuilder) repeatTile(bb *ir.Builder, tl *tileLoop, maps []ir.Mappi
 					case i < 0:
 						tb.Insert(op.Clone(m))
 					case u == 0:
-						cols := k.transposedSquare(tb, tl.loads[i], tl.axes[i], m, w)
+						cols := k.transposedSquare(tb, tl.loads[i], m, w)
 						for v, c := range cols {
 							copies[v][op.Result(0)] = c
 						}
@@ -358,7 +353,7 @@ func (k *kernelBuilder) repeatTile(bb *ir.Builder, tl *tileLoop, maps []ir.Mappi
 				}
 			}
 			for x, st := range tl.stores {
-				k.storeSquare(tb, st, tl.storeAxes[x], copies[0], stored[x])
+				k.storeSquare(tb, st, copies[0], stored[x])
 			}
 			return nil, nil
 		}))
@@ -371,20 +366,13 @@ func (k *kernelBuilder) repeatTile(bb *ir.Builder, tl *tileLoop, maps []ir.Mappi
 
 // transposedSquare reads the W x W square whose columns the W rows' copies
 // of strided load l read (m maps row 0's values), as W contiguous vectors
-// along the buffer's last axis from rows axis+0 .. axis+W-1, and returns
-// their transpose's results: column u is row u's load.
-func (k *kernelBuilder) transposedSquare(b *ir.Builder, l loop.LoadOp, axis int, m ir.Mapping, w int64) []*ir.Value {
+// along the buffer's last axis, and returns their transpose's results:
+// column u is row u's load.
+func (k *kernelBuilder) transposedSquare(b *ir.Builder, l loop.LoadOp, m ir.Mapping, w int64) []*ir.Value {
 	loc := l.Operation.Loc
-	idx := make([]*ir.Value, len(l.Indices()))
-	for d, v := range l.Indices() {
-		idx[d] = m.Lookup(v)
-	}
+	axis, _ := l.Axis()
 	rows := make([]*ir.Value, w)
-	for r := range rows {
-		at := append([]*ir.Value(nil), idx...)
-		if r > 0 {
-			at[axis] = must(loop.BuildAddi(b, loc, idx[axis], k.index(int64(r)))).Output()
-		}
+	for r, at := range k.squareRows(b, loc, l.Indices(), int(axis), m, w) {
 		rows[r] = must(loop.BuildLoad(b, loc, l.Memref(), at, l.Output().Type())).Output()
 	}
 	return must(loop.BuildTranspose(b, loc, rows)).Operation.Results()
@@ -401,21 +389,34 @@ func storeIndex(stores []loop.StoreOp, op *ir.Operation) int {
 }
 
 // storeSquare stores the W rows' vectors of strided store st (vecs, row
-// u's lanes along axis at its own index of the last axis; m maps row 0's
-// values) as the W x W square they fill: transposed, W contiguous vectors
-// along the buffer's last axis at axis+0 .. axis+W-1.
-func (k *kernelBuilder) storeSquare(b *ir.Builder, st loop.StoreOp, axis int, m ir.Mapping, vecs []*ir.Value) {
+// u's lanes along its axis at its own index of the last axis; m maps row
+// 0's values) as the W x W square they fill: transposed, W contiguous
+// vectors along the buffer's last axis.
+func (k *kernelBuilder) storeSquare(b *ir.Builder, st loop.StoreOp, m ir.Mapping, vecs []*ir.Value) {
 	loc := st.Operation.Loc
-	idx := make([]*ir.Value, len(st.Indices()))
-	for d, v := range st.Indices() {
+	axis, _ := st.Axis()
+	rows := must(loop.BuildTranspose(b, loc, vecs)).Operation.Results()
+	for r, at := range k.squareRows(b, loc, st.Indices(), int(axis), m, int64(len(vecs))) {
+		must(loop.BuildStore(b, loc, rows[r], st.Memref(), at))
+	}
+}
+
+// squareRows are the indices of the W rows of a square: those of a
+// strided access (mapped by m) with axis, the lanes' dimension, advanced
+// by 0 .. W-1; each row runs along the last axis from the access's index
+// there.
+func (k *kernelBuilder) squareRows(b *ir.Builder, loc ir.Location, indices []*ir.Value, axis int, m ir.Mapping, w int64) [][]*ir.Value {
+	idx := make([]*ir.Value, len(indices))
+	for d, v := range indices {
 		idx[d] = m.Lookup(v)
 	}
-	rows := must(loop.BuildTranspose(b, loc, vecs)).Operation.Results()
-	for r, v := range rows {
+	out := make([][]*ir.Value, w)
+	for r := range out {
 		at := append([]*ir.Value(nil), idx...)
 		if r > 0 {
 			at[axis] = must(loop.BuildAddi(b, loc, idx[axis], k.index(int64(r)))).Output()
 		}
-		must(loop.BuildStore(b, loc, v, st.Memref(), at))
+		out[r] = at
 	}
+	return out
 }

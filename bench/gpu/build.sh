@@ -57,13 +57,6 @@ echo "$out/softmax_256000_resident.py"
 TENSORFORGE_TRITON_ONLINE=backward "$tfc" --emit=triton --target=h200 \
   bench/gpu/workloads/softmax_256000.tir -o "$out/softmax_256000_backward.py"
 check "$out/softmax_256000_backward.py"
-# and the backward form as persistent programs, PROGRAMS per multiprocessor
-# with WARPS warps (online_persist.py): fewer rows in flight, more of each
-# in L2 for the second pass
-for pw in 1/8 2/8 1/16 4/4; do
-  python3 bench/gpu/online_persist.py "$out/softmax_256000_backward.py" "$out/softmax_256000_p${pw%/*}w${pw#*/}.py" \
-    softmax_k3 "${pw%/*}" "${pw#*/}"
-done
 # the programs of selftest.py
 for f in bench/gpu/selftest/*.tir; do
   name=selftest_$(basename "$f" .tir)

@@ -8,7 +8,7 @@ into a program that loops over every n-th row, n = PROGRAMS_PER_SM times
 the multiprocessors, and its launch into that many programs, with WARPS
 warps. Fewer rows in flight keep more of each row in L2 between the
 kernel's two passes over it (the second pass walks the row backwards).
-A measurement aid (bench/session.sh vocab): tfc emits the unrewritten form.
+A measurement aid: bench/session.sh vocab writes these forms on the GPU machine; tfc emits the unrewritten one.
 """
 import re
 import sys
